@@ -1,0 +1,5 @@
+"""`python -m prefill`."""
+
+from prefill.cli import main
+
+raise SystemExit(main())

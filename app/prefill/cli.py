@@ -1,0 +1,47 @@
+"""The one entry point: no arguments opens the window; sub-commands for the rest."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from prefill.engine.errors import EngineError
+
+
+class CliError(Exception):
+    """A one-line reason to stop with a non-zero exit."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+        print(f"prefill: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from prefill.commands import bench, chat, models, window
+
+    parser = _Parser(prog="prefill", description="Chat with local LLMs and watch the engine work.")
+    window.add_arguments(parser)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    for module in (chat, bench, models):
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    try:
+        if handler is None:
+            from prefill.commands import window
+
+            return window.run(args)
+        return int(handler(args) or 0)
+    except (CliError, EngineError, OSError) as e:
+        print(f"prefill: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,1 @@
+"""Command-line sub-commands. Each module has `register(subparsers)` and sets `handler`."""

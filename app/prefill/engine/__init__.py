@@ -1,0 +1,1 @@
+"""The llama.cpp runtime: load a GGUF, stream a chat, measure it. No Qt here."""

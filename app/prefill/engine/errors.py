@@ -1,0 +1,33 @@
+"""Typed errors of the engine. They carry what a person needs; the UI words them."""
+
+from __future__ import annotations
+
+
+class EngineError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class ModelLoadError(EngineError):
+    """The model file could not be loaded (missing, truncated, not GGUF, rejected by llama.cpp)."""
+
+
+class TemplateError(EngineError):
+    """The model's chat template is missing, broken, or tried to leave its sandbox."""
+
+
+class ContextOverflow(EngineError):
+    """The prompt plus the room reserved for the answer does not fit the context."""
+
+    def __init__(self, prompt_tokens: int, reserved: int, n_ctx: int):
+        self.prompt_tokens = prompt_tokens
+        self.reserved = reserved
+        self.n_ctx = n_ctx
+        self.over = prompt_tokens + reserved - n_ctx
+        super().__init__(
+            f"the prompt is {prompt_tokens} tokens and {reserved} are reserved for the answer, "
+            f"{self.over} more than the {n_ctx}-token context"
+        )
+
+
+class EngineBusy(EngineError):
+    """A request arrived while another one is still running."""

@@ -1,0 +1,312 @@
+"""Read and check a GGUF file's header without llama.cpp.
+
+llama.cpp aborts or crashes on some malformed files, so Prefill reads the header
+itself first: magic, version, metadata, tensor table, and that every tensor's data
+lies inside the file. The same reader serves the model library and the fit
+estimate, and works on a prefix of a remote file (it raises `GGUFTruncated` when
+it needs more bytes than it was given).
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Union
+
+from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType, LlamaFileType
+
+from prefill.engine.errors import ModelLoadError
+
+GGUF_MAGIC = b"GGUF"
+SUPPORTED_VERSIONS = (2, 3)
+MAX_STRING = 64 * 1024 * 1024  # a chat template or a name, never this long
+MAX_KEPT_ARRAY = 64  # arrays longer than this (vocabularies) are counted, not kept
+DEFAULT_ALIGNMENT = 32
+
+Scalar = Union[int, float, bool, str]
+Value = Union[Scalar, list]
+Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
+
+# GGUF value type -> struct format of a fixed-size scalar
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_STRING, _ARRAY = 8, 9
+
+
+class GGUFError(ModelLoadError):
+    """The file is not a readable GGUF model."""
+
+
+class GGUFTruncated(GGUFError):
+    """The header runs past the bytes available (a truncated file, or a too-short prefix)."""
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    shape: tuple[int, ...]
+    ggml_type: int
+    offset: int  # from the start of the data section
+    nbytes: int
+
+    @property
+    def n_elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@dataclass
+class GGUFHeader:
+    """What a GGUF file's header says: metadata, tensors, and where its data lies."""
+
+    version: int
+    metadata: dict[str, Value]
+    array_lengths: dict[str, int]
+    tensors: list[TensorInfo]
+    data_offset: int
+    file_size: int | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+    # --- model shape -------------------------------------------------------------
+    @property
+    def architecture(self) -> str:
+        return str(self.metadata.get("general.architecture", "unknown"))
+
+    def arch_value(self, key: str, default: Value | None = None) -> Value | None:
+        return self.metadata.get(f"{self.architecture}.{key}", default)
+
+    @property
+    def n_layer(self) -> int:
+        return int(self.arch_value("block_count", 0) or 0)
+
+    @property
+    def n_embd(self) -> int:
+        return int(self.arch_value("embedding_length", 0) or 0)
+
+    @property
+    def n_head(self) -> int:
+        return _first_int(self.arch_value("attention.head_count", 0))
+
+    @property
+    def n_head_kv(self) -> int:
+        return _first_int(self.arch_value("attention.head_count_kv", self.n_head)) or self.n_head
+
+    @property
+    def head_dim_k(self) -> int:
+        default = self.n_embd // self.n_head if self.n_head else 0
+        return int(self.arch_value("attention.key_length", default) or default)
+
+    @property
+    def head_dim_v(self) -> int:
+        default = self.n_embd // self.n_head if self.n_head else 0
+        return int(self.arch_value("attention.value_length", default) or default)
+
+    @property
+    def context_length(self) -> int:
+        return int(self.arch_value("context_length", 0) or 0)
+
+    @property
+    def chat_template(self) -> str | None:
+        t = self.metadata.get("tokenizer.chat_template")
+        return t if isinstance(t, str) else None
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("general.name", ""))
+
+    @property
+    def n_params(self) -> int:
+        return sum(t.n_elements for t in self.tensors)
+
+    @property
+    def tensor_bytes(self) -> int:
+        return sum(t.nbytes for t in self.tensors)
+
+    @property
+    def quantization(self) -> str:
+        ft = self.metadata.get("general.file_type")
+        if isinstance(ft, int):
+            try:
+                return LlamaFileType(ft).name.removeprefix("MOSTLY_").replace("ALL_", "")
+            except ValueError:
+                pass
+        return "unknown"
+
+    @property
+    def data_end(self) -> int:
+        """Bytes the file must hold for every tensor to be inside it."""
+        ends = [self.data_offset + t.offset + t.nbytes for t in self.tensors]
+        return max(ends, default=self.data_offset)
+
+
+def _first_int(v: Value | None) -> int:
+    if isinstance(v, list):  # some models give per-layer head counts
+        return int(max(v)) if v else 0
+    return int(v or 0)
+
+
+class _Reader:
+    """Reads little-endian GGUF values from a buffer (bytes or an mmap) with bounds checks."""
+
+    def __init__(self, buf: Buffer, limit: int):
+        self.buf = buf
+        self.limit = limit
+        self.pos = 0
+
+    def _need(self, n: int) -> None:
+        if n < 0:
+            raise GGUFError("GGUF header is corrupt (negative length)")
+        if self.pos + n > self.limit:
+            raise GGUFTruncated("the file ends inside its GGUF header (truncated download?)")
+
+    def read(self, n: int) -> bytes:
+        self._need(n)
+        b = bytes(self.buf[self.pos : self.pos + n])
+        self.pos += n
+        return b
+
+    def skip(self, n: int) -> None:
+        self._need(n)
+        self.pos += n
+
+    def unpack(self, fmt: str):  # noqa: ANN201 - struct value
+        n = struct.calcsize(fmt)
+        self._need(n)
+        v = struct.unpack_from(fmt, self.buf, self.pos)[0]
+        self.pos += n
+        return v
+
+    def string(self) -> str:
+        n = self.unpack("<Q")
+        if n > MAX_STRING:
+            raise GGUFError(f"GGUF header is corrupt (a string of {n} bytes)")
+        return self.read(n).decode("utf-8", errors="replace")
+
+    def value(self, vtype: int, key: str, lengths: dict[str, int]) -> Value | None:
+        if vtype in _SCALARS:
+            return self.unpack(_SCALARS[vtype])
+        if vtype == _STRING:
+            return self.string()
+        if vtype == _ARRAY:
+            itype = self.unpack("<I")
+            count = self.unpack("<Q")
+            lengths[key] = count
+            if itype in _SCALARS:
+                size = struct.calcsize(_SCALARS[itype])
+                if count > MAX_KEPT_ARRAY:
+                    self.skip(count * size)
+                    return None
+                return [self.unpack(_SCALARS[itype]) for _ in range(count)]
+            if itype == _STRING:
+                keep = count <= MAX_KEPT_ARRAY
+                items = []
+                if keep:
+                    return [self.string() for _ in range(count)]
+                self._skip_strings(count)
+                return None
+            raise GGUFError(f"GGUF header is corrupt (array of unknown type {itype} in {key!r})")
+        raise GGUFError(f"GGUF header is corrupt (unknown value type {vtype} for {key!r})")
+
+    def _skip_strings(self, count: int) -> None:
+        # A vocabulary holds ~10^5 strings: skip them with one unpack_from each, no copies.
+        buf, pos, limit, unpack_from = self.buf, self.pos, self.limit, struct.unpack_from
+        for _ in range(count):
+            if pos + 8 > limit:
+                raise GGUFTruncated("the file ends inside its GGUF header (truncated download?)")
+            n = unpack_from("<Q", buf, pos)[0]
+            if n > MAX_STRING:
+                raise GGUFError("GGUF header is corrupt (an overlong string in an array)")
+            pos += 8 + n
+        if pos > limit:
+            raise GGUFTruncated("the file ends inside its GGUF header (truncated download?)")
+        self.pos = pos
+
+
+def tensor_nbytes(ggml_type: int, shape: tuple[int, ...]) -> int:
+    try:
+        block, size = GGML_QUANT_SIZES[GGMLQuantizationType(ggml_type)]
+    except (ValueError, KeyError) as e:
+        raise GGUFError(f"unknown tensor type {ggml_type}: the model needs a newer llama.cpp") from e
+    n = 1
+    for d in shape:
+        n *= d
+    if n % block:
+        raise GGUFError("GGUF header is corrupt (tensor size not a whole number of blocks)")
+    return n // block * size
+
+
+def parse_header(buf: Buffer) -> GGUFHeader:
+    """Parse a GGUF header from the start of `buf`: a whole file (mmap) or a prefix of one."""
+    size = len(buf)
+    if size == 0:
+        raise GGUFError("the file is empty")
+    r = _Reader(buf, size)
+    try:
+        magic = r.read(4)
+    except GGUFTruncated as e:
+        raise GGUFError("the file is too short to be a GGUF model") from e
+    if magic != GGUF_MAGIC:
+        raise GGUFError("not a GGUF file (wrong magic bytes)")
+    version = r.unpack("<I")
+    if version not in SUPPORTED_VERSIONS:
+        raise GGUFError(f"unsupported GGUF version {version}")
+    n_tensors = r.unpack("<Q")
+    n_kv = r.unpack("<Q")
+    if n_tensors > 1_000_000 or n_kv > 1_000_000:
+        raise GGUFError("GGUF header is corrupt (impossible tensor or key count)")
+    metadata: dict[str, Value] = {}
+    lengths: dict[str, int] = {}
+    for _ in range(n_kv):
+        key = r.string()
+        vtype = r.unpack("<I")
+        v = r.value(vtype, key, lengths)
+        if v is not None:
+            metadata[key] = v
+    tensors = []
+    for _ in range(n_tensors):
+        name = r.string()
+        n_dims = r.unpack("<I")
+        if n_dims > 8:
+            raise GGUFError(f"GGUF header is corrupt (tensor {name!r} has {n_dims} dimensions)")
+        shape = tuple(r.unpack("<Q") for _ in range(n_dims))
+        ggml_type = r.unpack("<I")
+        offset = r.unpack("<Q")
+        tensors.append(TensorInfo(name, shape, ggml_type, offset, tensor_nbytes(ggml_type, shape)))
+    align = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+    if not isinstance(align, int) or align <= 0 or align & (align - 1):
+        raise GGUFError("GGUF header is corrupt (bad alignment)")
+    pos = r.pos
+    data_offset = (pos + align - 1) // align * align
+    return GGUFHeader(version, metadata, lengths, tensors, data_offset)
+
+
+def read_header(path: str | Path) -> GGUFHeader:
+    """Read a local file's header and check that all its tensor data is inside it.
+
+    Raises:
+        GGUFError: the file is missing, empty, truncated, or not GGUF.
+    """
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size == 0:
+            raise GGUFError("the file is empty")
+        with open(p, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            header = parse_header(m)
+    except FileNotFoundError as e:
+        raise GGUFError(f"no such file: {p}") from e
+    except IsADirectoryError as e:
+        raise GGUFError(f"{p} is a folder, not a model file") from e
+    except PermissionError as e:
+        raise GGUFError(f"cannot read {p}: permission denied") from e
+    header.file_size = size
+    if header.data_end > size:
+        missing = header.data_end - size
+        raise GGUFTruncated(
+            f"the file is truncated: its tensors need {header.data_end:,} bytes, "
+            f"it has {size:,} ({missing:,} missing)"
+        )
+    return header
