@@ -1,0 +1,104 @@
+"""`prefill chat`: a terminal chat, or scripted turns with one JSON line per answer."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Iterator
+
+from prefill.commands.options import (
+    add_model_options,
+    add_sampling_options,
+    load_settings,
+    model_path,
+    sampling_settings,
+)
+from prefill.engine.chat import ChatEngine
+from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.settings import OverflowSettings, SamplingSettings
+from prefill.engine.template import Message
+
+JSON_FIELDS = (
+    "prompt_tokens", "completion_tokens", "cached_tokens", "evaluated_tokens", "ttft_ms",
+    "prefill_tps", "decode_tps", "itl_p50_ms", "itl_p95_ms", "kv_used", "kv_total", "kv_bytes",
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("chat", help="chat in the terminal")
+    add_model_options(p)
+    add_sampling_options(p)
+    p.add_argument("--system", default="", help="system prompt")
+    p.add_argument("--prompt", action="append", default=[], help="a user turn to run without asking (repeatable)")
+    p.add_argument("--json", action="store_true", help="print one JSON object per turn")
+    p.set_defaults(handler=run)
+
+
+def metrics_line(m: MetricsSnapshot) -> str:
+    return (
+        f"[{m.finish_reason}] prompt {m.prompt_tokens} tok ({m.cached_tokens} cached, "
+        f"{m.evaluated_tokens} evaluated) · TTFT {m.ttft_ms:.0f} ms · prefill {m.prefill_tps:.0f} tok/s · "
+        f"decode {m.decode_tps:.1f} tok/s · ITL p50 {m.itl_p50_ms:.1f} / p95 {m.itl_p95_ms:.1f} ms · "
+        f"{m.completion_tokens} tok · KV {m.kv_used}/{m.kv_total} ({m.kv_bytes / 2**20:.1f} MiB)"
+    )
+
+
+def turn_json(f: Finished) -> dict[str, object]:
+    m = f.metrics
+    out: dict[str, object] = {"answer": f.text, "finish_reason": f.reason}
+    out.update({k: getattr(m, k) for k in JSON_FIELDS})
+    return out
+
+
+def _prompts(args: argparse.Namespace) -> Iterator[str]:
+    if args.prompt:
+        yield from args.prompt
+        return
+    while True:
+        try:
+            line = input("you> " if sys.stdin.isatty() else "")
+        except EOFError:
+            return
+        if line.strip() in ("/exit", "/quit"):
+            return
+        if line.strip():
+            yield line
+
+
+def chat_turns(
+    engine: ChatEngine, system: str, prompts: Iterable[str], sampling: SamplingSettings,
+    overflow: OverflowSettings, echo: bool,
+) -> Iterator[Finished]:
+    """Run user turns in one conversation; yields each answer's Finished event."""
+    history: list[Message] = [Message("system", system)] if system else []
+    for prompt in prompts:
+        history.append(Message("user", prompt))
+        finished = None
+        for ev in engine.stream(history, sampling, overflow):
+            if echo and isinstance(ev, Token):
+                print(ev.text, end="", flush=True)
+            elif echo and isinstance(ev, PrefillDone) and ev.overflow_note:
+                print(f"({ev.overflow_note})", file=sys.stderr)
+            elif isinstance(ev, Finished):
+                finished = ev
+        assert finished is not None
+        history.append(Message("assistant", finished.text))
+        yield finished
+
+
+def run(args: argparse.Namespace) -> int:
+    engine = ChatEngine.load(model_path(args), load_settings(args))
+    try:
+        if engine.backend.warning:
+            print(f"prefill: {engine.backend.warning}", file=sys.stderr)
+        overflow = OverflowSettings(policy=args.overflow)
+        for f in chat_turns(engine, args.system, _prompts(args), sampling_settings(args), overflow, not args.json):
+            if args.json:
+                print(json.dumps(turn_json(f), ensure_ascii=False), flush=True)
+            else:
+                print()
+                print(metrics_line(f.metrics), file=sys.stderr, flush=True)
+    finally:
+        engine.close()
+    return 0

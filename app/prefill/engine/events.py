@@ -1,0 +1,57 @@
+"""The typed events a streamed chat yields, in order.
+
+PrefillDone, then Token… (with a MetricsSnapshot every few hundred ms), then Finished.
+All are frozen so they can cross threads as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class PrefillDone:
+    prompt_tokens: int  # the whole prompt
+    cached_tokens: int  # reused from the KV cache of earlier turns
+    evaluated_tokens: int  # run through the model now
+    prefill_ms: float  # llama.cpp's own timer for the prompt pass
+    dropped_messages: tuple[int, ...] = ()  # indices dropped by the overflow policy
+    overflow_note: str = ""
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str  # complete UTF-8 characters only
+    n_tokens: int  # tokens generated so far
+
+
+@dataclass(frozen=True)
+class MetricsSnapshot:
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    evaluated_tokens: int = 0
+    completion_tokens: int = 0
+    ttft_ms: float = 0.0
+    prefill_ms: float = 0.0
+    prefill_tps: float = 0.0
+    decode_tps: float = 0.0
+    itl_p50_ms: float = 0.0
+    itl_p95_ms: float = 0.0
+    kv_used: int = 0
+    kv_total: int = 0
+    kv_bytes: int = 0
+    kv_bytes_total: int = 0
+    finish_reason: str = ""
+
+    def as_dict(self) -> dict[str, float | int | str]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class Finished:
+    reason: str  # "stop", "length", "cancelled", "context_full"
+    text: str
+    metrics: MetricsSnapshot = field(default_factory=MetricsSnapshot)
+
+
+FINISH_REASONS = ("stop", "length", "cancelled", "context_full")

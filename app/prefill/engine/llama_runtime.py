@@ -1,0 +1,256 @@
+"""A thin, lean layer over llama.cpp's C API (through llama-cpp-python's ctypes bindings).
+
+Prefill drives llama.cpp directly rather than through `Llama.create_chat_completion`,
+whose stream re-decodes the whole answer for every token. Every ctypes call here
+releases the GIL; the decode step makes two of them (decode, sample), so a busy
+GUI thread has as few chances as possible to delay it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import llama_cpp
+
+from prefill.engine.errors import EngineError, ModelLoadError
+from prefill.engine.kv import ggml_type_id
+from prefill.engine.settings import LoadSettings, SamplingSettings
+
+FLASH_ATTN_DISABLED, FLASH_ATTN_ENABLED = 0, 1
+_OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
+_DEVICE = re.compile(r"using device (\S+) \(([^)]*)\)")
+
+
+class _LogCapture:
+    """Collects llama.cpp's log lines during a load; the C callback must outlive every call."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.lines: list[str] = []
+        self.capturing = False
+        self.callback = llama_cpp.llama_log_callback(self._on_log)
+        llama_cpp.llama_log_set(self.callback, ctypes.c_void_p(0))
+
+    def _on_log(self, level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        if self.capturing:
+            with self.lock:
+                self.lines.append(text.decode("utf-8", errors="replace"))
+
+    def start(self) -> None:
+        with self.lock:
+            self.lines = []
+        self.capturing = True
+
+    def stop(self) -> str:
+        self.capturing = False
+        with self.lock:
+            return "".join(self.lines)
+
+
+_backend_lock = threading.Lock()
+_log: _LogCapture | None = None
+
+
+def _init_backend() -> _LogCapture:
+    global _log
+    with _backend_lock:
+        if _log is None:
+            llama_cpp.llama_backend_init()
+            _log = _LogCapture()
+        return _log
+
+
+def supports_gpu_offload() -> bool:
+    """Whether this llama.cpp build has a GPU backend (CUDA, Metal, Vulkan…)."""
+    _init_backend()
+    return bool(llama_cpp.llama_supports_gpu_offload())
+
+
+@dataclass(frozen=True)
+class OffloadReport:
+    gpu_layers: int  # layers llama.cpp said it offloaded
+    total_layers: int
+    device: str  # "" when on the CPU
+
+
+def _parse_offload(log: str, n_layer: int) -> OffloadReport:
+    m = _OFFLOADED.search(log)
+    d = _DEVICE.search(log)
+    device = f"{d.group(1)} ({d.group(2)})" if d else ""
+    if m:
+        return OffloadReport(int(m.group(1)), int(m.group(2)), device)
+    return OffloadReport(0, n_layer + 1, device)
+
+
+class LlamaRuntime:
+    """One loaded model and its context. Not thread-safe: one owner thread uses it."""
+
+    def __init__(self, path: Path, settings: LoadSettings, n_gpu_layers: int, n_layer: int):
+        log = _init_backend()
+        self.settings = settings
+        mp = llama_cpp.llama_model_default_params()
+        mp.n_gpu_layers = n_gpu_layers
+        log.start()
+        self.model = llama_cpp.llama_model_load_from_file(str(path).encode(), mp)
+        load_log = log.stop()
+        if not self.model:
+            raise ModelLoadError(f"llama.cpp could not load {path.name}: {_last_error(load_log)}")
+        self.offload = _parse_offload(load_log, n_layer)
+        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
+        cp = llama_cpp.llama_context_default_params()
+        cp.n_ctx = settings.n_ctx
+        cp.n_batch = settings.n_batch
+        cp.n_ubatch = settings.n_batch
+        cp.n_threads = cp.n_threads_batch = settings.threads
+        cp.flash_attn_type = FLASH_ATTN_ENABLED if settings.flash_attn else FLASH_ATTN_DISABLED
+        cp.type_k = cp.type_v = ggml_type_id(settings.kv_type)
+        cp.no_perf = False
+        log.start()
+        self.ctx = llama_cpp.llama_init_from_model(self.model, cp)
+        ctx_log = log.stop()
+        if not self.ctx:
+            llama_cpp.llama_model_free(self.model)
+            self.model = None
+            raise ModelLoadError(f"llama.cpp could not create a context: {_last_error(ctx_log)}")
+        self.load_log = load_log + ctx_log
+        self.memory = llama_cpp.llama_get_memory(self.ctx)
+        self.n_ctx = int(llama_cpp.llama_n_ctx(self.ctx))
+        self.n_batch = settings.n_batch
+        self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(self.vocab))
+        self.eog = frozenset(t for t in range(self.n_vocab) if llama_cpp.llama_vocab_is_eog(self.vocab, t))
+        self._pieces: dict[int, bytes] = {}
+        self._one = (llama_cpp.llama_token * 1)()
+        self._one_batch = llama_cpp.llama_batch_get_one(self._one, 1)
+        self._piece_buf = ctypes.create_string_buffer(256)
+
+    # --- text <-> tokens ---------------------------------------------------------
+    def tokenize(self, text: str, add_special: bool = False) -> list[int]:
+        data = text.encode("utf-8")
+        n_max = len(data) + 8
+        buf = (llama_cpp.llama_token * n_max)()
+        n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, n_max, add_special, True)
+        if n < 0:
+            n_max = -n
+            buf = (llama_cpp.llama_token * n_max)()
+            n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, n_max, add_special, True)
+        if n < 0:
+            raise EngineError("the text could not be tokenized")
+        return list(buf[:n])
+
+    def piece(self, token: int) -> bytes:
+        """The bytes a token stands for (special tokens render as nothing). Cached per token."""
+        p = self._pieces.get(token)
+        if p is None:
+            n = llama_cpp.llama_token_to_piece(self.vocab, token, self._piece_buf, 256, 0, False)
+            if n < 0:
+                buf = ctypes.create_string_buffer(-n)
+                n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, -n, 0, False)
+                p = buf.raw[:n]
+            else:
+                p = self._piece_buf.raw[:n]
+            self._pieces[token] = p
+        return p
+
+    def token_text(self, token: int) -> str:
+        t = llama_cpp.llama_vocab_get_text(self.vocab, token)
+        return t.decode("utf-8", errors="replace") if t else ""
+
+    @property
+    def bos_id(self) -> int:
+        return int(llama_cpp.llama_vocab_bos(self.vocab))
+
+    @property
+    def eos_id(self) -> int:
+        return int(llama_cpp.llama_vocab_eos(self.vocab))
+
+    @property
+    def add_bos(self) -> bool:
+        return bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
+
+    # --- the KV cache ------------------------------------------------------------
+    def kv_cells_used(self) -> int:
+        """Cells of sequence 0 in the cache, as llama.cpp reports them."""
+        return int(llama_cpp.llama_memory_seq_pos_max(self.memory, 0)) + 1
+
+    def kv_truncate(self, keep: int) -> None:
+        """Drop every cell from position `keep` on."""
+        if not llama_cpp.llama_memory_seq_rm(self.memory, 0, keep, -1):
+            llama_cpp.llama_memory_clear(self.memory, True)
+            if keep:
+                raise EngineError("llama.cpp could not trim the KV cache")
+
+    # --- decode -------------------------------------------------------------------
+    def decode(self, tokens: Sequence[int]) -> None:
+        """Evaluate tokens that continue the cache (at most n_batch of them)."""
+        n = len(tokens)
+        arr = (llama_cpp.llama_token * n)(*tokens)
+        rc = llama_cpp.llama_decode(self.ctx, llama_cpp.llama_batch_get_one(arr, n))
+        if rc != 0:
+            raise EngineError(f"llama.cpp failed to decode (code {rc}): the KV cache may be full")
+
+    def decode_one(self, token: int) -> int:
+        """Evaluate one token; the C status (0 is success, 1 is no room in the cache)."""
+        self._one[0] = token
+        return int(llama_cpp.llama_decode(self.ctx, self._one_batch))
+
+    def new_sampler(self, s: SamplingSettings, seed: int) -> ctypes.c_void_p:
+        chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+        add = llama_cpp.llama_sampler_chain_add
+        if s.repeat_penalty != 1.0:
+            penalties = llama_cpp.llama_sampler_init_penalties(
+                self.n_vocab, s.repeat_last_n, s.repeat_penalty, 0.0, 0.0
+            )
+            add(chain, penalties)
+        if s.temperature <= 0:
+            add(chain, llama_cpp.llama_sampler_init_greedy())
+            return chain
+        if s.top_k > 0:
+            add(chain, llama_cpp.llama_sampler_init_top_k(s.top_k))
+        add(chain, llama_cpp.llama_sampler_init_top_p(s.top_p, 1))
+        if s.min_p > 0:
+            add(chain, llama_cpp.llama_sampler_init_min_p(s.min_p, 1))
+        add(chain, llama_cpp.llama_sampler_init_temp(s.temperature))
+        add(chain, llama_cpp.llama_sampler_init_dist(seed & 0xFFFFFFFF))
+        return chain
+
+    def sample(self, sampler: ctypes.c_void_p) -> int:
+        return int(llama_cpp.llama_sampler_sample(sampler, self.ctx, -1))
+
+    @staticmethod
+    def free_sampler(sampler: ctypes.c_void_p) -> None:
+        llama_cpp.llama_sampler_free(sampler)
+
+    # --- llama.cpp's own counters ------------------------------------------------------
+    def perf(self) -> llama_cpp.llama_perf_context_data:
+        return llama_cpp.llama_perf_context(self.ctx)
+
+    def perf_reset(self) -> None:
+        llama_cpp.llama_perf_context_reset(self.ctx)
+
+    def model_bytes(self) -> int:
+        return int(llama_cpp.llama_model_size(self.model))
+
+    def state_bytes(self) -> int:
+        return int(llama_cpp.llama_state_get_size(self.ctx))
+
+    def close(self) -> None:
+        if getattr(self, "ctx", None):
+            llama_cpp.llama_free(self.ctx)
+            self.ctx = None
+        if getattr(self, "model", None):
+            llama_cpp.llama_model_free(self.model)
+            self.model = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _last_error(log: str) -> str:
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower() or "failed" in ln.lower()]
+    return (errors or lines or ["no reason given"])[-1]

@@ -1,0 +1,47 @@
+"""Serving figures for one request, from monotonic clocks and llama.cpp's counters."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from prefill.engine.events import MetricsSnapshot
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile of an already sorted list (0 when empty)."""
+    if not sorted_values:
+        return 0.0
+    k = min(len(sorted_values) - 1, max(0, round(q / 100 * (len(sorted_values) - 1))))
+    return sorted_values[k]
+
+
+class RequestClock:
+    """Times one request: request start, prefill, each token. Cheap per token: one append."""
+
+    def __init__(self) -> None:
+        self.t_request = time.perf_counter()
+        self.t_prefill_start = self.t_request
+        self.t_prefill_end = self.t_request
+        self.token_times: list[float] = []
+        self.base = MetricsSnapshot()
+
+    def snapshot(self, kv_used: int, kv_total: int, bytes_per_cell: int, reason: str = "") -> MetricsSnapshot:
+        times = self.token_times
+        n = len(times)
+        ttft = (times[0] - self.t_request) * 1000 if n else 0.0
+        decode_tps = (n - 1) / (times[-1] - times[0]) if n > 1 and times[-1] > times[0] else 0.0
+        gaps = sorted((b - a) * 1000 for a, b in zip(times, times[1:]))
+        return replace(
+            self.base,
+            completion_tokens=n,
+            ttft_ms=ttft,
+            decode_tps=decode_tps,
+            itl_p50_ms=percentile(gaps, 50),
+            itl_p95_ms=percentile(gaps, 95),
+            kv_used=kv_used,
+            kv_total=kv_total,
+            kv_bytes=kv_used * bytes_per_cell,
+            kv_bytes_total=kv_total * bytes_per_cell,
+            finish_reason=reason,
+        )

@@ -1,0 +1,76 @@
+"""What a load and a generation take: typed, validated, frozen."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+from prefill.engine.kv import KV_TYPES
+
+GpuLayers = Union[int, Literal["all", "none", "auto"]]
+OVERFLOW_POLICIES = ("stop", "truncate_middle", "rolling_window")
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """How to load a model. `n_gpu_layers`: "all", "none", "auto" (as many as fit) or a count."""
+
+    n_ctx: int = 4096
+    n_gpu_layers: GpuLayers = "auto"
+    flash_attn: bool = False
+    kv_type: str = "f16"
+    n_threads: int = 0  # 0: one per physical core, as llama.cpp picks
+    n_batch: int = 512
+
+    def __post_init__(self) -> None:
+        if self.n_ctx < 16:
+            raise ValueError(f"context length {self.n_ctx} is too small (at least 16 tokens)")
+        if self.kv_type not in KV_TYPES:
+            raise ValueError(f"unknown KV cache type {self.kv_type!r}; choose {', '.join(KV_TYPES)}")
+        if self.n_batch < 1:
+            raise ValueError("batch size must be at least 1")
+        if self.n_threads < 0:
+            raise ValueError("thread count cannot be negative")
+        g = self.n_gpu_layers
+        if not (g in ("all", "none", "auto") or (isinstance(g, int) and g >= 0)):
+            raise ValueError(f"GPU layers must be all, none, auto or a count, not {g!r}")
+
+    @property
+    def threads(self) -> int:
+        return self.n_threads or max(1, (os.cpu_count() or 2))
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """llama.cpp's native sampler chain, in its order: penalties, top-k, top-p, min-p, temperature."""
+
+    temperature: float = 0.7
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    repeat_penalty: float = 1.1
+    repeat_last_n: int = 64
+    seed: int = -1  # -1: a new random seed each request
+    max_tokens: int = 1024
+    stop: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError("temperature cannot be negative")
+        if not 0 < self.top_p <= 1 or not 0 <= self.min_p <= 1:
+            raise ValueError("top-p must be in (0, 1] and min-p in [0, 1]")
+        if self.max_tokens < 1:
+            raise ValueError("max tokens must be at least 1")
+
+
+@dataclass(frozen=True)
+class OverflowSettings:
+    """What to do when the conversation outgrows the context."""
+
+    policy: str = "rolling_window"
+    reserve: int = 0  # tokens kept free for the answer; 0: min(max_tokens, n_ctx // 4)
+
+    def __post_init__(self) -> None:
+        if self.policy not in OVERFLOW_POLICIES:
+            raise ValueError(f"unknown overflow policy {self.policy!r}; choose {', '.join(OVERFLOW_POLICIES)}")
