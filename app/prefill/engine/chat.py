@@ -180,13 +180,18 @@ class ChatEngine:
         rt.perf_reset()
         clock.t_prefill_start = time.perf_counter()
         todo = prompt[keep:]
-        for i in range(0, len(todo), rt.n_batch):
+        for i in range(0, len(todo), rt.n_batch):  # n_batch pieces: llama.cpp aborts on more
             if cancel is not None and cancel.is_set():
                 self._sync_segments()
-                yield Finished("cancelled", "", clock.snapshot(rt.kv_cells_used(), self.n_ctx, self.bytes_per_cell, "cancelled"))
+                snap = clock.snapshot(rt.kv_cells_used(), self.n_ctx, self.bytes_per_cell, "cancelled")
+                yield Finished("cancelled", "", snap)
                 return
             chunk = todo[i : i + rt.n_batch]
-            rt.decode(chunk)
+            try:
+                rt.decode(chunk)
+            except EngineError:
+                self.reset_cache()
+                raise
             self._tokens.extend(chunk)
         clock.t_prefill_end = time.perf_counter()
         perf = rt.perf()
@@ -210,7 +215,7 @@ class ChatEngine:
         sampler = rt.new_sampler(sampling, seed)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         stops = StopMatcher(sampling.stop)
-        answer_tokens: list[int] = []
+        n_answer = 0
         pieces: list[str] = []  # everything emitted
         raw: list[bytes] = []  # the bytes of the answer tokens that are in the cache
         eog, n_ctx, times, tokens = rt.eog, self.n_ctx, clock.token_times, self._tokens
@@ -218,19 +223,19 @@ class ChatEngine:
         reason = "length"
         hit = False
         try:
-            while len(answer_tokens) < sampling.max_tokens:
+            while n_answer < sampling.max_tokens:
                 tok = rt.sample(sampler)
                 if tok in eog:
                     reason = "stop"
                     break
                 now = time.perf_counter()
                 times.append(now)
-                answer_tokens.append(tok)
+                n_answer += 1
                 piece = rt.piece(tok)
                 out, hit = stops.feed(decoder.decode(piece))
                 if out:
                     pieces.append(out)
-                    yield Token(out, len(answer_tokens))
+                    yield Token(out, n_answer)
                 if hit:
                     reason = "stop"
                     break
@@ -244,15 +249,16 @@ class ChatEngine:
                 raw.append(piece)
                 if now >= next_snapshot:
                     next_snapshot = now + SNAPSHOT_EVERY_S
-                    yield clock.snapshot(len(tokens), n_ctx, self.bytes_per_cell)
+                    yield clock.snapshot(len(tokens), n_ctx, self.bytes_per_cell, live=True)
         finally:
             rt.free_sampler(sampler)
-        tail = "" if hit else stops.flush(decoder.decode(b"", final=True))
+        # A character cut off by the end of the answer is dropped, never shown as U+FFFD.
+        tail = "" if hit else stops.flush()
         if tail:
             pieces.append(tail)
-            yield Token(tail, len(answer_tokens))
-        in_cache = len(raw)
-        self._segments.append(_Segment(b"".join(raw).decode("utf-8", errors="replace"), tuple(tokens[len(tokens) - in_cache :])))
+            yield Token(tail, n_answer)
+        cached_text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(b"".join(raw))
+        self._segments.append(_Segment(cached_text, tuple(tokens[len(tokens) - len(raw) :])))
         metrics = clock.snapshot(rt.kv_cells_used(), n_ctx, self.bytes_per_cell, reason)
         yield Finished(reason, "".join(pieces), metrics)
 

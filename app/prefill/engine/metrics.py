@@ -16,6 +16,9 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[k]
 
 
+LIVE_WINDOW = 256
+
+
 class RequestClock:
     """Times one request: request start, prefill, each token. Cheap per token: one append."""
 
@@ -26,12 +29,17 @@ class RequestClock:
         self.token_times: list[float] = []
         self.base = MetricsSnapshot()
 
-    def snapshot(self, kv_used: int, kv_total: int, bytes_per_cell: int, reason: str = "") -> MetricsSnapshot:
+    def snapshot(
+        self, kv_used: int, kv_total: int, bytes_per_cell: int, reason: str = "", live: bool = False
+    ) -> MetricsSnapshot:
+        """Figures so far. `live` takes latency percentiles over the last LIVE_WINDOW tokens only,
+        so a snapshot costs the same at token 100 and at token 20,000."""
         times = self.token_times
         n = len(times)
         ttft = (times[0] - self.t_request) * 1000 if n else 0.0
         decode_tps = (n - 1) / (times[-1] - times[0]) if n > 1 and times[-1] > times[0] else 0.0
-        gaps = sorted((b - a) * 1000 for a, b in zip(times, times[1:]))
+        recent = times[-LIVE_WINDOW - 1 :] if live else times
+        gaps = sorted((b - a) * 1000 for a, b in zip(recent, recent[1:]))
         return replace(
             self.base,
             completion_tokens=n,

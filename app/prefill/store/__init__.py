@@ -1,0 +1,50 @@
+"""SQLite chat history and typed settings. No Qt: this package runs in the CLI and tests."""
+
+from prefill.store.errors import (
+    ConversationNotFound,
+    HistoryUnavailable,
+    InvalidSetting,
+    MessageNotFound,
+    SchemaTooNew,
+    SettingsError,
+    StoreClosed,
+    StoreError,
+)
+from prefill.store.history import HistoryStore, default_history_path
+from prefill.store.records import Conversation, Message, Role, title_from_text
+from prefill.store.search import SearchHit
+from prefill.store.settings import (
+    HubSettings,
+    ModelSettings,
+    SamplingSettings,
+    SettingInfo,
+    Settings,
+    UiSettings,
+)
+from prefill.store.settings_file import SettingsFile, default_settings_path
+
+__all__ = [
+    "Conversation",
+    "ConversationNotFound",
+    "HistoryStore",
+    "HistoryUnavailable",
+    "HubSettings",
+    "InvalidSetting",
+    "Message",
+    "MessageNotFound",
+    "ModelSettings",
+    "Role",
+    "SamplingSettings",
+    "SchemaTooNew",
+    "SearchHit",
+    "SettingInfo",
+    "Settings",
+    "SettingsError",
+    "SettingsFile",
+    "StoreClosed",
+    "StoreError",
+    "UiSettings",
+    "default_history_path",
+    "default_settings_path",
+    "title_from_text",
+]

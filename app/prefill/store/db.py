@@ -1,0 +1,70 @@
+"""Opening the history file and running transactions on it."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from prefill.store.errors import HistoryUnavailable, SchemaTooNew
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Run the block as one write transaction: committed if it returns, else rolled back.
+
+    ``BEGIN IMMEDIATE`` takes the write lock at once, so a second writer waits (up to the
+    connection's timeout) instead of failing halfway through.
+
+    Args:
+        conn: A connection in autocommit mode (``isolation_level=None``).
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def connect(path: Path, use_fts: bool) -> sqlite3.Connection:
+    """Open the history, creating or migrating it, in the calling thread.
+
+    The file is put in WAL mode with ``synchronous=NORMAL``: a killed process loses no
+    committed transaction, and readers never block the writer.
+
+    Args:
+        path: The database file; its folder is created when missing.
+        use_fts: Keep the FTS5 search index (see ``search.ensure_index``).
+
+    Raises:
+        SchemaTooNew: The file was written by a newer Prefill.
+        HistoryUnavailable: The file cannot be created, opened or migrated.
+    """
+    # Imported here: schema and search use transaction() from this module.
+    from prefill.store import schema, search
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, isolation_level=None, timeout=5.0)
+    except (OSError, sqlite3.Error) as exc:
+        raise HistoryUnavailable(path, str(exc)) from exc
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        found = schema.user_version(conn)
+        if found > schema.SCHEMA_VERSION:
+            raise SchemaTooNew(path, found, schema.SCHEMA_VERSION)
+        schema.migrate(conn)
+        search.ensure_index(conn, use_fts)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise HistoryUnavailable(path, str(exc)) from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn

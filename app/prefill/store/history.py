@@ -1,0 +1,373 @@
+"""The chat history: conversations and messages in one SQLite file.
+
+``HistoryStore`` is meant for one worker thread. It opens its connection lazily, on first
+use, in the thread that uses it; SQLite's ``check_same_thread`` then rejects use from any
+other thread. Every write is one transaction. The file is in WAL mode with
+``synchronous=NORMAL``: a killed process loses nothing that was committed, and a streamed
+answer loses at most the text since the last ``update_answer``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import platformdirs
+
+from prefill.store import db, search
+from prefill.store.errors import (
+    ConversationNotFound,
+    MessageNotFound,
+    StoreClosed,
+)
+from prefill.store.records import (
+    CONVERSATION_COLUMNS,
+    DEFAULT_TITLE,
+    MESSAGE_COLUMNS,
+    Conversation,
+    Message,
+    check_role,
+    conversation_from_row,
+    message_from_row,
+    title_from_text,
+    to_json,
+)
+from prefill.store.search import SearchHit
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self needs Python 3.11
+
+HISTORY_FILE = "history.sqlite3"
+
+
+def default_history_path() -> Path:
+    """Return where the history lives: the platform's data folder for "prefill"."""
+    return Path(platformdirs.user_data_dir("prefill", appauthor=False)) / HISTORY_FILE
+
+
+class HistoryStore:
+    """Chat history on disk.
+
+    Args:
+        path: The database file; created with its folder when missing.
+            Defaults to ``default_history_path()``.
+        use_fts: Keep a full-text index for search. None: when SQLite has FTS5.
+        clock: Returns seconds since the epoch; tests pass their own.
+    """
+
+    def __init__(
+        self,
+        path: Path | str | None = None,
+        *,
+        use_fts: bool | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.path = Path(path) if path is not None else default_history_path()
+        self.use_fts = search.fts5_available() if use_fts is None else use_fts
+        self._clock = clock
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection; later calls raise StoreClosed. Closing twice is harmless.
+
+        Call it in the thread that used the store: SQLite refuses any other.
+        """
+        self._closed = True
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreClosed(f"the history at {self.path} is closed")
+        if self._conn is None:
+            self._conn = db.connect(self.path, self.use_fts)
+        return self._conn
+
+    def create_conversation(
+        self,
+        title: str = DEFAULT_TITLE,
+        system_prompt: str = "",
+        model: str = "",
+        settings: Mapping[str, Any] | None = None,
+    ) -> Conversation:
+        """Start a chat and return it."""
+        now = self._clock()
+        with db.transaction(self._db) as conn:
+            cursor = conn.execute(
+                "INSERT INTO conversations (title, created_at, updated_at, system_prompt,"
+                " model, settings) VALUES (?, ?, ?, ?, ?, ?)",
+                (title, now, now, system_prompt, model, to_json(settings)),
+            )
+            return self._conversation(conn, int(cursor.lastrowid or 0))
+
+    def conversation(self, conversation_id: int) -> Conversation:
+        """Return one chat. Raises ConversationNotFound."""
+        return self._conversation(self._db, conversation_id)
+
+    def list_conversations(self) -> list[Conversation]:
+        """Return every chat, the most recently updated first."""
+        rows = self._db.execute(
+            f"SELECT {CONVERSATION_COLUMNS} FROM conversations ORDER BY updated_at DESC, id DESC"
+        )
+        return [conversation_from_row(row) for row in rows]
+
+    def rename_conversation(self, conversation_id: int, title: str) -> None:
+        """Set a chat's title. Raises ConversationNotFound."""
+        self._update_conversation(conversation_id, "title", title)
+
+    def set_system_prompt(self, conversation_id: int, system_prompt: str) -> None:
+        """Set a chat's system prompt. Raises ConversationNotFound."""
+        self._update_conversation(conversation_id, "system_prompt", system_prompt)
+
+    def set_conversation_model(self, conversation_id: int, model: str) -> None:
+        """Record the model (path or name) a chat now uses. Raises ConversationNotFound."""
+        self._update_conversation(conversation_id, "model", model)
+
+    def set_conversation_settings(self, conversation_id: int, settings: Mapping[str, Any]) -> None:
+        """Record the generation settings a chat uses (a JSON-serialisable mapping).
+
+        Raises:
+            ConversationNotFound: No such chat.
+            TypeError: A value is not JSON-serialisable.
+        """
+        self._update_conversation(conversation_id, "settings", to_json(settings))
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        """Delete a chat and all its messages. Raises ConversationNotFound."""
+        with db.transaction(self._db) as conn:
+            if conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)).rowcount:
+                return
+        raise ConversationNotFound(conversation_id)
+
+    def _update_conversation(self, conversation_id: int, column: str, value: object) -> None:
+        # ``column`` is always a literal from this class, never user input.
+        with db.transaction(self._db) as conn:
+            cursor = conn.execute(
+                f"UPDATE conversations SET {column} = ?, updated_at = ? WHERE id = ?",
+                (value, self._clock(), conversation_id),
+            )
+            if cursor.rowcount:
+                return
+        raise ConversationNotFound(conversation_id)
+
+    @staticmethod
+    def _conversation(conn: sqlite3.Connection, conversation_id: int) -> Conversation:
+        row = conn.execute(
+            f"SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = ?", (conversation_id,)
+        ).fetchone()
+        if row is None:
+            raise ConversationNotFound(conversation_id)
+        return conversation_from_row(row)
+
+    def messages(self, conversation_id: int) -> list[Message]:
+        """Return a chat's messages in order. Raises ConversationNotFound."""
+        conn = self._db
+        self._conversation(conn, conversation_id)
+        rows = conn.execute(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY position",
+            (conversation_id,),
+        )
+        return [message_from_row(row) for row in rows]
+
+    def message(self, message_id: int) -> Message:
+        """Return one message. Raises MessageNotFound."""
+        return self._message(self._db, message_id)
+
+    def add_message(
+        self,
+        conversation_id: int,
+        role: str,
+        content: str,
+        *,
+        finish_reason: str | None = None,
+        figures: Mapping[str, Any] | None = None,
+        complete: bool = True,
+    ) -> Message:
+        """Append a message to a chat and return it.
+
+        The first user message of a chat still titled "New chat" also names the chat
+        (see ``title_from_text``).
+
+        Raises:
+            ConversationNotFound: No such chat.
+            ValueError: ``role`` is not "system", "user" or "assistant".
+        """
+        check_role(role)
+        with db.transaction(self._db) as conn:
+            message_id = self._append(
+                conn, conversation_id, role, content, finish_reason, figures, complete
+            )
+            if role == "user":
+                self._title_from_first_user_message(conn, conversation_id, content)
+            return self._message(conn, message_id)
+
+    def edit_message(self, message_id: int, content: str) -> Message:
+        """Replace a message's text and delete every message after it in its chat.
+
+        The answer to an edited question is generated anew, so what followed is dropped.
+
+        Raises:
+            MessageNotFound: No such message.
+        """
+        with db.transaction(self._db) as conn:
+            self._delete_after(conn, message_id)
+            conn.execute(
+                "UPDATE messages SET content = ?, complete = 1 WHERE id = ?", (content, message_id)
+            )
+            return self._message(conn, message_id)
+
+    def delete_message(self, message_id: int) -> None:
+        """Delete one message. Raises MessageNotFound."""
+        with db.transaction(self._db) as conn:
+            message = self._message(conn, message_id)
+            conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+            self._touch(conn, message.conversation_id)
+
+    def delete_messages_after(self, message_id: int) -> int:
+        """Delete every message after this one in its chat; return how many went.
+
+        Raises:
+            MessageNotFound: No such message.
+        """
+        with db.transaction(self._db) as conn:
+            return self._delete_after(conn, message_id)
+
+    def begin_answer(self, conversation_id: int) -> int:
+        """Append an empty, incomplete assistant message and return its id.
+
+        Raises:
+            ConversationNotFound: No such chat.
+        """
+        with db.transaction(self._db) as conn:
+            return self._append(conn, conversation_id, "assistant", "", None, None, False)
+
+    def update_answer(self, message_id: int, content: str) -> None:
+        """Save the text streamed so far: one UPDATE, committed at once.
+
+        Cheap enough for a few calls a second; the chat's ``updated_at`` waits for
+        ``finish_answer``. Raises MessageNotFound.
+        """
+        cursor = self._db.execute(
+            "UPDATE messages SET content = ? WHERE id = ?", (content, message_id)
+        )
+        if not cursor.rowcount:
+            raise MessageNotFound(message_id)
+
+    def finish_answer(
+        self,
+        message_id: int,
+        content: str,
+        finish_reason: str | None,
+        figures: Mapping[str, Any] | None = None,
+    ) -> Message:
+        """Save the whole answer with why it ended and its figures; mark it complete.
+
+        Raises:
+            MessageNotFound: No such message.
+            TypeError: A figure is not JSON-serialisable.
+        """
+        with db.transaction(self._db) as conn:
+            cursor = conn.execute(
+                "UPDATE messages SET content = ?, finish_reason = ?, figures = ?, complete = 1"
+                " WHERE id = ?",
+                (content, finish_reason, to_json(figures), message_id),
+            )
+            if not cursor.rowcount:
+                raise MessageNotFound(message_id)
+            message = self._message(conn, message_id)
+            self._touch(conn, message.conversation_id)
+            return message
+
+    def search(self, query: str, limit: int = 50) -> list[SearchHit]:
+        """Find chats by title and messages by text; every word must match.
+
+        Any input is safe: words are quoted, never read as query syntax. The last word
+        also matches as a prefix when the FTS5 index is used.
+
+        Args:
+            query: What the person typed.
+            limit: At most this many title hits and this many message hits.
+
+        Returns:
+            Title hits first, then message hits, each best first.
+        """
+        return search.search(self._db, query, self.use_fts, limit)
+
+    def _append(
+        self,
+        conn: sqlite3.Connection,
+        conversation_id: int,
+        role: str,
+        content: str,
+        finish_reason: str | None,
+        figures: Mapping[str, Any] | None,
+        complete: bool,
+    ) -> int:
+        self._conversation(conn, conversation_id)
+        now = self._clock()
+        cursor = conn.execute(
+            "INSERT INTO messages (conversation_id, position, role, content, created_at,"
+            " finish_reason, figures, complete) VALUES (?, (SELECT COALESCE(MAX(position), -1)"
+            " + 1 FROM messages WHERE conversation_id = ?), ?, ?, ?, ?, ?, ?)",
+            (
+                conversation_id,
+                conversation_id,
+                role,
+                content,
+                now,
+                finish_reason,
+                to_json(figures),
+                int(complete),
+            ),
+        )
+        self._touch(conn, conversation_id)
+        return int(cursor.lastrowid or 0)
+
+    def _title_from_first_user_message(
+        self, conn: sqlite3.Connection, conversation_id: int, content: str
+    ) -> None:
+        title = title_from_text(content)
+        users = conn.execute(
+            "SELECT COUNT(*) FROM messages WHERE conversation_id = ? AND role = 'user'",
+            (conversation_id,),
+        ).fetchone()[0]
+        if title and users == 1:
+            conn.execute(
+                "UPDATE conversations SET title = ? WHERE id = ? AND title = ?",
+                (title, conversation_id, DEFAULT_TITLE),
+            )
+
+    def _delete_after(self, conn: sqlite3.Connection, message_id: int) -> int:
+        message = self._message(conn, message_id)
+        cursor = conn.execute(
+            "DELETE FROM messages WHERE conversation_id = ? AND position > ?",
+            (message.conversation_id, message.position),
+        )
+        self._touch(conn, message.conversation_id)
+        return cursor.rowcount
+
+    def _touch(self, conn: sqlite3.Connection, conversation_id: int) -> None:
+        conn.execute(
+            "UPDATE conversations SET updated_at = ? WHERE id = ?", (self._clock(), conversation_id)
+        )
+
+    @staticmethod
+    def _message(conn: sqlite3.Connection, message_id: int) -> Message:
+        row = conn.execute(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
+        ).fetchone()
+        if row is None:
+            raise MessageNotFound(message_id)
+        return message_from_row(row)

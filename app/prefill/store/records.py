@@ -1,0 +1,155 @@
+"""Rows of the chat history as frozen dataclasses, and the automatic title."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+Role = Literal["system", "user", "assistant"]
+ROLES: tuple[str, ...] = get_args(Role)
+
+DEFAULT_TITLE = "New chat"
+TITLE_LENGTH = 48
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One chat.
+
+    Attributes:
+        id: Row id.
+        title: Shown in the chat list.
+        created_at: Seconds since the epoch.
+        updated_at: Seconds since the epoch of the last change to it or its messages.
+        system_prompt: The system prompt sent before the messages ("" = none).
+        model: Path or name of the model last used in it ("" = none yet).
+        settings: Generation settings used in it (free-form JSON object).
+    """
+
+    id: int
+    title: str
+    created_at: float
+    updated_at: float
+    system_prompt: str = ""
+    model: str = ""
+    settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn of a chat.
+
+    Attributes:
+        id: Row id.
+        conversation_id: The chat it belongs to.
+        position: Sort key within the chat (increasing, may have gaps).
+        role: "system", "user" or "assistant".
+        content: The text.
+        created_at: Seconds since the epoch.
+        finish_reason: Why the answer ended ("stop", "length", "cancelled"…), None if unknown.
+        figures: Engine figures for this answer (prompt_tokens, ttft_ms, decode_tps, …);
+            free-form so the engine can add keys without a migration.
+        complete: False while an answer is streaming, and forever for one cut off by a crash.
+    """
+
+    id: int
+    conversation_id: int
+    position: int
+    role: Role
+    content: str
+    created_at: float
+    finish_reason: str | None = None
+    figures: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    complete: bool = True
+
+
+CONVERSATION_COLUMNS = "id, title, created_at, updated_at, system_prompt, model, settings"
+MESSAGE_COLUMNS = (
+    "id, conversation_id, position, role, content, created_at, finish_reason, figures, complete"
+)
+
+
+def check_role(role: str) -> Role:
+    """Return ``role`` if it is a known role.
+
+    Raises:
+        ValueError: For anything but "system", "user" or "assistant".
+    """
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+    return role  # type: ignore[return-value]
+
+
+def to_json(data: Mapping[str, Any] | None) -> str:
+    """Encode a settings or figures mapping for a TEXT column.
+
+    Raises:
+        TypeError: If a value is not JSON-serialisable.
+    """
+    return json.dumps(dict(data or {}), ensure_ascii=False, sort_keys=True)
+
+
+def from_json(text: str | None) -> dict[str, Any]:
+    """Decode a JSON object column; anything unreadable reads as an empty mapping."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def conversation_from_row(row: sqlite3.Row) -> Conversation:
+    """Build a Conversation from a row selected with CONVERSATION_COLUMNS."""
+    return Conversation(
+        id=row["id"],
+        title=row["title"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        system_prompt=row["system_prompt"],
+        model=row["model"],
+        settings=from_json(row["settings"]),
+    )
+
+
+def message_from_row(row: sqlite3.Row) -> Message:
+    """Build a Message from a row selected with MESSAGE_COLUMNS."""
+    return Message(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        position=row["position"],
+        role=row["role"],
+        content=row["content"],
+        created_at=row["created_at"],
+        finish_reason=row["finish_reason"],
+        figures=from_json(row["figures"]),
+        complete=bool(row["complete"]),
+    )
+
+
+def title_from_text(text: str, limit: int = TITLE_LENGTH) -> str:
+    """Make a chat title from the first user message.
+
+    Whitespace is collapsed; a text longer than ``limit`` is cut on a word boundary
+    (or mid-word when the first word alone is too long) and ends with "…".
+
+    Args:
+        text: The message.
+        limit: The longest title returned, the ellipsis included.
+
+    Returns:
+        The title, "" when the text holds only whitespace.
+    """
+    flat = re.sub(r"\s+", " ", text).strip()
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:.-–—") + "…"

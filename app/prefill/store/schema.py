@@ -1,0 +1,98 @@
+"""The history schema and its migrations.
+
+The schema version lives in ``PRAGMA user_version``. ``MIGRATIONS[i]`` takes a database
+from version ``i`` to ``i + 1``; every pending one runs in one transaction, so a failure
+leaves the file exactly as it was. Add a migration at the end; never edit a shipped one.
+The full-text index is derived data and is kept by ``search.ensure_index``, not here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+
+from prefill.store.db import transaction
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _run(conn: sqlite3.Connection, statements: Sequence[str]) -> None:
+    # Not executescript(): it commits first, which would break the enclosing transaction.
+    for statement in statements:
+        conn.execute(statement)
+
+
+def _v1_chat(conn: sqlite3.Connection) -> None:
+    """Version 1: conversations and their messages."""
+    _run(
+        conn,
+        [
+            """CREATE TABLE conversations (
+                id INTEGER PRIMARY KEY,
+                title TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                system_prompt TEXT NOT NULL DEFAULT ''
+            )""",
+            """CREATE TABLE messages (
+                id INTEGER PRIMARY KEY,
+                conversation_id INTEGER NOT NULL
+                    REFERENCES conversations(id) ON DELETE CASCADE,
+                position INTEGER NOT NULL,
+                role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+                content TEXT NOT NULL DEFAULT '',
+                created_at REAL NOT NULL,
+                UNIQUE (conversation_id, position)
+            )""",
+            "CREATE INDEX conversations_by_update ON conversations (updated_at DESC, id DESC)",
+        ],
+    )
+
+
+def _v2_engine_record(conn: sqlite3.Connection) -> None:
+    """Version 2: the model and settings of a chat, the figures and state of an answer."""
+    _run(
+        conn,
+        [
+            "ALTER TABLE conversations ADD COLUMN model TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE conversations ADD COLUMN settings TEXT NOT NULL DEFAULT '{}'",
+            "ALTER TABLE messages ADD COLUMN finish_reason TEXT",
+            "ALTER TABLE messages ADD COLUMN figures TEXT NOT NULL DEFAULT '{}'",
+            "ALTER TABLE messages ADD COLUMN complete INTEGER NOT NULL DEFAULT 1",
+        ],
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1_chat, _v2_engine_record)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def user_version(conn: sqlite3.Connection) -> int:
+    """Return the schema version stored in the database (0 for a new file)."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+    """Bring the database up to ``len(migrations)`` in one transaction.
+
+    Args:
+        conn: A connection in autocommit mode (``isolation_level=None``).
+        migrations: The migration list; tests pass their own.
+
+    Returns:
+        The version the database had before.
+
+    Raises:
+        ValueError: If the database is newer than the list knows.
+        sqlite3.Error: If a migration fails; nothing of it is kept.
+    """
+    with transaction(conn):
+        found = user_version(conn)
+        if found > len(migrations):
+            raise ValueError(f"schema version {found} is newer than {len(migrations)}")
+        for version in range(found, len(migrations)):
+            migrations[version](conn)
+        if found != len(migrations):
+            # PRAGMA takes no parameters; the value is an int we computed.
+            conn.execute(f"PRAGMA user_version = {len(migrations):d}")
+    return found

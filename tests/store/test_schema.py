@@ -1,0 +1,118 @@
+"""Schema versions and migrations."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from prefill.store import HistoryStore, HistoryUnavailable, SchemaTooNew
+from prefill.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate, user_version
+
+# The schema as version 1 shipped it, written out here so later edits to the code
+# cannot change what "an old database" means.
+V1_DDL = """
+CREATE TABLE conversations (
+    id INTEGER PRIMARY KEY,
+    title TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    system_prompt TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY,
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+    content TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL,
+    UNIQUE (conversation_id, position)
+);
+CREATE INDEX conversations_by_update ON conversations (updated_at DESC, id DESC);
+INSERT INTO conversations VALUES (1, 'Old chat', 10.0, 20.0, 'Be terse.');
+INSERT INTO messages VALUES (1, 1, 0, 'user', 'What is a quokka?', 11.0);
+INSERT INTO messages VALUES (2, 1, 1, 'assistant', 'A small marsupial.', 12.0);
+PRAGMA user_version = 1;
+"""
+
+
+def _old_database(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(path) as raw:
+        raw.executescript(V1_DDL)
+    raw.close()
+
+
+def test_new_file_gets_the_current_version(store: HistoryStore, db_path: Path) -> None:
+    store.list_conversations()
+    with sqlite3.connect(db_path) as raw:
+        assert user_version(raw) == SCHEMA_VERSION == len(MIGRATIONS)
+
+
+def test_previous_version_is_migrated_with_its_rows(db_path: Path) -> None:
+    assert SCHEMA_VERSION == 2, "write the new previous version's DDL into this test"
+    _old_database(db_path)
+    with HistoryStore(db_path) as store:
+        (conv,) = store.list_conversations()
+        messages = store.messages(conv.id)
+        hits = store.search("quokka")
+        answer_id = store.begin_answer(conv.id)
+        store.finish_answer(answer_id, "More?", "stop", {"ttft_ms": 9})
+    assert (conv.title, conv.system_prompt, conv.model, conv.settings) == (
+        "Old chat",
+        "Be terse.",
+        "",
+        {},
+    )
+    assert [(m.content, m.complete, m.figures, m.finish_reason) for m in messages] == [
+        ("What is a quokka?", True, {}, None),
+        ("A small marsupial.", True, {}, None),
+    ]
+    assert [(h.conversation_id, h.message_id) for h in hits] == [(1, 1)]
+    with sqlite3.connect(db_path) as raw:
+        assert user_version(raw) == SCHEMA_VERSION
+        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_failed_migration_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    _old_database(path)
+
+    def broken(conn: sqlite3.Connection) -> None:
+        conn.execute("ALTER TABLE messages ADD COLUMN half_done TEXT")
+        raise sqlite3.OperationalError("disk on fire")
+
+    raw = sqlite3.connect(path, isolation_level=None)
+    with pytest.raises(sqlite3.OperationalError, match="disk on fire"):
+        migrate(raw, [*MIGRATIONS, broken])
+    assert user_version(raw) == 1
+    columns = [row[1] for row in raw.execute("PRAGMA table_info(messages)")]
+    assert "half_done" not in columns and "figures" not in columns
+    raw.close()
+
+
+def test_migrate_reports_the_version_it_found(tmp_path: Path) -> None:
+    raw = sqlite3.connect(tmp_path / "x.sqlite3", isolation_level=None)
+    assert migrate(raw) == 0
+    assert migrate(raw) == SCHEMA_VERSION
+    raw.close()
+
+
+def test_newer_schema_is_refused(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    with sqlite3.connect(db_path) as raw:
+        raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    raw.close()
+    with pytest.raises(SchemaTooNew) as info:
+        HistoryStore(db_path).list_conversations()
+    assert (info.value.found, info.value.known) == (SCHEMA_VERSION + 1, SCHEMA_VERSION)
+    assert isinstance(info.value, HistoryUnavailable)
+
+
+def test_a_file_that_is_not_a_database_raises_history_unavailable(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    db_path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(HistoryUnavailable) as info:
+        HistoryStore(db_path).list_conversations()
+    assert info.value.path == db_path

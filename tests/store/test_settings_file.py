@@ -1,0 +1,100 @@
+"""The settings file: lenient load, atomic save."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from prefill.store import Settings, SettingsError, SettingsFile
+from prefill.store.settings_file import default_settings_path
+
+
+@pytest.fixture
+def settings_file(tmp_path: Path) -> SettingsFile:
+    return SettingsFile(tmp_path / "config" / "settings.json")
+
+
+def test_default_path_is_in_the_config_folder() -> None:
+    assert default_settings_path().name == "settings.json"
+    assert "prefill" in default_settings_path().parent.name.lower()
+
+
+def test_missing_file_gives_defaults(settings_file: SettingsFile) -> None:
+    assert settings_file.load() == Settings()
+    assert not settings_file.path.exists()
+
+
+def test_save_then_load_round_trips(settings_file: SettingsFile) -> None:
+    saved = Settings().replace("model.n_ctx", 16384).replace("model.last_model_path", "/m/é.gguf")
+    settings_file.save(saved)
+    assert settings_file.load() == saved
+    assert json.loads(settings_file.path.read_text("utf-8"))["model"]["n_ctx"] == 16384
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe\x00garbage", b"[1, 2]", b""])
+def test_corrupt_file_gives_defaults_and_is_kept(
+    settings_file: SettingsFile, content: bytes
+) -> None:
+    settings_file.path.parent.mkdir(parents=True)
+    settings_file.path.write_bytes(content)
+    assert settings_file.load() == Settings()
+    assert settings_file.backup_path.read_bytes() == content
+    assert not settings_file.path.exists()
+
+
+def test_wrong_types_and_unknown_keys(settings_file: SettingsFile) -> None:
+    settings_file.path.parent.mkdir(parents=True)
+    settings_file.path.write_text(
+        json.dumps(
+            {
+                "model": {"n_ctx": "4k", "flash_attn": True, "gone": 1},
+                "sampling": {"top_k": 20.5, "temperature": 0},
+                "extra": [1],
+            }
+        )
+    )
+    loaded = settings_file.load()
+    assert (loaded.model.n_ctx, loaded.model.flash_attn) == (4096, True)
+    assert (loaded.sampling.top_k, loaded.sampling.temperature) == (40, 0.0)
+    assert not settings_file.backup_path.exists()
+
+
+def test_save_leaves_no_temporary_files(settings_file: SettingsFile) -> None:
+    settings_file.save(Settings())
+    settings_file.save(Settings().replace("ui.theme", "dark"))
+    assert [p.name for p in settings_file.path.parent.iterdir()] == ["settings.json"]
+
+
+def test_failed_replace_keeps_the_old_file(
+    settings_file: SettingsFile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings_file.save(Settings().replace("ui.theme", "light"))
+
+    def refuse(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(SettingsError, match="No space left"):
+        settings_file.save(Settings().replace("ui.theme", "dark"))
+    monkeypatch.undo()
+    assert settings_file.load().ui.theme == "light"
+    assert [p.name for p in settings_file.path.parent.iterdir()] == ["settings.json"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_file_is_private(settings_file: SettingsFile) -> None:
+    settings_file.save(Settings().replace("hub.hf_token", "hf_x"))
+    assert stat.S_IMODE(settings_file.path.stat().st_mode) == 0o600
+
+
+def test_unreadable_file_raises_a_typed_error(settings_file: SettingsFile) -> None:
+    settings_file.path.mkdir(parents=True)  # reading a folder fails, even as root
+    with pytest.raises(SettingsError) as info:
+        settings_file.load()
+    assert info.value.path == settings_file.path
+    assert not settings_file.backup_path.exists()
