@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from prefill.commands.options import (
     add_model_options,
@@ -14,10 +15,12 @@ from prefill.commands.options import (
     model_path,
     sampling_settings,
 )
-from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.settings import OverflowSettings, SamplingSettings
 from prefill.engine.template import Message
+
+if TYPE_CHECKING:
+    from prefill.engine.chat import ChatEngine
 
 JSON_FIELDS = (
     "prompt_tokens", "completion_tokens", "cached_tokens", "evaluated_tokens", "ttft_ms",
@@ -88,6 +91,8 @@ def chat_turns(
 
 
 def run(args: argparse.Namespace) -> int:
+    from prefill.engine.chat import ChatEngine
+
     engine = ChatEngine.load(model_path(args), load_settings(args))
     try:
         if engine.backend.warning:

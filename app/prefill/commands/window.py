@@ -1,4 +1,4 @@
-"""No sub-command: open the window (a terminal chat until the window lands)."""
+"""No sub-command: open the window (or run the self-test)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,21 @@ import argparse
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("--self-test", action="store_true",
+                        help="load the bundled model, generate a few tokens, print the figures, exit")
+    parser.add_argument("--model", dest="window_model", help="open the window with this .gguf loaded")
 
 
 def run(args: argparse.Namespace) -> int:
-    from prefill import __version__
-
     if args.version:
+        from prefill import __version__
+
         print(f"prefill {__version__}")
         return 0
-    from prefill.commands import chat
+    if args.self_test:
+        from prefill.commands import self_test
 
-    parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers()
-    chat.register(sub)
-    return chat.run(parser.parse_args(["chat"]))
+        return self_test.run()
+    from prefill.ui.app import run_app
+
+    return run_app(args.window_model)

@@ -13,7 +13,7 @@ import codecs
 import random
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,8 +57,11 @@ class ChatEngine:
         self._busy = threading.Lock()
 
     @classmethod
-    def load(cls, path: str | Path, settings: LoadSettings | None = None) -> ChatEngine:
-        """Check the file, then load it with llama.cpp.
+    def load(
+        cls, path: str | Path, settings: LoadSettings | None = None,
+        progress: Callable[[float], bool] | None = None,
+    ) -> ChatEngine:
+        """Check the file, then load it with llama.cpp; `progress` gets 0..1 and may return False to stop.
 
         Raises:
             ModelLoadError: missing, empty, truncated or non-GGUF file, or llama.cpp refused it.
@@ -67,7 +70,7 @@ class ChatEngine:
         p = Path(path)
         header = read_header(p)
         layers = resolve_gpu_layers(settings.n_gpu_layers, header)
-        runtime = LlamaRuntime(p, settings, layers, header.n_layer)
+        runtime = LlamaRuntime(p, settings, layers, header.n_layer, progress)
         return cls(p, header, runtime, backend_report(settings.n_gpu_layers, runtime.offload))
 
     def close(self) -> None:

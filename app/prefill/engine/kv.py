@@ -9,8 +9,8 @@ from __future__ import annotations
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from prefill.engine.gguf_header import GGUFHeader
+from prefill.engine.settings import KV_TYPES
 
-KV_TYPES = ("f16", "q8_0", "q4_0")
 _GGML = {"f16": GGMLQuantizationType.F16, "q8_0": GGMLQuantizationType.Q8_0, "q4_0": GGMLQuantizationType.Q4_0}
 
 

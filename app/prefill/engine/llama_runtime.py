@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,11 +90,17 @@ def _parse_offload(log: str, n_layer: int) -> OffloadReport:
 class LlamaRuntime:
     """One loaded model and its context. Not thread-safe: one owner thread uses it."""
 
-    def __init__(self, path: Path, settings: LoadSettings, n_gpu_layers: int, n_layer: int):
+    def __init__(
+        self, path: Path, settings: LoadSettings, n_gpu_layers: int, n_layer: int,
+        progress: Callable[[float], bool] | None = None,
+    ):
         log = _init_backend()
         self.settings = settings
         mp = llama_cpp.llama_model_default_params()
         mp.n_gpu_layers = n_gpu_layers
+        if progress is not None:  # return False from it to abandon the load
+            keep_alive = llama_cpp.llama_progress_callback(lambda p, _user: bool(progress(float(p))))
+            mp.progress_callback = keep_alive
         log.start()
         self.model = llama_cpp.llama_model_load_from_file(str(path).encode(), mp)
         load_log = log.stop()

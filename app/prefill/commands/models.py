@@ -1,0 +1,206 @@
+"""`prefill search|files|get|ls|rm|import`: search the hub, list a repository, download, list and remove local models.
+
+The token comes from HF_TOKEN (or a saved `hf auth login`); there is deliberately
+no `--token` flag, which would leave it in the shell history and the process list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from prefill.cli import CliError
+from prefill.engine.gguf_header import GGUFError
+from prefill.engine.settings import KV_TYPES
+from prefill.hub.client import SORT_KEYS, HubClient
+from prefill.hub.downloader import download_model
+from prefill.hub.errors import HubError
+from prefill.hub.library import ModelLibrary
+from prefill.hub.paths import default_models_dir
+from prefill.hub.progress import DownloadProgress
+from prefill.hub.quants import ModelFiles
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    cmds = sub  # top level: prefill search|files|get|ls|rm|import
+
+    s = _command(cmds, "search", "search the hub for GGUF models", _search)
+    s.add_argument("query", help="words in the repository name")
+    s.add_argument("--sort", choices=SORT_KEYS, default="downloads")
+    s.add_argument("--limit", type=int, default=20)
+
+    f = _command(cmds, "files", "list a repository's GGUF models by quantisation", _files)
+    f.add_argument("repo", help="owner/name")
+    f.add_argument("--fit", action="store_true", help="estimate the fit here (reads each header, a few MiB)")
+    f.add_argument("--ctx", type=int, default=4096, help="context length for --fit")
+    f.add_argument("--kv-type", choices=KV_TYPES, default="f16", help="KV cache type for --fit")
+
+    g = _command(cmds, "get", "download a model (resumes an earlier attempt)", _get)
+    g.add_argument("repo", help="owner/name")
+    which = g.add_mutually_exclusive_group()
+    which.add_argument("--quant", help="quantisation, e.g. Q4_K_M")
+    which.add_argument("--file", help="file name in the repository")
+
+    _command(cmds, "ls", "list local models", _ls)
+
+    r = _command(cmds, "rm", "delete a model from the library", _rm)
+    r.add_argument("name", help="as `prefill ls` shows it, or its file name")
+    r.add_argument("--yes", action="store_true", help="do not ask")
+
+    i = _command(cmds, "import", "add a .gguf from elsewhere to the library", _import)
+    i.add_argument("path", type=Path)
+    i.add_argument("--symlink", action="store_true", help="link to the file instead of copying it")
+
+
+def _command(cmds: argparse._SubParsersAction, name: str, help: str, handler: object) -> argparse.ArgumentParser:
+    c = cmds.add_parser(name, help=help)
+    c.add_argument("--models-dir", type=Path, default=None, help="models folder (default: the user data folder)")
+    c.set_defaults(handler=_guarded(handler))
+    return c
+
+
+def _guarded(handler: object):  # noqa: ANN202 - wraps a handler
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return int(handler(args) or 0)  # type: ignore[operator]
+        except (HubError, GGUFError) as e:
+            raise CliError(str(e)) from None
+
+    return run
+
+
+def _models_dir(args: argparse.Namespace) -> Path:
+    return (args.models_dir or default_models_dir()).expanduser()
+
+
+def _search(args: argparse.Namespace) -> int:
+    hits = HubClient().search(args.query, sort=args.sort, limit=args.limit)
+    for h in hits:
+        when = h.last_modified.date().isoformat() if h.last_modified else "-"
+        gated = "  (gated)" if h.gated else ""
+        print(f"{h.repo_id:<60} {h.downloads:>10,} dl {h.likes:>6,} likes  {when}{gated}")
+    if not hits:
+        print(f"no GGUF repositories match {args.query!r}", file=sys.stderr)
+    return 0
+
+
+def _files(args: argparse.Namespace) -> int:
+    from prefill.hub.quants import group_by_quant
+
+    client = HubClient()
+    listing = client.list_models(args.repo)
+    memory = None
+    if args.fit:
+        from prefill.hub.hardware import machine_memory
+
+        memory = machine_memory()
+    for quant, models in group_by_quant(listing.models).items():
+        print(quant)
+        for m in models:
+            parts = f" ({len(m.parts)} parts{'' if m.complete else ', INCOMPLETE'})" if len(m.parts) > 1 else ""
+            fit = f"  {_fit(client, args, m, memory)}" if memory is not None else ""
+            print(f"  {m.name:<56} {_size(m.size):>10}{parts}{fit}")
+    return 0
+
+
+def _fit(client: HubClient, args: argparse.Namespace, m: ModelFiles, memory: object) -> str:
+    from prefill.hub.fit import estimate_fit
+    from prefill.hub.remote_header import fetch_header
+
+    headers = [fetch_header(client, args.repo, p.filename) for p in m.parts]
+    return estimate_fit(headers, args.ctx, memory, args.kv_type).summary()  # type: ignore[arg-type]
+
+
+def _get(args: argparse.Namespace) -> int:
+    client = HubClient()
+    listing = client.list_models(args.repo)
+    model = _choose(listing.models, args)
+    bar = _Bar(model.name) if sys.stderr.isatty() else None
+    paths = download_model(client, _models_dir(args), args.repo, model, on_progress=bar)
+    if bar:
+        bar.end()
+    print(paths[0])
+    return 0
+
+
+def _choose(models: list[ModelFiles], args: argparse.Namespace) -> ModelFiles:
+    if args.file:
+        found = [m for m in models if args.file in (m.name, *(p.filename for p in m.parts))]
+    elif args.quant:
+        found = [m for m in models if m.quant == args.quant.upper() and not m.is_projector]
+    else:
+        found = [m for m in models if not m.is_projector]
+    if len(found) == 1:
+        if not found[0].complete:
+            raise CliError(f"{found[0].name}: some of its parts are missing from the repository")
+        return found[0]
+    if not found:
+        raise CliError(f"no model matches in {args.repo}; see `prefill files {args.repo}`")
+    names = ", ".join(f"{m.name} ({m.quant})" for m in found)
+    raise CliError(f"choose one with --quant or --file: {names}")
+
+
+def _ls(args: argparse.Namespace) -> int:
+    for m in ModelLibrary(_models_dir(args)).models():
+        if m.error:
+            print(f"{m.name:<60} {_size(m.size):>10}  [{m.source}] unreadable: {m.error}")
+            continue
+        tmpl = "chat template" if m.has_chat_template else "no chat template"
+        params = f"{m.n_params / 1e9:.2f}B" if m.n_params >= 1e8 else f"{m.n_params / 1e6:.0f}M"
+        print(
+            f"{m.name:<60} {_size(m.size):>10}  {m.architecture} {params} {m.quantization} "
+            f"ctx {m.context_length}  {tmpl}  [{m.source}]"
+        )
+    return 0
+
+
+def _rm(args: argparse.Namespace) -> int:
+    library = ModelLibrary(_models_dir(args))
+    model = library.find(args.name)
+    if not args.yes and sys.stdin.isatty():
+        answer = input(f"delete {model.name} ({_size(model.size)})? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            return 1
+    library.delete(model.name)
+    print(f"deleted {model.name}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    model = ModelLibrary(_models_dir(args)).import_file(args.path, "symlink" if args.symlink else "copy")
+    print(model.name)
+    return 0
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+class _Bar:
+    """One `\\r` line on stderr: percent, bytes, speed, time left."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._last = 0.0
+
+    def __call__(self, p: DownloadProgress) -> None:
+        now = time.monotonic()
+        if now - self._last < 0.1 and p.stage == "downloading":
+            return
+        self._last = now
+        pct = f"{100 * p.fraction:5.1f}%" if p.fraction is not None else "   ?  "
+        eta = f"{int(p.eta) // 60}:{int(p.eta) % 60:02d} left" if p.eta is not None else ""
+        line = f"{self.name[:40]} {pct} {_size(p.done)}/{_size(p.total)} {_size(int(p.speed))}/s {eta} {p.stage}"
+        sys.stderr.write("\r" + line.ljust(100)[:100])
+        sys.stderr.flush()
+
+    def end(self) -> None:
+        sys.stderr.write("\n")

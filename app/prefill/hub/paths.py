@@ -1,0 +1,86 @@
+"""Where models live, and checks that untrusted names stay inside that folder.
+
+File names come from the hub (a repository's listing) and repository names from
+the user: both are untrusted. Everything that turns one into a path goes through
+`safe_relpath` / `repo_dir`, so a name like `../../.bashrc` never leaves the
+models folder.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+
+from platformdirs import user_data_dir
+
+from prefill.hub.errors import UnsafeFileName
+
+PARTIAL_DIR = ".partial"  # downloads in progress: never listed as models
+IMPORTED_DIR = "local"  # models imported from elsewhere on this machine
+_REPO_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+_FORBIDDEN_CHARS = set('\\:*?"<>|')
+_MAX_NAME = 255
+
+
+def default_models_dir() -> Path:
+    """The default models folder: the platform's user data folder for Prefill, then `models`."""
+    return Path(user_data_dir("prefill", appauthor=False)) / "models"
+
+
+def check_repo_id(repo_id: str) -> str:
+    """Return `repo_id` if it is a plain `owner/name`, else raise `UnsafeFileName`."""
+    parts = repo_id.split("/")
+    if len(parts) != 2 or not all(_REPO_PART.match(p) and ".." not in p for p in parts):
+        raise UnsafeFileName(repo_id, "a repository is named owner/name with letters, digits, . _ -")
+    return repo_id
+
+
+def safe_relpath(name: str) -> PurePosixPath:
+    """Check a file name from the hub and return it as a relative POSIX path.
+
+    Sub-folders (`Q4_K_M/model-00001-of-00002.gguf`) are allowed; anything absolute,
+    climbing (`..`), with backslashes, drive letters, control characters or empty
+    parts is refused.
+
+    Raises:
+        UnsafeFileName: the name could escape the folder it is placed in.
+    """
+    if not name or len(name) > 1024:
+        raise UnsafeFileName(name, "empty or too long")
+    if any(ord(c) < 32 or c == "\x7f" for c in name):
+        raise UnsafeFileName(name, "it holds control characters")
+    bad = _FORBIDDEN_CHARS.intersection(name)
+    if bad:
+        raise UnsafeFileName(name, f"it holds {''.join(sorted(bad))!r}")
+    if name.startswith("/") or name.startswith("~"):
+        raise UnsafeFileName(name, "it is an absolute path")
+    parts = name.split("/")
+    for part in parts:
+        if part in ("", ".", ".."):
+            raise UnsafeFileName(name, "it has an empty, '.' or '..' part")
+        if len(part.encode()) > _MAX_NAME:
+            raise UnsafeFileName(name, "a part is longer than a file name may be")
+        if part != part.strip() or part.endswith("."):
+            raise UnsafeFileName(name, "a part starts or ends with a space or a dot")
+    return PurePosixPath(*parts)
+
+
+def inside(root: Path, rel: str | PurePosixPath) -> Path:
+    """Join a checked relative name under `root` and prove the result stays inside it.
+
+    Raises:
+        UnsafeFileName: the name, or a symlink on its way, leads outside `root`.
+    """
+    relpath = safe_relpath(str(rel))
+    target = root.joinpath(*relpath.parts)
+    real_root = root.resolve()
+    real_parent = target.parent.resolve()
+    if real_parent != real_root and real_root not in real_parent.parents:
+        raise UnsafeFileName(str(rel), "it resolves outside the models folder")
+    return target
+
+
+def repo_dir(models_dir: Path, repo_id: str) -> Path:
+    """The folder a repository's downloads go to: `<models>/<owner>/<name>`."""
+    owner, name = check_repo_id(repo_id).split("/")
+    return models_dir / owner / name

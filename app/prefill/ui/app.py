@@ -1,0 +1,55 @@
+"""Start-up: build the objects once, show the window, load the model in the background."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+T_START = time.perf_counter()
+
+
+def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from prefill.hub.bundled import bundled_model_path
+    from prefill.store import HistoryStore, SettingsFile
+    from prefill.ui.engine_worker import EngineThread
+    from prefill.ui.main_window import MainWindow
+    from prefill.ui.store_worker import StoreProxy, Stores
+    from prefill.ui.theme import apply_theme
+
+    # The decode thread gives up the GIL inside llama.cpp; when it comes back it should not
+    # wait 5 ms for the GUI thread to let go of it.
+    sys.setswitchinterval(0.001)
+    app = QApplication.instance() or QApplication(argv or sys.argv)
+    app.setApplicationName("Prefill")
+    app.setOrganizationName("Prefill")
+    settings_file = SettingsFile()
+    settings = settings_file.load()
+    theme = apply_theme(app, settings.ui.theme)
+    store = StoreProxy(Stores(HistoryStore(), settings_file))
+    engine = EngineThread()
+    window = MainWindow(settings, store, engine, bundled_model_path(), theme)
+
+    def started() -> None:
+        window.refresh_conversations()
+        path = model or settings.model.last_model_path
+        if path and Path(path).is_file():
+            window.load_model(path)
+        elif model:
+            window.show_notice(f"No such model file: {model}")
+
+    if os.environ.get("PREFILL_EXIT_AFTER_SHOWN"):
+        def report() -> None:
+            print(f"shown {(time.perf_counter() - T_START) * 1000:.0f} ms", flush=True)
+            app.quit()
+        window.shown.connect(lambda: QTimer.singleShot(0, report))
+    window.show()
+    QTimer.singleShot(0, started)
+    rc = app.exec()
+    engine.stop()
+    store.stop()
+    return rc

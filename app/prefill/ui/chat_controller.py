@@ -1,0 +1,260 @@
+"""What happens in a conversation: send, stream, stop, regenerate, edit, delete, and saving it all.
+
+The controller lives on the GUI thread. It asks the engine worker and the store
+thread by signal and never waits for either. Streamed text is taken from the
+worker's buffer on a 30 ms timer and appended to one transcript row; the answer
+is written to the database every half second, so a crash loses at most that.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
+from prefill.engine.template import Message
+from prefill.store import Conversation
+from prefill.store import Message as StoredMessage
+from prefill.store.settings import Settings
+from prefill.ui.engine_worker import EngineWorker
+from prefill.ui.settings_dialog import engine_sampling, overflow_settings
+from prefill.ui.sidebar import EngineSidebar
+from prefill.ui.store_worker import StoreProxy
+from prefill.ui.transcript_model import Row, TranscriptModel
+
+FLUSH_MS = 30
+SAVE_EVERY_S = 0.5
+
+
+class ChatController(QObject):
+    """Signals:
+        notice(str): something the user should read (overflow, errors); "" clears it.
+        conversations_changed(): titles or the list changed.
+        busy_changed(bool): an answer started or ended.
+        conversation_opened(int): the transcript now shows this conversation.
+        answer_finished(object): the Finished event of the last answer.
+    """
+
+    notice = Signal(str)
+    conversations_changed = Signal()
+    busy_changed = Signal(bool)
+    conversation_opened = Signal(int)
+    answer_finished = Signal(object)
+
+    def __init__(self, store: StoreProxy, worker: EngineWorker, model: TranscriptModel,
+                 sidebar: EngineSidebar, settings: Callable[[], Settings]):
+        super().__init__()
+        self.store, self.worker, self.model, self.sidebar = store, worker, model, sidebar
+        self.settings = settings
+        self.conversation_id: int | None = None
+        self.system_prompt = ""
+        self.busy = False
+        self._ids = itertools.count(1)
+        self._request = 0
+        self._row = -1
+        self._answer_id: int | None = None
+        self._last_save = 0.0
+        self._timer = QTimer(self)
+        self._timer.setInterval(FLUSH_MS)
+        self._timer.timeout.connect(self.flush)
+        worker.prefill_done.connect(self._on_worker_prefill_done)
+        worker.metrics.connect(self._on_worker_metrics)
+        worker.finished.connect(self._on_worker_finished)
+        worker.failed.connect(self._on_worker_failed)
+
+    # --- conversations --------------------------------------------------------------------
+    def open_conversation(self, cid: int) -> None:
+        if self.busy:
+            return
+
+        def show(result: tuple[Conversation, list[StoredMessage]]) -> None:
+            conv, messages = result
+            self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
+            self.model.set_rows([
+                Row(m.role, [m.content], dict(m.figures or {}), m.finish_reason or "", False, m.id)
+                for m in messages if m.role != "system"
+            ])
+            self.conversation_opened.emit(conv.id)
+
+        self.store.call(lambda s, c: (s.history.conversation(c), s.history.messages(c)), cid, then=show)
+
+    def new_conversation(self, then: Callable[[int], None] | None = None) -> None:
+        if self.busy:
+            return
+
+        def made(conv: Conversation) -> None:
+            self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
+            self.model.set_rows([])
+            self.conversations_changed.emit()
+            self.conversation_opened.emit(conv.id)
+            if then is not None:
+                then(conv.id)
+
+        self.store.history("create_conversation", "New chat", self.system_prompt, "", None, then=made)
+
+    def set_system_prompt(self, text: str) -> None:
+        self.system_prompt = text
+        if self.conversation_id is not None:
+            self.store.history("set_system_prompt", self.conversation_id, text)
+
+    def messages(self, extra_user: str | None = None) -> list[Message]:
+        """The conversation as the engine takes it (notices left out)."""
+        out = [Message("system", self.system_prompt)] if self.system_prompt.strip() else []
+        out += [Message(r.role, r.content) for r in self.model.rows() if r.role in ("user", "assistant")]
+        if extra_user is not None:
+            out.append(Message("user", extra_user))
+        return out
+
+    # --- a turn -------------------------------------------------------------------------
+    def send(self, text: str) -> None:
+        if self.busy:
+            return
+        if self.conversation_id is None:
+            self.new_conversation(then=lambda _cid: self.send(text))
+            return
+        row = self.model.append_row(Row("user", [text]))
+        cid = self.conversation_id
+        self.store.history("add_message", cid, "user", text,
+                           then=lambda m: self._set_id(row, m.id))
+        self.conversations_changed.emit()  # the title comes from the first message
+        self._generate()
+
+    def _set_id(self, row: int, message_id: int) -> None:
+        if row < self.model.rowCount():
+            self.model.update_row(row, message_id=message_id)
+
+    def _generate(self) -> None:
+        assert self.conversation_id is not None
+        messages = self.messages()
+        self.busy = True
+        self.busy_changed.emit(True)
+        self.notice.emit("")
+        self._request = next(self._ids)
+        self._row = self.model.append_row(Row("assistant", [], streaming=True))
+        self._answer_id = None
+        row, request = self._row, self._request
+
+        def started(answer_id: int) -> None:
+            if self._request == request:
+                self._answer_id = answer_id
+            self._set_id(row, answer_id)
+
+        self.store.history("begin_answer", self.conversation_id, then=started)
+        self.sidebar.begin_answer()
+        s = self.settings()
+        self.worker.buffer.take()  # nothing stale from an earlier answer
+        self.worker.cancel.clear()
+        self._last_save = time.monotonic()
+        self.worker.request_generate.emit(request, messages, engine_sampling(s.sampling), overflow_settings(s.model))
+        self._timer.start()
+
+    def stop(self) -> None:
+        if self.busy:
+            self.worker.cancel.set()
+
+    def flush(self) -> None:
+        """Move streamed text from the worker's buffer to the transcript row: O(new text)."""
+        text = self.worker.buffer.take()
+        if text and self._row >= 0:
+            self.model.append_text(self._row, text)
+        now = time.monotonic()
+        if self._answer_id is not None and now - self._last_save >= SAVE_EVERY_S:
+            self._last_save = now
+            self.store.history("update_answer", self._answer_id, self.model.row(self._row).content)
+
+    # --- worker events ---------------------------------------------------------------------
+    def _on_worker_prefill_done(self, request: int, p: PrefillDone) -> None:
+        if request != self._request:
+            return
+        self.sidebar.on_prefill(p)
+        if p.overflow_note:
+            policy = self.settings().model.overflow_policy.replace("_", " ")
+            self.notice.emit(f"{p.overflow_note} ({policy}).")
+
+    def _on_worker_metrics(self, request: int, m: MetricsSnapshot) -> None:
+        if request == self._request:
+            self.sidebar.on_metrics(m)
+
+    def _on_worker_finished(self, request: int, f: Finished) -> None:
+        if request != self._request:
+            return
+        self.flush()
+        self._timer.stop()
+        row = self._row
+        figures = f.metrics.as_dict()
+        self.model.update_row(row, content=f.text, streaming=False, figures=figures, finish_reason=f.reason)
+        self.sidebar.on_finished(f)
+        self._finish_in_store(row, f.text, f.reason, figures)
+        self._end()
+        self.answer_finished.emit(f)
+
+    def _finish_in_store(self, row: int, text: str, reason: str, figures: dict[str, Any]) -> None:
+        answer_id = self._answer_id
+        if answer_id is not None:
+            self.store.history("finish_answer", answer_id, text, reason, figures)
+            return
+
+        # begin_answer has not come back yet; store calls run in order, so after this no-op it has.
+        def later(_result: Any) -> None:
+            mid = self.model.row(row).message_id if row < self.model.rowCount() else -1
+            if mid >= 0:
+                self.store.history("finish_answer", mid, text, reason, figures)
+
+        self.store.call(lambda _s: None, then=later)
+
+    def _on_worker_failed(self, request: int, message: str) -> None:
+        if request != self._request:
+            return
+        self._timer.stop()
+        self.worker.buffer.take()
+        if 0 <= self._row < self.model.rowCount():
+            self.model.remove_row(self._row)
+        # The answer row in the database goes too, once begin_answer has come back (calls run in order).
+        self.store.call(lambda _s: None, then=lambda _r, req=request: self._drop_answer(req))
+        self.notice.emit(message)
+        self._end()
+
+    def _drop_answer(self, request: int) -> None:
+        if request == self._request and self._answer_id is not None:
+            self.store.history("delete_message", self._answer_id)
+            self._answer_id = None
+
+    def _end(self) -> None:
+        self.busy = False
+        self._row = -1
+        self.busy_changed.emit(False)
+        self.conversations_changed.emit()
+
+    # --- actions on a message ----------------------------------------------------------------
+    def regenerate(self, row: int) -> None:
+        """Drop the answer at `row` (and anything after it) and answer again."""
+        if self.busy or row <= 0 or self.model.row(row).role != "assistant":
+            return
+        mid = self.model.row(row).message_id
+        self.model.remove_from(row)
+        if mid >= 0:
+            self.store.call(lambda s, m: (s.history.delete_messages_after(m), s.history.delete_message(m)), mid)
+        self._generate()
+
+    def edit(self, row: int, text: str) -> None:
+        """Replace a user message; the answer after it is generated anew."""
+        if self.busy or self.model.row(row).role != "user" or not text.strip():
+            return
+        mid = self.model.row(row).message_id
+        self.model.remove_from(row + 1)
+        self.model.update_row(row, content=text)
+        if mid >= 0:
+            self.store.history("edit_message", mid, text)
+        self._generate()
+
+    def delete(self, row: int) -> None:
+        if self.busy:
+            return
+        mid = self.model.row(row).message_id
+        self.model.remove_row(row)
+        if mid >= 0:
+            self.store.history("delete_message", mid)

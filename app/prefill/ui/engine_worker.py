@@ -1,0 +1,203 @@
+"""The one owner of the model: a QObject on its own QThread.
+
+Requests arrive as queued signals; results leave as signals. Streamed text is
+not sent as one signal per token: the worker appends it to a locked buffer and
+the GUI thread takes it on its own ~30 ms timer (`take_text`), so a fast model
+costs the GUI one wake-up per flush, not per token, and the worker never waits
+for the GUI thread to run Python.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from prefill.engine.errors import ContextOverflow, EngineError, TemplateError
+from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.settings import LoadSettings, OverflowSettings, SamplingSettings
+from prefill.engine.template import Message
+
+if TYPE_CHECKING:
+    from prefill.engine.chat import ChatEngine
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    path: Path
+    name: str
+    n_ctx: int
+    n_layer: int
+    backend_summary: str
+    backend_warning: str
+    gpu_build: bool
+    load_ms: float
+    bytes_per_cell: int
+    model_bytes: int
+
+
+class TextBuffer:
+    """Tokens' text from the worker to the GUI thread, swapped under a lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parts: list[str] = []
+
+    def put(self, text: str) -> None:
+        with self._lock:
+            self._parts.append(text)
+
+    def take(self) -> str:
+        with self._lock:
+            parts, self._parts = self._parts, []
+        return "".join(parts)
+
+
+class EngineWorker(QObject):
+    """Owns the ChatEngine; lives on the engine thread.
+
+    Signals:
+        load_progress(float): 0..1 while a model loads.
+        loaded(object): a LoadedModel, after a load succeeded.
+        load_failed(str): why a load failed, in words.
+        prefill_done(int, object): request id, PrefillDone.
+        metrics(int, object): request id, MetricsSnapshot (a few times a second).
+        finished(int, object): request id, Finished (its text is the whole answer).
+        failed(int, str): request id, a sentence for the user.
+        token_count(int, int): request tag, prompt tokens of a conversation (for the input box).
+        kv_state(object): MetricsSnapshot with the KV fill, when idle.
+    """
+
+    load_progress = Signal(float)
+    loaded = Signal(object)
+    load_failed = Signal(str)
+    prefill_done = Signal(int, object)
+    metrics = Signal(int, object)
+    finished = Signal(int, object)
+    failed = Signal(int, str)
+    token_count = Signal(int, int)
+    kv_state = Signal(object)
+
+    # requests (queued into the worker's thread)
+    request_load = Signal(str, object)
+    request_generate = Signal(int, object, object, object)
+    request_count = Signal(int, object)
+    request_unload = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.engine: ChatEngine | None = None
+        self.cancel = threading.Event()  # set from the GUI thread: stop after the current token
+        self.buffer = TextBuffer()
+        self._count_tag = 0
+        self.request_load.connect(self._on_request_load)
+        self.request_generate.connect(self._on_request_generate)
+        self.request_count.connect(self._on_request_count)
+        self.request_unload.connect(self._on_request_unload)
+
+    # --- slots, run on the engine thread ------------------------------------------
+    @Slot(str, object)
+    def _on_request_load(self, path: str, settings: LoadSettings) -> None:
+        self._on_request_unload()
+        t0 = time.perf_counter()
+        from prefill.engine.chat import ChatEngine  # llama.cpp loads here, off the GUI thread
+
+        try:
+            engine = ChatEngine.load(path, settings, progress=self._progress)
+        except (EngineError, OSError, ValueError) as e:
+            self.load_failed.emit(str(e))
+            return
+        self.engine = engine
+        self.loaded.emit(
+            LoadedModel(
+                path=Path(path),
+                name=engine.header.name or Path(path).stem,
+                n_ctx=engine.n_ctx,
+                n_layer=engine.header.n_layer,
+                backend_summary=engine.backend.summary,
+                backend_warning=engine.backend.warning,
+                gpu_build=engine.backend.gpu_build,
+                load_ms=(time.perf_counter() - t0) * 1000,
+                bytes_per_cell=engine.bytes_per_cell,
+                model_bytes=engine.runtime.model_bytes(),
+            )
+        )
+        self.kv_state.emit(engine.kv_snapshot())
+
+    def _progress(self, p: float) -> bool:
+        self.load_progress.emit(p)
+        return True
+
+    @Slot()
+    def _on_request_unload(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
+
+    @Slot(int, object, object, object)
+    def _on_request_generate(
+        self, request_id: int, messages: list[Message], sampling: SamplingSettings, overflow: OverflowSettings
+    ) -> None:
+        engine = self.engine
+        if engine is None:
+            self.failed.emit(request_id, "No model is loaded yet.")
+            return
+        put = self.buffer.put
+        try:
+            for ev in engine.stream(messages, sampling, overflow, self.cancel):
+                if type(ev) is Token:
+                    put(ev.text)
+                elif isinstance(ev, MetricsSnapshot):
+                    self.metrics.emit(request_id, ev)
+                elif isinstance(ev, PrefillDone):
+                    self.prefill_done.emit(request_id, ev)
+                elif isinstance(ev, Finished):
+                    self.finished.emit(request_id, ev)
+        except ContextOverflow as e:
+            self.failed.emit(
+                request_id,
+                f"The conversation is {e.over} tokens too long for the {e.n_ctx}-token context "
+                f"({e.prompt_tokens} in the prompt + {e.reserved} kept for the answer). "
+                "Start a new chat, delete earlier messages, or pick another overflow policy.",
+            )
+        except TemplateError as e:
+            self.failed.emit(request_id, f"The model's chat template cannot be used: {e}")
+        except EngineError as e:
+            self.failed.emit(request_id, f"Generation failed: {e}")
+        self.kv_state.emit(engine.kv_snapshot())
+
+    @Slot(int, object)
+    def _on_request_count(self, tag: int, messages: list[Message]) -> None:
+        if tag != self._count_tag or self.engine is None:
+            return  # a newer count was asked for meanwhile
+        try:
+            n = self.engine.count_tokens(messages)
+        except (EngineError, ValueError):
+            return
+        self.token_count.emit(tag, n)
+
+    def ask_count(self, tag: int, messages: list[Message]) -> None:
+        """From the GUI thread: only the newest count request is computed."""
+        self._count_tag = tag
+        self.request_count.emit(tag, messages)
+
+
+class EngineThread:
+    """Starts the worker on its own thread and stops it cleanly (ask, quit, wait)."""
+
+    def __init__(self) -> None:
+        self.thread = QThread()
+        self.thread.setObjectName("prefill-engine")
+        self.worker = EngineWorker()
+        self.worker.moveToThread(self.thread)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.worker.cancel.set()
+        self.worker.request_unload.emit()
+        self.thread.quit()
+        self.thread.wait()

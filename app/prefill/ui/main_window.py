@@ -1,0 +1,327 @@
+"""The main window: conversations | chat | engine sidebar, with the model picker on top."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut, QShowEvent
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QFileDialog,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QSplitter,
+    QStackedWidget,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from prefill.engine.events import MetricsSnapshot
+from prefill.store.settings import Settings
+from prefill.ui.chat_controller import ChatController
+from prefill.ui.chat_view import ChatView
+from prefill.ui.conversation_list import ConversationList
+from prefill.ui.engine_worker import EngineThread, LoadedModel
+from prefill.ui.input_box import InputBox
+from prefill.ui.settings_dialog import SettingsDialog, load_settings, needs_reload
+from prefill.ui.sidebar import EngineSidebar
+from prefill.ui.store_worker import StoreProxy
+from prefill.ui.theme import apply_theme, code_palette
+from prefill.ui.transcript_model import TranscriptModel
+from prefill.ui.welcome import Welcome
+
+
+class MainWindow(QMainWindow):
+    """Signals:
+        shown(): the window was first shown (for the start-up time measurement).
+        model_loaded(object): a LoadedModel.
+    """
+
+    shown = Signal()
+    model_loaded = Signal(object)
+
+    def __init__(self, settings: Settings, store: StoreProxy, engine: EngineThread,
+                 bundled: Path | None, theme: str = "light"):
+        super().__init__()
+        self.setWindowTitle("Prefill")
+        self.settings = settings
+        self.store, self.engine, self.bundled = store, engine, bundled
+        self.theme = theme
+        self.loaded: LoadedModel | None = None
+        self._count_tag = 0
+        self._conversations: dict[int, str] = {}
+
+        self.transcript = TranscriptModel()
+        self.chat_view = ChatView(self.transcript, code_palette(theme))
+        self.sidebar = EngineSidebar(theme)
+        self.conversations = ConversationList()
+        self.input = InputBox()
+        self.notice = QLabel("")
+        self.notice.setObjectName("notice")
+        self.notice.setWordWrap(True)
+        self.notice.hide()
+        self.welcome = Welcome(bundled)
+        self.controller = ChatController(store, engine.worker, self.transcript, self.sidebar, lambda: self.settings)
+
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.welcome)
+        self.stack.addWidget(self.chat_view)
+        middle = QWidget()
+        ml = QVBoxLayout(middle)
+        ml.setContentsMargins(0, 0, 0, 0)
+        ml.addWidget(self.stack, 1)
+        ml.addWidget(self.notice)
+        ml.addWidget(self.input)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.conversations)
+        self.splitter.addWidget(middle)
+        self.splitter.addWidget(self.sidebar)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([220, 640, 300])
+        self.setCentralWidget(self.splitter)
+        self._build_toolbar()
+        self._wire()
+        self._restore_geometry()
+        self.stack.setCurrentWidget(self.welcome)
+
+    # --- layout --------------------------------------------------------------------------
+    def _build_toolbar(self) -> None:
+        bar = QToolBar("Model")
+        bar.setMovable(False)
+        self.addToolBar(bar)
+        bar.addWidget(QLabel(" Model: "))
+        self.model_combo = QComboBox()
+        self.model_combo.setMinimumWidth(280)
+        self.model_combo.setObjectName("model-picker")
+        bar.addWidget(self.model_combo)
+        self._fill_model_combo()
+        self.load_state = QLabel("  no model loaded")
+        bar.addWidget(self.load_state)
+        bar.addSeparator()
+        self.system_action = QAction("System prompt…", self)
+        self.settings_action = QAction("Settings…", self)
+        bar.addAction(self.system_action)
+        bar.addAction(self.settings_action)
+
+    def _fill_model_combo(self) -> None:
+        self.model_combo.blockSignals(True)
+        self.model_combo.clear()
+        self.model_combo.addItem("Choose a model…", "")
+        paths = []
+        if self.bundled is not None:
+            paths.append(str(self.bundled))
+        last = self.settings.model.last_model_path
+        if last and last not in paths:
+            paths.append(last)
+        for p in paths:
+            self.model_combo.addItem(Path(p).name, p)
+        self.model_combo.addItem("Open a .gguf file…", "<open>")
+        self.model_combo.blockSignals(False)
+
+    def _wire(self) -> None:
+        w = self.engine.worker
+        w.loaded.connect(self._on_worker_loaded)
+        w.load_failed.connect(self._on_worker_load_failed)
+        w.load_progress.connect(self.sidebar.set_load_progress)
+        w.kv_state.connect(self._on_worker_kv_state)
+        w.token_count.connect(self._on_worker_token_count)
+        self.model_combo.activated.connect(self._on_model_combo_activated)
+        self.welcome.use_model.connect(self.load_model)
+        self.welcome.open_file.connect(self._open_file)
+        self.input.send.connect(self._on_input_send)
+        self.input.stop.connect(self.controller.stop)
+        self.input.text_changed.connect(lambda _t: self._count_timer.start())
+        self.controller.notice.connect(self.show_notice)
+        self.controller.busy_changed.connect(self.input.set_generating)
+        self.controller.conversations_changed.connect(self.refresh_conversations)
+        self.controller.conversation_opened.connect(self._on_controller_conversation_opened)
+        self.chat_view.message_action.connect(self._on_chat_message_action)
+        self.conversations.selected.connect(self.controller.open_conversation)
+        self.conversations.new_requested.connect(lambda: self.controller.new_conversation())
+        self.conversations.rename_requested.connect(
+            lambda cid, t: self.store.history("rename_conversation", cid, t, then=lambda _r: self.refresh_conversations()))
+        self.conversations.delete_requested.connect(self._on_conversations_delete_requested)
+        self.conversations.search_changed.connect(self._on_conversations_search_changed)
+        self.system_action.triggered.connect(self._edit_system_prompt)
+        self.settings_action.triggered.connect(self._open_settings)
+        self.store.error.connect(self.show_notice)
+        self._count_timer = QTimer(self)
+        self._count_timer.setSingleShot(True)
+        self._count_timer.setInterval(150)
+        self._count_timer.timeout.connect(self._ask_count)
+        for keys, slot in ((QKeySequence.StandardKey.New, lambda: self.controller.new_conversation()),
+                           (QKeySequence.StandardKey.Find, self.conversations.search.setFocus),
+                           ("Ctrl+L", self.input.editor.setFocus),
+                           ("Ctrl+.", self.controller.stop)):
+            QShortcut(QKeySequence(keys), self, activated=slot)
+
+    # --- models ---------------------------------------------------------------------------
+    def load_model(self, path: str) -> None:
+        self.loaded = None
+        self.sidebar.set_loading(Path(path).name)
+        self.load_state.setText(f"  loading {Path(path).name}…")
+        self.engine.worker.request_load.emit(path, load_settings(self.settings.model))
+
+    def _on_model_combo_activated(self, index: int) -> None:
+        data = self.model_combo.itemData(index)
+        if data == "<open>":
+            self._open_file()
+        elif data:
+            self.load_model(data)
+
+    def _open_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a model", str(Path.home()), "GGUF models (*.gguf)")
+        if path:
+            self.load_model(path)
+
+    def _on_worker_loaded(self, m: LoadedModel) -> None:
+        self.loaded = m
+        self.sidebar.set_model(m)
+        self.load_state.setText(f"  {m.name} · {m.backend_summary}")
+        self.stack.setCurrentWidget(self.chat_view)
+        if self.settings.model.last_model_path != str(m.path):
+            self.settings = replace(self.settings, model=replace(self.settings.model, last_model_path=str(m.path)))
+            self.store.call(lambda s, st: s.save_settings(st), self.settings)
+            self._fill_model_combo()
+        i = self.model_combo.findData(str(m.path))
+        self.model_combo.setCurrentIndex(max(i, 0))
+        if m.backend_warning:
+            self.show_notice(f"⚠ {m.backend_warning}")
+        self._ask_count()
+        self.model_loaded.emit(m)
+
+    def _on_worker_load_failed(self, reason: str) -> None:
+        self.sidebar.set_model(None, reason)
+        self.load_state.setText("  model failed to load")
+        self.show_notice(f"The model could not be loaded: {reason}. Pick another file; the app is still usable.")
+
+    def _on_worker_kv_state(self, m: MetricsSnapshot) -> None:
+        self.sidebar.set_kv(m)
+
+    # --- chat --------------------------------------------------------------------------------
+    def _on_input_send(self, text: str) -> None:
+        if self.loaded is None:
+            self.show_notice("Load a model first (the picker at the top, or the bundled SmolLM2).")
+            self.input.editor.setPlainText(text)
+            return
+        self.controller.send(text)
+
+    def _ask_count(self) -> None:
+        if self.loaded is None:
+            return
+        self._count_tag += 1
+        pending = self.input.editor.toPlainText().strip()
+        self.engine.worker.ask_count(self._count_tag, self.controller.messages(pending or "…"))
+
+    def _on_worker_token_count(self, tag: int, n: int) -> None:
+        if tag == self._count_tag and self.loaded is not None:
+            self.input.set_count(n, self.loaded.n_ctx)
+
+    def _on_chat_message_action(self, name: str, row: int) -> None:
+        if name == "regenerate":
+            self.controller.regenerate(row)
+        elif name == "delete":
+            self.controller.delete(row)
+        elif name == "edit":
+            old = self.transcript.row(row).content
+            text, ok = QInputDialog.getMultiLineText(self, "Edit message", "Message:", old)
+            if ok and text.strip() and text != old:
+                self.controller.edit(row, text.strip())
+
+    def show_notice(self, text: str) -> None:
+        self.notice.setText(text)
+        self.notice.setVisible(bool(text))
+
+    # --- conversations ---------------------------------------------------------------------------
+    def refresh_conversations(self) -> None:
+        def fill(convs: list) -> None:
+            self._conversations = {c.id: c.title for c in convs}
+            if not self.conversations.search.text().strip():
+                self.conversations.set_conversations(convs, self.controller.conversation_id)
+
+        self.store.history("list_conversations", then=fill)
+
+    def _on_controller_conversation_opened(self, cid: int) -> None:
+        if self.loaded is not None:
+            self.stack.setCurrentWidget(self.chat_view)
+        self.refresh_conversations()
+        self._ask_count()
+
+    def _on_conversations_search_changed(self, query: str) -> None:
+        if not query:
+            self.refresh_conversations()
+            return
+        self.store.history("search", query, then=lambda hits: self.conversations.set_search_results(
+            hits, self._conversations, self.controller.conversation_id))
+
+    def _on_conversations_delete_requested(self, cid: int) -> None:
+        if cid == self.controller.conversation_id:
+            if self.controller.busy:
+                return
+            self.controller.conversation_id = None
+            self.transcript.set_rows([])
+        self.store.history("delete_conversation", cid, then=lambda _r: self.refresh_conversations())
+
+    # --- settings -------------------------------------------------------------------------------
+    def _edit_system_prompt(self) -> None:
+        text, ok = QInputDialog.getMultiLineText(self, "System prompt", "For this conversation:",
+                                                 self.controller.system_prompt)
+        if ok:
+            self.controller.set_system_prompt(text.strip())
+            self._ask_count()
+
+    def _open_settings(self) -> None:
+        dialog = SettingsDialog(self.settings, self)
+        if not dialog.exec():
+            return
+        new = dialog.result_settings()
+        old, self.settings = self.settings, new
+        self.store.call(lambda s, st: s.save_settings(st), new)
+        if new.ui.theme != old.ui.theme:
+            app = QApplication.instance()
+            if isinstance(app, QApplication):
+                self.theme = apply_theme(app, new.ui.theme)
+                self.sidebar.theme = self.theme
+                self.chat_view.set_code_palette(code_palette(self.theme))
+        if self.loaded is not None and needs_reload(old.model, new.model):
+            if self.controller.busy:
+                QMessageBox.information(self, "Settings", "The model reloads after this answer; stop it to reload now.")
+                self.controller.busy_changed.connect(self._reload_when_idle)
+            else:
+                self.load_model(str(self.loaded.path))
+
+    def _reload_when_idle(self, busy: bool) -> None:
+        if not busy and self.loaded is not None:
+            self.controller.busy_changed.disconnect(self._reload_when_idle)
+            self.load_model(str(self.loaded.path))
+
+    # --- window state ---------------------------------------------------------------------------
+    def _restore_geometry(self) -> None:
+        ui = self.settings.ui
+        if ui.window_geometry:
+            self.restoreGeometry(QByteArray.fromBase64(ui.window_geometry.encode()))
+        else:
+            self.resize(1280, 800)
+        if ui.splitter_states:
+            self.splitter.restoreState(QByteArray.fromBase64(ui.splitter_states.encode()))
+
+    def window_state_settings(self) -> Settings:
+        geometry = bytes(self.saveGeometry().toBase64().data()).decode()
+        splitter = bytes(self.splitter.saveState().toBase64().data()).decode()
+        return replace(self.settings, ui=replace(self.settings.ui, window_geometry=geometry, splitter_states=splitter))
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.shown.emit()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.controller.stop()
+        self.settings = self.window_state_settings()
+        self.store.call(lambda s, st: s.save_settings(st), self.settings)
+        super().closeEvent(event)

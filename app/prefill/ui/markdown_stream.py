@@ -1,0 +1,158 @@
+"""Incremental markdown rendering of a streaming answer into a QTextDocument.
+
+STYLE rule 7: the cost of one flush must not grow with the length of the answer.
+A naive view calls ``setHtml(render_markdown(answer))`` per flush, which re-lexes,
+re-highlights and re-lays-out everything written so far: quadratic in the answer.
+
+:class:`MarkdownStream` keeps the document in two regions::
+
+    [ committed blocks: rendered once as HTML, never touched again ][ open tail ]
+
+The source is cut into blocks by :class:`~prefill.ui.markdown.BlockSplitter` (a blank
+line outside a fence, a closed fence, a heading...). When a block completes, the
+tail is removed, the block's HTML is inserted at the end of the committed region,
+and what is left of the tail is shown again after it. Otherwise the new text is
+only added at the end of the tail: plain text, monospace inside an open code fence.
+An append thus costs its own text, plus the open block when that block completes.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument
+
+from prefill.ui.markdown import LIGHT_CODE, BlockRenderer, BlockSplitter, CodePalette
+
+
+class MarkdownStream:
+    """Renders one answer into ``document`` as it streams, block by block.
+
+    Typical use: ``append()`` on every coalesced flush (~30 ms), ``finish()`` when the
+    answer ends; ``set_text()`` for a finished answer loaded from history. The
+    document's undo stack is switched off: an answer is not edited.
+
+    Args:
+        document: The document to render into; it is cleared.
+        palette: Code and link colours (light by default); see ``theme.code_palette``.
+    """
+
+    def __init__(self, document: QTextDocument, palette: CodePalette | None = None) -> None:
+        self._document = document
+        self._palette = palette or LIGHT_CODE
+        document.setUndoRedoEnabled(False)
+        self._plain = QTextCharFormat()
+        self._mono = QTextCharFormat()
+        self._mono.setFontFamilies(list(self._palette.mono_fonts))
+        self._mono.setFontFixedPitch(True)
+        self._restart()
+
+    @property
+    def text(self) -> str:
+        """The full markdown source received so far."""
+        if len(self._chunks) > 1:
+            self._chunks = ["".join(self._chunks)]
+        return self._chunks[0] if self._chunks else ""
+
+    @property
+    def code_blocks(self) -> list[str]:
+        """Raw code of the fenced blocks rendered so far, indexed like the ``copy:N`` links."""
+        return list(self._renderer.codes)
+
+    @property
+    def finished(self) -> bool:
+        """Whether ``finish()`` or ``set_text()`` has rendered the whole answer."""
+        return self._finished
+
+    @property
+    def palette(self) -> CodePalette:
+        """The colours this stream renders with."""
+        return self._palette
+
+    def append(self, text: str) -> None:
+        """Add newly generated text at the end of the answer.
+
+        After ``finish()`` or ``set_text()`` this re-opens the answer (a continued or
+        regenerated message): one full render, then incremental again.
+        """
+        if not text:
+            return
+        if self._finished:
+            self._reopen(self.text + text)
+            return
+        self._chunks.append(text)
+        blocks, cut = self._splitter.feed(text)
+        if blocks or cut:
+            self._commit(blocks, final=False)
+        else:
+            cursor = QTextCursor(self._document)
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertText(text, self._tail_format())
+
+    def finish(self) -> None:
+        """Render the open tail as markdown: the document now equals a one-shot render."""
+        if not self._finished:
+            self._commit(self._splitter.close(), final=True)
+            self._finished = True
+
+    def set_text(self, text: str) -> None:
+        """Replace the answer with ``text``, rendered in full and finished."""
+        self._restart()
+        self._chunks.append(text)
+        blocks, _ = self._splitter.feed(text)
+        self._commit(blocks + self._splitter.close(), final=True)
+        self._finished = True
+
+    def set_palette(self, palette: CodePalette) -> None:
+        """Switch colours (a theme change): the answer so far is rendered again."""
+        self._palette = palette
+        self._mono.setFontFamilies(list(palette.mono_fonts))
+        if self._finished:
+            self.set_text(self.text)
+        else:
+            self._reopen(self.text)
+
+    def _reopen(self, text: str) -> None:
+        """Render ``text`` from scratch as an answer still streaming."""
+        self._restart()
+        if text:
+            self.append(text)
+
+    def _restart(self) -> None:
+        self._chunks: list[str] = []
+        self._splitter = BlockSplitter()
+        self._renderer = BlockRenderer(self._palette)
+        self._tail_start = 0
+        self._finished = False
+        self._document.clear()
+
+    def _tail_format(self) -> QTextCharFormat:
+        return self._mono if self._splitter.in_fence else self._plain
+
+    def _commit(self, blocks: list[str], final: bool) -> None:
+        """Replace the tail by the HTML of ``blocks``, then show the new tail after it."""
+        cursor = QTextCursor(self._document)
+        cursor.beginEditBlock()
+        cursor.setPosition(self._tail_start)
+        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        cursor.removeSelectedText()
+        html = "".join(map(self._renderer.render, blocks))
+        if html:
+            if self._tail_start > 0:
+                # Qt merges the first inserted block into the empty tail block and keeps that
+                # block's format (a heading would lose its level): give it a one-space paragraph
+                # to merge, then drop that block.
+                cursor.insertHtml("<p>&nbsp;</p>" + html)
+                drop = QTextCursor(self._document)
+                drop.setPosition(self._tail_start - 1)
+                drop.setPosition(self._tail_start + 1, QTextCursor.MoveMode.KeepAnchor)
+                drop.removeSelectedText()
+            else:
+                cursor.insertHtml(html)
+        if final:
+            if not html and self._tail_start > 0:
+                cursor.deletePreviousChar()  # the empty block that was waiting for a tail
+        else:
+            if html:
+                cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+            self._tail_start = cursor.position()
+            cursor.insertText(self._splitter.tail, self._tail_format())
+        cursor.endEditBlock()

@@ -1,0 +1,137 @@
+"""The transcript of one conversation as a Qt list model.
+
+A streamed flush changes one row and emits `dataChanged` for that row only; the
+text is kept as a list of chunks so appending never copies the whole answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+class Roles(IntEnum):
+    ROLE = Qt.ItemDataRole.UserRole + 1  # "user", "assistant", "system", "notice"
+    CONTENT = Qt.ItemDataRole.UserRole + 2
+    FIGURES = Qt.ItemDataRole.UserRole + 3  # dict of the answer's figures
+    FINISH_REASON = Qt.ItemDataRole.UserRole + 4
+    STREAMING = Qt.ItemDataRole.UserRole + 5
+    MESSAGE_ID = Qt.ItemDataRole.UserRole + 6  # the row in the history database, or -1
+
+
+@dataclass
+class Row:
+    role: str
+    chunks: list[str] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str = ""
+    streaming: bool = False
+    message_id: int = -1
+    _joined: str | None = None
+
+    @property
+    def content(self) -> str:
+        if self._joined is None:
+            self._joined = "".join(self.chunks)
+        return self._joined
+
+
+class TranscriptModel(QAbstractListModel):
+    """Rows are messages; the last one may be streaming."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows: list[Row] = []
+
+    # --- Qt model ---------------------------------------------------------------------
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        return 0 if parent.isValid() else len(self._rows)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        r = self._rows[index.row()]
+        if role in (Qt.ItemDataRole.DisplayRole, Roles.CONTENT):
+            return r.content
+        if role == Roles.ROLE:
+            return r.role
+        if role == Roles.FIGURES:
+            return dict(r.figures)
+        if role == Roles.FINISH_REASON:
+            return r.finish_reason
+        if role == Roles.STREAMING:
+            return r.streaming
+        if role == Roles.MESSAGE_ID:
+            return r.message_id
+        return None
+
+    def roleNames(self) -> dict[int, bytes]:
+        return {int(r): r.name.lower().encode() for r in Roles}
+
+    # --- edits from the GUI thread -----------------------------------------------------
+    def set_rows(self, rows: list[Row]) -> None:
+        self.beginResetModel()
+        self._rows = list(rows)
+        self.endResetModel()
+
+    def append_row(self, row: Row) -> int:
+        n = len(self._rows)
+        self.beginInsertRows(QModelIndex(), n, n)
+        self._rows.append(row)
+        self.endInsertRows()
+        return n
+
+    def append_text(self, row: int, text: str) -> None:
+        """Append streamed text to one row: O(len(text)), one dataChanged for that row."""
+        if not text:
+            return
+        r = self._rows[row]
+        r.chunks.append(text)
+        r._joined = None
+        i = self.index(row)
+        self.dataChanged.emit(i, i, [Roles.CONTENT])
+
+    def update_row(self, row: int, **changes: Any) -> None:
+        r = self._rows[row]
+        roles = []
+        for name, value in changes.items():
+            if name == "content":
+                r.chunks, r._joined = [value], None
+                roles.append(Roles.CONTENT)
+            else:
+                setattr(r, name, value)
+                roles.append(Roles[name.upper()])
+        i = self.index(row)
+        self.dataChanged.emit(i, i, roles)
+
+    def remove_from(self, row: int) -> None:
+        """Remove `row` and every row after it."""
+        if row >= len(self._rows):
+            return
+        self.beginRemoveRows(QModelIndex(), row, len(self._rows) - 1)
+        del self._rows[row:]
+        self.endRemoveRows()
+
+    def remove_row(self, row: int) -> None:
+        self.beginRemoveRows(QModelIndex(), row, row)
+        del self._rows[row]
+        self.endRemoveRows()
+
+    def chunks_since(self, row: int, start: int) -> tuple[str, int]:
+        """Text appended to `row` after its first `start` chunks, and the chunk count now.
+
+        A view that streams keeps the count and asks only for what is new: O(new text).
+        """
+        chunks = self._rows[row].chunks
+        return "".join(chunks[start:]), len(chunks)
+
+    def row(self, row: int) -> Row:
+        return self._rows[row]
+
+    def rows(self) -> list[Row]:
+        return list(self._rows)

@@ -1,0 +1,116 @@
+"""Download throughput: Prefill's downloader against a plain HTTP read of the same file.
+
+Both read the same generated file from the same loopback fake hub in the same run.
+The baseline is the least a download can do: one urllib GET, 1 MiB reads, written
+to a file. Prefill's run does everything a real download does: the HEAD for
+metadata, the ranged GET into `.partial/`, SHA-256, the move into the library.
+
+    PYTHONPATH=app:. python benchmarks/download_bench.py [--mb 200] [--repeat 3]
+
+Prints one JSON object; `ratio` is Prefill's throughput over the baseline's (best
+of `--repeat` runs each after a warm-up, interleaved so both see the same machine state).
+On loopback the plain read can outrun SHA-256 itself; `ratio_to_verified_floor`
+compares Prefill with the slower of the plain read and a bare SHA-256 of the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
+
+from prefill.hub.client import HubClient  # noqa: E402
+from prefill.hub.downloader import download_model  # noqa: E402
+from tests.hub.fake_hub import FakeFile, FakeHub, FakeRepo  # noqa: E402
+
+REPO = "bench/Big-GGUF"
+NAME = "big-Q8_0.gguf"
+
+
+def make_file(path: Path, mb: int) -> None:
+    block = os.urandom(1 << 20)
+    with open(path, "wb") as f:
+        for i in range(mb):
+            f.write(block[i % 251 :] + block[: i % 251])  # distinct blocks, cheap to make
+
+
+def plain_read(url: str, out: Path) -> float:
+    t = time.perf_counter()
+    with urllib.request.urlopen(url) as r, open(out, "wb", buffering=0) as f:
+        while chunk := r.read(1 << 20):
+            f.write(chunk)
+    return time.perf_counter() - t
+
+
+def prefill_download(client: HubClient, models: Path) -> float:
+    listing = client.list_models(REPO)
+    t = time.perf_counter()
+    download_model(client, models, REPO, listing.models[0])
+    return time.perf_counter() - t
+
+
+def sha256_seconds(path: Path) -> float:
+    """The CPU's own SHA-256 time for the file (from the page cache): a floor for any verified download."""
+    data = path.read_bytes()
+    t = time.perf_counter()
+    hashlib.sha256(data).hexdigest()
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=int, default=200, help="size of the served file in MiB")
+    ap.add_argument("--repeat", type=int, default=5, help="runs of each, best kept")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="prefill-bench-"))
+    try:
+        src = work / "served.gguf"
+        make_file(src, args.mb)
+        size = src.stat().st_size
+        with FakeHub() as hub:
+            f = hub.add(FakeRepo(REPO, {NAME: FakeFile(path=src)})).files[NAME]
+            client = HubClient(endpoint=hub.url)
+            plain_url = f"{hub.cdn_url}/cdn/{f.sha256}"
+            plain, ours = [], []
+            plain_read(plain_url, work / "plain.bin")  # warm-up: page cache, connections
+            prefill_download(client, work / "warm")
+            shutil.rmtree(work / "warm")
+            for i in range(args.repeat):
+                plain.append(plain_read(plain_url, work / "plain.bin"))
+                (work / "plain.bin").unlink()
+                models = work / f"models{i}"
+                ours.append(prefill_download(client, models))
+                shutil.rmtree(models)
+        best_plain, best_ours = min(plain), min(ours)
+        best_hash = min(sha256_seconds(src) for _ in range(3))
+        floor = max(best_plain, best_hash)  # a verified download cannot beat either
+        figures = {
+            "bytes": size,
+            "plain_mb_s": round(size / best_plain / 1e6, 1),
+            "prefill_mb_s": round(size / best_ours / 1e6, 1),
+            "ratio": round(best_plain / best_ours, 3),
+            "sha256_mb_s": round(size / best_hash / 1e6, 1),
+            "ratio_to_verified_floor": round(floor / best_ours, 3),
+            "plain_s": [round(x, 3) for x in plain],
+            "prefill_s": [round(x, 3) for x in ours],
+            "prefill_includes": "HEAD, ranged GET, sha256 check, move into library",
+            "cpus": os.cpu_count(),
+        }
+        print(json.dumps(figures, indent=1))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""A real main window on temp history and settings files, with the real engine thread."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from prefill.store import HistoryStore, SettingsFile
+from prefill.store.settings import Settings
+from prefill.ui.engine_worker import EngineThread
+from prefill.ui.main_window import MainWindow
+from prefill.ui.store_worker import StoreProxy, Stores
+
+LOAD_TIMEOUT = 60_000
+ANSWER_TIMEOUT = 120_000
+
+
+class App:
+    """Builds windows on one data folder, as restarting the app would."""
+
+    def __init__(self, qtbot, data: Path, bundled: Path):
+        self.qtbot, self.data, self.bundled = qtbot, data, bundled
+        self.opened: list[tuple[MainWindow, EngineThread, StoreProxy]] = []
+
+    def open(self, settings: Settings | None = None) -> MainWindow:
+        settings_file = SettingsFile(self.data / "settings.json")
+        if settings is None:
+            settings = settings_file.load()
+        store = StoreProxy(Stores(HistoryStore(self.data / "history.sqlite3"), settings_file))
+        engine = EngineThread()
+        w = MainWindow(settings, store, engine, self.bundled)
+        self.qtbot.addWidget(w)
+        w.show()
+        self.opened.append((w, engine, store))
+        return w
+
+    def close(self, w: MainWindow) -> None:
+        for i, (win, engine, store) in enumerate(self.opened):
+            if win is w:
+                w.close()
+                engine.stop()
+                store.stop()
+                del self.opened[i]
+                return
+
+    def close_all(self) -> None:
+        for w, _, _ in list(self.opened):
+            self.close(w)
+
+
+@pytest.fixture
+def app(qtbot, tmp_path: Path, smollm2: Path):
+    a = App(qtbot, tmp_path, smollm2)
+    yield a
+    a.close_all()
+
+
+def small_settings(n_ctx: int = 2048, policy: str = "rolling_window", max_tokens: int = 40) -> Settings:
+    s = Settings()
+    return replace(
+        s,
+        # One llama.cpp thread: two would spin against the GUI thread for the 2 cores of CI.
+        model=replace(s.model, n_ctx=n_ctx, n_gpu_layers="none", overflow_policy=policy, n_threads=1),
+        sampling=replace(s.sampling, temperature=0.0, max_tokens=max_tokens),
+    )
+
+
+def load(qtbot, w: MainWindow, path: Path) -> None:
+    with qtbot.waitSignal(w.model_loaded, timeout=LOAD_TIMEOUT):
+        w.load_model(str(path))
+
+
+def send(qtbot, w: MainWindow, text: str):
+    with qtbot.waitSignal(w.controller.answer_finished, timeout=ANSWER_TIMEOUT) as blocker:
+        w.controller.send(text)
+    return blocker.args[0]
