@@ -20,7 +20,7 @@ class LoadSettings:
     n_gpu_layers: GpuLayers = "auto"
     flash_attn: bool = False
     kv_type: str = "f16"
-    n_threads: int = 0  # 0: one per physical core, as llama.cpp picks
+    n_threads: int = 0  # 0: automatic, see `threads`
     n_batch: int = 512
 
     def __post_init__(self) -> None:
@@ -38,7 +38,13 @@ class LoadSettings:
 
     @property
     def threads(self) -> int:
-        return self.n_threads or max(1, (os.cpu_count() or 2))
+        """Threads for llama.cpp. Automatic: leave one core to the GUI on small machines (llama.cpp's
+        threads spin at barriers, so one preempted thread stalls them all), half the logical cores
+        (about the physical ones) on larger ones."""
+        if self.n_threads:
+            return self.n_threads
+        n = os.cpu_count() or 2
+        return max(1, n - 1) if n <= 4 else n // 2
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -49,6 +50,9 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
         window.shown.connect(lambda: QTimer.singleShot(0, report))
     window.show()
     QTimer.singleShot(0, started)
+    from prefill.ui.markdown import warm_up
+
+    threading.Thread(target=warm_up, name="prefill-warm-up", daemon=True).start()
     rc = app.exec()
     engine.stop()
     store.stop()

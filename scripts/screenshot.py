@@ -1,0 +1,110 @@
+"""Start Prefill on a virtual X screen, send one message with the bundled model, take screenshots.
+
+Saves <out>/window-mid-answer.png (while tokens stream) and <out>/window-answered.png.
+Needs Xvfb (`apt-get install xvfb`). User data goes to a temporary folder.
+
+    python scripts/screenshot.py [--out screenshots] [--theme light|dark]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, default=Path("screenshots"))
+    ap.add_argument("--theme", default="light")
+    ap.add_argument("--message", default="Write a short Python function that checks if a number is prime, "
+                                         "then explain it in two sentences.")
+    args = ap.parse_args()
+    if not shutil.which("Xvfb"):
+        print("Xvfb is missing: apt-get install xvfb", file=sys.stderr)
+        return 1
+    display = ":97"
+    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1400x900x24", "-nolisten", "tcp"])
+    home = tempfile.mkdtemp(prefix="prefill-shot-")
+    try:
+        time.sleep(1.0)
+        env = dict(os.environ, DISPLAY=display, QT_QPA_PLATFORM="xcb",
+                   XDG_DATA_HOME=f"{home}/data", XDG_CONFIG_HOME=f"{home}/config")
+        args.out.mkdir(parents=True, exist_ok=True)
+        return subprocess.call([sys.executable, __file__, "--inside", str(args.out.resolve()), args.theme,
+                                args.message], env=env)
+    finally:
+        xvfb.terminate()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def inside(out: Path, theme: str, message: str) -> int:
+    from dataclasses import replace
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from prefill.hub.bundled import bundled_model_path
+    from prefill.store import HistoryStore, SettingsFile
+    from prefill.ui.engine_worker import EngineThread
+    from prefill.ui.main_window import MainWindow
+    from prefill.ui.store_worker import StoreProxy, Stores
+    from prefill.ui.theme import apply_theme
+
+    app = QApplication(sys.argv[:1])
+    settings_file = SettingsFile()
+    settings = settings_file.load()
+    settings = replace(settings, ui=replace(settings.ui, theme=theme),
+                       sampling=replace(settings.sampling, max_tokens=220, temperature=0.2, seed=7))
+    effective = apply_theme(app, theme)
+    store = StoreProxy(Stores(HistoryStore(), settings_file))
+    engine = EngineThread()
+    w = MainWindow(settings, store, engine, bundled_model_path(), effective)
+    w.resize(1380, 880)
+    w.move(10, 10)
+    w.show()
+
+    def shoot(name: str) -> None:
+        app.processEvents()
+        pix = app.primaryScreen().grabWindow(0)  # the X server's framebuffer, as a person sees it
+        pix.save(str(out / name))
+        print(f"saved {out / name}", flush=True)
+
+    shoot("window-welcome.png")
+    state = {"mid": False}
+
+    def on_loaded(_m: object) -> None:
+        w.input.editor.setPlainText(message)
+        w.input._on_editor_submit()  # as if Enter was pressed
+
+    def poll() -> None:
+        rows = w.transcript.rows()
+        if not state["mid"] and len(rows) == 2 and len(rows[1].content) > 120:
+            state["mid"] = True
+            shoot("window-mid-answer.png")
+
+    def done(_f: object) -> None:
+        QTimer.singleShot(300, lambda: (shoot("window-answered.png"), app.quit()))
+
+    w.model_loaded.connect(on_loaded)
+    w.controller.answer_finished.connect(done)
+    timer = QTimer()
+    timer.timeout.connect(poll)
+    timer.start(50)
+    QTimer.singleShot(500, lambda: w.load_model(str(bundled_model_path())))
+    QTimer.singleShot(180_000, app.quit)
+    app.exec()
+    engine.stop()
+    store.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--inside":
+        raise SystemExit(inside(Path(sys.argv[2]), sys.argv[3], sys.argv[4]))
+    raise SystemExit(main())

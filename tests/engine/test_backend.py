@@ -1,0 +1,54 @@
+"""GPU offload is reported, never silently lost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from prefill.engine import backend
+from prefill.engine.chat import ChatEngine
+from prefill.engine.gguf_header import read_header
+from prefill.engine.llama_runtime import OffloadReport, _parse_offload, supports_gpu_offload
+from prefill.engine.settings import LoadSettings
+
+
+def test_cpu_build_warns_when_gpu_was_asked_for(smollm2: Path) -> None:
+    if supports_gpu_offload():
+        pytest.skip("this llama.cpp build has a GPU backend")
+    e = ChatEngine.load(smollm2, LoadSettings(n_ctx=256, n_gpu_layers="all"))
+    try:
+        r = e.backend
+        assert not r.gpu_build and r.gpu_layers == 0 and r.summary == "CPU"
+        assert "GPU offload was asked for" in r.warning and "CMAKE_ARGS" in r.warning
+    finally:
+        e.close()
+    e = ChatEngine.load(smollm2, LoadSettings(n_ctx=256, n_gpu_layers="none"))
+    try:
+        assert e.backend.warning == ""  # nothing was asked, nothing to say
+    finally:
+        e.close()
+
+
+def test_offload_counts_come_from_llama_cpp_log() -> None:
+    log = ("load_tensors: offloading 30 repeating layers to GPU\n"
+           "load_tensors: offloaded 12/31 layers to GPU\n"
+           "llama_model_load_from_file_impl: using device CUDA0 (NVIDIA H200) - 140000 MiB free\n")
+    r = _parse_offload(log, 30)
+    assert r == OffloadReport(12, 31, "CUDA0 (NVIDIA H200)")
+    assert _parse_offload("nothing about GPUs", 30) == OffloadReport(0, 31, "")
+
+
+def test_partial_offload_on_a_gpu_build_is_reported(monkeypatch: pytest.MonkeyPatch, smollm2: Path) -> None:
+    """No CUDA device exists on this machine: the GPU build is mocked (supports_gpu_offload -> True),
+    and llama.cpp's report says it offloaded only 12 of 31 layers."""
+    monkeypatch.setattr(backend, "supports_gpu_offload", lambda: True)
+    header = read_header(smollm2)
+    assert backend.resolve_gpu_layers("all", header) == 31
+    assert backend.resolve_gpu_layers(7, header) == 7
+    r = backend.backend_report("all", OffloadReport(12, 31, "CUDA0 (NVIDIA H200)"))
+    assert r.gpu_build and r.summary == "CUDA0 (NVIDIA H200): 12/31 layers"
+    assert "offloaded only 12 of 31" in r.warning
+    full = backend.backend_report("all", OffloadReport(31, 31, "CUDA0 (NVIDIA H200)"))
+    assert full.warning == ""
+    assert backend.backend_report(12, OffloadReport(12, 31, "CUDA0")).warning == ""
