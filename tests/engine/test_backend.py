@@ -52,3 +52,22 @@ def test_partial_offload_on_a_gpu_build_is_reported(monkeypatch: pytest.MonkeyPa
     full = backend.backend_report("all", OffloadReport(31, 31, "CUDA0 (NVIDIA H200)"))
     assert full.warning == ""
     assert backend.backend_report(12, OffloadReport(12, 31, "CUDA0")).warning == ""
+
+
+def test_auto_uses_the_fit_estimate_and_says_when_it_is_partial(monkeypatch: pytest.MonkeyPatch, smollm2: Path) -> None:
+    """No CUDA device here: the GPU build and NVML's free-memory reading are both mocked."""
+    from prefill.hub import hardware
+
+    monkeypatch.setattr(backend, "supports_gpu_offload", lambda: True)
+    header = read_header(smollm2)
+    roomy = hardware.MachineMemory(ram_total=16 << 30, ram_available=8 << 30,
+                                   gpus=(hardware.GpuMemory(0, "Mock GPU", 24 << 30, 24 << 30),))
+    tight = hardware.MachineMemory(ram_total=16 << 30, ram_available=8 << 30,
+                                   gpus=(hardware.GpuMemory(0, "Mock GPU", 1 << 30, 400 << 20),))
+    monkeypatch.setattr(hardware, "machine_memory", lambda: roomy)
+    assert backend.resolve_gpu_layers("auto", header, LoadSettings(n_ctx=4096)) == 31
+    monkeypatch.setattr(hardware, "machine_memory", lambda: tight)
+    partial = backend.resolve_gpu_layers("auto", header, LoadSettings(n_ctx=4096))
+    assert 0 < partial < 31
+    r = backend.backend_report("auto", OffloadReport(partial, 31, "CUDA0"), partial)
+    assert f"only {partial} of 31 layers fit" in r.warning

@@ -69,9 +69,9 @@ class ChatEngine:
         settings = settings or LoadSettings()
         p = Path(path)
         header = read_header(p)
-        layers = resolve_gpu_layers(settings.n_gpu_layers, header)
+        layers = resolve_gpu_layers(settings.n_gpu_layers, header, settings)
         runtime = LlamaRuntime(p, settings, layers, header.n_layer, progress)
-        return cls(p, header, runtime, backend_report(settings.n_gpu_layers, runtime.offload))
+        return cls(p, header, runtime, backend_report(settings.n_gpu_layers, runtime.offload, layers))
 
     def close(self) -> None:
         self.runtime.close()

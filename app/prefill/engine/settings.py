@@ -28,6 +28,8 @@ class LoadSettings:
             raise ValueError(f"context length {self.n_ctx} is too small (at least 16 tokens)")
         if self.kv_type not in KV_TYPES:
             raise ValueError(f"unknown KV cache type {self.kv_type!r}; choose {', '.join(KV_TYPES)}")
+        if self.kv_type != "f16" and not self.flash_attn:
+            raise ValueError(f"a quantised KV cache ({self.kv_type}) needs flash attention on")
         if self.n_batch < 1:
             raise ValueError("batch size must be at least 1")
         if self.n_threads < 0:
