@@ -20,7 +20,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     from prefill.ui.engine_worker import EngineThread
     from prefill.ui.main_window import MainWindow
     from prefill.ui.store_worker import StoreProxy, Stores
-    from prefill.ui.theme import apply_theme
+    from prefill.ui.theme import ThemeFollower
 
     # The decode thread gives up the GIL inside llama.cpp; when it comes back it should not
     # wait 5 ms for the GUI thread to let go of it.
@@ -30,10 +30,13 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     app.setOrganizationName("Prefill")
     settings_file = SettingsFile()
     settings = settings_file.load()
-    theme = apply_theme(app, settings.ui.theme)
+    follower = ThemeFollower(app, settings.ui.theme)  # re-applies when the system scheme changes
+    theme = follower.effective
     store = StoreProxy(Stores(HistoryStore(), settings_file))
     engine = EngineThread()
     window = MainWindow(settings, store, engine, bundled_model_path(), theme)
+    follower.theme_changed.connect(window.set_theme)
+    window.theme_follower = follower
 
     def started() -> None:
         window.refresh_conversations()

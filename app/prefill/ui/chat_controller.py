@@ -46,10 +46,11 @@ class ChatController(QObject):
     answer_finished = Signal(object)
 
     def __init__(self, store: StoreProxy, worker: EngineWorker, model: TranscriptModel,
-                 sidebar: EngineSidebar, settings: Callable[[], Settings]):
+                 sidebar: EngineSidebar, settings: Callable[[], Settings], model_path: Callable[[], str]):
         super().__init__()
         self.store, self.worker, self.model, self.sidebar = store, worker, model, sidebar
         self.settings = settings
+        self.model_path = model_path
         self.conversation_id: int | None = None
         self.system_prompt = ""
         self.busy = False
@@ -143,9 +144,12 @@ class ChatController(QObject):
                 self._answer_id = answer_id
             self._set_id(row, answer_id)
 
+        s = self.settings()
+        used = {"model": {k: v for k, v in s.to_dict()["model"].items() if k != "last_model_path"},
+                "sampling": s.to_dict()["sampling"]}
+        self.store.call(_record_model, self.conversation_id, self.model_path(), used)
         self.store.history("begin_answer", self.conversation_id, then=started)
         self.sidebar.begin_answer()
-        s = self.settings()
         self.worker.buffer.take()  # nothing stale from an earlier answer
         self.worker.cancel.clear()
         self._last_save = time.monotonic()
@@ -258,3 +262,9 @@ class ChatController(QObject):
         self.model.remove_row(row)
         if mid >= 0:
             self.store.history("delete_message", mid)
+
+
+def _record_model(stores: Any, cid: int, model: str, settings: dict[str, Any]) -> None:
+    """On the store thread: the model and settings this conversation's answers are made with."""
+    stores.history.set_conversation_model(cid, model)
+    stores.history.set_conversation_settings(cid, settings)

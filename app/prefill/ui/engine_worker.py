@@ -87,6 +87,7 @@ class EngineWorker(QObject):
     request_generate = Signal(int, object, object, object)
     request_count = Signal(int, object)
     request_unload = Signal()
+    request_shutdown = Signal()
 
     def __init__(self) -> None:
         super().__init__()
@@ -98,6 +99,7 @@ class EngineWorker(QObject):
         self.request_generate.connect(self._on_request_generate)
         self.request_count.connect(self._on_request_count)
         self.request_unload.connect(self._on_request_unload)
+        self.request_shutdown.connect(self._on_request_shutdown)
 
     # --- slots, run on the engine thread ------------------------------------------
     @Slot(str, object)
@@ -137,6 +139,12 @@ class EngineWorker(QObject):
         if self.engine is not None:
             self.engine.close()
             self.engine = None
+
+    @Slot()
+    def _on_request_shutdown(self) -> None:
+        """The last request: after everything queued before it, free the model and end the thread."""
+        self._on_request_unload()
+        QThread.currentThread().quit()
 
     @Slot(int, object, object, object)
     def _on_request_generate(
@@ -197,7 +205,7 @@ class EngineThread:
         self.thread.start()
 
     def stop(self) -> None:
+        """Ask: stop the answer after its current token, then free the model; quit; wait."""
         self.worker.cancel.set()
-        self.worker.request_unload.emit()
-        self.thread.quit()
+        self.worker.request_shutdown.emit()
         self.thread.wait()

@@ -32,7 +32,7 @@ from prefill.ui.input_box import InputBox
 from prefill.ui.settings_dialog import SettingsDialog, load_settings, needs_reload
 from prefill.ui.sidebar import EngineSidebar
 from prefill.ui.store_worker import StoreProxy
-from prefill.ui.theme import apply_theme, code_palette
+from prefill.ui.theme import ThemeFollower, apply_theme, code_palette
 from prefill.ui.transcript_model import TranscriptModel
 from prefill.ui.welcome import Welcome
 
@@ -54,6 +54,7 @@ class MainWindow(QMainWindow):
         self.store, self.engine, self.bundled = store, engine, bundled
         self.theme = theme
         self.loaded: LoadedModel | None = None
+        self.theme_follower: ThemeFollower | None = None
         self._count_tag = 0
         self._conversations: dict[int, str] = {}
 
@@ -67,7 +68,8 @@ class MainWindow(QMainWindow):
         self.notice.setWordWrap(True)
         self.notice.hide()
         self.welcome = Welcome(bundled)
-        self.controller = ChatController(store, engine.worker, self.transcript, self.sidebar, lambda: self.settings)
+        self.controller = ChatController(store, engine.worker, self.transcript, self.sidebar, lambda: self.settings,
+                                         lambda: str(self.loaded.path) if self.loaded else "")
 
         self.stack = QStackedWidget()
         self.stack.addWidget(self.welcome)
@@ -284,17 +286,24 @@ class MainWindow(QMainWindow):
         old, self.settings = self.settings, new
         self.store.call(lambda s, st: s.save_settings(st), new)
         if new.ui.theme != old.ui.theme:
-            app = QApplication.instance()
-            if isinstance(app, QApplication):
-                self.theme = apply_theme(app, new.ui.theme)
-                self.sidebar.theme = self.theme
-                self.chat_view.set_code_palette(code_palette(self.theme))
+            if self.theme_follower is not None:
+                self.theme_follower.set_choice(new.ui.theme)
+            else:
+                app = QApplication.instance()
+                if isinstance(app, QApplication):
+                    self.set_theme(apply_theme(app, new.ui.theme))
         if self.loaded is not None and needs_reload(old.model, new.model):
             if self.controller.busy:
                 QMessageBox.information(self, "Settings", "The model reloads after this answer; stop it to reload now.")
                 self.controller.busy_changed.connect(self._reload_when_idle)
             else:
                 self.load_model(str(self.loaded.path))
+
+    def set_theme(self, effective: str) -> None:
+        """Light or dark: recolour what the palette does not reach (code, the KV bar)."""
+        self.theme = effective
+        self.sidebar.theme = effective
+        self.chat_view.set_code_palette(code_palette(effective))
 
     def _reload_when_idle(self, busy: bool) -> None:
         if not busy and self.loaded is not None:

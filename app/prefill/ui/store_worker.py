@@ -48,7 +48,9 @@ class _StoreWorker(QObject):
 
     @Slot()
     def close(self) -> None:
+        """The last call: after every queued write, close the database and end the thread."""
         self.stores.history.close()
+        QThread.currentThread().quit()
 
 
 class StoreProxy(QObject):
@@ -107,5 +109,4 @@ class StoreProxy(QObject):
     def stop(self) -> None:
         """Finish queued calls, close the database in its own thread, stop the thread."""
         self._close.emit()
-        self.thread.quit()
         self.thread.wait()
