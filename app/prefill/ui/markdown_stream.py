@@ -14,6 +14,11 @@ tail is removed, the block's HTML is inserted at the end of the committed region
 and what is left of the tail is shown again after it. Otherwise the new text is
 only added at the end of the tail: plain text, monospace inside an open code fence.
 An append thus costs its own text, plus the open block when that block completes.
+
+Qt lays out a whole paragraph again whenever text is added to it, so a tail that
+runs on without a newline (a model that never ends its paragraph) would make each
+append cost the paragraph's length. While streaming, the shown tail is cut into
+display lines of at most SOFT_BREAK characters; the finished block is rendered whole.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from __future__ import annotations
 from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument
 
 from prefill.ui.markdown import LIGHT_CODE, BlockRenderer, BlockSplitter, CodePalette
+
+SOFT_BREAK = 600  # characters of tail shown in one Qt block before a display-only line break
 
 
 class MarkdownStream:
@@ -85,7 +92,25 @@ class MarkdownStream:
         else:
             cursor = QTextCursor(self._document)
             cursor.movePosition(QTextCursor.MoveOperation.End)
-            cursor.insertText(text, self._tail_format())
+            self._insert_tail(cursor, text)
+
+    def _insert_tail(self, cursor: QTextCursor, text: str) -> None:
+        """Show tail text at the cursor, breaking the display (not the source) every SOFT_BREAK chars."""
+        fmt = self._tail_format()
+        run = self._tail_run
+        for i, line in enumerate(text.split("\n")):
+            if i:
+                cursor.insertText("\n", fmt)
+                run = 0
+            while run + len(line) > SOFT_BREAK:
+                k = SOFT_BREAK - run
+                cursor.insertText(line[:k], fmt)
+                cursor.insertBlock(QTextBlockFormat(), fmt)
+                line, run = line[k:], 0
+            if line:
+                cursor.insertText(line, fmt)
+                run += len(line)
+        self._tail_run = run
 
     def finish(self) -> None:
         """Render the open tail as markdown: the document now equals a one-shot render."""
@@ -121,6 +146,7 @@ class MarkdownStream:
         self._splitter = BlockSplitter()
         self._renderer = BlockRenderer(self._palette)
         self._tail_start = 0
+        self._tail_run = 0  # characters shown since the tail's last line break
         self._finished = False
         self._document.clear()
 
@@ -154,5 +180,6 @@ class MarkdownStream:
             if html:
                 cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
             self._tail_start = cursor.position()
-            cursor.insertText(self._splitter.tail, self._tail_format())
+            self._tail_run = 0
+            self._insert_tail(cursor, self._splitter.tail)
         cursor.endEditBlock()
