@@ -44,8 +44,8 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     from prefill.ui.chat_view import ChatView
-    from prefill.ui.markdown import warm_up
     from prefill.ui.engine_worker import TextBuffer
+    from prefill.ui.markdown import warm_up
     from prefill.ui.transcript_model import Row, TranscriptModel
 
     sys.setswitchinterval(0.001)  # as the app sets it

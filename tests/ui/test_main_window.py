@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from prefill.engine.events import Finished
@@ -126,3 +127,17 @@ def test_bad_model_says_why_and_window_stays_usable(app, qtbot, tmp_path: Path, 
     assert w.sidebar.warning.isVisible()
     load(qtbot, w, smollm2)  # and the next, good, model loads fine
     assert send(qtbot, w, "Hi").text
+
+
+def test_models_page_lists_the_bundled_model_and_loads_it(app, qtbot, tmp_path: Path, smollm2: Path,
+                                                          monkeypatch) -> None:
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty Hugging Face cache
+    w = app.open(replace(small_settings(), ui=replace(small_settings().ui, models_dir=str(tmp_path / "models"))))
+    w.open_models()
+    panel = w.models_page.library_panel
+    qtbot.waitUntil(lambda: any(m.path == smollm2 for m in panel.models), timeout=10_000)
+    panel.table.selectRow([m.path for m in panel.models].index(smollm2))
+    with qtbot.waitSignal(w.model_loaded, timeout=60_000):
+        panel.load_button.click()  # one click from the library to a loaded model
+    assert w.loaded is not None and w.loaded.path == smollm2
+    qtbot.waitUntil(lambda: "estimated" in w.notice.text(), timeout=10_000)  # estimate vs what was used

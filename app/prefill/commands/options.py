@@ -6,7 +6,13 @@ import argparse
 from pathlib import Path
 
 from prefill.cli import CliError
-from prefill.engine.settings import KV_TYPES, OVERFLOW_POLICIES, GpuLayers, LoadSettings, SamplingSettings
+from prefill.engine.settings import (
+    KV_TYPES,
+    OVERFLOW_POLICIES,
+    GpuLayers,
+    LoadSettings,
+    SamplingSettings,
+)
 
 
 def gpu_layers(value: str) -> GpuLayers:

@@ -201,9 +201,7 @@ class _Reader:
                     return None
                 return [self.unpack(_SCALARS[itype]) for _ in range(count)]
             if itype == _STRING:
-                keep = count <= MAX_KEPT_ARRAY
-                items = []
-                if keep:
+                if count <= MAX_KEPT_ARRAY:
                     return [self.string() for _ in range(count)]
                 self._skip_strings(count)
                 return None

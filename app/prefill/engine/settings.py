@@ -6,7 +6,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
-
 GpuLayers = Union[int, Literal["all", "none", "auto"]]
 OVERFLOW_POLICIES = ("stop", "truncate_middle", "rolling_window")
 KV_TYPES = ("f16", "q8_0", "q4_0")

@@ -8,6 +8,7 @@ offered where they are: they load, but Prefill never deletes them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal, Slot
@@ -34,7 +35,9 @@ def format_params(n: int) -> str:
     """`1.24B`, `135M`, or an empty string when unknown."""
     if n <= 0:
         return ""
-    return f"{n / 1e9:.2f}B" if n >= 1e8 else f"{n / 1e6:.0f}M"
+    if n >= 1e8:
+        return f"{n / 1e9:.2f}B"
+    return f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n / 1e3:.0f}K"
 
 
 class LibraryPanel(QWidget):
@@ -76,17 +79,18 @@ class LibraryPanel(QWidget):
         layout.addWidget(self.table, 1)
         layout.addLayout(buttons)
         self.table.itemSelectionChanged.connect(self._on_table_selection_changed)
-        self.table.itemDoubleClicked.connect(lambda _item: self._on_load_clicked())
-        self.load_button.clicked.connect(self._on_load_clicked)
-        self.delete_button.clicked.connect(self._on_delete_clicked)
-        self.import_button.clicked.connect(self._on_import_clicked)
+        self.table.itemDoubleClicked.connect(lambda _item: self._on_load_button_clicked())
+        self.load_button.clicked.connect(self._on_load_button_clicked)
+        self.delete_button.clicked.connect(self._on_delete_button_clicked)
+        self.import_button.clicked.connect(self._on_import_button_clicked)
         self.refresh_button.clicked.connect(self.refresh)
         self._on_table_selection_changed()
 
     # --- what the page calls ---------------------------------------------------------------
     def refresh(self) -> None:
         """Scan the library again, off the GUI thread."""
-        self.jobs.run(self.library.models, then=self._fill, error=self._fail("The library could not be read"))
+        self.jobs.run(self.library.models, then=self._fill,
+                      error=self._fail("The library could not be read"))
 
     def select(self, name: str) -> None:
         for row, m in enumerate(self.models):
@@ -112,31 +116,33 @@ class LibraryPanel(QWidget):
         self.load_button.setEnabled(m is not None and m.error is None)
         self.delete_button.setEnabled(m is not None and m.removable)
 
-    def _on_load_clicked(self) -> None:
+    def _on_load_button_clicked(self) -> None:
         m = self.selected()
         if m is not None and m.error is None:
             self.load_requested.emit(str(m.path))
 
-    def _on_delete_clicked(self) -> None:
+    def _on_delete_button_clicked(self) -> None:
         m = self.selected()
         if m is None or not m.removable:
             return
         what = "the link (the file it points to stays)" if m.path.is_symlink() else format_bytes(m.size)
         answer = QMessageBox.question(
             self, "Delete model", f"Delete {m.name} from the library?\nThis frees {what}.",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
         )
         if answer != QMessageBox.StandardButton.Yes:
             return
         self.jobs.run(self.library.delete, m.name, then=lambda _m: self._after_change(None),
                       error=self._fail(f"{m.name} could not be deleted"))
 
-    def _on_import_clicked(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Import a model", str(Path.home()), "GGUF models (*.gguf)")
+    def _on_import_button_clicked(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Import a model", str(Path.home()), "GGUF models (*.gguf)")
         if not path:
             return
-        box = QMessageBox(QMessageBox.Icon.Question, "Import a model",
-                          f"Copy {Path(path).name} into the library, or link to it where it is?", parent=self)
+        question = f"Copy {Path(path).name} into the library, or link to it where it is?"
+        box = QMessageBox(QMessageBox.Icon.Question, "Import a model", question, parent=self)
         copy = box.addButton("Copy", QMessageBox.ButtonRole.AcceptRole)
         link = box.addButton("Link", QMessageBox.ButtonRole.AcceptRole)
         box.addButton(QMessageBox.StandardButton.Cancel)
@@ -173,7 +179,7 @@ class LibraryPanel(QWidget):
         self._on_table_selection_changed()
         self.refreshed.emit()
 
-    def _fail(self, what: str):  # noqa: ANN202 - a callback for PoolJobs
+    def _fail(self, what: str) -> Callable[[Exception], None]:
         def report(e: Exception) -> None:
             self.error.emit(f"{what}: {e}.")
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
+    QDialog,
     QFileDialog,
     QInputDialog,
     QLabel,
@@ -36,6 +38,10 @@ from prefill.ui.theme import ThemeFollower, apply_theme, code_palette
 from prefill.ui.transcript_model import TranscriptModel
 from prefill.ui.welcome import Welcome
 
+if TYPE_CHECKING:
+    from prefill.ui.download_worker import DownloadWorker
+    from prefill.ui.models_page import ModelsPage
+
 
 class MainWindow(QMainWindow):
     """Signals:
@@ -55,6 +61,9 @@ class MainWindow(QMainWindow):
         self.theme = theme
         self.loaded: LoadedModel | None = None
         self.theme_follower: ThemeFollower | None = None
+        self._models_dialog: QDialog | None = None
+        self.models_page: ModelsPage | None = None
+        self.downloads: DownloadWorker | None = None
         self._count_tag = 0
         self._conversations: dict[int, str] = {}
 
@@ -108,6 +117,8 @@ class MainWindow(QMainWindow):
         bar.addSeparator()
         self.system_action = QAction("System prompt…", self)
         self.settings_action = QAction("Settings…", self)
+        self.models_action = QAction("Models…", self)
+        bar.addAction(self.models_action)
         bar.addAction(self.system_action)
         bar.addAction(self.settings_action)
 
@@ -152,6 +163,7 @@ class MainWindow(QMainWindow):
         self.conversations.search_changed.connect(self._on_conversations_search_changed)
         self.system_action.triggered.connect(self._edit_system_prompt)
         self.settings_action.triggered.connect(self._open_settings)
+        self.models_action.triggered.connect(self.open_models)
         self.store.error.connect(self.show_notice)
         self._count_timer = QTimer(self)
         self._count_timer.setSingleShot(True)
@@ -205,6 +217,35 @@ class MainWindow(QMainWindow):
 
     def _on_worker_kv_state(self, m: MetricsSnapshot) -> None:
         self.sidebar.set_kv(m)
+
+    def open_models(self) -> None:
+        """The Models page: search the hub, download, the local library. Built on first use, so
+        start-up imports no hub client; non-modal, so chat and downloads go on beside it."""
+        if self._models_dialog is None:
+            from prefill.hub.client import HubClient
+            from prefill.hub.library import ModelLibrary
+            from prefill.hub.paths import default_models_dir
+            from prefill.ui.download_worker import DownloadWorker
+            from prefill.ui.models_page import ModelsPage
+
+            token = self.settings.hub.hf_token or None
+            models_dir = Path(self.settings.ui.models_dir) if self.settings.ui.models_dir else default_models_dir()
+            client = HubClient(token=token)
+            self.downloads = DownloadWorker(client, models_dir, parent=self)
+            self.models_page = ModelsPage(client, ModelLibrary(models_dir), self.downloads,
+                                          n_ctx=lambda: self.settings.model.n_ctx,
+                                          kv_type=lambda: self.settings.model.kv_type)
+            self.models_page.load_requested.connect(self.load_model)
+            self.models_page.fit_compared.connect(self.show_notice)
+            self.model_loaded.connect(self.models_page.compare_loaded)
+            dialog = QDialog(self)
+            dialog.setWindowTitle("Models")
+            QVBoxLayout(dialog).addWidget(self.models_page)
+            dialog.resize(1100, 800)
+            self._models_dialog = dialog
+        self._models_dialog.show()
+        self._models_dialog.raise_()
+        self._models_dialog.activateWindow()
 
     # --- chat --------------------------------------------------------------------------------
     def _on_input_send(self, text: str) -> None:
@@ -331,6 +372,10 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.controller.stop()
+        if self.models_page is not None:
+            self.models_page.close_jobs(2000)
+        if self.downloads is not None:
+            self.downloads.close(wait=False)  # a download killed mid-way resumes on the next run
         self.settings = self.window_state_settings()
         self.store.call(lambda s, st: s.save_settings(st), self.settings)
         super().closeEvent(event)

@@ -6,7 +6,15 @@ from typing import Any
 
 from PySide6.QtCore import QSizeF, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QTextBrowser, QToolButton, QVBoxLayout
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QTextBrowser,
+    QToolButton,
+    QVBoxLayout,
+)
 
 from prefill.ui.markdown import code_blocks
 from prefill.ui.markdown_stream import MarkdownStream

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal, Slot
 
 OnResult = Callable[[Any], None]
 OnError = Callable[[Exception], None]
@@ -56,12 +56,16 @@ class PoolJobs(QObject):
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(max_threads)
         self._relay = _Relay(self)
-        self._relay.done.connect(self._on_relay_done)
+        self._relay.done.connect(self._on_relay_done, Qt.ConnectionType.QueuedConnection)
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[OnResult | None, OnError | None]] = {}
 
     def run(
-        self, fn: Callable[..., Any], *args: Any, then: OnResult | None = None, error: OnError | None = None
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        then: OnResult | None = None,
+        error: OnError | None = None,
     ) -> int:
         """Start `fn(*args)` on the pool; returns the job's id."""
         job_id = next(self._ids)

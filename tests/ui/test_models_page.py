@@ -1,0 +1,236 @@
+"""The Models page against the fake hub on 127.0.0.1: search, files and fit, downloads, library."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
+
+from prefill.engine.gguf_header import read_header
+from prefill.hub.client import HubClient
+from prefill.hub.fit import estimate_fit
+from prefill.hub.hardware import GpuMemory, MachineMemory
+from prefill.hub.library import ModelLibrary
+from prefill.hub.manager import JobState
+from prefill.hub.paths import PARTIAL_DIR
+from prefill.ui.download_worker import DownloadWorker, format_bytes, format_eta
+from prefill.ui.models_page import ModelsPage, fit_vs_actual
+from tests.hub.conftest import FAST, _hub_env, add_repo, client, hub, payload  # noqa: F401 - fixtures
+from tests.hub.fake_hub import FakeHub
+from tests.hub.gguf_factory import write_tiny_gguf
+
+REPO = "org/Tiny-GGUF"
+WAIT = 10_000
+MACHINE = MachineMemory(32 << 30, 16 << 30, (GpuMemory(0, "Fake GPU", 8 << 30, 8 << 30),))
+
+
+def tiny_bytes(tmp_path: Path, name: str, **kw: object) -> bytes:
+    return write_tiny_gguf(tmp_path / "src" / name, name=name, **kw).read_bytes()  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def models_dir(tmp_path: Path) -> Path:
+    return tmp_path / "models"
+
+
+@pytest.fixture
+def page(qtbot, client: HubClient, models_dir: Path):  # noqa: F811
+    downloads = DownloadWorker(client, models_dir, policy=FAST)
+    library = ModelLibrary(models_dir, hf_cache_dir=False, include_bundled=False)
+    p = ModelsPage(client, library, downloads, n_ctx=lambda: 1024, kv_type=lambda: "f16", memory=lambda: MACHINE)
+    qtbot.addWidget(p)
+    qtbot.waitUntil(lambda: not p.jobs.busy, timeout=WAIT)  # the first library scan
+    yield p
+    p.close_jobs()
+    downloads.close()
+
+
+def search(qtbot, page: ModelsPage, query: str) -> None:
+    page.query.setText(query)
+    page.search_button.click()
+    qtbot.waitUntil(lambda: page.message.text() != "Searching…", timeout=WAIT)
+
+
+def open_repo(qtbot, page: ModelsPage, repo_id: str) -> None:
+    search(qtbot, page, repo_id)
+    rows = [r for r in range(page.results.rowCount()) if page.results.item(r, 0).data(Qt.ItemDataRole.UserRole) == repo_id]
+    page.results.selectRow(rows[0])
+    qtbot.waitUntil(lambda: page.listing is not None and page.listing.repo_id == repo_id, timeout=WAIT)
+
+
+def select_file(page: ModelsPage, name: str) -> None:
+    for g in range(page.files.topLevelItemCount()):
+        group = page.files.topLevelItem(g)
+        for c in range(group.childCount()):
+            if group.child(c).text(0) == name:
+                page.files.setCurrentItem(group.child(c))
+                return
+    raise AssertionError(f"{name} is not listed")
+
+
+def download(qtbot, page: ModelsPage, name: str) -> int:
+    select_file(page, name)
+    assert page.download_button.isEnabled()
+    with qtbot.waitSignal(page.downloads.command_done, timeout=WAIT,
+                          check_params_cb=lambda name, _job: name == "add") as blocker:
+        page.download_button.click()
+    return int(blocker.args[1])
+
+
+def test_search_lists_repositories_sortable(qtbot, page: ModelsPage, hub: FakeHub, tmp_path: Path) -> None:  # noqa: F811
+    add_repo(hub, "org/Alpha-GGUF", {"a-Q4_0.gguf": b"x"}, downloads=10, likes=900)
+    add_repo(hub, "org/Beta-GGUF", {"b-Q4_0.gguf": b"x"}, downloads=500, likes=3)
+    add_repo(hub, "org/Other", {"c-Q4_0.gguf": b"x"}, tags=["safetensors"])  # not GGUF: never listed
+    search(qtbot, page, "")
+    t = page.results
+    assert [t.item(r, 0).text() for r in range(t.rowCount())] == ["org/Beta-GGUF", "org/Alpha-GGUF"]
+    assert t.item(0, 1).text() == "500" and t.item(0, 3).text() == "2024-01-01"
+    t.sortItems(2, Qt.SortOrder.DescendingOrder)  # what a click on "Likes" does
+    assert t.item(0, 0).text() == "org/Alpha-GGUF"
+    search(qtbot, page, "no-such-thing")
+    assert t.rowCount() == 0 and "No GGUF repositories match" in page.message.text()
+
+
+def test_repo_files_grouped_with_size_and_fit(qtbot, page: ModelsPage, hub: FakeHub, tmp_path: Path) -> None:  # noqa: F811
+    files = {
+        "tiny-Q4_K_M.gguf": tiny_bytes(tmp_path, "q4"),
+        "tiny-Q8_0-00001-of-00002.gguf": tiny_bytes(tmp_path, "p1"),
+        "tiny-Q8_0-00002-of-00002.gguf": tiny_bytes(tmp_path, "p2"),
+        "mmproj-tiny-F16.gguf": tiny_bytes(tmp_path, "proj"),
+        "README.md": b"# tiny",
+    }
+    add_repo(hub, REPO, files)
+    open_repo(qtbot, page, REPO)
+    qtbot.waitUntil(lambda: len(page.fits) == 2, timeout=WAIT)
+    groups = {page.files.topLevelItem(i).text(0).split()[0]: page.files.topLevelItem(i)
+              for i in range(page.files.topLevelItemCount())}
+    assert set(groups) == {"Q4_K_M", "Q8_0", "F16"}
+    q8 = groups["Q8_0"].child(0)
+    assert q8.text(0) == "tiny-Q8_0.gguf"
+    assert q8.text(1) == format_bytes(len(files["tiny-Q8_0-00001-of-00002.gguf"]) * 2)
+    assert q8.text(2).startswith("full GPU offload: needs") and "1024 tokens" in q8.text(2)
+    assert "KV cache" in q8.toolTip(2)
+    assert groups["F16"].child(0).text(2).startswith("vision projector")
+    assert page.message.text() == ""
+
+
+def test_download_appears_in_library_and_loads_in_one_click(
+    qtbot, page: ModelsPage, hub: FakeHub, tmp_path: Path, models_dir: Path  # noqa: F811
+) -> None:
+    add_repo(hub, REPO, {"tiny-Q4_K_M.gguf": tiny_bytes(tmp_path, "q4")})
+    open_repo(qtbot, page, REPO)
+    with qtbot.waitSignal(page.queue.finished, timeout=WAIT) as done:
+        job = download(qtbot, page, "tiny-Q4_K_M.gguf")
+    path = done.args[0].paths[0]
+    assert path.is_relative_to(models_dir) and page.queue.state(job) == JobState.DONE
+    qtbot.waitUntil(lambda: [m.path for m in page.library_panel.models] == [path], timeout=WAIT)
+    assert page.library_panel.table.item(0, 5).text() == "yes"  # chat template
+    assert page.library_panel.table.item(0, 1).text() == "llama"
+    with qtbot.waitSignal(page.load_requested, timeout=WAIT) as load:
+        page.queue.button(job, "load").click()
+    assert load.args == [str(path)]
+    page.library_panel.table.selectRow(0)
+    with qtbot.waitSignal(page.load_requested, timeout=WAIT) as load:
+        page.library_panel.load_button.click()
+    assert load.args == [str(path)]
+
+
+def test_pause_resume_cancel(qtbot, page: ModelsPage, hub: FakeHub, models_dir: Path) -> None:  # noqa: F811
+    add_repo(hub, REPO, {"a-Q4_0.gguf": payload(3_000_000, 1), "b-Q8_0.gguf": payload(2_000_000, 2)})
+    open_repo(qtbot, page, REPO)
+    qtbot.waitUntil(lambda: len(page.fits) == 2, timeout=WAIT)  # the header reads are over
+    assert page.files.topLevelItem(0).child(0).text(2) == "unknown"  # random bytes, not a GGUF
+    hub.stall_after["a-Q4_0.gguf"] = 1_000_000
+    q = page.queue
+    a = download(qtbot, page, "a-Q4_0.gguf")
+    b = download(qtbot, page, "b-Q8_0.gguf")  # waits behind a: one download at a time
+    qtbot.waitUntil(lambda: q.state(a) == JobState.RUNNING and q.state(b) == JobState.QUEUED, timeout=WAIT)
+    assert not q.button(b, "resume").isEnabled()
+    q.button(b, "cancel").click()
+    qtbot.waitUntil(lambda: q.state(b) == JobState.CANCELLED, timeout=WAIT)
+    assert not q.button(b, "cancel").isEnabled() and not q.button(b, "load").isEnabled()
+    partial = models_dir / PARTIAL_DIR
+    qtbot.waitUntil(lambda: any(p.stat().st_size >= 1_000_000 for p in partial.glob("*a-Q4_0*.part")), timeout=WAIT)
+    with qtbot.waitSignal(page.downloads.command_done, timeout=WAIT):
+        q.button(a, "pause").click()
+    hub.release()  # the stalled transfer reads on, sees the stop flag and keeps its bytes
+    qtbot.waitUntil(lambda: q.state(a) == JobState.PAUSED, timeout=WAIT)
+    assert q.button(a, "resume").isEnabled() and not q.button(a, "pause").isEnabled()
+    assert list((models_dir / PARTIAL_DIR).glob("*.part"))
+    with qtbot.waitSignal(q.finished, timeout=WAIT):
+        q.button(a, "resume").click()
+    assert q.state(a) == JobState.DONE and q.events[a].paths[0].read_bytes() == payload(3_000_000, 1)
+    assert q.button(a, "load").isEnabled()
+
+
+def test_unreachable_hub_is_said(qtbot, models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub.utils._http as hf_http
+
+    monkeypatch.setattr(hf_http.time, "sleep", lambda _s: None)  # skip huggingface_hub's own backoff
+    offline = HubClient(endpoint="http://127.0.0.1:9", timeout=2)  # nothing listens on port 9
+    downloads = DownloadWorker(offline, models_dir, policy=FAST)
+    library = ModelLibrary(models_dir, hf_cache_dir=False, include_bundled=False)
+    page = ModelsPage(offline, library, downloads, lambda: 1024, lambda: "f16", memory=lambda: MACHINE)
+    qtbot.addWidget(page)
+    try:
+        with qtbot.waitSignal(page.message_shown, timeout=WAIT,
+                              check_params_cb=lambda text: text.startswith("The search failed")) as shown:
+            page.search()
+        assert "cannot reach the model hub at http://127.0.0.1:9" in shown.args[0]
+        assert page.message.text() == shown.args[0]
+    finally:
+        page.close_jobs()
+        downloads.close()
+
+
+def test_missing_repo_is_said(qtbot, page: ModelsPage, hub: FakeHub) -> None:  # noqa: F811
+    add_repo(hub, "org/Gone-GGUF", {"a-Q4_0.gguf": b"x"})
+    search(qtbot, page, "Gone")
+    del hub.repos["org/Gone-GGUF"]  # removed between the search and the click
+    with qtbot.waitSignal(page.message_shown, timeout=WAIT, check_params_cb=lambda t: "could not be listed" in t):
+        page.results.selectRow(0)
+    assert "'org/Gone-GGUF' was not found on the hub" in page.message.text()
+
+
+def test_delete_asks_first(qtbot, page: ModelsPage, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = write_tiny_gguf(tmp_path / "elsewhere" / "mine.gguf")
+    panel = page.library_panel
+    with qtbot.waitSignal(panel.refreshed, timeout=WAIT):
+        panel.import_file(src, "symlink")
+    assert [m.source for m in panel.models] == ["imported"] and panel.selected() is not None
+    answers = [QMessageBox.StandardButton.No, QMessageBox.StandardButton.Yes]
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: answers.pop(0))
+    panel.delete_button.click()  # No: nothing happens
+    assert not page.jobs.busy and len(panel.models) == 1
+    with qtbot.waitSignal(panel.refreshed, timeout=WAIT):
+        panel.delete_button.click()
+    assert panel.models == [] and src.exists()  # the link went, its target stays
+    assert not answers
+
+
+def test_import_copy_of_a_non_gguf_is_refused(qtbot, page: ModelsPage, tmp_path: Path) -> None:
+    bad = tmp_path / "notes.gguf"
+    bad.write_bytes(b"not a model")
+    with qtbot.waitSignal(page.message_shown, timeout=WAIT):
+        page.library_panel.import_file(bad, "copy")
+    assert page.message.text().startswith("notes.gguf could not be imported:")
+
+
+def test_fit_compared_with_what_the_load_used(qtbot, page: ModelsPage, tmp_path: Path) -> None:
+    path = write_tiny_gguf(tmp_path / "t.gguf", n_layer=4, n_embd=256, n_vocab=64)
+    est = estimate_fit(read_header(path), 512, MACHINE)
+    text = fit_vs_actual(est, est.weights, est.kv_cache)
+    assert text.startswith("At 512 tokens: weights") and "(+0%)" in text and "Predicted: full GPU offload" in text
+    assert "Predicted" not in fit_vs_actual(est, est.weights * 2, est.kv_cache, verdict=False)
+    loaded = SimpleNamespace(path=path, n_ctx=512, bytes_per_cell=est.kv_cache // 512, model_bytes=est.weights)
+    with qtbot.waitSignal(page.fit_compared, timeout=WAIT) as compared:
+        page.compare_loaded(loaded)
+    assert "KV cache" in compared.args[0] and "(+0%)" in compared.args[0]
+
+
+def test_formats() -> None:
+    assert format_bytes(None) == "?" and format_bytes(12) == "12 B" and format_bytes(3 << 30) == "3.0 GiB"
+    assert format_eta(None) == "" and format_eta(249) == "4:09" and format_eta(3903) == "1:05:03"
