@@ -22,6 +22,7 @@ def lean_generate(
     Returns the prefill time in ms and the time at which each token was sampled.
     """
     rt.kv_truncate(0)
+    rt.perf_reset()
     ctx, n_batch, eog = rt.ctx, rt.n_batch, rt.eog
     t0 = time.perf_counter()
     for i in range(0, len(prompt), n_batch):
@@ -29,6 +30,9 @@ def lean_generate(
         arr = (llama_cpp.llama_token * len(chunk))(*chunk)
         llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(arr, len(chunk)))
     prefill_ms = (time.perf_counter() - t0) * 1000
+    perf = rt.perf()  # llama.cpp's own timer, as the engine reports it
+    if perf.n_p_eval == len(prompt) and perf.t_p_eval_ms > 0:
+        prefill_ms = perf.t_p_eval_ms
     sampler = rt.new_sampler(sampling, seed)
     one = (llama_cpp.llama_token * 1)()
     batch = llama_cpp.llama_batch_get_one(one, 1)

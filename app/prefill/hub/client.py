@@ -17,6 +17,7 @@ from typing import Literal
 
 import httpx2
 from huggingface_hub import HfApi, constants, get_hf_file_metadata, hf_hub_url
+from huggingface_hub.utils import get_session, hf_raise_for_status
 from huggingface_hub.errors import (
     GatedRepoError,
     HfHubHTTPError,
@@ -101,20 +102,26 @@ class HubClient:
         """GGUF model repositories whose name matches `query`, best first by `sort`."""
         if sort not in SORT_KEYS:
             raise ValueError(f"sort by one of {', '.join(SORT_KEYS)}, not {sort!r}")
+        params = {"search": query, "filter": "gguf", "limit": limit, "expand": _EXPAND,
+                  "sort": "lastModified" if sort == "last_modified" else sort}
+        # One request, no retries: huggingface_hub's list_models backs off for ~23 s before it
+        # admits that the hub is unreachable; a search box should say so at once.
         with translate_errors(self.endpoint):
-            found = self._api.list_models(
-                search=query or None, filter="gguf", sort=sort, limit=limit, expand=_EXPAND
+            r = get_session().get(f"{self.endpoint}/api/models", params=params,
+                                  headers=self._api._build_hf_headers(token=self._token), timeout=self.timeout)
+            hf_raise_for_status(r)
+            items = r.json()
+        return [
+            RepoSummary(
+                repo_id=str(m["id"]),
+                downloads=int(m.get("downloads") or 0),
+                likes=int(m.get("likes") or 0),
+                last_modified=_parse_time(m.get("lastModified")),
+                gated=bool(m.get("gated")),
             )
-            return [
-                RepoSummary(
-                    repo_id=m.id,
-                    downloads=int(m.downloads or 0),
-                    likes=int(m.likes or 0),
-                    last_modified=m.last_modified,
-                    gated=bool(m.gated),
-                )
-                for m in found
-            ]
+            for m in items[:limit]
+            if isinstance(m, dict) and "id" in m
+        ]
 
     def list_models(self, repo_id: str, revision: str | None = None) -> RepoListing:
         """The GGUF models of a repository, multi-part sets joined, with sizes and hashes."""
@@ -211,3 +218,12 @@ def _is_bad_token(e: HfHubHTTPError) -> bool:
     if r is None or r.status_code != 401:
         return False
     return r.headers.get("X-Error-Message") == _BAD_CREDENTIALS
+
+
+def _parse_time(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
