@@ -17,7 +17,6 @@ from typing import Literal
 
 import httpx2
 from huggingface_hub import HfApi, constants, get_hf_file_metadata, hf_hub_url
-from huggingface_hub.utils import get_session, hf_raise_for_status
 from huggingface_hub.errors import (
     GatedRepoError,
     HfHubHTTPError,
@@ -26,6 +25,7 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
+from huggingface_hub.utils import get_session, hf_raise_for_status
 
 from prefill.hub.errors import (
     BadToken,
