@@ -10,7 +10,11 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
+    QFileDialog,
     QFormLayout,
+    QHBoxLayout,
+    QLineEdit,
+    QPushButton,
     QSpinBox,
     QTabWidget,
     QVBoxLayout,
@@ -86,6 +90,22 @@ class SettingsDialog(QDialog):
             mf.addRow(title, w)
         tabs.addTab(model, "Model")
 
+        hub = QWidget()
+        hf = QFormLayout(hub)
+        self.models_dir = QLineEdit(settings.ui.models_dir)
+        self.models_dir.setPlaceholderText("default: the Prefill data folder")
+        browse = QPushButton("Choose…")
+        browse.clicked.connect(self._on_browse_clicked)
+        row = QHBoxLayout()
+        row.addWidget(self.models_dir, 1)
+        row.addWidget(browse)
+        hf.addRow("Models folder", row)
+        self.hf_token = QLineEdit(settings.hub.hf_token)
+        self.hf_token.setEchoMode(QLineEdit.EchoMode.Password)
+        self.hf_token.setPlaceholderText("for gated repositories (or set HF_TOKEN)")
+        hf.addRow("Hugging Face token", self.hf_token)
+        tabs.addTab(hub, "Downloads")
+
         look = QWidget()
         lf = QFormLayout(look)
         self.theme = QComboBox()
@@ -119,8 +139,14 @@ class SettingsDialog(QDialog):
             min_p=self.min_p.value(), repeat_penalty=self.repeat_penalty.value(),
             max_tokens=self.max_tokens.value(), seed=self.seed.value(),
         )
-        ui = replace(self.original.ui, theme=self.theme.currentText())
-        return replace(self.original, model=model, sampling=sampling, ui=ui)
+        ui = replace(self.original.ui, theme=self.theme.currentText(), models_dir=self.models_dir.text().strip())
+        hub = replace(self.original.hub, hf_token=self.hf_token.text().strip())
+        return replace(self.original, model=model, sampling=sampling, ui=ui, hub=hub)
+
+    def _on_browse_clicked(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Models folder", self.models_dir.text())
+        if folder:
+            self.models_dir.setText(folder)
 
 
 def needs_reload(old: ModelSettings, new: ModelSettings) -> bool:
