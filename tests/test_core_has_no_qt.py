@@ -1,4 +1,5 @@
 """The core (engine/, hub/, store/) imports nothing from Qt: it runs in the CLI, tests and servers.
+And resources/ is found from a checkout.
 
 STYLE.md, convention 1. Checked twice: no import statement names a Qt binding, and importing
 every core module in a fresh interpreter loads none.
@@ -45,3 +46,10 @@ def test_importing_the_whole_core_loads_no_qt() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_resources_are_found_from_a_checkout() -> None:
+    from prefill.resources import icon_path, resources_dir
+
+    assert resources_dir() == APP.parent / "resources"
+    assert icon_path() is not None and icon_path().is_file()

@@ -1,5 +1,6 @@
-"""The PyInstaller spec, the llama.cpp build, the Windows installer and the release workflow agree
-with the app (cheap checks; the builds themselves run in check_linux.sh and the release workflow)."""
+"""The PyInstaller spec, the llama.cpp build, the Windows installer and the release workflow
+agree with the app. Cheap checks; the builds run in check_linux.sh and the release workflow.
+"""
 
 from __future__ import annotations
 
@@ -25,8 +26,11 @@ def spec_constant(name: str) -> object:
     """A module-level constant of the spec, evaluated without PyInstaller."""
     tree = ast.parse(SPEC.read_text())
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
-            return eval(compile(ast.Expression(node.value), str(SPEC), "eval"), {"re": re})  # noqa: S307
+        if isinstance(node, ast.Assign) and any(
+            getattr(t, "id", None) == name for t in node.targets
+        ):
+            code = compile(ast.Expression(node.value), str(SPEC), "eval")
+            return eval(code, {"re": re})  # noqa: S307 (the spec is ours)
     raise KeyError(name)
 
 
@@ -44,7 +48,9 @@ def test_spec_is_python_and_its_entry_point_exists() -> None:
 
 
 def test_spec_keeps_every_qt_module_the_app_imports() -> None:
-    excluded = {m.removeprefix("PySide6.") for m in spec_constant("EXCLUDES") if m.startswith("PySide6.")}
+    excluded = {
+        m.removeprefix("PySide6.") for m in spec_constant("EXCLUDES") if m.startswith("PySide6.")
+    }
     used = qt_modules_the_app_imports()
     assert used, "found no Qt imports in app/prefill"
     assert not used & excluded, f"the spec excludes Qt modules the app imports: {used & excluded}"
@@ -55,10 +61,20 @@ def test_spec_keeps_every_qt_module_the_app_imports() -> None:
 
 def test_spec_drops_qt_plugins_for_embedded_displays_but_not_for_desktops() -> None:
     unused = spec_constant("QT_UNUSED")
-    for dropped in ("platforms/libqvnc.so", "platforms/libqeglfs.so", "generic/libqevdevmouseplugin.so"):
+    for dropped in (
+        "platforms/libqvnc.so",
+        "platforms/libqeglfs.so",
+        "generic/libqevdevmouseplugin.so",
+    ):
         assert unused.search(f"PySide6/Qt/plugins/{dropped}"), dropped
-    for kept in ("platforms/libqxcb.so", "platforms/libqwayland.so", "platforms/libqoffscreen.so",
-                 "imageformats/libqsvg.so", "iconengines/libqsvgicon.so", "platformthemes/libqgtk3.so"):
+    for kept in (
+        "platforms/libqxcb.so",
+        "platforms/libqwayland.so",
+        "platforms/libqoffscreen.so",
+        "imageformats/libqsvg.so",
+        "iconengines/libqsvgicon.so",
+        "platformthemes/libqgtk3.so",
+    ):
         assert not unused.search(f"PySide6/Qt/plugins/{kept}"), kept
 
 
@@ -80,7 +96,9 @@ def _wheel(tmp_path: Path, libs: list[str]) -> Path:
 
 def test_wheel_check_accepts_a_portable_build(tmp_path: Path) -> None:
     variants = ["x64", "sse42", "sandybridge", "haswell", "skylakex", "zen4"]
-    libs = ["libllama.so", "libggml.so", "libggml-base.so"] + [f"libggml-cpu-{v}.so" for v in variants]
+    libs = ["libllama.so", "libggml.so", "libggml-base.so"] + [
+        f"libggml-cpu-{v}.so" for v in variants
+    ]
     assert check_llama_wheel.main(["cpu-portable", str(_wheel(tmp_path, libs))]) == 0
     assert check_llama_wheel.main(["cuda", str(_wheel(tmp_path, libs))]) == 1  # no ggml-cuda
 
@@ -92,11 +110,19 @@ def test_wheel_check_rejects_a_native_build(tmp_path: Path) -> None:
 
 def test_wheel_build_asks_for_a_portable_build_and_a_folder_per_variant() -> None:
     script = (PACKAGING / "build_llama_wheel.sh").read_text()
-    for flag in ("-DGGML_NATIVE=OFF", "-DGGML_BACKEND_DL=ON", "-DGGML_CPU_ALL_VARIANTS=ON", "-DGGML_CUDA=ON"):
+    for flag in (
+        "-DGGML_NATIVE=OFF",
+        "-DGGML_BACKEND_DL=ON",
+        "-DGGML_CPU_ALL_VARIANTS=ON",
+        "-DGGML_CUDA=ON",
+    ):
         assert flag in script, flag
-    assert "install_ggml_backends.cmake" in script and (PACKAGING / "cmake" / "install_ggml_backends.cmake").is_file()
+    assert (
+        "install_ggml_backends.cmake" in script
+        and (PACKAGING / "cmake" / "install_ggml_backends.cmake").is_file()
+    )
     assert 'out="$here/wheels/$variant"' in script
-    assert "prefill-pip/$variant" in script  # pip's cache, one per variant
+    assert "prefill-pip/$variant-$key" in script  # pip's cache, one per variant and flags
 
 
 def test_project_info_reads_the_root_pyproject() -> None:
@@ -108,9 +134,22 @@ def test_project_info_reads_the_root_pyproject() -> None:
 
 def test_makefile_has_the_targets_the_root_makefile_and_ci_call() -> None:
     makefile = (PACKAGING / "Makefile").read_text()
-    for target in ("linux", "frozen", "deb", "tarball", "appimage", "check", "screenshot", "windows", "macos", "wheel"):
+    for target in (
+        "linux",
+        "frozen",
+        "deb",
+        "tarball",
+        "appimage",
+        "check",
+        "screenshot",
+        "windows",
+        "macos",
+        "wheel",
+    ):
         assert re.search(rf"^{target}:", makefile, re.M), target
-    dry = subprocess.run(["make", "-n", "-C", str(PACKAGING), "sizes"], capture_output=True, text=True)
+    dry = subprocess.run(
+        ["make", "-n", "-C", str(PACKAGING), "sizes"], capture_output=True, text=True
+    )
     assert dry.returncode == 0, dry.stderr
 
 
@@ -120,7 +159,9 @@ def test_windows_installer_is_per_user_with_start_menu_and_uninstaller() -> None
     assert "DefaultDirName={autopf}\\Prefill" in iss  # %LOCALAPPDATA%\Programs without admin
     assert re.search(r'^Name: "\{autoprograms\}\\Prefill"', iss, re.M)
     assert "AppId={{" in iss
-    assert "CurUninstallStepChanged" in iss and "UninstallSilent" in iss  # asks before deleting data
+    assert (
+        "CurUninstallStepChanged" in iss and "UninstallSilent" in iss
+    )  # asks before deleting data
     assert "Uninstallable=no" not in iss
 
 
@@ -133,5 +174,10 @@ def test_release_workflow_builds_every_target() -> None:
         matrix = job.get("strategy", {}).get("matrix", {})
         for entry in matrix.get("include", []):
             combos.add((entry["target"], entry["variant"]))
-    assert {("linux", "cpu-portable"), ("linux", "cuda"), ("windows", "cpu-portable"),
-            ("windows", "cuda"), ("macos", "metal")} <= combos
+    assert {
+        ("linux", "cpu-portable"),
+        ("linux", "cuda"),
+        ("windows", "cpu-portable"),
+        ("windows", "cuda"),
+        ("macos", "metal"),
+    } <= combos

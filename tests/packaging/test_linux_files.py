@@ -1,4 +1,7 @@
-"""The Linux packaging files are complete and consistent (cheap checks; check_linux.sh builds and runs)."""
+"""The Linux packaging files are complete and consistent.
+
+Cheap checks; packaging/check_linux.sh builds the packages and runs them.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +39,9 @@ def test_desktop_entry_starts_prefill_with_its_icon() -> None:
     assert entry["Categories"].endswith(";") and entry["Keywords"].endswith(";")
 
 
-@pytest.mark.skipif(shutil.which("desktop-file-validate") is None, reason="desktop-file-utils not installed")
+@pytest.mark.skipif(
+    shutil.which("desktop-file-validate") is None, reason="desktop-file-utils not installed"
+)
 def test_desktop_entry_passes_desktop_file_validate() -> None:
     result = subprocess.run(["desktop-file-validate", str(DESKTOP)], capture_output=True, text=True)
     assert result.returncode == 0 and not result.stdout.strip(), result.stdout
@@ -44,7 +49,15 @@ def test_desktop_entry_passes_desktop_file_validate() -> None:
 
 def test_deb_control_template_has_the_required_fields() -> None:
     control = (PACKAGING / "linux" / "control.in").read_text()
-    for field in ("Package", "Version", "Architecture", "Maintainer", "Installed-Size", "Depends", "Description"):
+    for field in (
+        "Package",
+        "Version",
+        "Architecture",
+        "Maintainer",
+        "Installed-Size",
+        "Depends",
+        "Description",
+    ):
         assert re.search(rf"^{field}: \S", control, re.M), field
     assert "@RELATIONS@Section:" in control  # an empty substitution must leave no blank line
 
@@ -58,9 +71,12 @@ def test_build_deb_fills_every_placeholder_of_the_control_template() -> None:
 
 def test_deb_layout_puts_prefill_on_the_path_and_keeps_user_data() -> None:
     script = (PACKAGING / "linux" / "build_deb.sh").read_text()
-    assert "ln -s ../../opt/prefill/prefill \"$pkg/usr/bin/prefill\"" in script
+    assert 'ln -s ../../opt/prefill/prefill "$pkg/usr/bin/prefill"' in script
     assert "usr/share/applications/prefill.desktop" in script
-    assert "hicolor/256x256/apps/prefill.png" in script and "hicolor/scalable/apps/prefill.svg" in script
+    assert (
+        "hicolor/256x256/apps/prefill.png" in script
+        and "hicolor/scalable/apps/prefill.svg" in script
+    )
     assert "--root-owner-group" in script
     # No maintainer scripts: nothing may touch home folders on remove or purge.
     for hook in ("preinst", "postinst", "prerm", "postrm"):

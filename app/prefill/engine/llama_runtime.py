@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -56,12 +57,40 @@ _backend_lock = threading.Lock()
 _log: _LogCapture | None = None
 
 
+def _load_backend_modules() -> None:
+    """Load llama.cpp's backends when the build keeps them as modules (GGML_BACKEND_DL=ON).
+
+    The portable build of the installers has one CPU module per instruction set, picked at
+    run time. ggml looks for them only beside the executable and in the working folder; in a
+    venv or a frozen app they are in llama_cpp/lib. A build with backends linked in: no-op.
+    """
+    from llama_cpp import _ggml  # the bindings' own handle on libggml, and where it lives
+
+    try:
+        # By soname: the wheel ships libggml.so and libggml.so.0 as two files (two instances);
+        # the backends must register with the one libllama links.
+        ggml = ctypes.CDLL("libggml.so.0") if sys.platform.startswith("linux") else _ggml.libggml
+    except OSError:
+        ggml = _ggml.libggml
+    ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
+    ggml.ggml_backend_reg_count.argtypes = []
+    if ggml.ggml_backend_reg_count() > 0:
+        return
+    ggml.ggml_backend_load_all_from_path.restype = None
+    ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
+    ggml.ggml_backend_load_all_from_path(str(_ggml.libggml_base_path).encode("utf-8"))
+
+
 def _init_backend() -> _LogCapture:
     global _log
     with _backend_lock:
         if _log is None:
+            log = _LogCapture()  # first, so the module loader's lines land in the log
+            log.start()
+            _load_backend_modules()
             llama_cpp.llama_backend_init()
-            _log = _LogCapture()
+            log.stop()
+            _log = log
         return _log
 
 

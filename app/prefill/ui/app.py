@@ -28,6 +28,14 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     app = QApplication.instance() or QApplication(argv or sys.argv)
     app.setApplicationName("Prefill")
     app.setOrganizationName("Prefill")
+    app.setDesktopFileName("prefill")  # Wayland matches the window to the desktop entry and its icon
+    from PySide6.QtGui import QIcon
+
+    from prefill.resources import icon_path
+
+    icon = icon_path()
+    if icon is not None:
+        app.setWindowIcon(QIcon(str(icon)))
     settings_file = SettingsFile()
     settings = settings_file.load()
     follower = ThemeFollower(app, settings.ui.theme)  # re-applies when the system scheme changes
