@@ -101,6 +101,7 @@ class EngineSidebar(QWidget):
         self.kv_bar.setObjectName("kv-bar")
         self.kv_bar.setRange(0, 1000)
         self.kv_bar.setTextVisible(False)
+        self.kv_bar.setStyleSheet(kv_bar_style(0.0, theme))
         kl.addWidget(self.kv_bar)
         self.labels["kv"] = QLabel("—")
         self.labels["kv"].setObjectName("stat-kv")

@@ -40,8 +40,9 @@ class Welcome(QWidget):
         open_button.clicked.connect(self.open_file)
         lay.addWidget(open_button, 0, Qt.AlignmentFlag.AlignCenter)
         more = QLabel(
-            "Other models: download GGUF files from the Hugging Face hub with "
-            "<code>prefill get REPO --quant Q4_K_M</code>, or open any .gguf you have."
+            "Other models: search and download GGUF models from the Hugging Face hub in "
+            "<b>Models…</b> on the toolbar (or <code>prefill get REPO --quant Q4_K_M</code>), "
+            "or open any .gguf you have."
         )
         more.setWordWrap(True)
         more.setAlignment(Qt.AlignmentFlag.AlignCenter)
