@@ -1,6 +1,7 @@
 """Start Prefill on a virtual X screen, send one message with the bundled model, take screenshots.
 
-Saves <out>/window-mid-answer.png (while tokens stream) and <out>/window-answered.png.
+Saves <out>/window-welcome.png, window-mid-answer.png (while tokens stream), window-answered.png
+and models-page.png (the library; no hub is reached).
 Needs Xvfb (`apt-get install xvfb`). User data goes to a temporary folder.
 
     python scripts/screenshot.py [--out screenshots] [--theme light|dark]
@@ -88,8 +89,12 @@ def inside(out: Path, theme: str, message: str) -> int:
             state["mid"] = True
             shoot("window-mid-answer.png")
 
+    def models_page() -> None:
+        w.open_models()
+        QTimer.singleShot(1500, lambda: (shoot("models-page.png"), app.quit()))
+
     def done(_f: object) -> None:
-        QTimer.singleShot(300, lambda: (shoot("window-answered.png"), app.quit()))
+        QTimer.singleShot(300, lambda: (shoot("window-answered.png"), models_page()))
 
     w.model_loaded.connect(on_loaded)
     w.controller.answer_finished.connect(done)
