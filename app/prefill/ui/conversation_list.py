@@ -44,6 +44,8 @@ class ConversationList(QWidget):
         self.search.setClearButtonEnabled(True)
         self.list = QListWidget()
         self.list.setObjectName("conversation-list")
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.new_button = QPushButton("New chat")
         self.rename_button = QPushButton("Rename")
         self.delete_button = QPushButton("Delete")
