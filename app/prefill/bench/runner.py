@@ -108,6 +108,13 @@ def bench(
             "reps": reps,
             "engine": e,
             "lean": lean,
+            # every run, so the spread of this machine is seen beside the medians
+            "runs": {
+                "engine_decode_tps": [round(r.decode_tps, 1) for r in eng_runs],
+                "lean_decode_tps": [round(r.decode_tps, 1) for r in lean_runs],
+                "engine_prefill_tps": [round(r.prefill_tps, 1) for r in eng_runs],
+                "lean_prefill_tps": [round(r.prefill_tps, 1) for r in lean_runs],
+            },
             "ratio": {
                 "decode_tps": e["decode_tps"] / lean["decode_tps"] if lean["decode_tps"] else 0.0,
                 "prefill_tps": e["prefill_tps"] / lean["prefill_tps"] if lean["prefill_tps"] else 0.0,
