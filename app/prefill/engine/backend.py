@@ -64,8 +64,11 @@ def backend_report(requested: GpuLayers, offload: OffloadReport, resolved: int |
         else:
             warning = f"running on the CPU: {CPU_ONLY_HINT}"
     elif asked and gpu:
-        expected = total if requested == "all" else min(total, resolved if resolved is not None else total)
-        if requested != "auto" and requested != "all":
+        if requested == "all":
+            expected = total
+        elif requested == "auto":
+            expected = min(total, resolved if resolved is not None else total)
+        else:
             expected = min(int(requested), total)
         if offload.gpu_layers < expected:
             warning = (

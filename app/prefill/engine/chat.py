@@ -54,6 +54,8 @@ class ChatEngine:
         self.template = ChatTemplate(header.chat_template, bos_token=bos, eos_token=eos)
         self._tokens: list[int] = []  # exactly what is in the KV cache, in order
         self._segments: list[_Segment] = []
+        # The last _prepare answer; it depends on the segments, so it is dropped when they change.
+        self._prepared: tuple[tuple[Message, ...], tuple[str, list[int], int, str]] | None = None
         self._busy = threading.Lock()
 
     @classmethod
@@ -98,6 +100,7 @@ class ChatEngine:
         self.runtime.kv_truncate(0)
         self._tokens.clear()
         self._segments.clear()
+        self._prepared = None
 
     # --- prompts --------------------------------------------------------------------
     def render(self, messages: Sequence[Message]) -> str:
@@ -121,9 +124,20 @@ class ChatEngine:
             tokens.extend(self.runtime.tokenize(rest, add_special=(pos == 0 and self.runtime.add_bos)))
         return tokens, used, rest
 
+    def _prepare(self, messages: Sequence[Message]) -> tuple[str, list[int], int, str]:
+        """Text, tokens, segments reused and remainder for `messages`; the last answer is kept,
+        so fitting a request and then sending it renders and tokenises it once."""
+        key = tuple(messages)
+        if self._prepared is not None and self._prepared[0] == key:
+            return self._prepared[1]
+        text = self.render(messages)
+        result = (text, *self._prompt(text))
+        self._prepared = (key, result)
+        return result
+
     def count_tokens(self, messages: Sequence[Message]) -> int:
         """How many tokens the prompt for `messages` takes."""
-        return len(self._prompt(self.render(messages))[0])
+        return len(self._prepare(messages)[1])
 
     def fit(self, messages: Sequence[Message], sampling: SamplingSettings, overflow: OverflowSettings) -> Fitted:
         reserve = overflow.reserve or min(sampling.max_tokens, self.n_ctx // 4)
@@ -162,8 +176,7 @@ class ChatEngine:
         if not messages or messages[-1].role != "user":
             raise TemplateError("a chat request must end with a user message")
         fitted = self.fit(messages, sampling, overflow)
-        text = self.render(fitted.messages)
-        prompt, used, rest = self._prompt(text)
+        _text, prompt, used, rest = self._prepare(fitted.messages)
         rt = self.runtime
         if len(prompt) >= self.n_ctx:
             raise EngineError("the prompt fills the whole context")
@@ -176,6 +189,7 @@ class ChatEngine:
         keep = min(keep, len(prompt) - 1)
         rt.kv_truncate(keep)
         del self._tokens[keep:]
+        self._prepared = None
         self._segments = self._segments[:used]
         reused = sum(len(s.tokens) for s in self._segments)
         self._segments.append(_Segment(rest, tuple(prompt[reused:])))
@@ -271,6 +285,7 @@ class ChatEngine:
         for i, seg in enumerate(self._segments):
             if covered + len(seg.tokens) > len(self._tokens):
                 self._segments = self._segments[:i]
+                self._prepared = None
                 return
             covered += len(seg.tokens)
 
