@@ -14,7 +14,13 @@ from pathlib import Path
 import numpy as np
 from gguf import GGUFWriter, TokenType
 
-from prefill.engine.template import CHATML
+# A ChatML template of our own: tiny models speak the format most small chat models use.
+CHATML = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
 
 SPECIAL = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
 

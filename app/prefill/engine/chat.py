@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from prefill.engine import chat_format
 from prefill.engine.backend import BackendReport, backend_report, resolve_gpu_layers
 from prefill.engine.errors import EngineBusy, EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
@@ -25,9 +26,10 @@ from prefill.engine.kv import kv_bytes_per_cell
 from prefill.engine.llama_runtime import LlamaRuntime
 from prefill.engine.metrics import RequestClock
 from prefill.engine.overflow import Fitted, fit_messages
+from prefill.engine.reasoning import ANSWER, ReasoningParser, detect_syntax, opened_in_prompt
 from prefill.engine.settings import LoadSettings, OverflowSettings, SamplingSettings
 from prefill.engine.stop_strings import StopMatcher
-from prefill.engine.template import ChatTemplate, Message
+from prefill.engine.template import Message, TemplateOptions, merge_turns
 
 Event = PrefillDone | Token | MetricsSnapshot | Finished
 SNAPSHOT_EVERY_S = 0.25
@@ -51,11 +53,15 @@ class ChatEngine:
         self.bytes_per_cell = kv_bytes_per_cell(header, self.settings.kv_type, self.settings.kv_type)
         bos = runtime.token_text(runtime.bos_id) if runtime.bos_id >= 0 else ""
         eos = runtime.token_text(runtime.eos_id) if runtime.eos_id >= 0 else ""
-        self.template = ChatTemplate(header.chat_template, bos_token=bos, eos_token=eos)
+        self.format = chat_format.choose_format(
+            header.chat_template, {"bos_token": bos, "eos_token": eos}, runtime.is_single_token
+        )
+        self.reasoning = detect_syntax(header.chat_template or "", runtime.is_single_token)
+        runtime.render_as_text(self.reasoning.markers)  # the parser must see them, special or not
         self._tokens: list[int] = []  # exactly what is in the KV cache, in order
         self._segments: list[_Segment] = []
         # The last _prepare answer; it depends on the segments, so it is dropped when they change.
-        self._prepared: tuple[tuple[Message, ...], tuple[str, list[int], int, str]] | None = None
+        self._prepared: tuple[tuple[object, ...], tuple[str, list[int], int, str]] | None = None
         self._busy = threading.Lock()
 
     @classmethod
@@ -103,10 +109,23 @@ class ChatEngine:
         self._prepared = None
 
     # --- prompts --------------------------------------------------------------------
-    def render(self, messages: Sequence[Message]) -> str:
-        text = self.template.render(messages, add_generation_prompt=True)
-        if self.runtime.add_bos and self.template.bos_token and text.startswith(self.template.bos_token):
-            text = text[len(self.template.bos_token) :]  # llama.cpp adds BOS itself
+    @property
+    def takes_thinking_switch(self) -> bool:
+        """Whether the model's template reads `enable_thinking` (Qwen3, SmolLM3, Granite…)."""
+        t = self.format.template
+        return t is not None and t.takes_thinking_switch
+
+    @property
+    def takes_reasoning_effort(self) -> bool:
+        t = self.format.template
+        return t is not None and t.takes_reasoning_effort
+
+    def render(self, messages: Sequence[Message], options: TemplateOptions | None = None) -> str:
+        """The prompt text, in the model's format; consecutive messages of one role are merged first."""
+        text = chat_format.render(self.format, merge_turns(messages), options)
+        bos = self.format.template.bos_token if self.format.template is not None else ""
+        if self.runtime.add_bos and bos and text.startswith(bos):
+            text = text[len(bos) :]  # llama.cpp adds BOS itself
         return text
 
     def _prompt(self, text: str) -> tuple[list[int], int, str]:
@@ -124,24 +143,31 @@ class ChatEngine:
             tokens.extend(self.runtime.tokenize(rest, add_special=(pos == 0 and self.runtime.add_bos)))
         return tokens, used, rest
 
-    def _prepare(self, messages: Sequence[Message]) -> tuple[str, list[int], int, str]:
+    def _prepare(
+        self, messages: Sequence[Message], options: TemplateOptions | None = None
+    ) -> tuple[str, list[int], int, str]:
         """Text, tokens, segments reused and remainder for `messages`; the last answer is kept,
         so fitting a request and then sending it renders and tokenises it once."""
-        key = tuple(messages)
+        key = (*messages, options)
         if self._prepared is not None and self._prepared[0] == key:
             return self._prepared[1]
-        text = self.render(messages)
+        text = self.render(messages, options)
         result = (text, *self._prompt(text))
         self._prepared = (key, result)
         return result
 
-    def count_tokens(self, messages: Sequence[Message]) -> int:
+    def count_tokens(self, messages: Sequence[Message], options: TemplateOptions | None = None) -> int:
         """How many tokens the prompt for `messages` takes."""
-        return len(self._prepare(messages)[1])
+        return len(self._prepare(messages, options)[1])
 
-    def fit(self, messages: Sequence[Message], sampling: SamplingSettings, overflow: OverflowSettings) -> Fitted:
+    def fit(
+        self, messages: Sequence[Message], sampling: SamplingSettings, overflow: OverflowSettings,
+        options: TemplateOptions | None = None,
+    ) -> Fitted:
         reserve = overflow.reserve or min(sampling.max_tokens, self.n_ctx // 4)
-        return fit_messages(messages, self.count_tokens, self.n_ctx, reserve, overflow.policy)
+        return fit_messages(
+            messages, lambda ms: self.count_tokens(ms, options), self.n_ctx, reserve, overflow.policy
+        )
 
     # --- streaming --------------------------------------------------------------------
     def stream(
@@ -150,18 +176,22 @@ class ChatEngine:
         sampling: SamplingSettings | None = None,
         overflow: OverflowSettings | None = None,
         cancel: threading.Event | None = None,
+        options: TemplateOptions | None = None,
     ) -> Iterator[Event]:
         """Prefill the prompt, then decode; yields PrefillDone, Token…, MetricsSnapshot…, Finished.
 
         Raises:
             ContextOverflow: the prompt does not fit and the policy is `stop` (or nothing fits).
-            TemplateError: the chat template failed or tried to leave its sandbox.
+            TemplateError: the chat template refused, failed, or tried to leave its sandbox.
             EngineBusy: another request is running.
         """
         if not self._busy.acquire(blocking=False):
             raise EngineBusy("the engine is still answering another request")
         try:
-            yield from self._stream(messages, sampling or SamplingSettings(), overflow or OverflowSettings(), cancel)
+            yield from self._stream(
+                messages, sampling or SamplingSettings(), overflow or OverflowSettings(), cancel,
+                options or TemplateOptions(),
+            )
         finally:
             self._busy.release()
 
@@ -171,12 +201,13 @@ class ChatEngine:
         sampling: SamplingSettings,
         overflow: OverflowSettings,
         cancel: threading.Event | None,
+        options: TemplateOptions,
     ) -> Iterator[Event]:
         clock = RequestClock()
         if not messages or messages[-1].role != "user":
             raise TemplateError("a chat request must end with a user message")
-        fitted = self.fit(messages, sampling, overflow)
-        _text, prompt, used, rest = self._prepare(fitted.messages)
+        fitted = self.fit(messages, sampling, overflow, options)
+        text, prompt, used, rest = self._prepare(fitted.messages, options)
         rt = self.runtime
         if len(prompt) >= self.n_ctx:
             raise EngineError("the prompt fills the whole context")
@@ -187,7 +218,18 @@ class ChatEngine:
         while keep < limit and prompt[keep] == self._tokens[keep]:
             keep += 1
         keep = min(keep, len(prompt) - 1)
-        rt.kv_truncate(keep)
+        cache_note = ""
+        if not rt.kv_truncate(keep):
+            # Recurrent and hybrid memory cannot be trimmed part-way, and a sliding window may no
+            # longer hold what the prefix needs: llama.cpp cleared the cache, so read it all again.
+            cache_note = (
+                f"this model's cache cannot keep {keep} tokens and drop the rest "
+                "(recurrent, hybrid or sliding-window memory): the whole prompt was read again"
+            )
+            keep = 0
+            used = 0
+            rest = text
+            self._segments.clear()
         del self._tokens[keep:]
         self._prepared = None
         self._segments = self._segments[:used]
@@ -223,17 +265,22 @@ class ChatEngine:
             prefill_ms=prefill_ms,
             prefill_tps=evaluated / prefill_ms * 1000 if prefill_ms > 0 else 0.0,
         )
-        yield PrefillDone(len(prompt), keep, evaluated, prefill_ms, fitted.dropped, fitted.note)
-        yield from self._decode(sampling, cancel, clock)
+        yield PrefillDone(len(prompt), keep, evaluated, prefill_ms, fitted.dropped, fitted.note, cache_note)
+        parser = ReasoningParser(self.reasoning, opened_in_prompt(self.reasoning, text))
+        yield from self._decode(sampling, cancel, clock, parser)
 
-    def _decode(self, sampling: SamplingSettings, cancel: threading.Event | None, clock: RequestClock) -> Iterator[Event]:
+    def _decode(
+        self, sampling: SamplingSettings, cancel: threading.Event | None, clock: RequestClock,
+        parser: ReasoningParser,
+    ) -> Iterator[Event]:
         rt = self.runtime
         seed = sampling.seed if sampling.seed >= 0 else random.getrandbits(32)
         sampler = rt.new_sampler(sampling, seed)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        stops = StopMatcher(sampling.stop)
+        stops = StopMatcher((*sampling.stop, *self.format.stops))
         n_answer = 0
-        pieces: list[str] = []  # everything emitted
+        answer: list[str] = []
+        thinking: list[str] = []
         raw: list[bytes] = []  # the bytes of the answer tokens that are in the cache
         eog, n_ctx, times, tokens = rt.eog, self.n_ctx, clock.token_times, self._tokens
         next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
@@ -250,9 +297,15 @@ class ChatEngine:
                 n_answer += 1
                 piece = rt.piece(tok)
                 out, hit = stops.feed(decoder.decode(piece))
-                if out:
-                    pieces.append(out)
-                    yield Token(out, n_answer)
+                was_thinking = parser.in_reasoning
+                gave_answer = False
+                for ev in self._split(parser, out, n_answer, answer, thinking):
+                    gave_answer = gave_answer or not ev.reasoning
+                    yield ev
+                if gave_answer and not clock.t_first_answer:
+                    clock.t_first_answer = now
+                if not gave_answer and (was_thinking or parser.in_reasoning):
+                    clock.reasoning_tokens += 1
                 if hit:
                     reason = "stop"
                     break
@@ -271,13 +324,26 @@ class ChatEngine:
             rt.free_sampler(sampler)
         # A character cut off by the end of the answer is dropped, never shown as U+FFFD.
         tail = "" if hit else stops.flush()
-        if tail:
-            pieces.append(tail)
-            yield Token(tail, n_answer)
+        yield from self._split(parser, tail, n_answer, answer, thinking)
+        yield from self._pieces(parser.flush(), n_answer, answer, thinking)
         cached_text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(b"".join(raw))
         self._segments.append(_Segment(cached_text, tuple(tokens[len(tokens) - len(raw) :])))
         metrics = clock.snapshot(rt.kv_cells_used(), n_ctx, self.bytes_per_cell, reason)
-        yield Finished(reason, "".join(pieces), metrics)
+        yield Finished(reason, "".join(answer), metrics, "".join(thinking).strip())
+
+    def _split(
+        self, parser: ReasoningParser, text: str, n: int, answer: list[str], thinking: list[str]
+    ) -> Iterator[Token]:
+        if text:
+            yield from self._pieces(parser.feed(text), n, answer, thinking)
+
+    @staticmethod
+    def _pieces(
+        pieces: list[tuple[str, str]], n: int, answer: list[str], thinking: list[str]
+    ) -> Iterator[Token]:
+        for kind, text in pieces:
+            (answer if kind == ANSWER else thinking).append(text)
+            yield Token(text, n, kind != ANSWER)
 
     def _sync_segments(self) -> None:
         """After a cancelled prefill the cache holds part of the last segment: forget its text."""
@@ -288,4 +354,3 @@ class ChatEngine:
                 self._prepared = None
                 return
             covered += len(seg.tokens)
-

@@ -15,6 +15,10 @@ class TemplateError(EngineError):
     """The model's chat template is missing, broken, or tried to leave its sandbox."""
 
 
+class TemplateRefusal(TemplateError):
+    """The chat template itself refused the conversation (`raise_exception`), with its reason."""
+
+
 class ContextOverflow(EngineError):
     """The prompt plus the room reserved for the answer does not fit the context."""
 

@@ -17,12 +17,14 @@ class PrefillDone:
     prefill_ms: float  # llama.cpp's own timer for the prompt pass
     dropped_messages: tuple[int, ...] = ()  # indices dropped by the overflow policy
     overflow_note: str = ""
+    cache_note: str = ""  # why more than the new tokens were evaluated (a cache that cannot be trimmed)
 
 
 @dataclass(frozen=True)
 class Token:
     text: str  # complete UTF-8 characters only
     n_tokens: int  # tokens generated so far
+    reasoning: bool = False  # the model's thinking, not its answer
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,9 @@ class MetricsSnapshot:
     cached_tokens: int = 0
     evaluated_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0  # of completion_tokens, those spent thinking
     ttft_ms: float = 0.0
+    answer_ttft_ms: float = 0.0  # to the first token of the answer proper (after any thinking)
     prefill_ms: float = 0.0
     prefill_tps: float = 0.0
     decode_tps: float = 0.0
@@ -50,8 +54,6 @@ class MetricsSnapshot:
 @dataclass(frozen=True)
 class Finished:
     reason: str  # "stop", "length", "cancelled", "context_full"
-    text: str
+    text: str  # the answer, without the thinking
     metrics: MetricsSnapshot = field(default_factory=MetricsSnapshot)
-
-
-FINISH_REASONS = ("stop", "length", "cancelled", "context_full")
+    reasoning: str = ""  # the thinking, apart

@@ -9,6 +9,7 @@ GUI thread has as few chances as possible to delay it.
 from __future__ import annotations
 
 import ctypes
+import functools
 import re
 import sys
 import threading
@@ -127,6 +128,9 @@ class LlamaRuntime:
         self.settings = settings
         mp = llama_cpp.llama_model_default_params()
         mp.n_gpu_layers = n_gpu_layers
+        # ggml's AMX kernels die with SIGILL on Sapphire Rapids VMs (reproduced here, while plain AMX
+        # instructions run fine), and they live in the extra buffer types: off where AMX is.
+        mp.use_extra_bufts = not _cpu_has_amx()
         if progress is not None:  # return False from it to abandon the load
             keep_alive = llama_cpp.llama_progress_callback(lambda p, _user: bool(progress(float(p))))
             mp.progress_callback = keep_alive
@@ -191,6 +195,18 @@ class LlamaRuntime:
             self._pieces[token] = p
         return p
 
+    def is_single_token(self, text: str) -> bool:
+        """Whether the vocabulary has `text` as one token of its own (a special or added token)."""
+        ids = self.tokenize(text)
+        return len(ids) == 1 and self.token_text(ids[0]) == text
+
+    def render_as_text(self, texts: Sequence[str]) -> None:
+        """Show these tokens' text in `piece` even where llama.cpp renders them as nothing (control
+        tokens): the reasoning parser reads its markers from the stream."""
+        for text in texts:
+            if self.is_single_token(text):
+                self._pieces[self.tokenize(text)[0]] = text.encode("utf-8")
+
     def token_text(self, token: int) -> str:
         t = llama_cpp.llama_vocab_get_text(self.vocab, token)
         return t.decode("utf-8", errors="replace") if t else ""
@@ -212,12 +228,20 @@ class LlamaRuntime:
         """Cells of sequence 0 in the cache, as llama.cpp reports them."""
         return int(llama_cpp.llama_memory_seq_pos_max(self.memory, 0)) + 1
 
-    def kv_truncate(self, keep: int) -> None:
-        """Drop every cell from position `keep` on."""
-        if not llama_cpp.llama_memory_seq_rm(self.memory, 0, keep, -1):
-            llama_cpp.llama_memory_clear(self.memory, True)
-            if keep:
-                raise EngineError("llama.cpp could not trim the KV cache")
+    def kv_truncate(self, keep: int) -> bool:
+        """Drop every cell from position `keep` on. False when llama.cpp cannot keep exactly the
+        first `keep` (recurrent or hybrid memory trims only whole; a sliding window may have let
+        go of what continuing needs): the cache is then cleared, and holds nothing."""
+        if keep and llama_cpp.llama_memory_seq_rm(self.memory, 0, keep, -1) and self._holds_prefix(keep):
+            return True
+        llama_cpp.llama_memory_clear(self.memory, True)
+        return keep == 0
+
+    def _holds_prefix(self, keep: int) -> bool:
+        """Whether the cells still there let decoding continue at position `keep`."""
+        pos_min = int(llama_cpp.llama_memory_seq_pos_min(self.memory, 0))
+        n_swa = int(llama_cpp.llama_model_n_swa(self.model))
+        return pos_min == 0 or (n_swa > 0 and 0 <= pos_min <= max(0, keep - n_swa))
 
     # --- decode -------------------------------------------------------------------
     def decode(self, tokens: Sequence[int]) -> None:
@@ -283,6 +307,15 @@ class LlamaRuntime:
 
     def __del__(self) -> None:
         self.close()
+
+
+@functools.cache
+def _cpu_has_amx() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            return any(line.startswith("flags") and " amx_int8" in line for line in f)
+    except OSError:
+        return False
 
 
 def _last_error(log: str) -> str:

@@ -27,6 +27,8 @@ class RequestClock:
         self.t_prefill_start = self.t_request
         self.t_prefill_end = self.t_request
         self.token_times: list[float] = []
+        self.reasoning_tokens = 0
+        self.t_first_answer = 0.0
         self.base = MetricsSnapshot()
 
     def snapshot(
@@ -43,7 +45,9 @@ class RequestClock:
         return replace(
             self.base,
             completion_tokens=n,
+            reasoning_tokens=self.reasoning_tokens,
             ttft_ms=ttft,
+            answer_ttft_ms=(self.t_first_answer - self.t_request) * 1000 if self.t_first_answer else 0.0,
             decode_tps=decode_tps,
             itl_p50_ms=percentile(gaps, 50),
             itl_p95_ms=percentile(gaps, 95),
