@@ -13,7 +13,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Self
 
 import platformdirs
 
@@ -36,9 +36,6 @@ from prefill.store.records import (
     to_json,
 )
 from prefill.store.search import SearchHit
-
-if TYPE_CHECKING:
-    from typing_extensions import Self  # typing.Self needs Python 3.11
 
 HISTORY_FILE = "history.sqlite3"
 
@@ -194,11 +191,12 @@ class HistoryStore:
         finish_reason: str | None = None,
         figures: Mapping[str, Any] | None = None,
         complete: bool = True,
+        reasoning: str = "",
     ) -> Message:
         """Append a message to a chat and return it.
 
         The first user message of a chat still titled "New chat" also names the chat
-        (see ``title_from_text``).
+        (see ``title_from_text``). ``reasoning`` is a reasoning model's thinking.
 
         Raises:
             ConversationNotFound: No such chat.
@@ -207,7 +205,7 @@ class HistoryStore:
         check_role(role)
         with db.transaction(self._db) as conn:
             message_id = self._append(
-                conn, conversation_id, role, content, finish_reason, figures, complete
+                conn, conversation_id, role, content, finish_reason, figures, complete, reasoning
             )
             if role == "user":
                 self._title_from_first_user_message(conn, conversation_id, content)
@@ -251,16 +249,17 @@ class HistoryStore:
             ConversationNotFound: No such chat.
         """
         with db.transaction(self._db) as conn:
-            return self._append(conn, conversation_id, "assistant", "", None, None, False)
+            return self._append(conn, conversation_id, "assistant", "", None, None, False, "")
 
-    def update_answer(self, message_id: int, content: str) -> None:
-        """Save the text streamed so far: one UPDATE, committed at once.
+    def update_answer(self, message_id: int, content: str, reasoning: str = "") -> None:
+        """Save the text and the reasoning streamed so far: one UPDATE, committed at once.
 
         Cheap enough for a few calls a second; the chat's ``updated_at`` waits for
         ``finish_answer``. Raises MessageNotFound.
         """
         cursor = self._db.execute(
-            "UPDATE messages SET content = ? WHERE id = ?", (content, message_id)
+            "UPDATE messages SET content = ?, reasoning = ? WHERE id = ?",
+            (content, reasoning, message_id),
         )
         if not cursor.rowcount:
             raise MessageNotFound(message_id)
@@ -271,8 +270,9 @@ class HistoryStore:
         content: str,
         finish_reason: str | None,
         figures: Mapping[str, Any] | None = None,
+        reasoning: str = "",
     ) -> Message:
-        """Save the whole answer with why it ended and its figures; mark it complete.
+        """Save the whole answer, its reasoning, why it ended and its figures; mark it complete.
 
         Raises:
             MessageNotFound: No such message.
@@ -280,9 +280,9 @@ class HistoryStore:
         """
         with db.transaction(self._db) as conn:
             cursor = conn.execute(
-                "UPDATE messages SET content = ?, finish_reason = ?, figures = ?, complete = 1"
-                " WHERE id = ?",
-                (content, finish_reason, to_json(figures), message_id),
+                "UPDATE messages SET content = ?, reasoning = ?, finish_reason = ?, figures = ?,"
+                " complete = 1 WHERE id = ?",
+                (content, reasoning, finish_reason, to_json(figures), message_id),
             )
             if not cursor.rowcount:
                 raise MessageNotFound(message_id)
@@ -314,13 +314,15 @@ class HistoryStore:
         finish_reason: str | None,
         figures: Mapping[str, Any] | None,
         complete: bool,
+        reasoning: str,
     ) -> int:
         self._conversation(conn, conversation_id)
         now = self._clock()
         cursor = conn.execute(
             "INSERT INTO messages (conversation_id, position, role, content, created_at,"
-            " finish_reason, figures, complete) VALUES (?, (SELECT COALESCE(MAX(position), -1)"
-            " + 1 FROM messages WHERE conversation_id = ?), ?, ?, ?, ?, ?, ?)",
+            " finish_reason, figures, complete, reasoning) VALUES (?, (SELECT"
+            " COALESCE(MAX(position), -1) + 1 FROM messages WHERE conversation_id = ?),"
+            " ?, ?, ?, ?, ?, ?, ?)",
             (
                 conversation_id,
                 conversation_id,
@@ -330,6 +332,7 @@ class HistoryStore:
                 finish_reason,
                 to_json(figures),
                 int(complete),
+                reasoning,
             ),
         )
         self._touch(conn, conversation_id)

@@ -54,6 +54,8 @@ class Message:
         figures: Engine figures for this answer (prompt_tokens, ttft_ms, decode_tps, …);
             free-form so the engine can add keys without a migration.
         complete: False while an answer is streaming, and forever for one cut off by a crash.
+        reasoning: A reasoning model's thinking before the answer, kept apart from
+            ``content`` ("" = none).
     """
 
     id: int
@@ -65,11 +67,13 @@ class Message:
     finish_reason: str | None = None
     figures: Mapping[str, Any] = field(default_factory=dict, hash=False)
     complete: bool = True
+    reasoning: str = ""
 
 
 CONVERSATION_COLUMNS = "id, title, created_at, updated_at, system_prompt, model, settings"
 MESSAGE_COLUMNS = (
-    "id, conversation_id, position, role, content, created_at, finish_reason, figures, complete"
+    "id, conversation_id, position, role, content, created_at, finish_reason, figures, complete,"
+    " reasoning"
 )
 
 
@@ -129,6 +133,7 @@ def message_from_row(row: sqlite3.Row) -> Message:
         finish_reason=row["finish_reason"],
         figures=from_json(row["figures"]),
         complete=bool(row["complete"]),
+        reasoning=row["reasoning"],
     )
 
 

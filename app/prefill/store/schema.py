@@ -63,7 +63,12 @@ def _v2_engine_record(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1_chat, _v2_engine_record)
+def _v3_reasoning(conn: sqlite3.Connection) -> None:
+    """Version 3: a reasoning model's thinking, kept apart from the answer's text."""
+    _run(conn, ["ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT ''"])
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1_chat, _v2_engine_record, _v3_reasoning)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
