@@ -65,9 +65,36 @@ PRAGMA user_version = 2;
 """
 )
 
+# Version 3 added the reasoning of an answer; a second chat shows uids are told apart.
+V3_DDL = (
+    V2_DDL.replace("PRAGMA user_version = 2;", "")
+    + """
+ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT '';
+UPDATE messages SET reasoning = 'Recall marsupials.' WHERE id = 2;
+INSERT INTO conversations (id, title, created_at, updated_at) VALUES (2, 'Empty', 30.0, 30.0);
+PRAGMA user_version = 3;
+"""
+)
+
 
 def test_previous_version_is_migrated_with_its_rows(db_path: Path) -> None:
-    assert SCHEMA_VERSION == 3, "write the new previous version's DDL into this test"
+    assert SCHEMA_VERSION == 4, "write the new previous version's DDL into this test"
+    _old_database(db_path, V3_DDL)
+    with HistoryStore(db_path) as store:
+        old, empty = sorted(store.list_conversations(), key=lambda c: c.id)
+        (_, answer) = store.messages(old.id)
+        new = store.create_conversation()
+    assert (old.title, old.model, answer.reasoning) == ("Old chat", "old.gguf", "Recall marsupials.")
+    uids = {old.uid, empty.uid, new.uid}
+    assert len(uids) == 3 and all(len(uid) == 36 for uid in uids)
+    with sqlite3.connect(db_path) as raw:
+        assert user_version(raw) == SCHEMA_VERSION
+        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        with pytest.raises(sqlite3.IntegrityError):
+            raw.execute("UPDATE conversations SET uid = ? WHERE id = 2", (old.uid,))
+
+
+def test_version_2_gains_reasoning(db_path: Path) -> None:
     _old_database(db_path, V2_DDL)
     with HistoryStore(db_path) as store:
         (conv,) = store.list_conversations()

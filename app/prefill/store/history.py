@@ -18,6 +18,7 @@ from typing import Any, Self
 import platformdirs
 
 from prefill.store import db, search
+from prefill.store.archive import ArchivedConversation, ImportResult, read_archive, write_archive
 from prefill.store.errors import (
     ConversationNotFound,
     MessageNotFound,
@@ -35,6 +36,7 @@ from prefill.store.records import (
     title_from_text,
     to_json,
 )
+from prefill.store.schema import new_uid
 from prefill.store.search import SearchHit
 
 HISTORY_FILE = "history.sqlite3"
@@ -104,8 +106,8 @@ class HistoryStore:
         with db.transaction(self._db) as conn:
             cursor = conn.execute(
                 "INSERT INTO conversations (title, created_at, updated_at, system_prompt,"
-                " model, settings) VALUES (?, ?, ?, ?, ?, ?)",
-                (title, now, now, system_prompt, model, to_json(settings)),
+                " model, settings, uid) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (title, now, now, system_prompt, model, to_json(settings), new_uid()),
             )
             return self._conversation(conn, int(cursor.lastrowid or 0))
 
@@ -289,6 +291,26 @@ class HistoryStore:
             message = self._message(conn, message_id)
             self._touch(conn, message.conversation_id)
             return message
+
+    def export_conversations(
+        self, conversation_ids: list[int] | None = None
+    ) -> list[ArchivedConversation]:
+        """Return chats whole, for an export: these ids in this order, or None for all.
+
+        Raises:
+            ConversationNotFound: One of the ids is not here.
+        """
+        # One read transaction, so a chat and its messages are read as of one moment.
+        with db.transaction(self._db) as conn:
+            return read_archive(conn, conversation_ids)
+
+    def import_conversations(self, conversations: list[ArchivedConversation]) -> ImportResult:
+        """Add chats from an export in one transaction; one whose uid is here already is skipped.
+
+        The records must come from ``history_import`` (the door that checks a file).
+        """
+        with db.transaction(self._db) as conn:
+            return write_archive(conn, conversations)
 
     def search(self, query: str, limit: int = 50) -> list[SearchHit]:
         """Find chats by title and messages by text; every word must match.

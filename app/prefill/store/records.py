@@ -28,6 +28,8 @@ class Conversation:
         system_prompt: The system prompt sent before the messages ("" = none).
         model: Path or name of the model last used in it ("" = none yet).
         settings: Generation settings used in it (free-form JSON object).
+        uid: Its lasting identity across databases: exports carry it, imports skip a chat
+            whose uid is already here.
     """
 
     id: int
@@ -37,6 +39,7 @@ class Conversation:
     system_prompt: str = ""
     model: str = ""
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    uid: str = ""
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,7 @@ class Message:
     reasoning: str = ""
 
 
-CONVERSATION_COLUMNS = "id, title, created_at, updated_at, system_prompt, model, settings"
+CONVERSATION_COLUMNS = "id, title, created_at, updated_at, system_prompt, model, settings, uid"
 MESSAGE_COLUMNS = (
     "id, conversation_id, position, role, content, created_at, finish_reason, figures, complete,"
     " reasoning"
@@ -118,6 +121,7 @@ def conversation_from_row(row: sqlite3.Row) -> Conversation:
         system_prompt=row["system_prompt"],
         model=row["model"],
         settings=from_json(row["settings"]),
+        uid=row["uid"],
     )
 
 
