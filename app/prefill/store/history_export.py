@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import time
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from prefill.store.archive import ArchivedConversation, ArchivedMessage, to_document
@@ -22,6 +25,26 @@ def render(
     if fmt == "md":
         return to_markdown(conversations)
     raise ValueError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
+
+
+def write_export(
+    path: Path, conversations: Iterable[ArchivedConversation], fmt: ExportFormat
+) -> None:
+    """Write an export file whole or not at all: a temporary file beside it, then a rename.
+
+    Raises:
+        OSError: The folder or file cannot be written.
+    """
+    text = render(conversations, fmt, time.time())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def to_json_text(conversations: Iterable[ArchivedConversation], exported_at: float) -> str:
