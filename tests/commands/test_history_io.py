@@ -21,7 +21,9 @@ def history(tmp_path: Path) -> Path:
         conv = store.create_conversation(model="m.gguf")
         store.add_message(conv.id, "user", "Name a bird.")
         answer = store.begin_answer(conv.id)
-        store.finish_answer(answer, "A wren.", "stop", {"completion_tokens": 3}, "Small birds first.")
+        store.finish_answer(
+            answer, "A wren.", "stop", {"completion_tokens": 3}, "Small birds first."
+        )
         store.create_conversation(title="Second")
     return path
 
@@ -30,26 +32,40 @@ def test_export_then_import_round_trips(
     history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out" / "all.json"
-    assert main(["export", "--all", "--format", "json", "-o", str(out), "--history", str(history)]) == 0
+    assert (
+        main(["export", "--all", "--format", "json", "-o", str(out), "--history", str(history)])
+        == 0
+    )
     assert capsys.readouterr().err == f"exported 2 conversations to {out}\n"
     other = tmp_path / "other.sqlite3"
     assert main(["import", str(out), "--history", str(other)]) == 0
-    assert capsys.readouterr().out == "imported 2 conversations (2 messages) from a Prefill export\n"
+    assert (
+        capsys.readouterr().out == "imported 2 conversations (2 messages) from a Prefill export\n"
+    )
     assert main(["import", str(out), "--history", str(other)]) == 0
-    assert "imported 0 conversations (0 messages) from a Prefill export; 2 conversations already here" in (
-        capsys.readouterr().out
+    assert (
+        "imported 0 conversations (0 messages) from a Prefill export; 2 conversations already here"
+        in (capsys.readouterr().out)
     )
     assert main(["export", "--format", "json", "--history", str(other)]) == 0
     again = json.loads(capsys.readouterr().out)
     first = json.loads(out.read_text(encoding="utf-8"))
-    assert [c["messages"] for c in again["conversations"]] == [c["messages"] for c in first["conversations"]]
+    assert [c["messages"] for c in again["conversations"]] == [
+        c["messages"] for c in first["conversations"]
+    ]
     assert again["conversations"][0]["messages"][1]["reasoning"] == "Small birds first."
 
 
-def test_export_one_conversation_as_markdown(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_one_conversation_as_markdown(
+    history: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["export", "--conversation", "1", "--format", "md", "--history", str(history)]) == 0
     text = capsys.readouterr().out
-    assert text.startswith("# Name a bird.\n") and "> Small birds first." in text and "Second" not in text
+    assert (
+        text.startswith("# Name a bird.\n")
+        and "> Small birds first." in text
+        and "Second" not in text
+    )
 
 
 def test_llamacpp_webui_export_imports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,8 +84,13 @@ def test_failures_are_one_line_and_exit_1(
     bad.write_text('{"conv": {"id": "x"}, "messages": []}', encoding="utf-8")
     assert main(["import", str(bad), "--history", str(history)]) == 1
     err = capsys.readouterr().err
-    assert err == f'prefill: cannot import {bad}: [0].conv: "lastModified" is missing; nothing was imported\n'
-    assert main(["export", "--conversation", "99", "--format", "json", "--history", str(history)]) == 1
+    assert (
+        err
+        == f'prefill: cannot import {bad}: [0].conv: "lastModified" is missing; nothing was imported\n'
+    )
+    assert (
+        main(["export", "--conversation", "99", "--format", "json", "--history", str(history)]) == 1
+    )
     assert capsys.readouterr().err == "prefill: no conversation with id 99\n"
     for wrong in (["--format", "pdf"], ["--all", "--conversation", "1", "--format", "md"], []):
         with pytest.raises(SystemExit) as info:
@@ -78,7 +99,9 @@ def test_failures_are_one_line_and_exit_1(
         assert capsys.readouterr().err.startswith("prefill: ")
 
 
-def test_import_of_a_gguf_still_adds_a_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_of_a_gguf_still_adds_a_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     model = write_tiny_gguf(tmp_path / "tiny.bin")  # no .gguf suffix: the magic bytes decide
     history = tmp_path / "h.sqlite3"
     models = tmp_path / "models"

@@ -22,7 +22,9 @@ def proxy(tmp_path: Path) -> Iterator[StoreProxy]:
     with HistoryStore(tmp_path / "history.sqlite3") as history:
         conv = history.create_conversation()
         history.add_message(conv.id, "user", "Hello there")
-    store = StoreProxy(Stores(HistoryStore(tmp_path / "history.sqlite3"), SettingsFile(tmp_path / "s.json")))
+    store = StoreProxy(
+        Stores(HistoryStore(tmp_path / "history.sqlite3"), SettingsFile(tmp_path / "s.json"))
+    )
     yield store
     store.stop()
 
@@ -37,8 +39,9 @@ def _choose(monkeypatch: pytest.MonkeyPatch, method: str, path: Path) -> None:
     monkeypatch.setattr(QFileDialog, method, staticmethod(lambda *a, **k: (str(path), "")))
 
 
-def test_export_this_chat_then_import_it_elsewhere(qtbot, proxy: StoreProxy, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_export_this_chat_then_import_it_elsewhere(
+    qtbot, proxy: StoreProxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     menu = _menu(qtbot, proxy, current=1)
     out = tmp_path / "exports" / "chat.json"
     _choose(monkeypatch, "getSaveFileName", out)
@@ -54,16 +57,24 @@ def test_export_this_chat_then_import_it_elsewhere(qtbot, proxy: StoreProxy, tmp
     left_out = "1 message of other branches or tool calls left out."
     assert said.args == [f"Imported 2 chats from llamacpp_webui_export.json. {left_out}"]
     _choose(monkeypatch, "getOpenFileName", out)
-    with qtbot.waitSignal(menu.notice, timeout=10_000) as said, qtbot.assertNotEmitted(menu.imported):
+    with (
+        qtbot.waitSignal(menu.notice, timeout=10_000) as said,
+        qtbot.assertNotEmitted(menu.imported),
+    ):
         menu.import_action.trigger()
-    assert said.args == [f"Imported 0 chats from {out.name}. 1 chat already here, left as they were."]
+    assert said.args == [
+        f"Imported 0 chats from {out.name}. 1 chat already here, left as they were."
+    ]
 
 
 def test_a_bad_file_is_refused_in_a_sentence(qtbot, proxy: StoreProxy, tmp_path: Path) -> None:
     menu = _menu(qtbot, proxy, current=None)
     bad = tmp_path / "notes.json"
     bad.write_text("just some notes", encoding="utf-8")
-    with qtbot.waitSignal(menu.notice, timeout=10_000) as said, qtbot.assertNotEmitted(menu.imported):
+    with (
+        qtbot.waitSignal(menu.notice, timeout=10_000) as said,
+        qtbot.assertNotEmitted(menu.imported),
+    ):
         menu.import_from(bad)
     assert said.args[0].startswith(f"Cannot import {bad}: it is not JSON")
     assert said.args[0].endswith("nothing was imported.")
@@ -71,7 +82,9 @@ def test_a_bad_file_is_refused_in_a_sentence(qtbot, proxy: StoreProxy, tmp_path:
     assert not menu.export_one["md"].isEnabled() and menu.export_all["md"].isEnabled()
 
 
-def test_the_window_lists_imported_chats(app, qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_window_lists_imported_chats(
+    app, qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     w = app.open(small_settings())
     _choose(monkeypatch, "getOpenFileName", WEBUI_EXPORT)
     with qtbot.waitSignal(w.history_menu.imported, timeout=10_000):

@@ -342,6 +342,7 @@ def _webui_node(obj: dict[str, Any], where: str, conv_id: str) -> _Node:
         kind=kind,
         role=role,
         message=ArchivedMessage(
+            # A tool result is never kept (see _webui_conversation); its role here is a stand-in.
             role=check_role(role if role != "tool" else "assistant"),
             content=_text(obj, "content", where, MAX_TEXT_CHARS, ""),
             created_at=_time(obj, "timestamp", where, 1000.0),

@@ -62,7 +62,9 @@ class HistoryMenu(QObject):
         self.import_action = self.menu.addAction("Import chats (Prefill or llama.cpp web UI JSON)…")
         for fmt in _NAMES:
             self.export_one[fmt].triggered.connect(lambda _=False, f=fmt: self._ask_export(f, True))
-            self.export_all[fmt].triggered.connect(lambda _=False, f=fmt: self._ask_export(f, False))
+            self.export_all[fmt].triggered.connect(
+                lambda _=False, f=fmt: self._ask_export(f, False)
+            )
         self.import_action.triggered.connect(self._ask_import)
         self.menu.aboutToShow.connect(self._on_menu_about_to_show)
         self.button = QToolButton(parent)
@@ -83,7 +85,9 @@ class HistoryMenu(QObject):
             self._parent, "Export chats", str(Path.home() / name), _FILTERS[fmt]
         )
         if path:
-            self.export_to(Path(path), fmt, [current] if only_current and current is not None else None)
+            self.export_to(
+                Path(path), fmt, [current] if only_current and current is not None else None
+            )
 
     def _ask_import(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
@@ -119,7 +123,10 @@ class HistoryMenu(QObject):
                 self.imported.emit()
 
         self._store.call(
-            _import, path, then=done, error=lambda e: self.notice.emit(self._failure("import", path, e))
+            _import,
+            path,
+            then=done,
+            error=lambda e: self.notice.emit(self._failure("import", path, e)),
         )
 
     @staticmethod
