@@ -105,3 +105,33 @@ def test_kill_during_an_answer_keeps_the_last_flush(tmp_path: Path) -> None:
     # Every update the child reported was committed; a few more may have been.
     assert len(words) >= last_seen + 1
     assert words == [f"t{i}" for i in range(len(words))]
+
+
+def test_reasoning_streams_and_is_kept_apart_from_the_answer(db_path: Path) -> None:
+    with HistoryStore(db_path) as first:
+        conv = first.create_conversation()
+        first.add_message(conv.id, "user", "2+2?")
+        answer_id = first.begin_answer(conv.id)
+        assert first.message(answer_id).reasoning == ""
+        first.update_answer(answer_id, "", "Two and two")
+        assert (first.message(answer_id).content, first.message(answer_id).reasoning) == (
+            "",
+            "Two and two",
+        )
+        first.update_answer(answer_id, "Fo", "Two and two make four.")
+        figures = {"reasoning_tokens": 6, "chat_format": "qwen3"}
+        first.finish_answer(answer_id, "Four.", "stop", figures, "Two and two make four.")
+        imported = first.add_message(conv.id, "assistant", "Yes.", reasoning="Agree.")
+    with HistoryStore(db_path) as second:
+        user, answer, added = second.messages(conv.id)
+    assert (user.reasoning, answer.content, answer.reasoning) == (
+        "",
+        "Four.",
+        "Two and two make four.",
+    )
+    assert answer.figures == figures
+    assert (
+        (added.content, added.reasoning)
+        == ("Yes.", "Agree.")
+        == (imported.content, imported.reasoning)
+    )

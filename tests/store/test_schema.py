@@ -37,10 +37,10 @@ PRAGMA user_version = 1;
 """
 
 
-def _old_database(path: Path) -> None:
+def _old_database(path: Path, ddl: str = V1_DDL) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(path) as raw:
-        raw.executescript(V1_DDL)
+        raw.executescript(ddl)
     raw.close()
 
 
@@ -50,29 +50,89 @@ def test_new_file_gets_the_current_version(store: HistoryStore, db_path: Path) -
         assert user_version(raw) == SCHEMA_VERSION == len(MIGRATIONS)
 
 
+# Version 2 added these to version 1, as it shipped.
+V2_DDL = (
+    V1_DDL.replace("PRAGMA user_version = 1;", "")
+    + """
+ALTER TABLE conversations ADD COLUMN model TEXT NOT NULL DEFAULT '';
+ALTER TABLE conversations ADD COLUMN settings TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE messages ADD COLUMN finish_reason TEXT;
+ALTER TABLE messages ADD COLUMN figures TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE messages ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;
+UPDATE conversations SET model = 'old.gguf', settings = '{"temperature": 0.5}';
+UPDATE messages SET finish_reason = 'stop', figures = '{"ttft_ms": 7}' WHERE id = 2;
+PRAGMA user_version = 2;
+"""
+)
+
+# Version 3 added the reasoning of an answer; a second chat shows uids are told apart.
+V3_DDL = (
+    V2_DDL.replace("PRAGMA user_version = 2;", "")
+    + """
+ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT '';
+UPDATE messages SET reasoning = 'Recall marsupials.' WHERE id = 2;
+INSERT INTO conversations (id, title, created_at, updated_at) VALUES (2, 'Empty', 30.0, 30.0);
+PRAGMA user_version = 3;
+"""
+)
+
+
 def test_previous_version_is_migrated_with_its_rows(db_path: Path) -> None:
-    assert SCHEMA_VERSION == 2, "write the new previous version's DDL into this test"
-    _old_database(db_path)
+    assert SCHEMA_VERSION == 4, "write the new previous version's DDL into this test"
+    _old_database(db_path, V3_DDL)
+    with HistoryStore(db_path) as store:
+        old, empty = sorted(store.list_conversations(), key=lambda c: c.id)
+        (_, answer) = store.messages(old.id)
+        new = store.create_conversation()
+    assert (old.title, old.model, answer.reasoning) == ("Old chat", "old.gguf", "Recall marsupials.")
+    uids = {old.uid, empty.uid, new.uid}
+    assert len(uids) == 3 and all(len(uid) == 36 for uid in uids)
+    with sqlite3.connect(db_path) as raw:
+        assert user_version(raw) == SCHEMA_VERSION
+        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        with pytest.raises(sqlite3.IntegrityError):
+            raw.execute("UPDATE conversations SET uid = ? WHERE id = 2", (old.uid,))
+
+
+def test_version_2_gains_reasoning(db_path: Path) -> None:
+    _old_database(db_path, V2_DDL)
     with HistoryStore(db_path) as store:
         (conv,) = store.list_conversations()
         messages = store.messages(conv.id)
         hits = store.search("quokka")
         answer_id = store.begin_answer(conv.id)
-        store.finish_answer(answer_id, "More?", "stop", {"ttft_ms": 9})
+        store.update_answer(answer_id, "Mo", "The user wants")
+        store.finish_answer(answer_id, "More?", "stop", {"ttft_ms": 9}, "The user wants more.")
+        answer = store.message(answer_id)
+    assert (conv.title, conv.model, conv.settings) == ("Old chat", "old.gguf", {"temperature": 0.5})
+    assert [(m.content, m.reasoning, m.figures, m.finish_reason) for m in messages] == [
+        ("What is a quokka?", "", {}, None),
+        ("A small marsupial.", "", {"ttft_ms": 7}, "stop"),
+    ]
+    assert (answer.content, answer.reasoning) == ("More?", "The user wants more.")
+    assert [(h.conversation_id, h.message_id) for h in hits] == [(1, 1)]
+    with sqlite3.connect(db_path) as raw:
+        assert user_version(raw) == SCHEMA_VERSION
+        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_first_version_is_migrated_through_every_step(db_path: Path) -> None:
+    _old_database(db_path)
+    with HistoryStore(db_path) as store:
+        (conv,) = store.list_conversations()
+        messages = store.messages(conv.id)
+        hits = store.search("quokka")
     assert (conv.title, conv.system_prompt, conv.model, conv.settings) == (
         "Old chat",
         "Be terse.",
         "",
         {},
     )
-    assert [(m.content, m.complete, m.figures, m.finish_reason) for m in messages] == [
-        ("What is a quokka?", True, {}, None),
-        ("A small marsupial.", True, {}, None),
+    assert [(m.content, m.complete, m.figures, m.finish_reason, m.reasoning) for m in messages] == [
+        ("What is a quokka?", True, {}, None, ""),
+        ("A small marsupial.", True, {}, None, ""),
     ]
     assert [(h.conversation_id, h.message_id) for h in hits] == [(1, 1)]
-    with sqlite3.connect(db_path) as raw:
-        assert user_version(raw) == SCHEMA_VERSION
-        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
 def test_failed_migration_leaves_the_file_as_it_was(tmp_path: Path) -> None:

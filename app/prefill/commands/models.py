@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from prefill.cli import CliError
+from prefill.commands import history_io
 from prefill.engine.gguf_header import GGUFError
 from prefill.engine.settings import KV_TYPES
 from prefill.hub.client import SORT_KEYS, HubClient
@@ -49,9 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("name", help="as `prefill ls` shows it, or its file name")
     r.add_argument("--yes", action="store_true", help="do not ask")
 
-    i = _command(cmds, "import", "add a .gguf from elsewhere to the library", _import)
+    i = _command(cmds, "import", "add a .gguf to the library, or chats (a JSON export) to the history", _import)
     i.add_argument("path", type=Path)
     i.add_argument("--symlink", action="store_true", help="link to the file instead of copying it")
+    history_io.add_history_option(i)
 
 
 def _command(cmds: argparse._SubParsersAction, name: str, help: str, handler: object) -> argparse.ArgumentParser:
@@ -169,6 +171,8 @@ def _rm(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
+    if not history_io.is_model_file(args.path):
+        return history_io.run_import(args)
     model = ModelLibrary(_models_dir(args)).import_file(args.path, "symlink" if args.symlink else "copy")
     print(model.name)
     return 0

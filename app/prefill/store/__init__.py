@@ -1,8 +1,10 @@
 """SQLite chat history and typed settings. No Qt: this package runs in the CLI and tests."""
 
+from prefill.store.archive import ArchivedConversation, ArchivedMessage, ImportResult
 from prefill.store.errors import (
     ConversationNotFound,
     HistoryUnavailable,
+    ImportRejected,
     InvalidSetting,
     MessageNotFound,
     SchemaTooNew,
@@ -24,11 +26,15 @@ from prefill.store.settings import (
 from prefill.store.settings_file import SettingsFile, default_settings_path
 
 __all__ = [
+    "ArchivedConversation",
+    "ArchivedMessage",
     "Conversation",
     "ConversationNotFound",
     "HistoryStore",
     "HistoryUnavailable",
     "HubSettings",
+    "ImportRejected",
+    "ImportResult",
     "InvalidSetting",
     "Message",
     "MessageNotFound",

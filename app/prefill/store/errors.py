@@ -54,6 +54,20 @@ class MessageNotFound(StoreError, LookupError):
         super().__init__(f"no message with id {message_id}")
 
 
+class ImportRejected(StoreError, ValueError):
+    """A history file was refused at the door; nothing of it was imported.
+
+    Attributes:
+        path: The file.
+        reason: What is wrong with it, and where.
+    """
+
+    def __init__(self, path: Path, reason: str):
+        self.path = path
+        self.reason = reason
+        super().__init__(f"cannot import {path}: {reason}; nothing was imported")
+
+
 class SettingsError(StoreError):
     """The settings file could not be read or written (not: it held bad values).
 

@@ -13,11 +13,12 @@ import sqlite3
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Self
 
 import platformdirs
 
 from prefill.store import db, search
+from prefill.store.archive import ArchivedConversation, ImportResult, read_archive, write_archive
 from prefill.store.errors import (
     ConversationNotFound,
     MessageNotFound,
@@ -35,10 +36,8 @@ from prefill.store.records import (
     title_from_text,
     to_json,
 )
+from prefill.store.schema import new_uid
 from prefill.store.search import SearchHit
-
-if TYPE_CHECKING:
-    from typing_extensions import Self  # typing.Self needs Python 3.11
 
 HISTORY_FILE = "history.sqlite3"
 
@@ -107,8 +106,8 @@ class HistoryStore:
         with db.transaction(self._db) as conn:
             cursor = conn.execute(
                 "INSERT INTO conversations (title, created_at, updated_at, system_prompt,"
-                " model, settings) VALUES (?, ?, ?, ?, ?, ?)",
-                (title, now, now, system_prompt, model, to_json(settings)),
+                " model, settings, uid) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (title, now, now, system_prompt, model, to_json(settings), new_uid()),
             )
             return self._conversation(conn, int(cursor.lastrowid or 0))
 
@@ -194,11 +193,12 @@ class HistoryStore:
         finish_reason: str | None = None,
         figures: Mapping[str, Any] | None = None,
         complete: bool = True,
+        reasoning: str = "",
     ) -> Message:
         """Append a message to a chat and return it.
 
         The first user message of a chat still titled "New chat" also names the chat
-        (see ``title_from_text``).
+        (see ``title_from_text``). ``reasoning`` is a reasoning model's thinking.
 
         Raises:
             ConversationNotFound: No such chat.
@@ -207,7 +207,7 @@ class HistoryStore:
         check_role(role)
         with db.transaction(self._db) as conn:
             message_id = self._append(
-                conn, conversation_id, role, content, finish_reason, figures, complete
+                conn, conversation_id, role, content, finish_reason, figures, complete, reasoning
             )
             if role == "user":
                 self._title_from_first_user_message(conn, conversation_id, content)
@@ -251,16 +251,17 @@ class HistoryStore:
             ConversationNotFound: No such chat.
         """
         with db.transaction(self._db) as conn:
-            return self._append(conn, conversation_id, "assistant", "", None, None, False)
+            return self._append(conn, conversation_id, "assistant", "", None, None, False, "")
 
-    def update_answer(self, message_id: int, content: str) -> None:
-        """Save the text streamed so far: one UPDATE, committed at once.
+    def update_answer(self, message_id: int, content: str, reasoning: str = "") -> None:
+        """Save the text and the reasoning streamed so far: one UPDATE, committed at once.
 
         Cheap enough for a few calls a second; the chat's ``updated_at`` waits for
         ``finish_answer``. Raises MessageNotFound.
         """
         cursor = self._db.execute(
-            "UPDATE messages SET content = ? WHERE id = ?", (content, message_id)
+            "UPDATE messages SET content = ?, reasoning = ? WHERE id = ?",
+            (content, reasoning, message_id),
         )
         if not cursor.rowcount:
             raise MessageNotFound(message_id)
@@ -271,8 +272,9 @@ class HistoryStore:
         content: str,
         finish_reason: str | None,
         figures: Mapping[str, Any] | None = None,
+        reasoning: str = "",
     ) -> Message:
-        """Save the whole answer with why it ended and its figures; mark it complete.
+        """Save the whole answer, its reasoning, why it ended and its figures; mark it complete.
 
         Raises:
             MessageNotFound: No such message.
@@ -280,15 +282,35 @@ class HistoryStore:
         """
         with db.transaction(self._db) as conn:
             cursor = conn.execute(
-                "UPDATE messages SET content = ?, finish_reason = ?, figures = ?, complete = 1"
-                " WHERE id = ?",
-                (content, finish_reason, to_json(figures), message_id),
+                "UPDATE messages SET content = ?, reasoning = ?, finish_reason = ?, figures = ?,"
+                " complete = 1 WHERE id = ?",
+                (content, reasoning, finish_reason, to_json(figures), message_id),
             )
             if not cursor.rowcount:
                 raise MessageNotFound(message_id)
             message = self._message(conn, message_id)
             self._touch(conn, message.conversation_id)
             return message
+
+    def export_conversations(
+        self, conversation_ids: list[int] | None = None
+    ) -> list[ArchivedConversation]:
+        """Return chats whole, for an export: these ids in this order, or None for all.
+
+        Raises:
+            ConversationNotFound: One of the ids is not here.
+        """
+        # One read transaction, so a chat and its messages are read as of one moment.
+        with db.transaction(self._db) as conn:
+            return read_archive(conn, conversation_ids)
+
+    def import_conversations(self, conversations: list[ArchivedConversation]) -> ImportResult:
+        """Add chats from an export in one transaction; one whose uid is here already is skipped.
+
+        The records must come from ``history_import`` (the door that checks a file).
+        """
+        with db.transaction(self._db) as conn:
+            return write_archive(conn, conversations)
 
     def search(self, query: str, limit: int = 50) -> list[SearchHit]:
         """Find chats by title and messages by text; every word must match.
@@ -314,13 +336,15 @@ class HistoryStore:
         finish_reason: str | None,
         figures: Mapping[str, Any] | None,
         complete: bool,
+        reasoning: str,
     ) -> int:
         self._conversation(conn, conversation_id)
         now = self._clock()
         cursor = conn.execute(
             "INSERT INTO messages (conversation_id, position, role, content, created_at,"
-            " finish_reason, figures, complete) VALUES (?, (SELECT COALESCE(MAX(position), -1)"
-            " + 1 FROM messages WHERE conversation_id = ?), ?, ?, ?, ?, ?, ?)",
+            " finish_reason, figures, complete, reasoning) VALUES (?, (SELECT"
+            " COALESCE(MAX(position), -1) + 1 FROM messages WHERE conversation_id = ?),"
+            " ?, ?, ?, ?, ?, ?, ?)",
             (
                 conversation_id,
                 conversation_id,
@@ -330,6 +354,7 @@ class HistoryStore:
                 finish_reason,
                 to_json(figures),
                 int(complete),
+                reasoning,
             ),
         )
         self._touch(conn, conversation_id)

@@ -28,6 +28,8 @@ class Conversation:
         system_prompt: The system prompt sent before the messages ("" = none).
         model: Path or name of the model last used in it ("" = none yet).
         settings: Generation settings used in it (free-form JSON object).
+        uid: Its lasting identity across databases: exports carry it, imports skip a chat
+            whose uid is already here.
     """
 
     id: int
@@ -37,6 +39,7 @@ class Conversation:
     system_prompt: str = ""
     model: str = ""
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    uid: str = ""
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ class Message:
         figures: Engine figures for this answer (prompt_tokens, ttft_ms, decode_tps, …);
             free-form so the engine can add keys without a migration.
         complete: False while an answer is streaming, and forever for one cut off by a crash.
+        reasoning: A reasoning model's thinking before the answer, kept apart from
+            ``content`` ("" = none).
     """
 
     id: int
@@ -65,11 +70,13 @@ class Message:
     finish_reason: str | None = None
     figures: Mapping[str, Any] = field(default_factory=dict, hash=False)
     complete: bool = True
+    reasoning: str = ""
 
 
-CONVERSATION_COLUMNS = "id, title, created_at, updated_at, system_prompt, model, settings"
+CONVERSATION_COLUMNS = "id, title, created_at, updated_at, system_prompt, model, settings, uid"
 MESSAGE_COLUMNS = (
-    "id, conversation_id, position, role, content, created_at, finish_reason, figures, complete"
+    "id, conversation_id, position, role, content, created_at, finish_reason, figures, complete,"
+    " reasoning"
 )
 
 
@@ -114,6 +121,7 @@ def conversation_from_row(row: sqlite3.Row) -> Conversation:
         system_prompt=row["system_prompt"],
         model=row["model"],
         settings=from_json(row["settings"]),
+        uid=row["uid"],
     )
 
 
@@ -129,6 +137,7 @@ def message_from_row(row: sqlite3.Row) -> Message:
         finish_reason=row["finish_reason"],
         figures=from_json(row["figures"]),
         complete=bool(row["complete"]),
+        reasoning=row["reasoning"],
     )
 
 

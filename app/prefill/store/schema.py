@@ -9,6 +9,7 @@ The full-text index is derived data and is kept by ``search.ensure_index``, not 
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import Callable, Sequence
 
 from prefill.store.db import transaction
@@ -63,7 +64,33 @@ def _v2_engine_record(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1_chat, _v2_engine_record)
+def _v3_reasoning(conn: sqlite3.Connection) -> None:
+    """Version 3: a reasoning model's thinking, kept apart from the answer's text."""
+    _run(conn, ["ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT ''"])
+
+
+def _v4_conversation_uid(conn: sqlite3.Connection) -> None:
+    """Version 4: a conversation's lasting identity, so an import never duplicates a chat.
+
+    Row ids differ between databases; the uid travels in exports. Existing chats get one now.
+    """
+    conn.execute("ALTER TABLE conversations ADD COLUMN uid TEXT NOT NULL DEFAULT ''")
+    for (row_id,) in conn.execute("SELECT id FROM conversations").fetchall():
+        conn.execute("UPDATE conversations SET uid = ? WHERE id = ?", (new_uid(), row_id))
+    conn.execute("CREATE UNIQUE INDEX conversations_by_uid ON conversations (uid)")
+
+
+def new_uid() -> str:
+    """Return a fresh conversation uid (a random UUID, as text)."""
+    return str(uuid.uuid4())
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    _v1_chat,
+    _v2_engine_record,
+    _v3_reasoning,
+    _v4_conversation_uid,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -30,6 +30,7 @@ from prefill.ui.chat_controller import ChatController
 from prefill.ui.chat_view import ChatView
 from prefill.ui.conversation_list import ConversationList
 from prefill.ui.engine_worker import EngineThread, LoadedModel
+from prefill.ui.history_menu import HistoryMenu
 from prefill.ui.input_box import InputBox
 from prefill.ui.settings_dialog import SettingsDialog, load_settings, needs_reload
 from prefill.ui.sidebar import EngineSidebar
@@ -121,6 +122,8 @@ class MainWindow(QMainWindow):
         bar.addAction(self.models_action)
         bar.addAction(self.system_action)
         bar.addAction(self.settings_action)
+        self.history_menu = HistoryMenu(self, self.store, lambda: self.controller.conversation_id)
+        bar.addWidget(self.history_menu.button)
 
     def _fill_model_combo(self) -> None:
         self.model_combo.blockSignals(True)
@@ -165,6 +168,8 @@ class MainWindow(QMainWindow):
         self.settings_action.triggered.connect(self._open_settings)
         self.models_action.triggered.connect(self.open_models)
         self.store.error.connect(self.show_notice)
+        self.history_menu.notice.connect(self.show_notice)
+        self.history_menu.imported.connect(self.refresh_conversations)
         self._count_timer = QTimer(self)
         self._count_timer.setSingleShot(True)
         self._count_timer.setInterval(150)
