@@ -17,14 +17,15 @@ from prefill.commands.options import (
 )
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.settings import OverflowSettings, SamplingSettings
-from prefill.engine.template import Message
+from prefill.engine.template import REASONING_EFFORTS, Message, TemplateOptions
 
 if TYPE_CHECKING:
     from prefill.engine.chat import ChatEngine
 
 JSON_FIELDS = (
-    "prompt_tokens", "completion_tokens", "cached_tokens", "evaluated_tokens", "ttft_ms",
-    "prefill_tps", "decode_tps", "itl_p50_ms", "itl_p95_ms", "kv_used", "kv_total", "kv_bytes",
+    "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens", "evaluated_tokens",
+    "ttft_ms", "answer_ttft_ms", "prefill_tps", "decode_tps", "itl_p50_ms", "itl_p95_ms", "kv_used",
+    "kv_total", "kv_bytes",
 )
 
 
@@ -35,6 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--system", default="", help="system prompt")
     p.add_argument("--prompt", action="append", default=[], help="a user turn to run without asking (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object per turn")
+    p.add_argument("--think", action=argparse.BooleanOptionalAction, default=None,
+                   help="turn a reasoning model's thinking on or off (templates that take enable_thinking)")
+    p.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, default="",
+                   help="gpt-oss's reasoning effort")
     p.set_defaults(handler=run)
 
 
@@ -47,9 +52,11 @@ def metrics_line(m: MetricsSnapshot) -> str:
     )
 
 
-def turn_json(f: Finished) -> dict[str, object]:
+def turn_json(f: Finished, chat_format: str) -> dict[str, object]:
     m = f.metrics
-    out: dict[str, object] = {"answer": f.text, "finish_reason": f.reason}
+    out: dict[str, object] = {
+        "answer": f.text, "reasoning": f.reasoning, "finish_reason": f.reason, "chat_format": chat_format,
+    }
     out.update({k: getattr(m, k) for k in JSON_FIELDS})
     return out
 
@@ -71,22 +78,31 @@ def _prompts(args: argparse.Namespace) -> Iterator[str]:
 
 def chat_turns(
     engine: ChatEngine, system: str, prompts: Iterable[str], sampling: SamplingSettings,
-    overflow: OverflowSettings, echo: bool,
+    overflow: OverflowSettings, echo: bool, options: TemplateOptions | None = None,
 ) -> Iterator[Finished]:
-    """Run user turns in one conversation; yields each answer's Finished event."""
+    """Run user turns in one conversation; yields each answer's Finished event. Echoed thinking
+    goes to stderr, dimmed, so stdout holds the answers alone."""
     history: list[Message] = [Message("system", system)] if system else []
     for prompt in prompts:
         history.append(Message("user", prompt))
         finished = None
-        for ev in engine.stream(history, sampling, overflow):
+        thinking = False
+        for ev in engine.stream(history, sampling, overflow, options=options):
             if echo and isinstance(ev, Token):
-                print(ev.text, end="", flush=True)
-            elif echo and isinstance(ev, PrefillDone) and ev.overflow_note:
-                print(f"({ev.overflow_note})", file=sys.stderr)
+                if ev.reasoning != thinking:
+                    thinking = ev.reasoning
+                    print("\x1b[2m[thinking] " if thinking else "\x1b[0m\n", end="", file=sys.stderr, flush=True)
+                print(ev.text, end="", flush=True, file=sys.stderr if ev.reasoning else sys.stdout)
+            elif echo and isinstance(ev, PrefillDone):
+                for note in (ev.overflow_note, ev.cache_note):
+                    if note:
+                        print(f"({note})", file=sys.stderr)
             elif isinstance(ev, Finished):
                 finished = ev
+        if echo and thinking:
+            print("\x1b[0m", end="", file=sys.stderr, flush=True)
         assert finished is not None
-        history.append(Message("assistant", finished.text))
+        history.append(Message("assistant", finished.text, finished.reasoning))
         yield finished
 
 
@@ -97,10 +113,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         if engine.backend.warning:
             print(f"prefill: {engine.backend.warning}", file=sys.stderr)
+        if not engine.format.from_model:
+            print(f"prefill: chat format: {engine.format.label}", file=sys.stderr)
         overflow = OverflowSettings(policy=args.overflow)
-        for f in chat_turns(engine, args.system, _prompts(args), sampling_settings(args), overflow, not args.json):
+        options = TemplateOptions(think=args.think, reasoning_effort=args.reasoning_effort)
+        turns = chat_turns(
+            engine, args.system, _prompts(args), sampling_settings(args), overflow, not args.json, options
+        )
+        for f in turns:
             if args.json:
-                print(json.dumps(turn_json(f), ensure_ascii=False), flush=True)
+                print(json.dumps(turn_json(f, engine.format.name), ensure_ascii=False), flush=True)
             else:
                 print()
                 print(metrics_line(f.metrics), file=sys.stderr, flush=True)

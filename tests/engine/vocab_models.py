@@ -1,0 +1,220 @@
+"""Test models with real tokenizers: llama.cpp's vocabulary-only GGUFs with tiny scripted weights.
+
+llama-cpp-python's source distribution (the one pip downloads to build it) carries llama.cpp's
+`models/ggml-vocab-*.gguf`: the real tokenizers of Qwen2, Gemma 4, Llama 3, Llama (SPM),
+Phi-3, Command R…, some with their model's chat template. `vocab_dir()` fetches that sdist
+once into a cache and unpacks only those files.
+
+`write_scripted()` gives such a tokenizer a llama body whose attention and feed-forward
+weights are zero, so each token's embedding alone decides the next token: an output layer
+that maps each token of a chosen text to its successor makes llama.cpp generate exactly
+that text, through the real template and tokenizer, at any temperature.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import tarfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+CACHE = Path(os.environ.get("PREFILL_TEST_CACHE", Path.home() / ".cache" / "prefill-tests"))
+N_EMBD = 64
+LOGIT_SCALE = 40.0  # rms-normed one-hot embeddings are sqrt(N_EMBD): logits of ~320 against 0
+
+
+def vocab_dir() -> Path:
+    """The folder holding llama.cpp's ggml-vocab-*.gguf files, fetched once from the sdist of the
+    llama-cpp-python that is installed. Skips where no package registry can be reached, except in CI."""
+    import llama_cpp
+
+    version = llama_cpp.__version__
+    out = CACHE / f"llama-vocab-{version}"
+    if any(out.glob("ggml-vocab-*.gguf")):
+        return out
+    dl = CACHE / "sdist"
+    dl.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+           f"llama-cpp-python=={version}", "-d", str(dl), "-q"]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    archives = sorted(dl.glob(f"llama_cpp_python-{version}.tar.gz"))
+    if done.returncode != 0 or not archives:
+        msg = f"cannot fetch llama-cpp-python {version}'s sdist for its tokenizers: {done.stderr[-300:]}"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    tmp = out.with_suffix(".part")
+    tmp.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archives[0]) as tar:
+        for member in tar.getmembers():
+            name = Path(member.name).name
+            if "/vendor/llama.cpp/models/" in member.name and name.startswith("ggml-vocab-") and name.endswith(".gguf"):
+                src = tar.extractfile(member)
+                if src is not None:
+                    (tmp / name).write_bytes(src.read())
+    tmp.rename(out)
+    return out
+
+
+class Vocab:
+    """A vocabulary loaded by llama.cpp alone (no weights), to tokenize with the real tokenizer."""
+
+    def __init__(self, path: Path):
+        import llama_cpp
+
+        from prefill.engine.llama_runtime import _init_backend
+
+        _init_backend()
+        mp = llama_cpp.llama_model_default_params()
+        mp.vocab_only = True
+        self._lib = llama_cpp
+        self.model = llama_cpp.llama_model_load_from_file(str(path).encode(), mp)
+        assert self.model, f"llama.cpp could not read the vocabulary {path}"
+        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
+
+    def tokenize(self, text: str, special: bool = True, add_bos: bool = False) -> list[int]:
+        """Tokens of `text`; `special`: markers in it become their special tokens (else plain text);
+        `add_bos`: as a whole prompt is tokenized (SPM vocabularies split its end differently)."""
+        data = text.encode()
+        buf = (self._lib.llama_token * (len(data) + 8))()
+        n = self._lib.llama_tokenize(self.vocab, data, len(data), buf, len(data) + 8, add_bos, special)
+        assert n >= 0
+        return list(buf[:n])
+
+    def token(self, text: str) -> int:
+        ids = self.tokenize(text)
+        assert len(ids) == 1, f"{text!r} is {len(ids)} tokens in this vocabulary"
+        return ids[0]
+
+    def close(self) -> None:
+        self._lib.llama_model_free(self.model)
+
+
+_FIXED = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}  # GGUF value type -> size
+_STRING, _ARRAY, _U32, _F32 = 8, 9, 4, 6
+ALIGN = 32
+
+
+def _skip_value(buf: bytes, pos: int, vtype: int) -> int:
+    if vtype in _FIXED:
+        return pos + _FIXED[vtype]
+    if vtype == _STRING:
+        return pos + 8 + struct.unpack_from("<Q", buf, pos)[0]
+    sub, count = struct.unpack_from("<IQ", buf, pos)
+    pos += 12
+    if sub in _FIXED:
+        return pos + _FIXED[sub] * count
+    for _ in range(count):
+        pos = _skip_value(buf, pos, sub)
+    return pos
+
+
+def _tokenizer_kvs(vocab_path: Path) -> tuple[dict[str, bytes], int]:
+    """The raw bytes of each `tokenizer.*` key/value of a GGUF (key included) and of its name, and the
+    vocabulary size.
+    (A byte-level copy: gguf's reader takes minutes over a 262k-token vocabulary.)"""
+    buf = vocab_path.read_bytes()
+    assert buf[:4] == b"GGUF"
+    _version, _n_tensors, n_kv = struct.unpack_from("<IQQ", buf, 4)
+    pos = 24
+    out: dict[str, bytes] = {}
+    n_vocab = 0
+    for _ in range(n_kv):
+        start = pos
+        n = struct.unpack_from("<Q", buf, pos)[0]
+        key = buf[pos + 8 : pos + 8 + n].decode()
+        pos += 8 + n
+        vtype = struct.unpack_from("<I", buf, pos)[0]
+        pos = _skip_value(buf, pos + 4, vtype)
+        if key.startswith("tokenizer.") or key == "general.name":  # llama.cpp reads some attributes by name
+            out[key] = buf[start:pos]
+        if key == "tokenizer.ggml.tokens":
+            n_vocab = struct.unpack_from("<Q", buf, start + 8 + n + 4 + 4)[0]
+    return out, n_vocab
+
+
+def _kv(key: str, vtype: int, payload: bytes) -> bytes:
+    k = key.encode()
+    return struct.pack("<Q", len(k)) + k + struct.pack("<I", vtype) + payload
+
+
+def _string(text: str) -> bytes:
+    b = text.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def _write_gguf(path: Path, kvs: list[bytes], tensors: list[tuple[str, np.ndarray]]) -> None:
+    """A GGUF v3 file: the key/values as given, then the tensors (F32 or F16)."""
+    infos, blobs, offset = [], [], 0
+    for name, a in tensors:
+        ggml_type = 0 if a.dtype == np.float32 else 1
+        dims = a.shape[::-1]  # GGUF lists the fastest-varying dimension first
+        infos.append(_string(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
+                     + struct.pack("<IQ", ggml_type, offset))
+        data = a.tobytes()
+        blobs.append(data + b"\0" * (-len(data) % ALIGN))
+        offset += len(blobs[-1])
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs) + b"".join(infos)
+    with open(path, "wb") as f:
+        f.write(head + b"\0" * (-len(head) % ALIGN))
+        for blob in blobs:
+            f.write(blob)
+
+
+def write_scripted(
+    path: Path, vocab_path: Path, chain: Sequence[int], template: str | None = None, keep_template: bool = True,
+) -> Path:
+    """A llama model with `vocab_path`'s tokenizer that, after token chain[0], writes chain[1:].
+
+    `chain` is the prompt's last token, then the answer's tokens, then the end-of-turn token.
+    Each token must always have the same successor. `template`: a chat template to carry
+    (None: the vocabulary file's own if `keep_template`, else none).
+    """
+    successor: dict[int, int] = {}
+    for a, b in zip(chain, chain[1:]):
+        assert successor.setdefault(a, b) == b, f"token {a} is followed by both {successor[a]} and {b}"
+    states = list(dict.fromkeys(chain[:-1]))
+    assert len(states) <= N_EMBD, f"a script of {len(states)} distinct tokens needs a wider model"
+    tok_kvs, n_vocab = _tokenizer_kvs(vocab_path)
+    own = tok_kvs.pop("tokenizer.chat_template", None)
+    name = tok_kvs.pop("general.name", _kv("general.name", _STRING, _string("prefill-scripted")))
+    kvs = [
+        _kv("general.architecture", _STRING, _string("llama")),
+        name,
+        *(_kv(f"llama.{k}", _U32, struct.pack("<I", v)) for k, v in (
+            ("context_length", 4096), ("embedding_length", N_EMBD), ("block_count", 1),
+            ("feed_forward_length", N_EMBD), ("attention.head_count", 4), ("attention.head_count_kv", 4),
+            ("rope.dimension_count", N_EMBD // 4))),
+        _kv("llama.attention.layer_norm_rms_epsilon", _F32, struct.pack("<f", 1e-5)),
+        _kv("general.file_type", _U32, struct.pack("<I", 1)),
+        *tok_kvs.values(),
+    ]
+    if template is not None:
+        kvs.append(_kv("tokenizer.chat_template", _STRING, _string(template)))
+    elif keep_template and own is not None:
+        kvs.append(own)
+    embd = np.zeros((n_vocab, N_EMBD), dtype=np.float16)
+    out = np.zeros((n_vocab, N_EMBD), dtype=np.float16)
+    for k, tok in enumerate(states):
+        embd[tok, k] = 1.0
+        out[successor[tok], k] = LOGIT_SCALE
+    zeros = np.zeros((N_EMBD, N_EMBD), dtype=np.float16)
+    ones = np.ones(N_EMBD, dtype=np.float32)
+    tensors = [("token_embd.weight", embd), ("output_norm.weight", ones), ("output.weight", out),
+               ("blk.0.attn_norm.weight", ones), ("blk.0.ffn_norm.weight", ones)]
+    tensors += [(f"blk.0.{n}.weight", zeros) for n in
+                ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")]
+    _write_gguf(path, kvs, tensors)
+    return path
+
+
+def chain_for(vocab: Vocab, prompt_end: str, answer: str, end: str) -> list[int]:
+    """[last prompt token, answer tokens…, end token] as the real tokenizer splits them."""
+    return [vocab.tokenize(prompt_end)[-1], *vocab.tokenize(answer), vocab.token(end)]
+
