@@ -1,6 +1,6 @@
 """A download in a process of its own, as the window and `prefill get` are to each other.
 
-`spawn` starts `python -m tests.hub.download_child ENDPOINT REPO MODELS`, which runs
+`spawn` starts `python -m tests.hub.download_child ENDPOINT REPO MODELS [MAX_FILE_SIZE]`, which runs
 one `download_model` and prints what ended it (`done`, or the error's type and text).
 """
 
@@ -21,15 +21,10 @@ def spawn(endpoint: str, repo_id: str, models: Path, max_file_size: int | None =
     file past it with EFBIG, as FAT32 does at 4 GiB (Python ignores the SIGXFSZ).
     """
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "app"), str(ROOT)]), "HF_HUB_DISABLE_XET": "1"}
-
-    def limit() -> None:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_size, max_file_size))
-
+    args = [endpoint, repo_id, str(models), *([str(max_file_size)] if max_file_size else [])]
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.hub.download_child", endpoint, repo_id, str(models)],
-        env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True, preexec_fn=limit if max_file_size else None,
+        [sys.executable, "-m", "tests.hub.download_child", *args],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True,
     )
 
 
@@ -39,6 +34,11 @@ def main() -> None:
     from prefill.hub.errors import HubError
 
     endpoint, repo, models = sys.argv[1:4]
+    if len(sys.argv) > 4:  # set here, not in a preexec_fn: the parent runs threads
+        import resource
+
+        limit = int(sys.argv[4])
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     client = HubClient(endpoint=endpoint)
     (model,) = client.list_models(repo).models
     try:
