@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from prefill.hub.client import HubClient
+from prefill.hub.downloader import download_model
+from prefill.hub.errors import DownloadStopped
+from prefill.hub.partial import Expected, PartialFile
 from prefill.hub.transfer import RetryPolicy
 from tests.hub.fake_hub import FakeFile, FakeHub, FakeRepo
 
@@ -51,3 +56,27 @@ def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
     while not cond():
         assert time.monotonic() < end, "timed out"
         time.sleep(0.01)
+
+
+def paused_download(hub: FakeHub, client: HubClient, models: Path, repo_id: str, filename: str, at: int) -> int:
+    """Start downloading a repository's only model, pause it once `at` bytes are on disk; the bytes kept."""
+    (model,) = client.list_models(repo_id).models
+    part = PartialFile(models, Expected(repo_id, filename, None, None))
+    hub.stall(filename, at)
+    stop = threading.Event()
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            download_model(client, models, repo_id, model, stop, policy=FAST)
+        except BaseException as e:  # noqa: BLE001 - handed to the test thread
+            outcome.append(e)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    wait_until(lambda: part.size_on_disk() >= at)
+    stop.set()  # pause: the stalled read returns after release, then the loop stops
+    hub.release()
+    worker.join(10)
+    assert len(outcome) == 1 and isinstance(outcome[0], DownloadStopped), outcome
+    return part.size_on_disk()

@@ -13,9 +13,11 @@ Served on 127.0.0.1 from a thread (stdlib only):
 - errors as the hub sends them: 404 + X-Error-Code RepoNotFound / EntryNotFound,
   401 + GatedRepo, 401 + "Invalid credentials in Authorization header".
 
-Faults for tests: `cut_after` (drop the connection once mid-file), `corrupt` (flip a
-byte), `stall_after` (stop sending until `release()`), and `served` counts the body
-bytes every request got.
+Faults for tests: `cut_after` (drop the connection once mid-file), `outage_after`
+(drop it there, then answer 503 for that file until `end_outage()`), `ignore_range`
+(answer a resume with the whole file, as some mirrors do), `corrupt` (flip a byte),
+`stall_after` (stop sending until `release()`), and `served` counts the body bytes
+every request got.
 """
 
 from __future__ import annotations
@@ -98,6 +100,9 @@ class FakeHub:
         self.cut_after: dict[str, int] = {}  # filename -> drop the connection after this offset, once
         self.corrupt: dict[str, int] = {}  # filename -> flip the byte at this offset, always
         self.stall_after: dict[str, int] = {}  # filename -> stop at this offset until release()
+        self.outage_after: dict[str, int] = {}  # filename -> cut here, then 503 until end_outage()
+        self.ignore_range: set[str] = set()  # filenames served whole (200) even when a range is asked
+        self.down: set[str] = set()  # filenames in an outage now
         self.served: list[Served] = []
         self._released = threading.Event()
         self._lock = threading.Lock()
@@ -125,6 +130,16 @@ class FakeHub:
     def release(self) -> None:
         """Let stalled transfers go on."""
         self._released.set()
+
+    def stall(self, filename: str, at: int) -> None:
+        """Stop sending `filename` at offset `at` until the next `release()` (even after an earlier one)."""
+        self._released.clear()
+        self.stall_after[filename] = at
+
+    def end_outage(self, filename: str) -> None:
+        """Serve the file again after `outage_after` took it down."""
+        self.outage_after.pop(filename, None)
+        self.down.discard(filename)
 
     def bytes_served(self, filename: str) -> int:
         """Body bytes sent for a file over all GET requests so far."""
@@ -287,9 +302,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_file(method, name, f, {"ETag": f'"{sha}"'})
 
     def _send_file(self, method: str, name: str, f: FakeFile, headers: dict[str, str]) -> None:
+        if name in self.hub.down:
+            return self._error(503, "", "Service Unavailable")
         size = f.size
         start, end, status = 0, size - 1, 200
         rng = self.headers.get("Range")
+        if rng and name in self.hub.ignore_range:
+            rng = None
         if rng:
             m = re.match(r"bytes=(\d+)-(\d*)$", rng.strip())
             if not m or int(m[1]) >= size:
@@ -308,7 +327,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _body(self, name: str, f: FakeFile, start: int, n: int) -> int:
         hub, pos, stop = self.hub, start, start + n
-        cut = hub.cut_after.get(name)
+        outage = hub.outage_after.get(name)
+        cut = hub.cut_after.get(name, outage)
         stall = hub.stall_after.get(name)
         flip = hub.corrupt.get(name)
         fast = cut is None and stall is None and flip is None and f.path is not None
@@ -329,6 +349,8 @@ class _Handler(BaseHTTPRequestHandler):
                 pos += len(chunk)
                 if pos == cut:
                     hub.cut_after.pop(name, None)
+                    if outage is not None:
+                        hub.down.add(name)
                     self.close_connection = True
                     self.connection.shutdown(2)
                     break

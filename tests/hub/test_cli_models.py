@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
 
 from prefill.cli import main
+from prefill.hub.partial import Expected, PartialFile
 from tests.hub.conftest import add_repo, payload
 from tests.hub.fake_hub import FakeHub
 from tests.hub.gguf_factory import write_tiny_gguf
@@ -49,3 +52,38 @@ def test_failures_are_one_line_and_exit_1(
     assert main(["get", "org/Tiny-GGUF", "--file", "a-Q4_0.gguf", *models]) == 1
     assert "is corrupt" in capsys.readouterr().err
     assert main(["rm", "nothing.gguf", "--yes", *models]) == 1
+
+
+def test_ls_and_rm_partial(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    models = ["--models-dir", str(tmp_path)]
+    assert main(["ls", "--partial", *models]) == 0
+    assert "no unfinished download untouched for a week" in capsys.readouterr().err
+    part = PartialFile(tmp_path, Expected("org/Big-GGUF", "Q8_0/big-Q8_0-00001-of-00002.gguf", 4 << 20, None))
+    part.prepare()
+    part.path.write_bytes(b"x" * (3 << 20))
+    week_ago = time.time() - 8 * 24 * 3600
+    for p in (part.path, part.sidecar):
+        os.utime(p, (week_ago, week_ago))
+    assert main(["ls", "--partial", *models]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("org/Big-GGUF/Q8_0/big-Q8_0-00001-of-00002.gguf") and "3.0 MiB of    4.0 MiB" in out
+    assert "1 unfinished, 3.0 MiB in all" in err
+    assert main(["rm", "--partial", "org/nothing", "--yes", *models]) == 1
+    assert "no unfinished download called 'org/nothing'" in capsys.readouterr().err
+    assert main(["rm", "--partial", "--yes", *models]) == 0
+    assert "deleted org/Big-GGUF/Q8_0/big-Q8_0-00001-of-00002.gguf (3.0 MiB)" in capsys.readouterr().out
+    assert not part.path.exists() and not part.sidecar.exists()
+    assert main(["rm", *models]) == 1  # no name, no --partial
+
+
+def test_get_while_another_download_holds_the_file(
+    env_hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    add_repo(env_hub, "org/Tiny-GGUF", {"a-Q4_0.gguf": payload(1000)})
+    part = PartialFile(tmp_path, Expected("org/Tiny-GGUF", "a-Q4_0.gguf", None, None))
+    with part.claimed():  # as the window's download holds it
+        assert main(["get", "org/Tiny-GGUF", "--models-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (f"prefill: a-Q4_0.gguf is already being downloaded by process {os.getpid()}; "
+                   "let that download finish (or stop it) and try again")
+    assert main(["get", "org/Tiny-GGUF", "--models-dir", str(tmp_path)]) == 0

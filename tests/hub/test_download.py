@@ -1,8 +1,9 @@
-"""Downloads against the fake hub: verify, resume after a cut, reject corruption, sets, disk."""
+"""Downloads against the fake hub: verify, resume after a cut, reject corruption, sets, disk, progress."""
 
 from __future__ import annotations
 
 import errno
+import sys
 import threading
 from pathlib import Path
 
@@ -11,10 +12,12 @@ import pytest
 from prefill.hub import downloader, transfer
 from prefill.hub.client import HubClient
 from prefill.hub.downloader import download_model
-from prefill.hub.errors import ChecksumMismatch, DownloadStopped, NotEnoughSpace
+from prefill.hub.errors import ChecksumMismatch, DownloadStopped, NotEnoughSpace, TransferFailed
 from prefill.hub.library import ModelLibrary
 from prefill.hub.paths import PARTIAL_DIR
-from tests.hub.conftest import FAST, add_repo, payload, wait_until
+from prefill.hub.progress import DownloadProgress
+from tests.hub import disk_full, download_child
+from tests.hub.conftest import FAST, add_repo, paused_download, payload, wait_until
 from tests.hub.fake_hub import FakeHub
 
 REPO = "org/Tiny-GGUF"
@@ -154,3 +157,76 @@ def test_disk_full_midway_stops_cleanly(
     with pytest.raises(NotEnoughSpace, match="disk .* is full"):
         _get(client, tmp_path)
     assert _library_files(tmp_path) == []
+
+
+def test_set_in_a_sub_folder_is_placed(hub: FakeHub, client: HubClient, tmp_path: Path) -> None:
+    parts = {f"Q8_0/big-Q8_0-{i:05d}-of-00002.gguf": payload(300_000, seed=i) for i in (1, 2)}
+    add_repo(hub, REPO, parts)
+    (model,) = client.list_models(REPO).models
+    paths = download_model(client, tmp_path, REPO, model, policy=FAST)
+    assert paths == [tmp_path / "org" / "Tiny-GGUF" / name for name in sorted(parts)]
+    assert all(p.read_bytes() == parts[name] for p, name in zip(paths, sorted(parts)))
+    (listed,) = ModelLibrary(tmp_path, hf_cache_dir=False, include_bundled=False).models()
+    assert listed.name == "org/Tiny-GGUF/Q8_0/big-Q8_0-00001-of-00002.gguf" and len(listed.parts) == 2
+
+
+def test_resume_counts_kept_bytes_once(hub: FakeHub, client: HubClient, tmp_path: Path) -> None:
+    add_repo(hub, REPO, {NAME: payload(SIZE)})
+    kept = paused_download(hub, client, tmp_path, REPO, NAME, 1_000_000)
+    seen: list[DownloadProgress] = []
+    _get(client, tmp_path, on_progress=seen.append)
+    downloading = [p for p in seen if p.stage == "downloading"]
+    assert downloading[0].done == kept  # the kept bytes, counted once, before any new one
+    assert max(p.done for p in seen) == SIZE == seen[-1].done == seen[-1].total
+    assert all(p.fraction is not None and p.fraction <= 1.0 for p in seen)
+
+
+def test_start_over_uncounts_what_it_drops(hub: FakeHub, client: HubClient, tmp_path: Path) -> None:
+    add_repo(hub, REPO, {NAME: payload(SIZE)})
+    paused_download(hub, client, tmp_path, REPO, NAME, 1_000_000)
+    hub.ignore_range.add(NAME)  # the resume request gets the whole file: the part starts over
+    seen: list[DownloadProgress] = []
+    (path,) = _get(client, tmp_path, on_progress=seen.append)
+    assert path.read_bytes() == payload(SIZE)
+    assert max(p.done for p in seen) == SIZE == seen[-1].done
+    assert all(0 <= p.done <= SIZE for p in seen)
+
+
+def test_outage_mid_way_says_so_and_keeps_the_bytes(hub: FakeHub, client: HubClient, tmp_path: Path) -> None:
+    data = payload(SIZE)
+    add_repo(hub, REPO, {NAME: data})
+    hub.outage_after[NAME] = 1_200_000  # cut there, then 503 to every retry
+    with pytest.raises(TransferFailed, match=r"kept failing \(HTTP 503\); 1,200,000 bytes are kept, resume it later"):
+        _get(client, tmp_path)
+    assert _library_files(tmp_path) == []
+    hub.end_outage(NAME)
+    (path,) = _get(client, tmp_path)
+    assert path.read_bytes() == data
+    assert hub.gets(NAME)[-1].range == "bytes=1200000-"  # the kept bytes were not fetched again
+
+
+def test_real_full_disk_keeps_bytes_and_resumes() -> None:
+    """A tmpfs that really fills up (ENOSPC from the kernel), in a namespace of its own."""
+    result = disk_full.run_in_namespace()
+    if result is None:
+        pytest.skip("this machine allows no user namespace (unshare -rm), so no private tmpfs")
+    assert result["exit"] == 1
+    assert str(result["said"]).startswith("prefill: the disk holding ") and "is full; free some space" in str(
+        result["said"])
+    assert int(result["kept_bytes"]) >= disk_full.AT  # what arrived before the disk filled is kept
+    assert result["resume_exit"] == 0 and result["resumed_intact"]
+    assert int(result["resume_fetched"]) == disk_full.SIZE - int(result["kept_bytes"])
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_file_system_size_limit_is_said_and_bytes_kept(hub: FakeHub, client: HubClient, tmp_path: Path) -> None:
+    """The kernel's EFBIG (FAT32's 4 GiB limit, here a process file-size limit of 1 MB)."""
+    data = payload(SIZE)
+    add_repo(hub, REPO, {NAME: data})
+    child = download_child.spawn(hub.url, REPO, tmp_path, max_file_size=1_000_000)
+    said, _ = child.communicate(timeout=60)
+    assert said.strip() == (f"FileTooLarge: the file system holding {tmp_path} cannot hold a 2.9 MiB file "
+                            "(FAT32 stops at 4 GiB); choose a models folder on another drive")
+    assert [p.stat().st_size for p in (tmp_path / PARTIAL_DIR).glob("*.part")] == [1_000_000]
+    (path,) = _get(client, tmp_path)  # on a file system that can hold it, the download goes on
+    assert path.read_bytes() == data and hub.gets(NAME)[-1].range == "bytes=1000000-"

@@ -92,7 +92,12 @@ def test_search_unreachable_says_so_at_once(monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.mark.parametrize(
     "name",
     ["../evil.gguf", "a/../../evil.gguf", "/etc/passwd", "..\\evil.gguf", "C:\\x.gguf", "a//b.gguf",
-     "./a.gguf", "a/.", "", "x\x00.gguf", "~/x.gguf", "a/ b.gguf"],
+     "./a.gguf", "a/.", "", "x\x00.gguf", "~/x.gguf", "a/ b.gguf",
+     # Windows device names, any case, with or without extensions, in any part
+     "CON", "con.gguf", "NUL.tar.gz", "Q4/nul.gguf", "COM1.gguf", "lpt9.gguf", "LPT1", "aux/x.gguf",
+     "PRN.gguf", "COM\u00b9.gguf", "CONIN$.gguf", "nul .gguf",
+     # trailing dots or spaces (Windows drops them: two names, one file), C1 controls, bidi overrides
+     "model.gguf.", "Q4./m.gguf", "Q4 /m.gguf", "m.gguf ", "a\x85b.gguf", "evil\u202efgg.exe"],
 )
 def test_unsafe_names_refused(name: str) -> None:
     with pytest.raises(UnsafeFileName):
@@ -101,6 +106,31 @@ def test_unsafe_names_refused(name: str) -> None:
 
 def test_safe_names_accepted() -> None:
     assert str(safe_relpath("Q4_K_M/model-00001-of-00002.gguf")) == "Q4_K_M/model-00001-of-00002.gguf"
+    for name in ("console.gguf", "CONX.gguf", "nullmodel.gguf", "COM10.gguf", "my.con.gguf", ".hidden/m.gguf"):
+        assert str(safe_relpath(name)) == name
+
+
+def test_windows_device_repo_refused(client: HubClient) -> None:
+    for repo in ("con/model", "org/NUL", "org/com1.gguf", "org/name."):
+        with pytest.raises(UnsafeFileName):
+            client.list_models(repo)
+
+
+@pytest.mark.parametrize("name", ["../../escape.gguf", "sub/../../../escape.gguf", "CON.gguf", "Q8_0./m.gguf",
+                                  "x\u202e.gguf", "/abs/escape.gguf"])
+def test_hostile_hub_names_lose_nothing(hub: FakeHub, client: HubClient, tmp_path: Path, name: str) -> None:
+    """A listing holding a hostile name beside a good file: a typed error, nothing fetched, nothing lost."""
+    add_repo(hub, "o/r", {name: b"x", "good-Q4_0.gguf": b"good"})
+    models = tmp_path / "models"
+    (good,) = [m for m in client.list_models("o/r").models if m.name == "good-Q4_0.gguf"]
+    download_model(client, models, "o/r", good, policy=FAST)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    (bad,) = [m for m in client.list_models("o/r").models if m.first.filename == name]
+    with pytest.raises(UnsafeFileName, match="refusing the file name"):
+        download_model(client, models, "o/r", bad, policy=FAST)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    assert (models / "o" / "r" / "good-Q4_0.gguf").read_bytes() == b"good"
+    assert not [s for s in hub.served if "escape" in s.path or "CON" in s.path]
 
 
 def test_hub_listing_with_escaping_name_is_refused(hub: FakeHub, client: HubClient, tmp_path: Path) -> None:

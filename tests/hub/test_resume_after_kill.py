@@ -12,7 +12,7 @@ from pathlib import Path
 
 from prefill.hub.client import HubClient
 from prefill.hub.downloader import download_model
-from prefill.hub.paths import PARTIAL_DIR
+from prefill.hub.partial import Expected, PartialFile
 from tests.hub.conftest import FAST, add_repo, payload, wait_until
 from tests.hub.fake_hub import FakeHub
 
@@ -43,7 +43,7 @@ def test_killed_download_resumes_without_refetching(hub: FakeHub, client: HubCli
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "app"), str(root)])}
     child = subprocess.Popen([sys.executable, "-c", _CHILD, hub.url, REPO, str(tmp_path)], env=env)
     try:
-        part = tmp_path / PARTIAL_DIR / f"org__Tiny-GGUF__{NAME}.part"
+        part = PartialFile(tmp_path, Expected(REPO, NAME, None, None)).path
         deadline = time.monotonic() + 30
         while not (part.exists() and part.stat().st_size >= KILL_AT):
             assert child.poll() is None, "the download process ended early"

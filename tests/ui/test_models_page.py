@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,6 +17,7 @@ from prefill.hub.fit import estimate_fit
 from prefill.hub.hardware import GpuMemory, MachineMemory
 from prefill.hub.library import ModelLibrary
 from prefill.hub.manager import JobState
+from prefill.hub.partial import Expected, PartialFile
 from prefill.hub.paths import PARTIAL_DIR
 from prefill.ui.download_worker import DownloadWorker, format_bytes, format_eta
 from prefill.ui.models_page import ModelsPage, fit_vs_actual
@@ -231,3 +234,62 @@ def test_fit_compared_with_what_the_load_used(qtbot, page: ModelsPage, tmp_path:
 def test_formats() -> None:
     assert format_bytes(None) == "?" and format_bytes(12) == "12 B" and format_bytes(3 << 30) == "3.0 GiB"
     assert format_eta(None) == "" and format_eta(249) == "4:09" and format_eta(3903) == "1:05:03"
+
+
+def test_abandoned_downloads_shown_and_removed(
+    qtbot, page: ModelsPage, models_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    panel = page.library_panel
+    assert panel.abandoned_box.isHidden()  # none: no section at all
+    part = PartialFile(models_dir, Expected("org/Old-GGUF", "Q8_0/old-Q8_0.gguf", 8 << 20, None))
+    part.prepare()
+    part.path.write_bytes(b"x" * (2 << 20))
+    week_ago = time.time() - 8 * 24 * 3600
+    for f in (part.path, part.sidecar):
+        os.utime(f, (week_ago, week_ago))
+    with qtbot.waitSignal(panel.refreshed, timeout=WAIT):
+        panel.refresh()
+    t = panel.abandoned_table
+    assert not panel.abandoned_box.isHidden() and t.rowCount() == 1
+    assert t.item(0, 0).text() == "org/Old-GGUF/Q8_0/old-Q8_0.gguf" and t.item(0, 1).text() == "2.0 MiB of 8.0 MiB"
+    asked: list[str] = []
+
+    def answer(_parent: object, _title: str, text: str, *_a: object) -> QMessageBox.StandardButton:
+        asked.append(text)
+        return QMessageBox.StandardButton.Yes
+
+    monkeypatch.setattr(QMessageBox, "question", answer)
+    with qtbot.waitSignal(panel.refreshed, timeout=WAIT):
+        panel.remove_abandoned_button.click()
+    assert "frees 2.0 MiB" in asked[0]
+    assert not part.path.exists() and t.rowCount() == 0 and panel.abandoned_box.isHidden()
+
+
+def test_download_held_elsewhere_is_said(qtbot, page: ModelsPage, hub: FakeHub, models_dir: Path) -> None:  # noqa: F811
+    add_repo(hub, REPO, {"a-Q4_0.gguf": payload(1000)})
+    open_repo(qtbot, page, REPO)
+    part = PartialFile(models_dir, Expected(REPO, "a-Q4_0.gguf", None, None))
+    # as `prefill get` in another process holds it
+    with part.claimed(), qtbot.waitSignal(page.queue.error, timeout=WAIT) as said:
+        job = download(qtbot, page, "a-Q4_0.gguf")
+    assert said.args[0] == (f"Downloading a-Q4_0.gguf failed: a-Q4_0.gguf is already being downloaded by process "
+                            f"{os.getpid()}; let that download finish (or stop it) and try again.")
+    assert page.message.text() == said.args[0] and page.queue.state(job) == JobState.FAILED
+    with qtbot.waitSignal(page.queue.finished, timeout=WAIT):
+        page.queue.button(job, "resume").click()  # the other one let go: resume finishes it
+
+
+def test_hostile_hub_name_is_refused_and_shown_as_plain_text(
+    qtbot, page: ModelsPage, hub: FakeHub, models_dir: Path  # noqa: F811
+) -> None:
+    name = "<img src=x.png><b>Q4_0.gguf"
+    add_repo(hub, REPO, {name: b"x"})
+    open_repo(qtbot, page, REPO)
+    with qtbot.waitSignal(page.queue.error, timeout=WAIT) as said:
+        job = download(qtbot, page, name)
+    assert said.args[0].startswith(f"Downloading {name} failed: refusing the file name {name!r}")
+    assert page.message.textFormat() == Qt.TextFormat.PlainText and page.message.text() == said.args[0]
+    row = page.queue.table
+    tip = row.item(row.rowCount() - 1, 1).toolTip()
+    assert "&lt;img src=" in tip and "<img" not in tip
+    assert page.queue.state(job) == JobState.FAILED and not list(models_dir.rglob("*.gguf"))

@@ -44,10 +44,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     which.add_argument("--quant", help="quantisation, e.g. Q4_K_M")
     which.add_argument("--file", help="file name in the repository")
 
-    _command(cmds, "ls", "list local models", _ls)
+    ls = _command(cmds, "ls", "list local models", _ls)
+    ls.add_argument("--partial", action="store_true",
+                    help="list unfinished downloads untouched for a week instead, with their sizes")
 
     r = _command(cmds, "rm", "delete a model from the library", _rm)
-    r.add_argument("name", help="as `prefill ls` shows it, or its file name")
+    r.add_argument("name", nargs="?", help="as `prefill ls` (or `ls --partial`) shows it, or its file name")
+    r.add_argument("--partial", action="store_true",
+                   help="remove an unfinished download `ls --partial` lists (all of them without a name)")
     r.add_argument("--yes", action="store_true", help="do not ask")
 
     i = _command(cmds, "import", "add a .gguf to the library, or chats (a JSON export) to the history", _import)
@@ -145,6 +149,8 @@ def _choose(models: list[ModelFiles], args: argparse.Namespace) -> ModelFiles:
 
 
 def _ls(args: argparse.Namespace) -> int:
+    if args.partial:
+        return _ls_partial(ModelLibrary(_models_dir(args)))
     for m in ModelLibrary(_models_dir(args)).models():
         if m.error:
             print(f"{m.name:<60} {_size(m.size):>10}  [{m.source}] unreadable: {m.error}")
@@ -158,7 +164,43 @@ def _ls(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ls_partial(library: ModelLibrary) -> int:
+    found = library.abandoned()
+    for a in found:
+        print(f"{a.name:<60} {_size(a.size):>10} of {_size(a.total):>10}  "
+              f"last written {a.last_written.date().isoformat()}")
+    if found:
+        total = sum(a.size for a in found)
+        print(f"{len(found)} unfinished, {_size(total)} in all; remove with `prefill rm --partial [NAME]`",
+              file=sys.stderr)
+    else:
+        print(f"no unfinished download untouched for a week in {library.models_dir}", file=sys.stderr)
+    return 0
+
+
+def _rm_partial(args: argparse.Namespace) -> int:
+    library = ModelLibrary(_models_dir(args))
+    found = library.abandoned()
+    chosen = [a for a in found if args.name in (None, a.name, a.path.name)]
+    if not chosen:
+        what = f"called {args.name!r}" if args.name else "untouched for a week"
+        raise CliError(f"no unfinished download {what} (see `prefill ls --partial`)")
+    if not args.yes and sys.stdin.isatty():
+        size = _size(sum(a.size for a in chosen))
+        what = chosen[0].name if len(chosen) == 1 else f"{len(chosen)} unfinished downloads"
+        if input(f"delete {what} ({size})? [y/N] ").strip().lower() not in ("y", "yes"):
+            return 1
+    for a in chosen:
+        library.remove_abandoned(a.path.name)
+        print(f"deleted {a.name} ({_size(a.size)})")
+    return 0
+
+
 def _rm(args: argparse.Namespace) -> int:
+    if args.partial:
+        return _rm_partial(args)
+    if not args.name:
+        raise CliError("name the model to delete (see `prefill ls`)")
     library = ModelLibrary(_models_dir(args))
     model = library.find(args.name)
     if not args.yes and sys.stdin.isatty():

@@ -1,10 +1,12 @@
 """Download one model (a file or a multi-part set) into the library, verified.
 
 The steps, in order: check every name, ask the hub for each part's size and hash,
-check free disk space for what is still missing, fetch each part into
-`<models>/.partial/` (keeping bytes from earlier runs), check each part's SHA-256,
-and only when every part is good move them all into `<models>/<owner>/<repo>/`.
-A model is therefore never listed half-written.
+lock each part's partial (another download of the same file, in this process or
+another, is turned away with `DownloadBusy`), check free disk space for what is
+still missing, fetch each part into `<models>/.partial/` (keeping bytes from
+earlier runs), check each part's SHA-256, and only when every part is good move
+them all into `<models>/<owner>/<repo>/` (sub-folders of the repository made as
+needed). A model is therefore never listed half-written.
 
 A Qt worker drives `download_model` directly: a `threading.Event` to stop (pause or
 cancel) and a progress callback; `DownloadManager` drives it the same way.
@@ -17,10 +19,17 @@ import re
 import shutil
 import threading
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 from prefill.hub.client import HubClient
-from prefill.hub.errors import ChecksumMismatch, DownloadError, NotEnoughSpace, RemoteFileChanged
+from prefill.hub.errors import (
+    ChecksumMismatch,
+    DownloadBusy,
+    DownloadError,
+    NotEnoughSpace,
+    RemoteFileChanged,
+)
 from prefill.hub.partial import Expected, PartialFile
 from prefill.hub.paths import inside, repo_dir
 from prefill.hub.progress import DownloadProgress, SpeedMeter
@@ -32,10 +41,12 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 def destination(models_dir: Path, repo_id: str, filename: str) -> Path:
-    """Where a repository's file lands in the library (the name checked)."""
-    folder = repo_dir(models_dir, repo_id)
-    folder.mkdir(parents=True, exist_ok=True)
-    return inside(folder, filename)
+    """Where a repository's file lands in the library (the name checked; no folder made)."""
+    return inside(repo_dir(models_dir, repo_id), filename)
+
+
+def _placed(dest: Path, size: int | None) -> bool:
+    return size is not None and dest.is_file() and dest.stat().st_size == size
 
 
 def download_model(
@@ -55,6 +66,7 @@ def download_model(
 
     Raises:
         DownloadStopped: `stop` was set; the partial bytes stay for a resume.
+        DownloadBusy: another download holds one of the parts; nothing was touched.
         ChecksumMismatch: a part's bytes were wrong; that part was deleted.
         NotEnoughSpace: not enough free space, before the start or mid-way.
         TransferFailed, HubError: the hub could not be reached or refused.
@@ -62,41 +74,54 @@ def download_model(
     stop = stop or threading.Event()
     report = on_progress or (lambda _p: None)
     dests = [destination(models_dir, repo_id, p.filename) for p in model.parts]
-    todo: list[tuple[PartialFile, Path, str]] = []
-    for remote, dest in zip(model.parts, dests):
-        if dest.exists() and remote.size is not None and dest.stat().st_size == remote.size:
-            continue  # already in the library (verified when it was placed)
-        meta = client.file_meta(repo_id, remote.filename, revision)
-        size = remote.size if remote.size is not None else meta.size
-        if remote.size is not None and meta.size is not None and meta.size != remote.size:
-            raise RemoteFileChanged(f"{remote.filename} changed on the hub while it was being listed; list again")
-        sha = remote.sha256 or (meta.etag if meta.etag and _SHA256.match(meta.etag) else None)
-        expected = Expected(repo_id, remote.filename, size, sha, meta.etag, meta.commit)
-        todo.append((PartialFile(models_dir, expected), dest, meta.url))
+    with ExitStack() as held:
+        todo: list[tuple[PartialFile, Path, str]] = []
+        for remote, dest in zip(model.parts, dests):
+            if _placed(dest, remote.size):
+                continue  # already in the library (verified when it was placed)
+            meta = client.file_meta(repo_id, remote.filename, revision)
+            size = remote.size if remote.size is not None else meta.size
+            if remote.size is not None and meta.size is not None and meta.size != remote.size:
+                raise RemoteFileChanged(f"{remote.filename} changed on the hub while it was being listed; list again")
+            sha = remote.sha256 or (meta.etag if meta.etag and _SHA256.match(meta.etag) else None)
+            expected = Expected(repo_id, remote.filename, size, sha, meta.etag, meta.commit)
+            part = held.enter_context(PartialFile(models_dir, expected).claimed())  # DownloadBusy
+            if not _placed(dest, size):  # another download may have placed it meanwhile
+                todo.append((part, dest, meta.url))
 
-    meter = SpeedMeter(model.size, report)
-    meter.kept(sum(d.stat().st_size for d in dests if d.exists()))
-    kept = [p.prepare() for p, _, _ in todo]
-    meter.kept(sum(kept))
-    _check_space(models_dir, sum((p.expected.size or 0) - k for (p, _, _), k in zip(todo, kept)))
+        meter = SpeedMeter(model.size, report)
+        meter.kept(sum(d.stat().st_size for d in dests if d.is_file()))
+        kept = [p.prepare() for p, _, _ in todo]
+        meter.kept(sum(kept))
+        _check_space(models_dir, sum((p.expected.size or 0) - k for (p, _, _), k in zip(todo, kept)))
 
-    for part, _dest, first_url in todo:
-        meter.set_stage("downloading", part.expected.filename)
-        digest = transfer(part, _locator(client, repo_id, part, first_url, revision), stop, meter.add, policy)
-        meter.set_stage("verifying")
-        _verify(part, digest)
-    for part, dest, _ in todo:
-        os.replace(part.path, dest)
-        part.discard()  # the sidecar
+        for part, _dest, first_url in todo:
+            meter.set_stage("downloading", part.expected.filename)
+            digest = transfer(part, _locator(client, repo_id, part, first_url, revision), stop, meter.add, policy)
+            meter.set_stage("verifying")
+            _verify(part, digest)
+        for part, dest, _ in todo:
+            _place(models_dir, part, dest)
     meter.set_stage("done")
     return dests
 
 
-def discard_partial(client: HubClient, models_dir: Path, repo_id: str, model: ModelFiles) -> None:
-    """Forget a download: remove its `.part` files (after a cancel). Needs no network."""
+def discard_partial(client: HubClient, models_dir: Path, repo_id: str, model: ModelFiles) -> list[str]:
+    """Forget a download: remove its `.part` files (after a cancel). Needs no network.
+
+    A part another download holds at this moment (the same file, fetched by another
+    window or `prefill get`) is left to it; the names of those are returned.
+    """
     del client  # same signature as download_model, so a caller can swap one for the other
+    left: list[str] = []
     for remote in model.parts:
-        PartialFile(models_dir, Expected(repo_id, remote.filename, remote.size, remote.sha256)).discard()
+        part = PartialFile(models_dir, Expected(repo_id, remote.filename, remote.size, remote.sha256))
+        try:
+            with part.claimed():
+                part.discard()
+        except DownloadBusy:
+            left.append(remote.filename)
+    return left
 
 
 def _locator(
@@ -110,6 +135,20 @@ def _locator(
         return url, client.auth_headers(url)
 
     return locate
+
+
+def _place(models_dir: Path, part: PartialFile, dest: Path) -> None:
+    """Move a verified part into the library, making its sub-folder (`Q8_0/…`) first."""
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        inside(repo_dir(models_dir, part.expected.repo_id), part.expected.filename)  # no symlink crept in
+        os.replace(part.path, dest)
+    except OSError as e:
+        raise DownloadError(
+            f"{part.expected.filename} was downloaded and verified but cannot be placed at {dest} "
+            f"({e.strerror or e}); its bytes are kept in {part.path.parent}"
+        ) from None
+    part.discard()  # the sidecar
 
 
 def _verify(part: PartialFile, digest: str) -> None:

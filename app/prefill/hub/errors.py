@@ -113,6 +113,32 @@ class NotEnoughSpace(DownloadError):
         super().__init__(msg)
 
 
+class DownloadBusy(DownloadError):
+    """Another download (this process or another: the window, `prefill get`) holds the file."""
+
+    def __init__(self, filename: str, pid: int | None):
+        self.filename = filename
+        self.pid = pid
+        who = f" by process {pid}" if pid else ""
+        super().__init__(
+            f"{filename} is already being downloaded{who}; let that download finish "
+            "(or stop it) and try again"
+        )
+
+
+class FileTooLarge(DownloadError):
+    """The file system refused to grow the file (EFBIG: FAT32 stops at 4 GiB); bytes so far are kept."""
+
+    def __init__(self, folder: str, size: int | None):
+        self.folder = folder
+        self.size = size
+        what = f"a {_mb(size)} file" if size else "a file this large"
+        super().__init__(
+            f"the file system holding {folder} cannot hold {what} (FAT32 stops at 4 GiB); "
+            "choose a models folder on another drive"
+        )
+
+
 class RemoteFileChanged(DownloadError):
     """The file on the hub changed while it was being downloaded."""
 

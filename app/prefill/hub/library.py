@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from prefill.engine.gguf_header import GGUFError, read_header
+from prefill.hub.abandoned import AbandonedDownload, abandoned_downloads, remove_abandoned
 from prefill.hub.bundled import bundled_model_path
 from prefill.hub.errors import HubError, NoSuchModel
 from prefill.hub.paths import IMPORTED_DIR, PARTIAL_DIR, inside
@@ -143,6 +144,19 @@ class ModelLibrary:
             finally:
                 tmp.unlink(missing_ok=True)
         return self._describe(self._name(target), (target,), "imported")
+
+    def abandoned(self) -> list[AbandonedDownload]:
+        """Unfinished downloads nobody touched for a week (not in use now), with their sizes."""
+        return abandoned_downloads(self.models_dir)
+
+    def remove_abandoned(self, name: str) -> AbandonedDownload:
+        """Delete an abandoned download's bytes (named as `abandoned()` names it).
+
+        Raises:
+            NoSuchModel: no abandoned download has that name.
+            DownloadBusy: a download took it up meanwhile; it was left alone.
+        """
+        return remove_abandoned(self.models_dir, name)
 
     # --- finding -----------------------------------------------------------------
     def _own_sets(self) -> list[tuple[Path, ...]]:

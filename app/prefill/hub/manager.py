@@ -72,7 +72,9 @@ class DownloadManager:
         client: the hub client (endpoint, token).
         models_dir: the library folder the models go to.
         on_event: called (from a worker thread, or the caller's for add/pause/cancel)
-            with a `DownloadEvent` after every change and every progress report.
+            with a `DownloadEvent` after every change and every progress report; a
+            job's events come in the order they happened. It must not block: `add`
+            and `resume` call it holding the manager's lock.
         max_parallel: downloads running at once.
         policy: retries and timeouts of each transfer.
     """
@@ -109,8 +111,10 @@ class DownloadManager:
             job = _Job(DownloadEvent(job_id, repo_id, model, JobState.QUEUED), revision)
             self._jobs[job_id] = job
             self._queue.append(job_id)
+            # Said before a worker can take the job: a job that fails at once must not
+            # have its `queued` arrive after its `failed` (the UI would show it queued).
+            self._emit(job.event)
             self._cond.notify_all()
-        self._emit(job.event)
         return job_id
 
     def pause(self, job_id: int) -> None:
@@ -131,9 +135,8 @@ class DownloadManager:
             job.cancel_requested = False
             job.event = replace(job.event, state=JobState.QUEUED, error=None)
             self._queue.append(job_id)
+            self._emit(job.event)  # before a worker can take it, as in `add`
             self._cond.notify_all()
-            event = job.event
-        self._emit(event)
 
     def get(self, job_id: int) -> DownloadEvent:
         with self._cond:

@@ -9,6 +9,7 @@ models folder.
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path, PurePosixPath
 
 from platformdirs import user_data_dir
@@ -20,6 +21,13 @@ IMPORTED_DIR = "local"  # models imported from elsewhere on this machine
 _REPO_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 _FORBIDDEN_CHARS = set('\\:*?"<>|')
 _MAX_NAME = 255
+# Names Windows keeps for devices, with any extension (`nul.gguf` opens the NUL device).
+_WINDOWS_RESERVED = frozenset(
+    {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
+    | {f"{dev}{n}" for dev in ("COM", "LPT") for n in "0123456789\u00b9\u00b2\u00b3"}
+)
+# Bidirectional overrides make a name read differently from what it is (`gguf.exe`).
+_BIDI_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def default_models_dir() -> Path:
@@ -32,23 +40,34 @@ def check_repo_id(repo_id: str) -> str:
     parts = repo_id.split("/")
     if len(parts) != 2 or not all(_REPO_PART.match(p) and ".." not in p for p in parts):
         raise UnsafeFileName(repo_id, "a repository is named owner/name with letters, digits, . _ -")
+    if any(p.endswith(".") or is_windows_reserved(p) for p in parts):
+        raise UnsafeFileName(repo_id, "a part ends with a dot or is a name Windows keeps for a device")
     return repo_id
+
+
+def is_windows_reserved(part: str) -> bool:
+    """Whether Windows would open a device for this name (`CON`, `nul.gguf`, `COM1.tar.gz`)."""
+    return part.split(".")[0].rstrip(" ").upper() in _WINDOWS_RESERVED
 
 
 def safe_relpath(name: str) -> PurePosixPath:
     """Check a file name from the hub and return it as a relative POSIX path.
 
     Sub-folders (`Q4_K_M/model-00001-of-00002.gguf`) are allowed; anything absolute,
-    climbing (`..`), with backslashes, drive letters, control characters or empty
-    parts is refused.
+    climbing (`..`), with backslashes, drive letters, control or bidirectional
+    characters, empty parts, parts ending in a dot or a space, or a device name of
+    Windows (`CON`, `nul.gguf`, `COM1`, `LPT1`) is refused, on every system, so a
+    library can move between them.
 
     Raises:
         UnsafeFileName: the name could escape the folder it is placed in.
     """
     if not name or len(name) > 1024:
         raise UnsafeFileName(name, "empty or too long")
-    if any(ord(c) < 32 or c == "\x7f" for c in name):
+    if any(unicodedata.category(c) in ("Cc", "Cs") for c in name):
         raise UnsafeFileName(name, "it holds control characters")
+    if _BIDI_CONTROLS.intersection(name):
+        raise UnsafeFileName(name, "it holds characters that reverse the text's direction")
     bad = _FORBIDDEN_CHARS.intersection(name)
     if bad:
         raise UnsafeFileName(name, f"it holds {''.join(sorted(bad))!r}")
@@ -61,7 +80,9 @@ def safe_relpath(name: str) -> PurePosixPath:
         if len(part.encode()) > _MAX_NAME:
             raise UnsafeFileName(name, "a part is longer than a file name may be")
         if part != part.strip() or part.endswith("."):
-            raise UnsafeFileName(name, "a part starts or ends with a space or a dot")
+            raise UnsafeFileName(name, "a part starts or ends with a space, or ends with a dot")
+        if is_windows_reserved(part):
+            raise UnsafeFileName(name, f"{part!r} is a name Windows keeps for a device")
     return PurePosixPath(*parts)
 
 

@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from email.message import Message
 
 from prefill.hub.client import error_for_status
-from prefill.hub.errors import DownloadError, DownloadStopped, NotEnoughSpace, TransferFailed
+from prefill.hub.errors import (
+    DownloadError,
+    DownloadStopped,
+    FileTooLarge,
+    NotEnoughSpace,
+    TransferFailed,
+)
 from prefill.hub.partial import PartialFile
 
 CHUNK = 1 << 20
@@ -85,37 +91,45 @@ def transfer(
         part: the partial file; its bytes on disk are kept when they still fit.
         locate: gives the URL and headers for the next attempt (a fresh signed URL).
         stop: set it to stop at the next chunk (pause or cancel); bytes so far stay.
-        on_bytes: called with the count of every chunk written (and of the kept prefix).
+        on_bytes: called with the count of every chunk written. The kept prefix is not
+            reported: the caller counts it (what `part.prepare()` returned). When the
+            part has to start over, it is called once with minus all it held.
         policy: retries and timeouts.
 
     Raises:
         DownloadStopped: `stop` was set.
         NotEnoughSpace: the disk filled up (ENOSPC); the bytes so far are kept.
+        FileTooLarge: the file system cannot hold a file this big (EFBIG); bytes kept.
         TransferFailed: the connection failed `policy.attempts` times in a row.
         HubError: the hub refused (gone, gated, bad token).
     """
     have = part.prepare()
+    counted = have  # the kept prefix: the caller counted it already, from its own prepare()
+
+    def count(n: int) -> None:
+        nonlocal counted
+        counted += n
+        on_bytes(n)
+
     pipe = _HashPipe()
     try:
         part.hash_prefix(pipe.hasher, have)
-        if have:
-            on_bytes(have)
         failures = 0
         while part.expected.size is None or have < part.expected.size:
             if stop.is_set():
                 raise DownloadStopped("stopped")
             before = have
             try:
-                have, finished = _attempt(part, locate, have, pipe, stop, on_bytes, policy)
+                have, finished = _attempt(part, locate, have, pipe, stop, count, policy)
                 if finished:
                     break
             except _Retry as e:
                 have = part.size_on_disk()  # every byte written was also hashed
-                if isinstance(e, _StartOver):
+                if isinstance(e, _StartOver):  # the part was emptied: un-count all of it
                     pipe.finish()
                     pipe = _HashPipe()
-                    on_bytes(-have)
-                    have = before = part.prepare()
+                    on_bytes(-counted)
+                    have = before = counted = part.prepare()
                 failures = 0 if have > before else failures + 1
                 if failures >= policy.attempts:
                     raise TransferFailed(
@@ -232,4 +246,6 @@ def _write(f: io.FileIO, chunk: bytes, part: PartialFile, have: int) -> None:
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             left = (part.expected.size or have) - have
             raise NotEnoughSpace(str(part.path.parent.parent), left) from None
+        if e.errno == errno.EFBIG:
+            raise FileTooLarge(str(part.path.parent.parent), part.expected.size) from None
         raise DownloadError(f"cannot write {part.path.name}: {e.strerror}") from None

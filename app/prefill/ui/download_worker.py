@@ -10,6 +10,7 @@ Pause / Resume / Cancel / Load buttons.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -45,6 +46,11 @@ def format_bytes(n: float | None) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} GiB"
+
+
+def plain_tooltip(text: str) -> str:
+    """A tooltip that shows `text` as it is (Qt guesses rich text and would render `<img src>`)."""
+    return f"<p style='white-space:pre-wrap'>{html.escape(text, quote=False)}</p>" if text else ""
 
 
 def format_eta(seconds: float | None) -> str:
@@ -190,7 +196,7 @@ class DownloadQueuePanel(QWidget):
         row = self.table.rowCount()
         self.table.insertRow(row)
         name = QTableWidgetItem(e.model.name)
-        name.setToolTip(f"{e.repo_id}: {', '.join(p.filename for p in e.model.parts)}")
+        name.setToolTip(plain_tooltip(f"{e.repo_id}: {', '.join(p.filename for p in e.model.parts)}"))
         self.table.setItem(row, 0, name)
         cells = self._cells[e.job_id] = {}
         for col, key in ((1, "state"), (3, "speed"), (4, "eta")):
@@ -223,7 +229,7 @@ class DownloadQueuePanel(QWidget):
         if e.state == JobState.RUNNING and p is not None and p.stage != "downloading":
             state = p.stage
         cells["state"].setText(state)
-        cells["state"].setToolTip(str(e.error) if e.error else "")
+        cells["state"].setToolTip(plain_tooltip(str(e.error)) if e.error else "")
         bar = self._bars[e.job_id]
         total = p.total if p is not None and p.total else e.model.size
         done = p.done if p is not None else 0

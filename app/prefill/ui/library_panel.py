@@ -3,7 +3,9 @@
 Every look at the disk (the scan reads each model's GGUF header), every delete and
 every import runs on the page's pool (`PoolJobs`); the table is refilled from the
 result on the GUI thread. Models in the Hugging Face cache and the bundled one are
-offered where they are: they load, but Prefill never deletes them.
+offered where they are: they load, but Prefill never deletes them. Below the
+models, unfinished downloads nobody touched for a week are listed with their size
+(hidden when there are none) and can be removed.
 """
 
 from __future__ import annotations
@@ -24,11 +26,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from prefill.hub.abandoned import AbandonedDownload
 from prefill.hub.library import ImportMode, LocalModel, ModelLibrary
 from prefill.ui.download_worker import format_bytes
 from prefill.ui.pool_jobs import PoolJobs
 
 _COLUMNS = ("Name", "Architecture", "Params", "Quant", "Context", "Template", "Size", "Source")
+_ABANDONED_COLUMNS = ("Unfinished download (untouched for a week)", "Downloaded", "Last written")
 
 
 def format_params(n: int) -> str:
@@ -45,7 +49,7 @@ class LibraryPanel(QWidget):
 
     Signals:
         load_requested(str): Load was clicked (the path llama.cpp opens).
-        refreshed(): the table shows a fresh scan.
+        refreshed(): the tables show a fresh scan (models and abandoned downloads).
         error(str): a scan, delete or import failed (a sentence for the user).
     """
 
@@ -57,6 +61,7 @@ class LibraryPanel(QWidget):
         super().__init__(parent)
         self.library, self.jobs = library, jobs
         self.models: list[LocalModel] = []
+        self.abandoned: list[AbandonedDownload] = []
         self.table = QTableWidget(0, len(_COLUMNS))
         self.table.setObjectName("library")
         self.table.setHorizontalHeaderLabels(list(_COLUMNS))
@@ -74,23 +79,38 @@ class LibraryPanel(QWidget):
             buttons.addWidget(b)
         buttons.addStretch(1)
         buttons.addWidget(self.refresh_button)
+        self.abandoned_table = QTableWidget(0, len(_ABANDONED_COLUMNS))
+        self.abandoned_table.setObjectName("abandoned-downloads")
+        self.abandoned_table.setHorizontalHeaderLabels(list(_ABANDONED_COLUMNS))
+        self.abandoned_table.verticalHeader().hide()
+        self.abandoned_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.abandoned_table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.abandoned_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.remove_abandoned_button = QPushButton("Remove unfinished…")
+        self.abandoned_box = QWidget()
+        ab = QVBoxLayout(self.abandoned_box)
+        ab.setContentsMargins(0, 0, 0, 0)
+        ab.addWidget(self.abandoned_table)
+        ab.addWidget(self.remove_abandoned_button, 0, Qt.AlignmentFlag.AlignRight)
+        self.abandoned_box.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.table, 1)
         layout.addLayout(buttons)
+        layout.addWidget(self.abandoned_box)
         self.table.itemSelectionChanged.connect(self._on_table_selection_changed)
         self.table.itemDoubleClicked.connect(lambda _item: self._on_load_button_clicked())
         self.load_button.clicked.connect(self._on_load_button_clicked)
         self.delete_button.clicked.connect(self._on_delete_button_clicked)
         self.import_button.clicked.connect(self._on_import_button_clicked)
         self.refresh_button.clicked.connect(self.refresh)
+        self.remove_abandoned_button.clicked.connect(self._on_remove_abandoned_button_clicked)
         self._on_table_selection_changed()
 
     # --- what the page calls ---------------------------------------------------------------
     def refresh(self) -> None:
         """Scan the library again, off the GUI thread."""
-        self.jobs.run(self.library.models, then=self._fill,
-                      error=self._fail("The library could not be read"))
+        self._after_change(None)
 
     def select(self, name: str) -> None:
         for row, m in enumerate(self.models):
@@ -150,14 +170,59 @@ class LibraryPanel(QWidget):
         if box.clickedButton() in (copy, link):
             self.import_file(Path(path), "copy" if box.clickedButton() is copy else "symlink")
 
+    def _on_remove_abandoned_button_clicked(self) -> None:
+        rows = sorted({i.row() for i in self.abandoned_table.selectionModel().selectedRows()})
+        chosen = [self.abandoned[r] for r in rows] or list(self.abandoned)
+        if not chosen:
+            return
+        what = chosen[0].name if len(chosen) == 1 else f"{len(chosen)} unfinished downloads"
+        answer = QMessageBox.question(
+            self, "Remove unfinished downloads",
+            f"Remove {what}?\nThis frees {format_bytes(sum(a.size for a in chosen))}; "
+            "a removed download starts from the beginning next time.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
+        )
+        if answer != QMessageBox.StandardButton.Yes:
+            return
+        library, names = self.library, [a.path.name for a in chosen]
+
+        def remove() -> None:
+            for name in names:
+                library.remove_abandoned(name)
+
+        self.jobs.run(remove, then=lambda _r: self._after_change(None),
+                      error=self._fail("The unfinished downloads could not all be removed"))
+
     # --- results ---------------------------------------------------------------------------
     def _after_change(self, select: str | None) -> None:
-        def fill(models: list[LocalModel]) -> None:
+        library = self.library
+
+        def scan() -> tuple[list[LocalModel], list[AbandonedDownload]]:
+            return library.models(), library.abandoned()
+
+        def fill(found: tuple[list[LocalModel], list[AbandonedDownload]]) -> None:
+            models, abandoned = found
+            self._fill_abandoned(abandoned)
             self._fill(models)
             if select:
                 self.select(select)
 
-        self.jobs.run(self.library.models, then=fill, error=self._fail("The library could not be read"))
+        self.jobs.run(scan, then=fill, error=self._fail("The library could not be read"))
+
+    def _fill_abandoned(self, abandoned: list[AbandonedDownload]) -> None:
+        self.abandoned = list(abandoned)
+        t = self.abandoned_table
+        t.setRowCount(len(abandoned))
+        for row, a in enumerate(abandoned):
+            done = f"{format_bytes(a.size)} of {format_bytes(a.total)}"
+            values = (a.name, done, a.last_written.astimezone().strftime("%Y-%m-%d %H:%M"))
+            for col, text in enumerate(values):
+                item = QTableWidgetItem(text)  # a name from the sidecar: plain text, as every item is
+                if col == 0:
+                    item.setToolTip(str(a.path))
+                t.setItem(row, col, item)
+        self.abandoned_box.setVisible(bool(abandoned))
 
     @Slot(object)
     def _fill(self, models: list[LocalModel]) -> None:

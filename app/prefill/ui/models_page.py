@@ -95,6 +95,7 @@ class ModelsPage(QWidget):
         self.search_button = QPushButton("Search")
         self.message = QLabel("")
         self.message.setObjectName("models-message")
+        self.message.setTextFormat(Qt.TextFormat.PlainText)  # errors quote hub names: never rich text
         self.message.setWordWrap(True)
         self.message.hide()
         self.results = QTableWidget(0, 4)
