@@ -52,8 +52,10 @@ def _child(app: Path, args: list[str], timeout: int) -> dict[str, object]:
     except subprocess.TimeoutExpired:
         return {"exit": None, "error": f"no answer in {timeout} s"}
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
-    said = [ln for ln in lines if ln.startswith("prefill:")]
-    return {"exit": out.returncode, "error": (said or lines or [""])[-1][:300], "stdout_lines": len(out.stdout.splitlines())}
+    said = [ln for ln in lines if ln.startswith("prefill:")]  # what the CLI says on a clean error
+    died = [ln for ln in lines if any(w in ln for w in ("GGML_ASSERT", "GGML_ABORT", "what():", "Error"))]
+    return {"exit": out.returncode, "error": (said or died or lines or [""])[-1][:300],
+            "stdout_lines": len(out.stdout.splitlines())}
 
 
 def chat_args(path: Path, n_ctx: int, words: int) -> list[str]:
@@ -68,7 +70,8 @@ def run(app: Path, folder: Path, timeout: int) -> list[dict[str, object]]:
         runs = [(n, words_for(n)) for n in SMALL_CONTEXTS] if case.name == "plain" else [(DEFAULT_CTX, SHORT)]
         for n_ctx, words in runs:
             result = _child(app, chat_args(path, n_ctx, words), timeout)
-            row = {"case": case.name, "ctx": n_ctx, "words": words, "fault": case.fault, **result}
+            row = {"case": case.name, "ctx": n_ctx, "words": words, "fault": case.fault,
+                   "refused_by": case.refused_by, **result}
             print(json.dumps(row, ensure_ascii=False), flush=True)
             results.append(row)
     row = {"case": "ls", "ctx": None, "words": None, "fault": "every file above in one models folder",

@@ -30,6 +30,7 @@ class Case:
     edit: Edit
     expect: str  # a piece of the error the user sees; "" when the chat must work
     second_part: Edit | None = None  # set: the model is split in two files, this edits the second
+    refused_by: str = "header"  # "header" (Prefill's check), "llama.cpp" (its own error), "chat", "" (loads)
 
 
 def _set(key: str, value: object, vtype: GGUFValueType, sub_type: GGUFValueType | None = None) -> Edit:
@@ -125,16 +126,17 @@ CASES: tuple[Case, ...] = (
     Case("bos_and_eos_asked_but_missing", "a vocabulary asking for BOS and EOS it lacks (GGML_ASSERT in tokenize)",
          _all(_set("tokenizer.ggml.model", "gemma4", STR), _set("tokenizer.ggml.merges", ["a b"], ARR, STR),
               _drop("tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"),
-              _set("tokenizer.ggml.add_eos_token", True, GGUFValueType.BOOL)), ""),
+              _set("tokenizer.ggml.add_eos_token", True, GGUFValueType.BOOL)), "", refused_by=""),
     Case("template_renders_nothing", "a chat template that renders an empty prompt (sampling without logits)",
-         _set("tokenizer.chat_template", "{% if false %}x{% endif %}", STR), "empty prompt"),
+         _set("tokenizer.chat_template", "{% if false %}x{% endif %}", STR), "empty prompt", refused_by="chat"),
     Case("template_renders_spaces", "a chat template that renders only whitespace",
-         _set("tokenizer.chat_template", "{% for m in messages %}  {% endfor %}", STR), "empty prompt"),
+         _set("tokenizer.chat_template", "{% for m in messages %}  {% endfor %}", STR), "empty prompt",
+         refused_by="chat"),
     Case("split_no_wrong_type", "the second part of a split model numbered as int32 (GGML_ASSERT in gguf_get_val_u16)",
          _split(0, GGUFValueType.UINT16), "not uint16", second_part=_split(1, GGUFValueType.INT32)),
     Case("byte_type_on_a_letter", "a one-letter token typed BYTE: llama.cpp refuses it by itself (std::out_of_range "
-         "caught in its load)", _byte_type_on_a_letter, "could not load"),
-    Case("plain", "nothing wrong: the control", lambda w: None, ""),
+         "caught in its load)", _byte_type_on_a_letter, "could not load", refused_by="llama.cpp"),
+    Case("plain", "nothing wrong: the control", lambda w: None, "", refused_by=""),
 )
 
 
