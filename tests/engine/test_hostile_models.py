@@ -96,3 +96,30 @@ def test_cli_chat_small_context_long_prompt(tiny_model: Path) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     turn = json.loads(out.stdout.splitlines()[-1])
     assert turn["prompt_tokens"] > 300 and turn["kv_total"] == 512
+
+
+RUNTIME_GUARDS = """
+import sys
+from prefill.engine.chat import ChatEngine
+from prefill.engine.errors import EngineError
+from prefill.engine.settings import LoadSettings, SamplingSettings
+
+rt = ChatEngine.load(sys.argv[1], LoadSettings(n_ctx=16, n_batch=512, n_gpu_layers="none")).runtime
+print(rt.n_batch, rt.n_ctx, flush=True)
+sampler = rt.new_sampler(SamplingSettings(), 0)
+for call in (lambda: rt.decode([5] * (rt.n_batch + 1)), lambda: rt.decode([]), lambda: rt.sample(sampler)):
+    try:
+        call()
+        print("no error", flush=True)
+    except EngineError as e:
+        print(type(e).__name__, flush=True)
+"""
+
+
+def test_runtime_refuses_what_llama_cpp_would_abort_on(tiny_model: Path) -> None:
+    """A piece longer than llama.cpp's batch, an empty one, sampling before any decode: typed errors."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "app"), str(ROOT)])}
+    out = subprocess.run([sys.executable, "-c", RUNTIME_GUARDS, str(tiny_model)], check=False,
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[:4] == ["16 256", "EngineError", "EngineError", "EngineError"]

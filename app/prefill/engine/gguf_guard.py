@@ -123,13 +123,17 @@ def _check_vocabulary(h: GGUFHeader) -> None:
         raise _refuse("its vocabulary is empty")
     # llama_vocab::impl::load reads each token as a C string (up to its first NUL), names an empty one
     # "[EMPTY_<id>]", then GGML_ASSERT(id_to_token.size() == token_to_id.size()): no two alike.
-    names = [t.split(b"\0", 1)[0] or b"[EMPTY_%d]" % i for i, t in enumerate(tokens)]
-    seen: dict[bytes, int] = {}
-    for i, name in enumerate(names):
-        first = seen.setdefault(name, i)
-        if first != i:
-            text = name.decode("utf-8", errors="replace")[:40]
-            raise _refuse(f"its vocabulary holds the token {text!r} twice (ids {first} and {i})")
+    names = tokens
+    seen = set(names)
+    if b"" in seen or b"\0" in b"".join(tokens):  # rare: spell them as llama.cpp will
+        names = [t.split(b"\0", 1)[0] or b"[EMPTY_%d]" % i for i, t in enumerate(tokens)]
+        seen = set(names)
+    if len(seen) != len(names):
+        first: dict[bytes, int] = {}
+        for i, name in enumerate(names):
+            if first.setdefault(name, i) != i:
+                text = name.decode("utf-8", errors="replace")[:40]
+                raise _refuse(f"its vocabulary holds the token {text!r} twice (ids {first[name]} and {i})")
     if model == SPM:
         # llm_tokenizer_spm_session::resegment spells an unknown character as byte tokens through
         # llama_vocab::byte_to_token, whose token_to_id.at() throws inside llama_tokenize: std::terminate.
