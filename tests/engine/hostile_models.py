@@ -132,6 +132,10 @@ CASES: tuple[Case, ...] = (
     Case("template_renders_spaces", "a chat template that renders only whitespace",
          _set("tokenizer.chat_template", "{% for m in messages %}  {% endfor %}", STR), "empty prompt",
          refused_by="chat"),
+    Case("wordpiece_with_byte_tokens", "a WordPiece vocabulary with byte-typed tokens (GGML_ABORT in token_to_byte)",
+         _set("tokenizer.ggml.model", "bert", STR), "WordPiece vocabulary types token 5 as a byte"),
+    Case("rms_epsilon_nan", "a NaN norm epsilon (GGML_ASSERT(eps >= 0.0f) at the first decode)",
+         _set("llama.attention.layer_norm_rms_epsilon", float("nan"), F32), "layer_norm_rms_epsilon is nan"),
     Case("split_no_wrong_type", "the second part of a split model numbered as int32 (GGML_ASSERT in gguf_get_val_u16)",
          _split(0, GGUFValueType.UINT16), "not uint16", second_part=_split(1, GGUFValueType.INT32)),
     Case("byte_type_on_a_letter", "a one-letter token typed BYTE: llama.cpp refuses it by itself (std::out_of_range "

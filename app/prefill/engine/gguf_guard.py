@@ -26,6 +26,8 @@ MAX_EXPERTS = 1024  # LLAMA_MAX_EXPERTS, llama-hparams.h
 ROPE_SCALING_TYPES = ("none", "linear", "yarn", "longrope")  # LLAMA_ROPE_SCALING_TYPES, llama-model.cpp
 NO_TOKENIZER = ("no_vocab", "none")
 SPM = "llama"  # tokenizer.ggml.model of a SentencePiece vocabulary
+WPM = "bert"  # and of a WordPiece one
+BYTE_TOKEN = 6  # LLAMA_TOKEN_TYPE_BYTE
 
 
 def read_model_header(path: str | Path) -> GGUFHeader:
@@ -37,7 +39,7 @@ def read_model_header(path: str | Path) -> GGUFHeader:
     header = read_header(path, keep_tokens=True)
     check_loadable(header)
     _check_split_parts(Path(path), header)
-    header.tokens = None  # megabytes for a large vocabulary, needed only here
+    header.tokens = header.token_types = None  # megabytes for a large vocabulary, needed only here
     return header
 
 
@@ -46,6 +48,7 @@ def check_loadable(h: GGUFHeader) -> None:
     _check_layers(h)
     _check_experts(h)
     _check_rope(h)
+    _check_epsilons(h)
     _check_vocabulary(h)
 
 
@@ -108,6 +111,15 @@ def _check_rope(h: GGUFHeader) -> None:
         raise _refuse(f"unknown RoPE scaling type {kind[:40]!r}")
 
 
+def _check_epsilons(h: GGUFHeader) -> None:
+    # ggml-cpu ops.cpp (norm, rms_norm, l2_norm): GGML_ASSERT(eps >= 0.0f), on the first decode
+    for key, v in h.metadata.items():
+        if key.endswith(("_epsilon", ".eps")):
+            for x in v if isinstance(v, list) else [v]:
+                if isinstance(x, float) and not x >= 0.0:  # NaN too
+                    raise _refuse(f"{key} is {x}, where a norm's epsilon must be 0 or more")
+
+
 def _check_vocabulary(h: GGUFHeader) -> None:
     model = h.metadata.get("tokenizer.ggml.model")
     if isinstance(model, str) and model in NO_TOKENIZER:
@@ -134,6 +146,10 @@ def _check_vocabulary(h: GGUFHeader) -> None:
             if first.setdefault(name, i) != i:
                 text = name.decode("utf-8", errors="replace")[:40]
                 raise _refuse(f"its vocabulary holds the token {text!r} twice (ids {first[name]} and {i})")
+    if model == WPM and h.token_types is not None and BYTE_TOKEN in h.token_types:
+        # llama_vocab::impl::token_to_byte: GGML_ABORT for a WordPiece vocabulary, reached while
+        # llama.cpp caches every token's text at load
+        raise _refuse(f"its WordPiece vocabulary types token {h.token_types.index(BYTE_TOKEN)} as a byte")
     if model == SPM:
         # llm_tokenizer_spm_session::resegment spells an unknown character as byte tokens through
         # llama_vocab::byte_to_token, whose token_to_id.at() throws inside llama_tokenize: std::terminate.

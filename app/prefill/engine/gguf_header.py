@@ -29,6 +29,7 @@ MAX_KEPT_STRINGS = 64  # string arrays longer than this (vocabularies, merges) a
 MAX_KEPT_NUMBERS = 512  # per-layer numbers (llama.cpp's most layers) are kept; scores are not
 MAX_LAYERS = 512  # LLAMA_MAX_LAYERS: llama.cpp asserts on more
 TOKENS_KEY = "tokenizer.ggml.tokens"
+TOKEN_TYPES_KEY = "tokenizer.ggml.token_type"
 DEFAULT_ALIGNMENT = 32
 
 Scalar = Union[int, float, bool, str]
@@ -75,6 +76,7 @@ class GGUFHeader:
     data_offset: int
     file_size: int | None = None
     tokens: list[bytes] | None = None  # the vocabulary as stored, when asked for (`keep_tokens`)
+    token_types: tuple[int, ...] | None = None  # and each token's type, when stored as integers
     types: dict[str, int] = field(default_factory=dict)  # each key's GGUF value type
     extra: dict[str, object] = field(default_factory=dict)
 
@@ -165,6 +167,7 @@ class _Reader:
         self.pos = 0
         self.keep_tokens = keep_tokens
         self.tokens: list[bytes] | None = None
+        self.token_types: tuple[int, ...] | None = None
 
     def _need(self, n: int) -> None:
         if n < 0:
@@ -209,6 +212,11 @@ class _Reader:
             lengths[key] = count
             if itype in _SCALARS:
                 size = struct.calcsize(_SCALARS[itype])
+                if key == TOKEN_TYPES_KEY and self.keep_tokens and itype not in (6, 12):  # integers
+                    self._need(count * size)
+                    self.token_types = struct.unpack_from(f"<{count}{_SCALARS[itype][1]}", self.buf, self.pos)
+                    self.pos += count * size
+                    return None
                 if count > MAX_KEPT_NUMBERS:
                     self.skip(count * size)
                     return None
@@ -320,7 +328,9 @@ def parse_header(buf: Buffer, keep_tokens: bool = False) -> GGUFHeader:
     _check_shape_types(metadata, lengths)
     pos = r.pos
     data_offset = (pos + align - 1) // align * align
-    return GGUFHeader(version, metadata, lengths, tensors, data_offset, tokens=r.tokens, types=types)
+    return GGUFHeader(
+        version, metadata, lengths, tensors, data_offset, tokens=r.tokens, token_types=r.token_types, types=types
+    )
 
 
 # The numbers Prefill reads from a header (shape, fit, KV size): whole numbers, or per layer a list of them.
