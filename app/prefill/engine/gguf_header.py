@@ -237,7 +237,6 @@ class _Reader:
         buf, pos, limit, unpack_from = self.buf, self.pos, self.limit, struct.unpack_from
         out: list[bytes] = []
         append = out.append
-        as_is = isinstance(buf, (bytes, mmap.mmap))  # their slices are bytes already
         for _ in range(count):
             if pos + 8 > limit:
                 raise GGUFTruncated("the file ends inside its GGUF header (truncated download?)")
@@ -247,7 +246,8 @@ class _Reader:
             pos += 8
             if pos + n > limit:
                 raise GGUFTruncated("the file ends inside its GGUF header (truncated download?)")
-            append(buf[pos : pos + n] if as_is else bytes(buf[pos : pos + n]))
+            chunk = buf[pos : pos + n]  # bytes from an mmap or bytes, a copy to take from a bytearray
+            append(chunk if isinstance(chunk, bytes) else bytes(chunk))
             pos += n
         self.pos = pos
         return out
