@@ -123,3 +123,16 @@ def test_runtime_refuses_what_llama_cpp_would_abort_on(tiny_model: Path) -> None
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[:4] == ["16 256", "EngineError", "EngineError", "EngineError"]
+
+
+def test_cli_chat_small_context_long_prompt_real_model(smollm2: Path) -> None:
+    """The issue's own reproduction, with SmolLM2: `prefill chat --ctx 300` and a 330-word prompt."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "app"), str(ROOT)])}
+    out = subprocess.run(
+        [sys.executable, "-m", "prefill", "chat", "--model", str(smollm2), "--ctx", "300", "--gpu-layers", "none",
+         "--json", "--temperature", "0", "--max-tokens", "4", "--prompt", " ".join(["word"] * 330)],
+        check=False, capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    turn = json.loads(out.stdout.splitlines()[-1])
+    assert turn["prompt_tokens"] > 300 and turn["kv_total"] == 512
