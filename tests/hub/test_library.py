@@ -11,6 +11,7 @@ from prefill.hub.bundled import BUNDLED_FILE, bundled_model_path
 from prefill.hub.client import HubClient
 from prefill.hub.errors import HubError, NoSuchModel
 from prefill.hub.library import ModelLibrary
+from tests.engine.hostile_models import CASES, WRONG_TYPES, write_case
 from tests.hub.fake_hub import FakeFile, FakeHub, FakeRepo
 from tests.hub.gguf_factory import write_tiny_gguf
 
@@ -38,6 +39,29 @@ def test_broken_file_is_listed_with_its_reason(tmp_path: Path) -> None:
     (tmp_path / "junk.gguf").write_bytes(b"not a model")
     (m,) = _lib(tmp_path).models()
     assert m.error and "GGUF" in m.error
+
+
+@pytest.mark.parametrize("case", WRONG_TYPES)
+def test_metadata_of_the_wrong_type_is_listed_with_its_reason(tmp_path: Path, case: str) -> None:
+    """`block_count` as an array, `context_length` as a string…: one such file lists as unreadable,
+    the others list as ever."""
+    write_tiny_gguf(tmp_path / "good.gguf")
+    write_case(next(c for c in CASES if c.name == case), tmp_path)
+    found = {m.name: m for m in _lib(tmp_path).models()}
+    assert found["good.gguf"].error is None and found["good.gguf"].architecture == "llama"
+    bad = found[f"{case}.gguf"]
+    assert bad.error and "metadata is malformed" in bad.error
+
+
+def test_prefill_ls_lists_past_a_malformed_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from prefill.cli import main
+
+    write_tiny_gguf(tmp_path / "good.gguf")
+    for case in WRONG_TYPES:
+        write_case(next(c for c in CASES if c.name == case), tmp_path)
+    assert main(["ls", "--models-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "good.gguf" in out and out.count("unreadable: the model's metadata is malformed") == len(WRONG_TYPES)
 
 
 def test_split_model_is_one_entry(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import string
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -53,8 +54,12 @@ def write_tiny_llama(
     context_length: int = 8192,
     chat_template: str | None = CHATML,
     seed: int = 0,
+    edit: Callable[[GGUFWriter], None] | None = None,
 ) -> Path:
-    """A random-weight llama model that llama.cpp loads and runs (it talks nonsense)."""
+    """A random-weight llama model that llama.cpp loads and runs (it talks nonsense).
+
+    `edit` may change the writer's metadata before it is written (the tests' hostile files).
+    """
     path = Path(path)
     rng = np.random.default_rng(seed)
     w = GGUFWriter(str(path), "llama")
@@ -97,6 +102,8 @@ def write_tiny_llama(
         t(b + "ffn_gate.weight", n_ff, n_embd)
         t(b + "ffn_up.weight", n_ff, n_embd)
         t(b + "ffn_down.weight", n_embd, n_ff)
+    if edit is not None:
+        edit(w)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -21,7 +21,8 @@ from prefill.engine import chat_format
 from prefill.engine.backend import BackendReport, backend_report, resolve_gpu_layers
 from prefill.engine.errors import EngineBusy, EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
-from prefill.engine.gguf_header import GGUFHeader, read_header
+from prefill.engine.gguf_guard import read_model_header
+from prefill.engine.gguf_header import GGUFHeader
 from prefill.engine.kv import kv_bytes_per_cell
 from prefill.engine.llama_runtime import LlamaRuntime
 from prefill.engine.metrics import RequestClock
@@ -76,7 +77,7 @@ class ChatEngine:
         """
         settings = settings or LoadSettings()
         p = Path(path)
-        header = read_header(p)
+        header = read_model_header(p)
         layers = resolve_gpu_layers(settings.n_gpu_layers, header, settings)
         runtime = LlamaRuntime(p, settings, layers, header.n_layer, progress)
         return cls(p, header, runtime, backend_report(settings.n_gpu_layers, runtime.offload, layers))
@@ -209,6 +210,8 @@ class ChatEngine:
         fitted = self.fit(messages, sampling, overflow, options)
         text, prompt, used, rest = self._prepare(fitted.messages, options)
         rt = self.runtime
+        if not prompt or not _text.strip():  # nothing to decode: sampling would have no logits
+            raise TemplateError("the chat template rendered an empty prompt: there is nothing to send")
         if len(prompt) >= self.n_ctx:
             raise EngineError("the prompt fills the whole context")
 

@@ -159,7 +159,10 @@ class LlamaRuntime:
         self.load_log = load_log + ctx_log
         self.memory = llama_cpp.llama_get_memory(self.ctx)
         self.n_ctx = int(llama_cpp.llama_n_ctx(self.ctx))
-        self.n_batch = settings.n_batch
+        # llama.cpp caps the batch at the requested context and then rounds the context up (300 -> 512),
+        # and asserts (aborts) on a longer decode: the pieces are what it reports, not what was asked.
+        self.n_batch = min(int(llama_cpp.llama_n_batch(self.ctx)), int(llama_cpp.llama_n_ubatch(self.ctx)))
+        self._has_logits = False  # llama_sampler_sample asserts when the last decode left none
         self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(self.vocab))
         self.eog = frozenset(t for t in range(self.n_vocab) if llama_cpp.llama_vocab_is_eog(self.vocab, t))
         self._pieces: dict[int, bytes] = {}
@@ -169,17 +172,23 @@ class LlamaRuntime:
 
     # --- text <-> tokens ---------------------------------------------------------
     def tokenize(self, text: str, add_special: bool = False) -> list[int]:
+        """Tokens for `text`; `add_special` puts the model's BOS first when it asks for one.
+
+        llama.cpp's own add_special asserts (aborts) when the model asks for a BOS or an EOS
+        it does not have, and would end a chat prompt with EOS: BOS is added here instead.
+        """
         data = text.encode("utf-8")
         n_max = len(data) + 8
         buf = (llama_cpp.llama_token * n_max)()
-        n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, n_max, add_special, True)
+        n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, n_max, False, True)
         if n < 0:
             n_max = -n
             buf = (llama_cpp.llama_token * n_max)()
-            n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, n_max, add_special, True)
+            n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, n_max, False, True)
         if n < 0:
             raise EngineError("the text could not be tokenized")
-        return list(buf[:n])
+        bos = self.bos_id
+        return ([bos] if add_special and self.add_bos and bos >= 0 else []) + list(buf[:n])
 
     def piece(self, token: int) -> bytes:
         """The bytes a token stands for (special tokens render as nothing). Cached per token."""
@@ -232,6 +241,7 @@ class LlamaRuntime:
         """Drop every cell from position `keep` on. False when llama.cpp cannot keep exactly the
         first `keep` (recurrent or hybrid memory trims only whole; a sliding window may have let
         go of what continuing needs): the cache is then cleared, and holds nothing."""
+        self._has_logits = False
         if keep and llama_cpp.llama_memory_seq_rm(self.memory, 0, keep, -1) and self._holds_prefix(keep):
             return True
         llama_cpp.llama_memory_clear(self.memory, True)
@@ -245,17 +255,22 @@ class LlamaRuntime:
 
     # --- decode -------------------------------------------------------------------
     def decode(self, tokens: Sequence[int]) -> None:
-        """Evaluate tokens that continue the cache (at most n_batch of them)."""
+        """Evaluate tokens that continue the cache: 1 to `n_batch` of them."""
         n = len(tokens)
+        if not 0 < n <= self.n_batch:  # llama.cpp asserts on more than its batch
+            raise EngineError(f"cannot decode {n} tokens at once (1 to {self.n_batch})")
         arr = (llama_cpp.llama_token * n)(*tokens)
         rc = llama_cpp.llama_decode(self.ctx, llama_cpp.llama_batch_get_one(arr, n))
+        self._has_logits = rc == 0
         if rc != 0:
             raise EngineError(f"llama.cpp failed to decode (code {rc}): the KV cache may be full")
 
     def decode_one(self, token: int) -> int:
         """Evaluate one token; the C status (0 is success, 1 is no room in the cache)."""
         self._one[0] = token
-        return int(llama_cpp.llama_decode(self.ctx, self._one_batch))
+        rc = int(llama_cpp.llama_decode(self.ctx, self._one_batch))
+        self._has_logits = rc == 0
+        return rc
 
     def new_sampler(self, s: SamplingSettings, seed: int) -> ctypes.c_void_p:
         chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
@@ -278,6 +293,9 @@ class LlamaRuntime:
         return chain
 
     def sample(self, sampler: ctypes.c_void_p) -> int:
+        """The next token from the last decode's logits."""
+        if not self._has_logits:  # llama_sampler_sample asserts on missing logits
+            raise EngineError("nothing was decoded to sample from")
         return int(llama_cpp.llama_sampler_sample(sampler, self.ctx, -1))
 
     @staticmethod
@@ -319,6 +337,8 @@ def _cpu_has_amx() -> bool:
 
 
 def _last_error(log: str) -> str:
+    """The log line that says why: llama.cpp's own error over its closing "failed to load model"."""
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if "error" in ln.lower() or "failed" in ln.lower()]
-    return (errors or lines or ["no reason given"])[-1]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    failed = [ln for ln in lines if "failed" in ln.lower()]
+    return (errors or failed or lines or ["no reason given"])[-1]
