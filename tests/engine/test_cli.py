@@ -22,8 +22,10 @@ def test_chat_json_has_every_field_per_turn(smollm2: Path) -> None:
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     assert len(lines) == 2
     for turn in lines:
-        assert set(turn) == {"answer", "finish_reason", *JSON_FIELDS}
+        assert set(turn) == {"answer", "reasoning", "finish_reason", "chat_format", *JSON_FIELDS}
         assert turn["answer"] and turn["finish_reason"] in ("stop", "length")
+        assert turn["chat_format"] == "template" and turn["reasoning"] == "" and turn["reasoning_tokens"] == 0
+        assert "<|im_end|>" not in turn["answer"] and "<|im_start|>" not in turn["answer"]
         assert turn["kv_total"] == 1024 and turn["kv_used"] > 0
     assert lines[1]["cached_tokens"] > 0  # the second turn reused the first
     assert lines[1]["evaluated_tokens"] < lines[1]["prompt_tokens"]

@@ -210,7 +210,7 @@ class ChatEngine:
         fitted = self.fit(messages, sampling, overflow, options)
         text, prompt, used, rest = self._prepare(fitted.messages, options)
         rt = self.runtime
-        if not prompt or not _text.strip():  # nothing to decode: sampling would have no logits
+        if not prompt or not text.strip():  # nothing to decode: sampling would have no logits
             raise TemplateError("the chat template rendered an empty prompt: there is nothing to send")
         if len(prompt) >= self.n_ctx:
             raise EngineError("the prompt fills the whole context")
