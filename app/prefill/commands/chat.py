@@ -13,6 +13,7 @@ from prefill.commands.options import (
     add_sampling_options,
     load_settings,
     model_path,
+    overflow_settings,
     sampling_settings,
 )
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if engine.backend.warning:
             print(f"prefill: {engine.backend.warning}", file=sys.stderr)
-        overflow = OverflowSettings(policy=args.overflow)
+        overflow = overflow_settings(args)
         for f in chat_turns(engine, args.system, _prompts(args), sampling_settings(args), overflow, not args.json):
             if args.json:
                 print(json.dumps(turn_json(f), ensure_ascii=False), flush=True)
