@@ -4,6 +4,9 @@ open a working window that says what happened; a typed message is never lost."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -127,3 +130,18 @@ def test_unusable_history_says_so_and_keeps_the_typed_message(started, qtbot, sm
     assert w.input.editor.toPlainText() == ""  # sent: the box clears…
     qtbot.waitUntil(lambda: w.input.editor.toPlainText() == "A message worth keeping", timeout=5000)  # …and refills
     assert not w.controller.busy and w.input.button.text() == "Send"
+
+
+def test_the_app_opens_with_an_unreadable_settings_file_and_history(tmp_path: Path) -> None:
+    # Before: SettingsFile.load() raised at start-up and the app never opened.
+    config, data = tmp_path / "config", tmp_path / "data"
+    (config / "prefill" / "settings.json").mkdir(parents=True)
+    (data / "prefill").mkdir(parents=True)
+    (data / "prefill" / "history.sqlite3").write_bytes(b"\x00garbage" * 512)
+    env = dict(os.environ, XDG_CONFIG_HOME=str(config), XDG_DATA_HOME=str(data), PREFILL_EXIT_AFTER_SHOWN="1",
+               QT_QPA_PLATFORM="offscreen")
+    out = subprocess.run([sys.executable, "-m", "prefill"], capture_output=True, text=True, env=env, timeout=120,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("shown") and "Traceback" not in out.stderr
+    assert (config / "prefill" / "settings.json").is_dir()  # left as it was

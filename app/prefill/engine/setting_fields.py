@@ -11,7 +11,6 @@ and ranges from them, and the CLI its defaults and choices: the rules live here 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import types
 import typing
@@ -118,10 +117,15 @@ def _describe(options: tuple[Any, ...]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
-@functools.cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def hints(section: type) -> dict[str, Any]:
     """A section's resolved field types (cached: a request builds sections often)."""
-    return typing.get_type_hints(section)
+    found = _HINTS.get(section)
+    if found is None:
+        found = _HINTS[section] = typing.get_type_hints(section)
+    return found
 
 
 class Section:

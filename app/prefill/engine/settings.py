@@ -12,14 +12,14 @@ from __future__ import annotations
 import os
 import typing
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal, Union
+from typing import ClassVar, Literal
 
 from prefill.engine.errors import InvalidSetting
 from prefill.engine.setting_fields import Section, doc
 
 KvType = Literal["f16", "q8_0", "q4_0"]
 GpuChoice = Literal["auto", "all", "none"]
-GpuLayers = Union[GpuChoice, int]
+GpuLayers = GpuChoice | int
 OverflowPolicy = Literal["rolling_window", "truncate_middle", "stop"]
 
 KV_TYPES: tuple[str, ...] = typing.get_args(KvType)

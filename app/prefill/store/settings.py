@@ -31,10 +31,12 @@ log = logging.getLogger(__name__)
 Theme = Literal["system", "light", "dark"]
 
 
-def _same_as(section: type[Section], name: str) -> Any:
-    """A field declared like ``section.name``: one default, one description, one rule."""
-    item = {f.name: f for f in dataclasses.fields(section)}[name]  # type: ignore[arg-type]
-    return field(default=item.default, metadata=item.metadata)
+def _field_of(section: type[Section], name: str) -> dataclasses.Field[Any]:
+    return {f.name: f for f in dataclasses.fields(section)}[name]  # type: ignore[arg-type]
+
+
+# The overflow policy is stored in the model section but declared once, by the engine.
+_POLICY = _field_of(OverflowSettings, "policy")
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class ModelSettings(LoadSettings):
 
     NAME: ClassVar[str] = "model"
     last_model_path: str = field(default="", metadata=doc('The model opened last; "" = none.'))
-    overflow_policy: OverflowPolicy = _same_as(OverflowSettings, "policy")
+    overflow_policy: OverflowPolicy = field(default=_POLICY.default, metadata=_POLICY.metadata)
 
     def load_settings(self) -> LoadSettings:
         """What the engine takes to load a model (a change of it takes a reload)."""

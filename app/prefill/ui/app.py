@@ -8,7 +8,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from prefill.store import HistoryStore, Settings, SettingsFile
@@ -79,7 +79,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     # The decode thread gives up the GIL inside llama.cpp; when it comes back it should not
     # wait 5 ms for the GUI thread to let go of it.
     sys.setswitchinterval(0.001)
-    app = QApplication.instance() or QApplication(argv or sys.argv)
+    app = cast(QApplication, QApplication.instance() or QApplication(argv or sys.argv))
     app.setApplicationName("Prefill")
     app.setOrganizationName("Prefill")
     app.setDesktopFileName("prefill")  # Wayland matches the window to the desktop entry and its icon

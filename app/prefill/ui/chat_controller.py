@@ -225,7 +225,7 @@ class ChatController(QObject):
         if 0 <= self._row < self.model.rowCount():
             self.model.remove_row(self._row)
         # The answer row in the database goes too, once begin_answer has come back (calls run in order).
-        self.store.after_pending(lambda req=request: self._drop_answer(req))
+        self.store.after_pending(lambda: self._drop_answer(request))
         self.notice.emit(message)
         self._end()
 

@@ -59,6 +59,8 @@ class FieldEditor:
     def __init__(self, key: str, hint: Any, meta: dict[str, Any], value: Any, on_change: Callable[[], None]):
         self.key, self.meta, self.original = key, meta, value
         self.label = meta.get("label") or key.partition(".")[2]
+        self.input: QWidget
+        self._read: Callable[[], Any]
         self.widget = self._build(hint, value, on_change)
         self.widget.setToolTip(meta["doc"])
         self._initial = self._read()

@@ -87,13 +87,13 @@ class StoreProxy(QObject):
         super().__init__()
         self._ids = itertools.count(1)
         self._callbacks: dict[int, tuple[Callable[[Any], None] | None, OnError]] = {}
-        self.thread = QThread()
-        self.thread.setObjectName("prefill-store")
+        self._thread = QThread()  # not `thread`: QObject.thread() is Qt's
+        self._thread.setObjectName("prefill-store")
         self._worker = _StoreWorker(stores)
-        self._worker.moveToThread(self.thread)
+        self._worker.moveToThread(self._thread)
         self._worker.done.connect(self._on_worker_done)
         self._close.connect(self._worker.close)
-        self.thread.start()
+        self._thread.start()
 
     def call(self, fn: Callable[[Stores], R], then: Then[R] = None, error: OnError = None) -> int:
         """Run `fn(stores)` on the store thread; the typed methods below are built on it."""
@@ -169,7 +169,7 @@ class StoreProxy(QObject):
 
     def finish_answer(
         self, mid: int, text: str, reason: str, figures: Mapping[str, Any],
-        then: Then[None] = None, error: OnError = None,
+        then: Then[Message] = None, error: OnError = None,
     ) -> int:
         return self.call(lambda s: s.history.finish_answer(mid, text, reason, figures), then, error)
 
@@ -179,7 +179,10 @@ class StoreProxy(QObject):
 
     def after_pending(self, then: Callable[[], None]) -> int:
         """Call `then` on the GUI thread once every call made before this one has run."""
-        return self.call(lambda _s: None, lambda _r: then())
+        def done(_result: None) -> None:
+            then()
+
+        return self.call(_nothing, done)
 
     # --- plumbing -------------------------------------------------------------------------
     @Slot(int, object, object)
@@ -200,4 +203,8 @@ class StoreProxy(QObject):
     def stop(self) -> None:
         """Finish queued calls, close the database in its own thread, stop the thread."""
         self._close.emit()
-        self.thread.wait()
+        self._thread.wait()
+
+
+def _nothing(_stores: Stores) -> None:
+    """A call that only waits its turn."""
