@@ -100,3 +100,25 @@ def test_closing_during_a_load_cancels_it(app, qtbot, smollm2: Path) -> None:
     gate.set()
     w.engine.stop()  # returns once the load has stopped
     assert cancelled == [w._load_tag] and worker.engine is None and w.loaded is None
+
+
+def test_cancel_in_the_toolbar_stops_a_load(app, qtbot, smollm2: Path) -> None:
+    w = app.open(small_settings())
+    reading, gate = threading.Event(), threading.Event()
+
+    def hold(_p: float) -> None:  # engine thread, inside llama.cpp's progress callback
+        if not reading.is_set():
+            reading.set()
+            gate.wait(LOAD_TIMEOUT / 1000)
+
+    w.engine.worker.load_progress.connect(hold, Qt.ConnectionType.DirectConnection)
+    w.load_model(str(smollm2))
+    assert w.cancel_load_action.isVisible()
+    qtbot.waitUntil(reading.is_set, timeout=LOAD_TIMEOUT)
+    w.cancel_load_action.trigger()
+    gate.set()
+    qtbot.waitUntil(lambda: not w.cancel_load_action.isVisible(), timeout=LOAD_TIMEOUT)
+    assert w.loaded is None and w.load_state.text().strip() == "no model loaded"
+    assert w.engine.worker.engine is None
+    w.engine.worker.load_progress.disconnect(hold)
+    load(qtbot, w, smollm2)  # the next load works

@@ -146,10 +146,10 @@ class EngineWorker(QObject):
     # --- slots, run on the engine thread ------------------------------------------
     @Slot(int, str, object)
     def _on_request_load(self, tag: int, path: str, settings: LoadSettings) -> None:
+        self._on_request_unload()  # the window forgot it when it asked for this load
         if tag != self._wanted_load:  # cancelled or superseded while it waited
             self.load_cancelled.emit(tag)
             return
-        self._on_request_unload()
         t0 = time.perf_counter()
         from prefill.engine.chat import ChatEngine  # llama.cpp loads here, off the GUI thread
 

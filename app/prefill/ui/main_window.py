@@ -135,6 +135,10 @@ class MainWindow(QMainWindow):
         self._fill_model_combo()
         self.load_state = QLabel("  no model loaded")
         bar.addWidget(self.load_state)
+        self.cancel_load_action = QAction("Cancel", self)
+        self.cancel_load_action.setToolTip("Stop loading this model")
+        self.cancel_load_action.setVisible(False)
+        bar.addAction(self.cancel_load_action)
         bar.addSeparator()
         self.system_action = QAction("System prompt…", self)
         self.settings_action = QAction("Settings…", self)
@@ -187,6 +191,7 @@ class MainWindow(QMainWindow):
         self.system_action.triggered.connect(self._edit_system_prompt)
         self.settings_action.triggered.connect(self._open_settings)
         self.models_action.triggered.connect(self.open_models)
+        self.cancel_load_action.triggered.connect(self._on_cancel_load_triggered)
         self.store.error.connect(self.show_problem)
         self._count_timer = QTimer(self)
         self._count_timer.setSingleShot(True)
@@ -203,6 +208,7 @@ class MainWindow(QMainWindow):
         self.loaded = None
         self.sidebar.set_loading(Path(path).name)
         self.load_state.setText(f"  loading {Path(path).name}…")
+        self.cancel_load_action.setVisible(True)
         self._load_tag = self.engine.worker.load(path, self.settings.model.load_settings())
 
     def _on_model_combo_activated(self, index: int) -> None:
@@ -221,6 +227,7 @@ class MainWindow(QMainWindow):
         self.loaded = m
         self.sidebar.set_model(m)
         self.load_state.setText(f"  {m.name} · {m.backend_summary}")
+        self.cancel_load_action.setVisible(False)
         self.stack.setCurrentWidget(self.chat_view)
         if self.settings.model.last_model_path != str(m.path):
             self.settings = replace(self.settings, model=replace(self.settings.model, last_model_path=str(m.path)))
@@ -236,12 +243,18 @@ class MainWindow(QMainWindow):
     def _on_worker_load_failed(self, reason: str) -> None:
         self.sidebar.set_model(None, reason)
         self.load_state.setText("  model failed to load")
+        self.cancel_load_action.setVisible(False)
         self.show_notice(f"The model could not be loaded: {reason}. Pick another file; the app is still usable.")
+
+    def _on_cancel_load_triggered(self) -> None:
+        # Called here, not connected to the worker's slot: that would queue it behind the load.
+        self.engine.worker.cancel_load()
 
     def _on_worker_load_cancelled(self, tag: int) -> None:
         if tag == self._load_tag:  # not one a newer load superseded
             self.sidebar.set_model(None, "Loading was cancelled.")
             self.load_state.setText("  no model loaded")
+            self.cancel_load_action.setVisible(False)
 
     def _on_worker_kv_state(self, m: MetricsSnapshot) -> None:
         self.sidebar.set_kv(m)
