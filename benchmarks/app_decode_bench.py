@@ -28,11 +28,10 @@ def headless(model: Path, settings, gen: int) -> float:  # noqa: ANN001 - store 
     from prefill.engine.chat import ChatEngine
     from prefill.engine.events import Finished
     from prefill.engine.template import Message
-    from prefill.ui.settings_dialog import engine_sampling, load_settings
 
-    engine = ChatEngine.load(model, load_settings(settings.model))
+    engine = ChatEngine.load(model, settings.model.load_settings())
     try:
-        for ev in engine.stream([Message("user", PROMPT)], engine_sampling(settings.sampling)):
+        for ev in engine.stream([Message("user", PROMPT)], settings.sampling):
             if isinstance(ev, Finished):
                 return ev.metrics.decode_tps
     finally:

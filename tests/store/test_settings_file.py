@@ -98,3 +98,25 @@ def test_unreadable_file_raises_a_typed_error(settings_file: SettingsFile) -> No
         settings_file.load()
     assert info.value.path == settings_file.path
     assert not settings_file.backup_path.exists()
+
+
+def test_read_says_what_it_repaired(settings_file: SettingsFile) -> None:
+    settings_file.path.parent.mkdir(parents=True)
+    settings_file.path.write_text(json.dumps(
+        {"model": {"kv_type": "q8_0", "flash_attn": False, "n_ctx": 8192}, "sampling": {"top_p": 0, "min_p": 2}}))
+    read = settings_file.read()
+    assert [e.key for e in read.repaired] == ["model.kv_type", "sampling.min_p"]
+    assert (read.settings.model.kv_type, read.settings.model.n_ctx, read.settings.sampling.top_p) == ("f16", 8192, 0)
+    assert not read.set_aside and read.backup is None
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    (b"[" * 100_000, "nested too deeply"),
+    (b'{"pad": "' + b"x" * (2 << 20) + b'"}', "larger than"),
+])
+def test_hostile_files_are_set_aside(settings_file: SettingsFile, content: bytes, why: str) -> None:
+    settings_file.path.parent.mkdir(parents=True)
+    settings_file.path.write_bytes(content)
+    read = settings_file.read()
+    assert read.settings == Settings() and why in read.set_aside and read.backup == settings_file.backup_path
+    assert settings_file.backup_path.read_bytes() == content

@@ -1,29 +1,82 @@
-"""The settings dialog edits one typed Settings value; what needs a reload is told apart."""
+"""The settings dialog is built from the schema, edits one typed Settings value, and cannot
+produce settings the engine would refuse."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 
-from prefill.store.settings import Settings
-from prefill.ui.settings_dialog import SettingsDialog, engine_sampling, load_settings, needs_reload
+from PySide6.QtWidgets import QComboBox, QDialogButtonBox, QDoubleSpinBox, QSpinBox
+
+from prefill.engine.settings import KV_TYPES, OVERFLOW_POLICIES, LoadSettings, SamplingSettings
+from prefill.store.settings import Settings, keys
+from prefill.ui.settings_dialog import LAYOUT, NOT_IN_DIALOG, SettingsDialog, needs_reload
+
+
+def ok_enabled(d: SettingsDialog) -> bool:
+    return d.buttons.button(QDialogButtonBox.StandardButton.Ok).isEnabled()
 
 
 def test_dialog_round_trip_and_reload_rule(qtbot) -> None:
-    s = Settings()
+    s = Settings().replace("sampling.temperature", 0.725)  # more decimals than the spin box shows
     d = SettingsDialog(s)
     qtbot.addWidget(d)
     assert d.result_settings() == s  # untouched: the same value back
-    d.temperature.setValue(0.2)
-    d.n_ctx.setValue(8192)
-    d.gpu_mode.setCurrentText("count")
-    d.gpu_count.setValue(12)
-    d.models_dir.setText("/tmp/models")
-    d.hf_token.setText("hf_secret")
-    d.theme.setCurrentText("dark")
+    d.editors["sampling.temperature"].input.setValue(0.2)
+    d.editors["model.n_ctx"].input.setValue(8192)
+    gpu = d.editors["model.n_gpu_layers"]
+    gpu.input.setCurrentText("count")
+    gpu.spin.setValue(12)
+    d.editors["ui.models_dir"].input.setText("/tmp/models")
+    d.editors["hub.hf_token"].input.setText("hf_secret")
+    d.editors["ui.theme"].input.setCurrentText("dark")
     new = d.result_settings()
     assert new.sampling.temperature == 0.2 and new.model.n_ctx == 8192 and new.model.n_gpu_layers == 12
     assert new.ui.models_dir == "/tmp/models" and new.ui.theme == "dark" and new.hub.hf_token == "hf_secret"
     assert "hf_secret" not in repr(new)
     assert needs_reload(s.model, new.model)
     assert not needs_reload(s.model, replace(s.model, overflow_policy="stop"))
-    assert load_settings(new.model).n_ctx == 8192 and engine_sampling(new.sampling).temperature == 0.2
+    assert new.model.load_settings().n_ctx == 8192 and isinstance(new.sampling, SamplingSettings)
+
+
+def test_every_editable_setting_is_in_the_dialog_once() -> None:
+    laid_out = [key for _title, ks in LAYOUT for key in ks]
+    assert len(laid_out) == len(set(laid_out))
+    assert set(laid_out) | NOT_IN_DIALOG == set(keys()) and not set(laid_out) & NOT_IN_DIALOG
+
+
+def test_choices_and_ranges_come_from_the_schema(qtbot) -> None:
+    d = SettingsDialog(Settings())
+    qtbot.addWidget(d)
+    kv = d.editors["model.kv_type"].input
+    assert isinstance(kv, QComboBox) and [kv.itemText(i) for i in range(kv.count())] == list(KV_TYPES)
+    policy = d.editors["model.overflow_policy"].input
+    assert [policy.itemText(i) for i in range(policy.count())] == list(OVERFLOW_POLICIES)
+    fields = {f.name: f.metadata for f in dataclasses.fields(LoadSettings)}
+    n_ctx = d.editors["model.n_ctx"].input
+    assert isinstance(n_ctx, QSpinBox)
+    assert (n_ctx.minimum(), n_ctx.maximum()) == (fields["n_ctx"]["min"], fields["n_ctx"]["max"])
+    top_p = d.editors["sampling.top_p"].input
+    assert isinstance(top_p, QDoubleSpinBox) and (top_p.minimum(), top_p.maximum()) == (0.0, 1.0)
+    penalty = d.editors["sampling.repeat_penalty"].input
+    assert penalty.minimum() > 0  # llama.cpp divides by it
+    assert d.editors["sampling.top_p"].widget.toolTip().startswith("Keep the likeliest tokens")
+
+
+def test_quantised_kv_cache_without_flash_attention_cannot_be_accepted(qtbot) -> None:
+    d = SettingsDialog(Settings())
+    qtbot.addWidget(d)
+    d.show()
+    d.editors["model.kv_type"].input.setCurrentText("q8_0")
+    assert not ok_enabled(d)
+    assert d.problem.isVisible() and "flash attention" in d.problem.text()
+    assert "KV cache type" in d.problem.text()
+    d.accept()  # Enter in the dialog: refused while the rule is broken
+    assert d.result() == 0 and d.isVisible()
+    d.editors["model.flash_attn"].input.setChecked(True)
+    assert ok_enabled(d) and not d.problem.isVisible()
+    new = d.result_settings()
+    assert (new.model.kv_type, new.model.flash_attn) == ("q8_0", True)
+    LoadSettings(**{f.name: getattr(new.model, f.name) for f in dataclasses.fields(LoadSettings)})
+    d.accept()
+    assert d.result() == 1

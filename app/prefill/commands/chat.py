@@ -13,6 +13,7 @@ from prefill.commands.options import (
     add_sampling_options,
     load_settings,
     model_path,
+    overflow_settings,
     sampling_settings,
 )
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"prefill: {engine.backend.warning}", file=sys.stderr)
         if not engine.format.from_model:
             print(f"prefill: chat format: {engine.format.label}", file=sys.stderr)
-        overflow = OverflowSettings(policy=args.overflow)
+        overflow = overflow_settings(args)
         options = TemplateOptions(think=args.think, reasoning_effort=args.reasoning_effort)
         turns = chat_turns(
             engine, args.system, _prompts(args), sampling_settings(args), overflow, not args.json, options

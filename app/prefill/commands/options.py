@@ -1,53 +1,81 @@
-"""Command-line options shared by the commands that load a model."""
+"""Command-line options shared by the commands that load a model.
+
+Defaults, choices and help come from the settings schema (``prefill.engine.settings``),
+and the values are checked by it, so the CLI accepts exactly what the window does.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 from prefill.cli import CliError
-from prefill.engine.settings import (
-    KV_TYPES,
-    OVERFLOW_POLICIES,
-    GpuLayers,
-    LoadSettings,
-    SamplingSettings,
-)
+from prefill.engine.errors import InvalidSetting
+from prefill.engine.setting_fields import Section, choices, hints
+from prefill.engine.settings import GpuLayers, LoadSettings, OverflowSettings, SamplingSettings
+
+# option -> (section, field); argparse's dest is the option without dashes.
+MODEL_OPTIONS: dict[str, tuple[type[Section], str]] = {
+    "--ctx": (LoadSettings, "n_ctx"),
+    "--gpu-layers": (LoadSettings, "n_gpu_layers"),
+    "--flash-attn": (LoadSettings, "flash_attn"),
+    "--kv-type": (LoadSettings, "kv_type"),
+    "--threads": (LoadSettings, "n_threads"),
+    "--batch": (LoadSettings, "n_batch"),
+}
+SAMPLING_OPTIONS: dict[str, tuple[type[Section], str]] = {
+    "--temperature": (SamplingSettings, "temperature"),
+    "--top-k": (SamplingSettings, "top_k"),
+    "--top-p": (SamplingSettings, "top_p"),
+    "--min-p": (SamplingSettings, "min_p"),
+    "--repeat-penalty": (SamplingSettings, "repeat_penalty"),
+    "--seed": (SamplingSettings, "seed"),
+    "--max-tokens": (SamplingSettings, "max_tokens"),
+    "--stop": (SamplingSettings, "stop"),
+    "--overflow": (OverflowSettings, "policy"),
+}
+CLI_DEFAULTS = {"--max-tokens": 512}  # a terminal answer is kept shorter than the window's
 
 
 def gpu_layers(value: str) -> GpuLayers:
-    if value in ("all", "none", "auto"):
+    if value in choices(hints(LoadSettings)["n_gpu_layers"]):
         return value  # type: ignore[return-value]
     try:
-        n = int(value)
+        return int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected all, none, auto or a number, not {value!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError("GPU layers cannot be negative")
-    return n
+
+
+def _add(p: argparse.ArgumentParser, option: str, section: type[Section], name: str) -> None:
+    item = {f.name: f for f in dataclasses.fields(section)}[name]  # type: ignore[arg-type]
+    hint, text = hints(section)[name], item.metadata["doc"]
+    default = CLI_DEFAULTS.get(option, item.default)
+    words = choices(hint)
+    kwargs: dict[str, Any] = {"help": f"{text} (default: {default})"}
+    if hint is bool:
+        kwargs = {"action": "store_true", "help": text}
+    elif name == "n_gpu_layers":
+        kwargs.update(type=gpu_layers, default=default)
+    elif words:
+        kwargs.update(choices=words, default=default)
+    elif hint in (int, float):
+        kwargs.update(type=hint, default=default)
+    elif name == "stop":
+        kwargs = {"action": "append", "default": [], "help": f"{text} (repeatable)"}
+    p.add_argument(option, **kwargs)
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="path to a .gguf file (default: the bundled SmolLM2 when installed)")
-    p.add_argument("--ctx", type=int, default=4096, help="context length in tokens (default 4096)")
-    p.add_argument("--gpu-layers", type=gpu_layers, default="auto", help="all, none, auto or a number")
-    p.add_argument("--flash-attn", action="store_true", help="use flash attention")
-    p.add_argument("--kv-type", choices=KV_TYPES, default="f16", help="KV cache type")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: automatic)")
-    p.add_argument("--batch", type=int, default=512, help="prompt batch size")
+    for option, (section, name) in MODEL_OPTIONS.items():
+        _add(p, option, section, name)
 
 
 def add_sampling_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--top-k", type=int, default=40)
-    p.add_argument("--top-p", type=float, default=0.95)
-    p.add_argument("--min-p", type=float, default=0.05)
-    p.add_argument("--repeat-penalty", type=float, default=1.1)
-    p.add_argument("--seed", type=int, default=-1)
-    p.add_argument("--max-tokens", type=int, default=512)
-    p.add_argument("--stop", action="append", default=[], help="a stop string (repeatable)")
-    p.add_argument("--overflow", choices=OVERFLOW_POLICIES, default="rolling_window",
-                   help="what to do when the chat outgrows the context")
+    for option, (section, name) in SAMPLING_OPTIONS.items():
+        _add(p, option, section, name)
 
 
 def model_path(args: argparse.Namespace) -> Path:
@@ -61,22 +89,24 @@ def model_path(args: argparse.Namespace) -> Path:
     return p
 
 
-def load_settings(args: argparse.Namespace) -> LoadSettings:
+def _build(section: type[Section], args: argparse.Namespace, options: dict[str, tuple[type[Section], str]]) -> Any:
+    values = {name: getattr(args, option[2:].replace("-", "_"))
+              for option, (s, name) in options.items() if s is section}
     try:
-        return LoadSettings(
-            n_ctx=args.ctx, n_gpu_layers=args.gpu_layers, flash_attn=args.flash_attn,
-            kv_type=args.kv_type, n_threads=args.threads, n_batch=args.batch,
-        )
-    except ValueError as e:
-        raise CliError(str(e)) from e
+        return section(**values)
+    except InvalidSetting as e:
+        option = next((o for o, (s, n) in options.items() if f"{s.NAME}.{n}" == e.key), e.key)
+        raise CliError(f"{option}: {e.reason}") from e
+
+
+def load_settings(args: argparse.Namespace) -> LoadSettings:
+    """The load settings the options give, checked by the schema (a CliError names the option)."""
+    return _build(LoadSettings, args, MODEL_OPTIONS)  # type: ignore[no-any-return]
 
 
 def sampling_settings(args: argparse.Namespace) -> SamplingSettings:
-    try:
-        return SamplingSettings(
-            temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, min_p=args.min_p,
-            repeat_penalty=args.repeat_penalty, seed=args.seed, max_tokens=args.max_tokens,
-            stop=tuple(args.stop),
-        )
-    except ValueError as e:
-        raise CliError(str(e)) from e
+    return _build(SamplingSettings, args, SAMPLING_OPTIONS)  # type: ignore[no-any-return]
+
+
+def overflow_settings(args: argparse.Namespace) -> OverflowSettings:
+    return _build(OverflowSettings, args, SAMPLING_OPTIONS)  # type: ignore[no-any-return]

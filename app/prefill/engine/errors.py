@@ -35,3 +35,18 @@ class ContextOverflow(EngineError):
 
 class EngineBusy(EngineError):
     """A request arrived while another one is still running."""
+
+
+class InvalidSetting(EngineError, ValueError):
+    """A setting was given a value outside its type, range or rules.
+
+    Attributes:
+        key: Dotted name of the setting, such as ``model.kv_type``: for a rule between
+            fields, the one whose default repairs it.
+        reason: What is wrong, without the key.
+    """
+
+    def __init__(self, key: str, reason: str):
+        self.key = key
+        self.reason = reason
+        super().__init__(f"{key}: {reason}")

@@ -1,41 +1,66 @@
-"""What a load and a generation take: typed, validated, frozen."""
+"""What a load and a generation take: the one typed, checked, frozen schema.
+
+These sections are what the engine consumes, what the store persists (its ``Settings``
+holds them as they are) and what the settings dialog and the CLI are built from. Every
+rule is written once, here: a field's type and range in its ``doc`` metadata, rules
+between fields in ``rules()``. Building a section with a value llama.cpp would refuse
+(or abort on) raises ``InvalidSetting``.
+"""
 
 from __future__ import annotations
 
 import os
+import typing
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import ClassVar, Literal
 
-GpuLayers = Union[int, Literal["all", "none", "auto"]]
-OVERFLOW_POLICIES = ("stop", "truncate_middle", "rolling_window")
-KV_TYPES = ("f16", "q8_0", "q4_0")
+from prefill.engine.errors import InvalidSetting
+from prefill.engine.setting_fields import Section, doc
+
+KvType = Literal["f16", "q8_0", "q4_0"]
+GpuChoice = Literal["auto", "all", "none"]
+GpuLayers = GpuChoice | int
+OverflowPolicy = Literal["rolling_window", "truncate_middle", "stop"]
+
+KV_TYPES: tuple[str, ...] = typing.get_args(KvType)
+OVERFLOW_POLICIES: tuple[str, ...] = typing.get_args(OverflowPolicy)
 
 
 @dataclass(frozen=True)
-class LoadSettings:
-    """How to load a model. `n_gpu_layers`: "all", "none", "auto" (as many as fit) or a count."""
+class LoadSettings(Section):
+    """How to load a model. `n_gpu_layers`: "auto" (as many as fit), "all", "none" or a count."""
 
-    n_ctx: int = 4096
-    n_gpu_layers: GpuLayers = "auto"
-    flash_attn: bool = False
-    kv_type: str = "f16"
-    n_threads: int = 0  # 0: automatic, see `threads`
-    n_batch: int = 512
+    NAME: ClassVar[str] = "model"
+    n_ctx: int = field(
+        default=4096,
+        metadata=doc("Context length in tokens.", label="Context length", minimum=128, maximum=1_048_576),
+    )
+    n_gpu_layers: GpuLayers = field(
+        default="auto",
+        metadata=doc("Layers offloaded to the GPU: auto, all, none or a count.", label="GPU layers", minimum=0),
+    )
+    flash_attn: bool = field(
+        default=False,
+        metadata=doc("Use flash attention (a quantised KV cache needs it).", label="Flash attention"),
+    )
+    kv_type: KvType = field(
+        default="f16",
+        metadata=doc("KV cache type: f16, or q8_0 / q4_0 (with flash attention).", label="KV cache type"),
+    )
+    n_threads: int = field(
+        default=0,
+        metadata=doc("CPU threads for generation; 0 = automatic.", label="CPU threads", minimum=0, maximum=512),
+    )
+    n_batch: int = field(
+        default=512,
+        metadata=doc("Prompt tokens evaluated per batch.", label="Batch size", minimum=1, maximum=65536),
+    )
 
-    def __post_init__(self) -> None:
-        if self.n_ctx < 16:
-            raise ValueError(f"context length {self.n_ctx} is too small (at least 16 tokens)")
-        if self.kv_type not in KV_TYPES:
-            raise ValueError(f"unknown KV cache type {self.kv_type!r}; choose {', '.join(KV_TYPES)}")
+    def rules(self) -> None:
+        # llama.cpp refuses a quantised V cache without flash attention (llama_init_from_model).
         if self.kv_type != "f16" and not self.flash_attn:
-            raise ValueError(f"a quantised KV cache ({self.kv_type}) needs flash attention on")
-        if self.n_batch < 1:
-            raise ValueError("batch size must be at least 1")
-        if self.n_threads < 0:
-            raise ValueError("thread count cannot be negative")
-        g = self.n_gpu_layers
-        if not (g in ("all", "none", "auto") or (isinstance(g, int) and g >= 0)):
-            raise ValueError(f"GPU layers must be all, none, auto or a count, not {g!r}")
+            raise InvalidSetting(f"{self.NAME}.kv_type",
+                                 f"a quantised KV cache ({self.kv_type}) needs flash attention on")
 
     @property
     def threads(self) -> int:
@@ -49,35 +74,63 @@ class LoadSettings:
 
 
 @dataclass(frozen=True)
-class SamplingSettings:
+class SamplingSettings(Section):
     """llama.cpp's native sampler chain, in its order: penalties, top-k, top-p, min-p, temperature."""
 
-    temperature: float = 0.7
-    top_k: int = 40
-    top_p: float = 0.95
-    min_p: float = 0.05
-    repeat_penalty: float = 1.1
-    repeat_last_n: int = 64
-    seed: int = -1  # -1: a new random seed each request
-    max_tokens: int = 1024
-    stop: tuple[str, ...] = field(default_factory=tuple)
-
-    def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise ValueError("temperature cannot be negative")
-        if not 0 < self.top_p <= 1 or not 0 <= self.min_p <= 1:
-            raise ValueError("top-p must be in (0, 1] and min-p in [0, 1]")
-        if self.max_tokens < 1:
-            raise ValueError("max tokens must be at least 1")
+    NAME: ClassVar[str] = "sampling"
+    temperature: float = field(
+        default=0.7,
+        metadata=doc("Randomness; 0 = always the likeliest token.", label="Temperature",
+                     minimum=0, maximum=5, step=0.05),
+    )
+    top_k: int = field(
+        default=40, metadata=doc("Keep only the k likeliest tokens; 0 = all.", label="Top-k", minimum=0)
+    )
+    top_p: float = field(
+        default=0.95,
+        # llama.cpp keeps at least one token, so 0 means: only the likeliest.
+        metadata=doc("Keep the likeliest tokens up to this total probability; 1 = off.", label="Top-p",
+                     minimum=0, maximum=1, step=0.01),
+    )
+    min_p: float = field(
+        default=0.05,
+        metadata=doc("Drop tokens less likely than this times the best one.", label="Min-p",
+                     minimum=0, maximum=1, step=0.01),
+    )
+    repeat_penalty: float = field(
+        default=1.1,
+        # llama.cpp divides by it: 0 would make a repeated token infinitely likely.
+        metadata=doc("Penalty for repeating recent tokens; 1 = none.", label="Repeat penalty",
+                     above=0, maximum=10, step=0.05),
+    )
+    repeat_last_n: int = field(
+        default=64,
+        metadata=doc("How many recent tokens the repeat penalty looks at.", label="Penalty window",
+                     minimum=0, maximum=65536),
+    )
+    seed: int = field(
+        default=-1,
+        metadata=doc("Random seed; -1 = a new one each time.", label="Seed", minimum=-1, maximum=2**31 - 1),
+    )
+    max_tokens: int = field(
+        default=1024, metadata=doc("Longest answer in tokens.", label="Max tokens", minimum=1, maximum=1_048_576)
+    )
+    stop: tuple[str, ...] = field(
+        default=(), metadata=doc("Texts that end the answer where the model writes them.", label="Stop texts")
+    )
 
 
 @dataclass(frozen=True)
-class OverflowSettings:
+class OverflowSettings(Section):
     """What to do when the conversation outgrows the context."""
 
-    policy: str = "rolling_window"
-    reserve: int = 0  # tokens kept free for the answer; 0: min(max_tokens, n_ctx // 4)
-
-    def __post_init__(self) -> None:
-        if self.policy not in OVERFLOW_POLICIES:
-            raise ValueError(f"unknown overflow policy {self.policy!r}; choose {', '.join(OVERFLOW_POLICIES)}")
+    NAME: ClassVar[str] = "overflow"
+    policy: OverflowPolicy = field(
+        default="rolling_window",
+        metadata=doc("When the chat outgrows the context: rolling_window, truncate_middle or stop.",
+                     label="When the chat is too long"),
+    )
+    reserve: int = field(
+        default=0,
+        metadata=doc("Tokens kept free for the answer; 0 = min(max tokens, context / 4).", minimum=0),
+    )

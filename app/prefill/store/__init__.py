@@ -23,7 +23,7 @@ from prefill.store.settings import (
     Settings,
     UiSettings,
 )
-from prefill.store.settings_file import SettingsFile, default_settings_path
+from prefill.store.settings_file import SettingsFile, SettingsRead, default_settings_path
 
 __all__ = [
     "ArchivedConversation",
@@ -47,6 +47,7 @@ __all__ = [
     "Settings",
     "SettingsError",
     "SettingsFile",
+    "SettingsRead",
     "StoreClosed",
     "StoreError",
     "UiSettings",

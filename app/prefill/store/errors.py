@@ -4,6 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# One schema, one error: the settings rules live with the engine's sections.
+from prefill.engine.errors import InvalidSetting
+
+__all__ = [
+    "ConversationNotFound",
+    "HistoryUnavailable",
+    "InvalidSetting",
+    "MessageNotFound",
+    "SchemaTooNew",
+    "SettingsError",
+    "StoreClosed",
+    "StoreError",
+]
+
 
 class StoreError(Exception):
     """Base of every error the store raises on purpose."""
@@ -79,15 +93,3 @@ class SettingsError(StoreError):
         self.path = path
         self.reason = reason
         super().__init__(f"cannot use the settings file {path}: {reason}")
-
-
-class InvalidSetting(StoreError, ValueError):
-    """A setting was given a value outside its type or range.
-
-    Attributes:
-        key: Dotted name of the setting, such as ``model.kv_type``.
-    """
-
-    def __init__(self, key: str, message: str):
-        self.key = key
-        super().__init__(f"{key}: {message}")

@@ -1,9 +1,11 @@
-"""The one typed settings schema.
+"""All of Prefill's settings, as the settings file holds them.
 
-Each section is a frozen dataclass; each field carries its default and a one-line
-description (``metadata["doc"]``) and is checked on construction, so a bad value set in
-code fails at once with ``InvalidSetting`` (a ValueError). Reading a file is lenient
-instead: ``Settings.from_dict`` keeps the default for any value it cannot use.
+The engine owns the schema of what it consumes (``prefill.engine.settings``: the load
+and sampling sections with their rules); this module persists those sections as they
+are and adds the app's own (which model, the window, the hub) with the same machinery.
+A bad value set in code fails at once with ``InvalidSetting`` (a ValueError). Reading
+a file is lenient instead: ``Settings.from_dict`` repairs what it cannot use (the
+default takes its place) and says what it repaired.
 Change a setting with ``settings.replace("model.n_ctx", 8192)``.
 """
 
@@ -11,171 +13,73 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import types
-import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, NamedTuple
 
-from prefill.store.errors import InvalidSetting
+from prefill.engine.errors import InvalidSetting
+from prefill.engine.setting_fields import Section, doc
+from prefill.engine.settings import (
+    LoadSettings,
+    OverflowPolicy,
+    OverflowSettings,
+    SamplingSettings,
+)
 
 log = logging.getLogger(__name__)
 
-KvType = Literal["f16", "q8_0", "q4_0"]
-GpuLayers = Literal["auto", "all", "none"]
-OverflowPolicy = Literal["stop", "truncate_middle", "rolling_window"]
 Theme = Literal["system", "light", "dark"]
 
 
-def doc(
-    text: str,
-    *,
-    minimum: float | None = None,
-    maximum: float | None = None,
-    secret: bool = False,
-) -> dict[str, Any]:
-    """Build a setting's field metadata: ``field(default=..., metadata=doc("..."))``.
-
-    Args:
-        text: One line for a settings dialog or ``--help``.
-        minimum: The smallest number allowed (numbers only).
-        maximum: The largest number allowed (numbers only).
-        secret: Kept out of log messages; also pass ``repr=False`` to ``field``.
-    """
-    return {"doc": text, "min": minimum, "max": maximum, "secret": secret}
+def _field_of(section: type[Section], name: str) -> dataclasses.Field[Any]:
+    return {f.name: f for f in dataclasses.fields(section)}[name]  # type: ignore[arg-type]
 
 
-def _check(key: str, hint: Any, meta: Mapping[str, Any], value: Any) -> Any:
-    """Return ``value`` (an int widened for a float field) or raise InvalidSetting."""
-    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
-    options = typing.get_args(hint) if union else (hint,)
-    for option in options:
-        if typing.get_origin(option) is Literal:
-            if isinstance(value, str) and value in typing.get_args(option):
-                return value
-        elif option in (int, float) and _is_number(value, integral=option is int):
-            low, high = meta.get("min"), meta.get("max")
-            if low is not None and value < low:
-                raise InvalidSetting(key, f"{value} is below the minimum {low}")
-            if high is not None and value > high:
-                raise InvalidSetting(key, f"{value} is above the maximum {high}")
-            return option(value)
-        elif option in (bool, str) and isinstance(value, option):
-            return value
-    shown = "(hidden)" if meta.get("secret") else repr(value)
-    raise InvalidSetting(key, f"{shown} is not {_describe(options)}")
-
-
-def _is_number(value: Any, integral: bool) -> bool:
-    # bool is an int subclass, but True is no context length.
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (not integral and isinstance(value, float))
-
-
-_TYPE_NAMES = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}
-
-
-def _describe(options: tuple[Any, ...]) -> str:
-    names: list[str] = []
-    for option in options:
-        if typing.get_origin(option) is Literal:
-            names.extend(repr(choice) for choice in typing.get_args(option))
-        else:
-            names.append(_TYPE_NAMES.get(option, str(option)))
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
-
-
-class _Section:
-    """Checks every field of a section dataclass after construction."""
-
-    NAME: ClassVar[str] = ""
-
-    def __post_init__(self) -> None:
-        hints = typing.get_type_hints(type(self))
-        for item in dataclasses.fields(self):  # type: ignore[arg-type]
-            key = f"{self.NAME}.{item.name}"
-            value = _check(key, hints[item.name], item.metadata, getattr(self, item.name))
-            object.__setattr__(self, item.name, value)
+# The overflow policy is stored in the model section but declared once, by the engine.
+_POLICY = _field_of(OverflowSettings, "policy")
 
 
 @dataclass(frozen=True)
-class ModelSettings(_Section):
-    """How a model is loaded."""
+class ModelSettings(LoadSettings):
+    """The ``model`` section: how to load (LoadSettings' fields and rules), which model, and
+    what to do when a chat outgrows the context."""
 
     NAME: ClassVar[str] = "model"
     last_model_path: str = field(default="", metadata=doc('The model opened last; "" = none.'))
-    n_ctx: int = field(default=4096, metadata=doc("Context length in tokens.", minimum=128))
-    n_gpu_layers: GpuLayers | int = field(
-        default="auto",
-        metadata=doc("Layers offloaded to the GPU: auto, all, none or a count.", minimum=0),
-    )
-    flash_attn: bool = field(
-        default=False, metadata=doc("Use flash attention (where the backend supports it).")
-    )
-    kv_type: KvType = field(default="f16", metadata=doc("KV cache type: f16, q8_0 or q4_0."))
-    n_threads: int = field(
-        default=0, metadata=doc("CPU threads for generation; 0 = automatic.", minimum=0)
-    )
-    n_batch: int = field(default=512, metadata=doc("Prompt tokens per batch.", minimum=1))
-    overflow_policy: OverflowPolicy = field(
-        default="rolling_window",
-        metadata=doc("When the chat outgrows the context: stop, truncate_middle, rolling_window."),
-    )
+    overflow_policy: OverflowPolicy = field(default=_POLICY.default, metadata=_POLICY.metadata)
+
+    def load_settings(self) -> LoadSettings:
+        """What the engine takes to load a model (a change of it takes a reload)."""
+        return LoadSettings(**{f.name: getattr(self, f.name) for f in dataclasses.fields(LoadSettings)})
+
+    def overflow(self) -> OverflowSettings:
+        """What the engine takes for a prompt that outgrows the context."""
+        return OverflowSettings(policy=self.overflow_policy)
 
 
 @dataclass(frozen=True)
-class SamplingSettings(_Section):
-    """How the next token is chosen."""
-
-    NAME: ClassVar[str] = "sampling"
-    temperature: float = field(
-        default=0.7, metadata=doc("Randomness; 0 = always the likeliest token.", minimum=0)
-    )
-    top_p: float = field(
-        default=0.95,
-        metadata=doc(
-            "Keep the likeliest tokens up to this total probability.", minimum=0, maximum=1
-        ),
-    )
-    top_k: int = field(
-        default=40, metadata=doc("Keep only the k likeliest tokens; 0 = all.", minimum=0)
-    )
-    min_p: float = field(
-        default=0.05,
-        metadata=doc("Drop tokens less likely than this times the best one.", minimum=0, maximum=1),
-    )
-    repeat_penalty: float = field(
-        default=1.1, metadata=doc("Penalty for repeating recent tokens; 1 = none.", minimum=0)
-    )
-    max_tokens: int = field(default=1024, metadata=doc("Longest answer in tokens.", minimum=1))
-    seed: int = field(
-        default=-1, metadata=doc("Random seed; -1 = a new one each time.", minimum=-1)
-    )
-
-
-@dataclass(frozen=True)
-class UiSettings(_Section):
+class UiSettings(Section):
     """How the window looks and where it was."""
 
     NAME: ClassVar[str] = "ui"
-    theme: Theme = field(default="system", metadata=doc("Colour theme: system, light or dark."))
+    theme: Theme = field(default="system", metadata=doc("Colour theme: system, light or dark.", label="Theme"))
     window_geometry: str = field(default="", metadata=doc("Saved window geometry (base64)."))
     splitter_states: str = field(default="", metadata=doc("Saved splitter positions (base64)."))
     models_dir: str = field(
-        default="", metadata=doc('Folder for downloaded models; "" = the default.')
+        default="", metadata=doc('Folder for downloaded models; "" = the default.', label="Models folder", folder=True)
     )
 
 
 @dataclass(frozen=True)
-class HubSettings(_Section):
+class HubSettings(Section):
     """Hugging Face access."""
 
     NAME: ClassVar[str] = "hub"
     hf_token: str = field(
         default="",
         repr=False,
-        metadata=doc('Hugging Face access token; "" = anonymous.', secret=True),
+        metadata=doc('Hugging Face access token, for gated repositories; "" = anonymous.',
+                     label="Hugging Face token", secret=True),
     )
 
 
@@ -189,7 +93,7 @@ class SettingInfo(NamedTuple):
     secret: bool
 
 
-SECTIONS: dict[str, type[_Section]] = {
+SECTIONS: dict[str, type[Section]] = {
     "model": ModelSettings,
     "sampling": SamplingSettings,
     "ui": UiSettings,
@@ -208,22 +112,27 @@ class Settings:
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Return plain nested dicts, ready for JSON (the token included)."""
-        return dataclasses.asdict(self)
+        return {name: _plain(dataclasses.asdict(getattr(self, name))) for name in SECTIONS}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, strict: bool = False) -> Settings:
+    def from_dict(
+        cls, data: Mapping[str, Any], *, strict: bool = False, repaired: list[InvalidSetting] | None = None
+    ) -> Settings:
         """Build settings from nested dicts such as ``to_dict()`` returns.
 
-        Unknown keys are ignored. A missing value takes its default.
+        Unknown keys are ignored and a missing value takes its default. A value that does
+        not fit its field, or breaks a rule between fields (a quantised KV cache without
+        flash attention), is repaired: its default takes its place.
 
         Args:
             data: ``{"model": {"n_ctx": 8192, ...}, ...}``.
-            strict: Raise on a bad value instead of logging it and using the default.
+            strict: Raise on a bad value instead of repairing it.
+            repaired: Receives one InvalidSetting per value repaired (for a notice).
 
         Raises:
             InvalidSetting: With ``strict``, for the first value that does not fit.
         """
-        sections: dict[str, _Section] = {}
+        sections: dict[str, Section] = {}
         for name, section in SECTIONS.items():
             stored = data.get(name)
             stored = stored if isinstance(stored, Mapping) else {}
@@ -232,14 +141,10 @@ class Settings:
                 if item.name not in stored:
                     continue
                 try:
-                    section(**{item.name: stored[item.name]})
+                    values[item.name] = section.check_field(item.name, stored[item.name])
                 except InvalidSetting as exc:
-                    if strict:
-                        raise
-                    log.warning("settings: %s; using the default", exc)
-                    continue
-                values[item.name] = stored[item.name]
-            sections[name] = section(**values)
+                    _repair(exc, strict, repaired)
+            sections[name] = _build(section, values, strict, repaired)
         return cls(**sections)  # type: ignore[arg-type]
 
     def replace(self, key: str, value: Any) -> Settings:
@@ -251,14 +156,27 @@ class Settings:
 
         Raises:
             KeyError: No such setting.
-            InvalidSetting: The value does not fit the setting.
+            InvalidSetting: The value does not fit the setting or its rules.
         """
-        section_name, _, name = key.partition(".")
-        section = getattr(self, section_name, None) if section_name in SECTIONS else None
-        if section is None or name not in {f.name for f in dataclasses.fields(section)}:
-            raise KeyError(f"no setting named {key!r}")
-        changed = dataclasses.replace(section, **{name: value})
-        return dataclasses.replace(self, **{section_name: changed})
+        return self.with_values({key: value})
+
+    def with_values(self, values: Mapping[str, Any]) -> Settings:
+        """Return a copy with several settings changed at once, so a rule between fields
+        (a quantised KV cache needs flash attention) sees them all together.
+
+        Raises:
+            KeyError: No such setting.
+            InvalidSetting: A value does not fit its setting, or the result breaks a rule.
+        """
+        changes: dict[str, dict[str, Any]] = {}
+        for key, value in values.items():
+            section_name, _, name = key.partition(".")
+            section = getattr(self, section_name, None) if section_name in SECTIONS else None
+            if section is None or name not in {f.name for f in dataclasses.fields(section)}:
+                raise KeyError(f"no setting named {key!r}")
+            changes.setdefault(section_name, {})[name] = value
+        new = {name: dataclasses.replace(getattr(self, name), **fields) for name, fields in changes.items()}
+        return dataclasses.replace(self, **new)
 
     def get(self, key: str) -> Any:
         """Return one setting by dotted name. Raises KeyError."""
@@ -280,3 +198,36 @@ class Settings:
                     )
                 )
         return infos
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+
+
+def _repair(exc: InvalidSetting, strict: bool, repaired: list[InvalidSetting] | None) -> None:
+    if strict:
+        raise exc
+    log.warning("settings: %s; using the default", exc)
+    if repaired is not None:
+        repaired.append(exc)
+
+
+def _build(
+    section: type[Section], values: dict[str, Any], strict: bool, repaired: list[InvalidSetting] | None
+) -> Section:
+    """The section from checked values; a broken rule resets the field it names, until none is."""
+    for _ in range(len(values) + 1):
+        try:
+            return section(**values)
+        except InvalidSetting as exc:
+            name = exc.key.partition(".")[2]
+            if name not in values:  # a rule the defaults break: a bug, not a file to repair
+                raise
+            _repair(exc, strict, repaired)
+            del values[name]
+    raise AssertionError("unreachable: every stored value was reset")
+
+
+def keys(sections: Iterable[type[Section]] = SECTIONS.values()) -> list[str]:
+    """Every dotted key of the given sections, in order."""
+    return [f"{s.NAME}.{f.name}" for s in sections for f in dataclasses.fields(s)]  # type: ignore[arg-type]

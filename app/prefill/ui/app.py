@@ -6,9 +6,66 @@ import os
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from prefill.store import HistoryStore, Settings, SettingsFile
+    from prefill.ui.engine_worker import EngineThread
+    from prefill.ui.main_window import MainWindow
+    from prefill.ui.store_worker import StoreProxy
 
 T_START = time.perf_counter()
+
+
+@dataclass(frozen=True)
+class StartSettings:
+    """The settings to start with, and what reading them said.
+
+    Attributes:
+        settings: Checked settings (the defaults when the file could not be used).
+        notice: A sentence for the window ("" when the file was fine).
+        writable: False when the file could not be read: it is then not saved over.
+        repaired: Some values were reset: the repaired settings are written back.
+    """
+
+    settings: Settings
+    notice: str = ""
+    writable: bool = True
+    repaired: bool = False
+
+
+def read_settings(settings_file: SettingsFile) -> StartSettings:
+    """Read the settings file; never fails (an unreadable file gives the defaults and a notice)."""
+    from prefill.store import SettingsError
+    from prefill.store.settings import Settings
+    from prefill.ui.store_messages import settings_read_text, settings_unreadable_text
+
+    try:
+        read = settings_file.read()
+    except SettingsError as e:
+        return StartSettings(Settings(), settings_unreadable_text(e), writable=False)
+    return StartSettings(read.settings, settings_read_text(read), repaired=bool(read.repaired))
+
+
+def build_window(
+    start: StartSettings, settings_file: SettingsFile, history: HistoryStore, bundled: Path | None,
+    theme: str = "light",
+) -> tuple[MainWindow, StoreProxy, EngineThread]:
+    """The window with its store and engine threads, showing what reading the settings said."""
+    from prefill.ui.engine_worker import EngineThread
+    from prefill.ui.main_window import MainWindow
+    from prefill.ui.store_worker import StoreProxy, Stores
+
+    store = StoreProxy(Stores(history, settings_file, save_settings=start.writable))
+    engine = EngineThread()
+    window = MainWindow(start.settings, store, engine, bundled, theme)
+    if start.notice:  # an unreadable file stays unsaved all session: keep saying so
+        (window.show_notice if start.writable else window.show_problem)(start.notice)
+    if start.repaired:
+        store.save_settings(start.settings)  # the next start reads a clean file
+    return window, store, engine
 
 
 def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
@@ -17,15 +74,12 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
 
     from prefill.hub.bundled import bundled_model_path
     from prefill.store import HistoryStore, SettingsFile
-    from prefill.ui.engine_worker import EngineThread
-    from prefill.ui.main_window import MainWindow
-    from prefill.ui.store_worker import StoreProxy, Stores
     from prefill.ui.theme import ThemeFollower
 
     # The decode thread gives up the GIL inside llama.cpp; when it comes back it should not
     # wait 5 ms for the GUI thread to let go of it.
     sys.setswitchinterval(0.001)
-    app = QApplication.instance() or QApplication(argv or sys.argv)
+    app = cast(QApplication, QApplication.instance() or QApplication(argv or sys.argv))
     app.setApplicationName("Prefill")
     app.setOrganizationName("Prefill")
     app.setDesktopFileName("prefill")  # Wayland matches the window to the desktop entry and its icon
@@ -37,12 +91,11 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     if icon is not None:
         app.setWindowIcon(QIcon(str(icon)))
     settings_file = SettingsFile()
-    settings = settings_file.load()
+    start = read_settings(settings_file)
+    settings = start.settings
     follower = ThemeFollower(app, settings.ui.theme)  # re-applies when the system scheme changes
     theme = follower.effective
-    store = StoreProxy(Stores(HistoryStore(), settings_file))
-    engine = EngineThread()
-    window = MainWindow(settings, store, engine, bundled_model_path(), theme)
+    window, store, engine = build_window(start, settings_file, HistoryStore(), bundled_model_path(), theme)
     follower.theme_changed.connect(window.set_theme)
     window.theme_follower = follower
 

@@ -21,8 +21,8 @@ from prefill.store import Conversation
 from prefill.store import Message as StoredMessage
 from prefill.store.settings import Settings
 from prefill.ui.engine_worker import EngineWorker
-from prefill.ui.settings_dialog import engine_sampling, overflow_settings
 from prefill.ui.sidebar import EngineSidebar
+from prefill.ui.store_messages import store_error_text
 from prefill.ui.store_worker import StoreProxy
 from prefill.ui.transcript_model import Row, TranscriptModel
 
@@ -37,6 +37,8 @@ class ChatController(QObject):
         busy_changed(bool): an answer started or ended.
         conversation_opened(int): the transcript now shows this conversation.
         answer_finished(object): the Finished event of the last answer.
+        unsent(str, str): a message the store could not keep (its text goes back to the input box),
+            and why, in words.
     """
 
     notice = Signal(str)
@@ -44,6 +46,7 @@ class ChatController(QObject):
     busy_changed = Signal(bool)
     conversation_opened = Signal(int)
     answer_finished = Signal(object)
+    unsent = Signal(str, str)
 
     def __init__(self, store: StoreProxy, worker: EngineWorker, model: TranscriptModel,
                  sidebar: EngineSidebar, settings: Callable[[], Settings], model_path: Callable[[], str]):
@@ -81,9 +84,10 @@ class ChatController(QObject):
             ])
             self.conversation_opened.emit(conv.id)
 
-        self.store.call(lambda s, c: (s.history.conversation(c), s.history.messages(c)), cid, then=show)
+        self.store.open_conversation(cid, then=show)
 
-    def new_conversation(self, then: Callable[[int], None] | None = None) -> None:
+    def new_conversation(self, then: Callable[[int], None] | None = None,
+                         error: Callable[[Exception], None] | None = None) -> None:
         if self.busy:
             return
 
@@ -95,12 +99,12 @@ class ChatController(QObject):
             if then is not None:
                 then(conv.id)
 
-        self.store.history("create_conversation", "New chat", self.system_prompt, "", None, then=made)
+        self.store.create_conversation("New chat", self.system_prompt, then=made, error=error)
 
     def set_system_prompt(self, text: str) -> None:
         self.system_prompt = text
         if self.conversation_id is not None:
-            self.store.history("set_system_prompt", self.conversation_id, text)
+            self.store.set_system_prompt(self.conversation_id, text)
 
     def messages(self, extra_user: str | None = None) -> list[Message]:
         """The conversation as the engine takes it (notices left out)."""
@@ -115,14 +119,17 @@ class ChatController(QObject):
         if self.busy:
             return
         if self.conversation_id is None:
-            self.new_conversation(then=lambda _cid: self.send(text))
+            self.new_conversation(then=lambda _cid: self.send(text), error=lambda e: self._unsent(text, e))
             return
         row = self.model.append_row(Row("user", [text]))
         cid = self.conversation_id
-        self.store.history("add_message", cid, "user", text,
-                           then=lambda m: self._set_id(row, m.id))
+        self.store.add_message(cid, "user", text, then=lambda m: self._set_id(row, m.id),
+                               error=lambda e: self._unsent(text, e))
         self.conversations_changed.emit()  # the title comes from the first message
         self._generate()
+
+    def _unsent(self, text: str, error: Exception) -> None:
+        self.unsent.emit(text, store_error_text(error))
 
     def _set_id(self, row: int, message_id: int) -> None:
         if row < self.model.rowCount():
@@ -147,13 +154,13 @@ class ChatController(QObject):
         s = self.settings()
         used = {"model": {k: v for k, v in s.to_dict()["model"].items() if k != "last_model_path"},
                 "sampling": s.to_dict()["sampling"]}
-        self.store.call(_record_model, self.conversation_id, self.model_path(), used)
-        self.store.history("begin_answer", self.conversation_id, then=started)
+        self.store.record_model(self.conversation_id, self.model_path(), used)
+        self.store.begin_answer(self.conversation_id, then=started)
         self.sidebar.begin_answer()
         self.worker.buffer.take()  # nothing stale from an earlier answer
         self.worker.cancel.clear()
         self._last_save = time.monotonic()
-        self.worker.request_generate.emit(request, messages, engine_sampling(s.sampling), overflow_settings(s.model))
+        self.worker.generate(request, messages, s.sampling, s.model.overflow())
         self._timer.start()
 
     def stop(self) -> None:
@@ -168,7 +175,7 @@ class ChatController(QObject):
         now = time.monotonic()
         if self._answer_id is not None and now - self._last_save >= SAVE_EVERY_S:
             self._last_save = now
-            self.store.history("update_answer", self._answer_id, self.model.row(self._row).content)
+            self.store.update_answer(self._answer_id, self.model.row(self._row).content)
 
     # --- worker events ---------------------------------------------------------------------
     def _on_worker_prefill_done(self, request: int, p: PrefillDone) -> None:
@@ -199,16 +206,16 @@ class ChatController(QObject):
     def _finish_in_store(self, row: int, text: str, reason: str, figures: dict[str, Any]) -> None:
         answer_id = self._answer_id
         if answer_id is not None:
-            self.store.history("finish_answer", answer_id, text, reason, figures)
+            self.store.finish_answer(answer_id, text, reason, figures)
             return
 
         # begin_answer has not come back yet; store calls run in order, so after this no-op it has.
-        def later(_result: Any) -> None:
+        def later() -> None:
             mid = self.model.row(row).message_id if row < self.model.rowCount() else -1
             if mid >= 0:
-                self.store.history("finish_answer", mid, text, reason, figures)
+                self.store.finish_answer(mid, text, reason, figures)
 
-        self.store.call(lambda _s: None, then=later)
+        self.store.after_pending(later)
 
     def _on_worker_failed(self, request: int, message: str) -> None:
         if request != self._request:
@@ -218,13 +225,13 @@ class ChatController(QObject):
         if 0 <= self._row < self.model.rowCount():
             self.model.remove_row(self._row)
         # The answer row in the database goes too, once begin_answer has come back (calls run in order).
-        self.store.call(lambda _s: None, then=lambda _r, req=request: self._drop_answer(req))
+        self.store.after_pending(lambda: self._drop_answer(request))
         self.notice.emit(message)
         self._end()
 
     def _drop_answer(self, request: int) -> None:
         if request == self._request and self._answer_id is not None:
-            self.store.history("delete_message", self._answer_id)
+            self.store.delete_message(self._answer_id)
             self._answer_id = None
 
     def _end(self) -> None:
@@ -241,7 +248,7 @@ class ChatController(QObject):
         mid = self.model.row(row).message_id
         self.model.remove_from(row)
         if mid >= 0:
-            self.store.call(lambda s, m: (s.history.delete_messages_after(m), s.history.delete_message(m)), mid)
+            self.store.delete_from(mid)
         self._generate()
 
     def edit(self, row: int, text: str) -> None:
@@ -252,7 +259,7 @@ class ChatController(QObject):
         self.model.remove_from(row + 1)
         self.model.update_row(row, content=text)
         if mid >= 0:
-            self.store.history("edit_message", mid, text)
+            self.store.edit_message(mid, text)
         self._generate()
 
     def delete(self, row: int) -> None:
@@ -261,10 +268,5 @@ class ChatController(QObject):
         mid = self.model.row(row).message_id
         self.model.remove_row(row)
         if mid >= 0:
-            self.store.history("delete_message", mid)
+            self.store.delete_message(mid)
 
-
-def _record_model(stores: Any, cid: int, model: str, settings: dict[str, Any]) -> None:
-    """On the store thread: the model and settings this conversation's answers are made with."""
-    stores.history.set_conversation_model(cid, model)
-    stores.history.set_conversation_settings(cid, settings)

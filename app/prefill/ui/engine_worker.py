@@ -9,6 +9,7 @@ for the GUI thread to run Python.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from dataclasses import dataclass
@@ -60,10 +61,15 @@ class TextBuffer:
 class EngineWorker(QObject):
     """Owns the ChatEngine; lives on the engine thread.
 
+    The GUI thread asks through the typed methods (`load`, `cancel_load`, `generate`,
+    `unload`, `ask_count`); each queues one request signal into the engine thread.
+
     Signals:
         load_progress(float): 0..1 while a model loads.
         loaded(object): a LoadedModel, after a load succeeded.
         load_failed(str): why a load failed, in words.
+        load_cancelled(int): the tag `load` returned; that load was cancelled or superseded
+            (the model it replaced is unloaded).
         prefill_done(int, object): request id, PrefillDone.
         metrics(int, object): request id, MetricsSnapshot (a few times a second).
         finished(int, object): request id, Finished (its text is the whole answer).
@@ -75,6 +81,7 @@ class EngineWorker(QObject):
     load_progress = Signal(float)
     loaded = Signal(object)
     load_failed = Signal(str)
+    load_cancelled = Signal(int)
     prefill_done = Signal(int, object)
     metrics = Signal(int, object)
     finished = Signal(int, object)
@@ -82,11 +89,11 @@ class EngineWorker(QObject):
     token_count = Signal(int, int)
     kv_state = Signal(object)
 
-    # requests (queued into the worker's thread)
-    request_load = Signal(str, object)
-    request_generate = Signal(int, object, object, object)
-    request_count = Signal(int, object)
-    request_unload = Signal()
+    # requests, queued into the worker's thread: use the typed methods below
+    _request_load = Signal(int, str, object)
+    _request_generate = Signal(int, object, object, object)
+    _request_count = Signal(int, object)
+    _request_unload = Signal()
     request_shutdown = Signal()
 
     def __init__(self) -> None:
@@ -95,23 +102,72 @@ class EngineWorker(QObject):
         self.cancel = threading.Event()  # set from the GUI thread: stop after the current token
         self.buffer = TextBuffer()
         self._count_tag = 0
-        self.request_load.connect(self._on_request_load)
-        self.request_generate.connect(self._on_request_generate)
-        self.request_count.connect(self._on_request_count)
-        self.request_unload.connect(self._on_request_unload)
+        self._load_tags = itertools.count(1)
+        # The load the GUI thread still wants (0: none). The GUI thread writes it, the load's
+        # progress callback reads it: llama.cpp abandons a load when the callback says False.
+        self._wanted_load = 0
+        self._request_load.connect(self._on_request_load)
+        self._request_generate.connect(self._on_request_generate)
+        self._request_count.connect(self._on_request_count)
+        self._request_unload.connect(self._on_request_unload)
         self.request_shutdown.connect(self._on_request_shutdown)
 
+    # --- requests, from the GUI thread ---------------------------------------------
+    def load(self, path: str, settings: LoadSettings) -> int:
+        """Load a model (after unloading the current one); a newer load supersedes this one.
+
+        Returns:
+            The tag `load_cancelled` names if this load is cancelled.
+        """
+        tag = next(self._load_tags)
+        self._wanted_load = tag
+        self._request_load.emit(tag, path, settings)
+        return tag
+
+    def cancel_load(self) -> None:
+        """Stop the load in progress at its next progress report (and any queued one)."""
+        self._wanted_load = 0
+
+    def generate(
+        self, request_id: int, messages: list[Message], sampling: SamplingSettings, overflow: OverflowSettings
+    ) -> None:
+        """Answer `messages`; events come back tagged with `request_id`. `cancel` stops it."""
+        self._request_generate.emit(request_id, messages, sampling, overflow)
+
+    def unload(self) -> None:
+        """Free the model."""
+        self._request_unload.emit()
+
+    def ask_count(self, tag: int, messages: list[Message]) -> None:
+        """Count the prompt tokens of `messages`; only the newest count request is computed."""
+        self._count_tag = tag
+        self._request_count.emit(tag, messages)
+
     # --- slots, run on the engine thread ------------------------------------------
-    @Slot(str, object)
-    def _on_request_load(self, path: str, settings: LoadSettings) -> None:
-        self._on_request_unload()
+    @Slot(int, str, object)
+    def _on_request_load(self, tag: int, path: str, settings: LoadSettings) -> None:
+        self._on_request_unload()  # the window forgot it when it asked for this load
+        if tag != self._wanted_load:  # cancelled or superseded while it waited
+            self.load_cancelled.emit(tag)
+            return
         t0 = time.perf_counter()
         from prefill.engine.chat import ChatEngine  # llama.cpp loads here, off the GUI thread
 
+        def progress(p: float) -> bool:
+            self.load_progress.emit(p)
+            return tag == self._wanted_load
+
         try:
-            engine = ChatEngine.load(path, settings, progress=self._progress)
+            engine = ChatEngine.load(path, settings, progress=progress)
         except (EngineError, OSError, ValueError) as e:
-            self.load_failed.emit(str(e))
+            if tag != self._wanted_load:
+                self.load_cancelled.emit(tag)
+            else:
+                self.load_failed.emit(str(e))
+            return
+        if tag != self._wanted_load:  # cancelled after the last progress report
+            engine.close()
+            self.load_cancelled.emit(tag)
             return
         self.engine = engine
         self.loaded.emit(
@@ -129,10 +185,6 @@ class EngineWorker(QObject):
             )
         )
         self.kv_state.emit(engine.kv_snapshot())
-
-    def _progress(self, p: float) -> bool:
-        self.load_progress.emit(p)
-        return True
 
     @Slot()
     def _on_request_unload(self) -> None:
@@ -188,11 +240,6 @@ class EngineWorker(QObject):
             return
         self.token_count.emit(tag, n)
 
-    def ask_count(self, tag: int, messages: list[Message]) -> None:
-        """From the GUI thread: only the newest count request is computed."""
-        self._count_tag = tag
-        self.request_count.emit(tag, messages)
-
 
 class EngineThread:
     """Starts the worker on its own thread and stops it cleanly (ask, quit, wait)."""
@@ -205,7 +252,9 @@ class EngineThread:
         self.thread.start()
 
     def stop(self) -> None:
-        """Ask: stop the answer after its current token, then free the model; quit; wait."""
+        """Ask: stop a load at its next progress report and the answer after its current
+        token, then free the model; quit; wait."""
+        self.worker.cancel_load()
         self.worker.cancel.set()
         self.worker.request_shutdown.emit()
         self.thread.wait()

@@ -32,7 +32,7 @@ from prefill.ui.conversation_list import ConversationList
 from prefill.ui.engine_worker import EngineThread, LoadedModel
 from prefill.ui.history_menu import HistoryMenu
 from prefill.ui.input_box import InputBox
-from prefill.ui.settings_dialog import SettingsDialog, load_settings, needs_reload
+from prefill.ui.settings_dialog import SettingsDialog, needs_reload
 from prefill.ui.sidebar import EngineSidebar
 from prefill.ui.store_worker import StoreProxy
 from prefill.ui.theme import ThemeFollower, apply_theme, code_palette
@@ -43,15 +43,19 @@ if TYPE_CHECKING:
     from prefill.ui.download_worker import DownloadWorker
     from prefill.ui.models_page import ModelsPage
 
+CLOSE_GRACE_MS = 1500  # how long a close waits for a streaming answer to stop and be saved
+
 
 class MainWindow(QMainWindow):
     """Signals:
         shown(): the window was first shown (for the start-up time measurement).
         model_loaded(object): a LoadedModel.
+        closed(): the window closed, after a streaming answer was stopped and saved.
     """
 
     shown = Signal()
     model_loaded = Signal(object)
+    closed = Signal()
 
     def __init__(self, settings: Settings, store: StoreProxy, engine: EngineThread,
                  bundled: Path | None, theme: str = "light"):
@@ -66,6 +70,13 @@ class MainWindow(QMainWindow):
         self.models_page: ModelsPage | None = None
         self.downloads: DownloadWorker | None = None
         self._count_tag = 0
+        self._load_tag = 0
+        self._closing = False  # a close is waiting for the answer to stop (a second close does not)
+        self._closed = False
+        self._grace = QTimer(self)
+        self._grace.setSingleShot(True)
+        self._grace.setInterval(CLOSE_GRACE_MS)
+        self._grace.timeout.connect(self.close)
         self._conversations: dict[int, str] = {}
 
         self.transcript = TranscriptModel()
@@ -76,7 +87,16 @@ class MainWindow(QMainWindow):
         self.notice = QLabel("")
         self.notice.setObjectName("notice")
         self.notice.setWordWrap(True)
+        self.notice.setTextFormat(Qt.TextFormat.PlainText)  # paths and errors are text from outside
         self.notice.hide()
+        # What keeps failing (the history, the settings file) stays in view until fixed,
+        # apart from the notices a chat replaces.
+        self.problem = QLabel("")
+        self.problem.setObjectName("store-problem")
+        self.problem.setWordWrap(True)
+        self.problem.setTextFormat(Qt.TextFormat.PlainText)
+        self.problem.hide()
+        self._problems: list[str] = []
         self.welcome = Welcome(bundled)
         self.controller = ChatController(store, engine.worker, self.transcript, self.sidebar, lambda: self.settings,
                                          lambda: str(self.loaded.path) if self.loaded else "")
@@ -88,6 +108,7 @@ class MainWindow(QMainWindow):
         ml = QVBoxLayout(middle)
         ml.setContentsMargins(0, 0, 0, 0)
         ml.addWidget(self.stack, 1)
+        ml.addWidget(self.problem)
         ml.addWidget(self.notice)
         ml.addWidget(self.input)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -115,6 +136,10 @@ class MainWindow(QMainWindow):
         self._fill_model_combo()
         self.load_state = QLabel("  no model loaded")
         bar.addWidget(self.load_state)
+        self.cancel_load_action = QAction("Cancel", self)
+        self.cancel_load_action.setToolTip("Stop loading this model")
+        self.cancel_load_action.setVisible(False)
+        bar.addAction(self.cancel_load_action)
         bar.addSeparator()
         self.system_action = QAction("System prompt…", self)
         self.settings_action = QAction("Settings…", self)
@@ -144,6 +169,7 @@ class MainWindow(QMainWindow):
         w = self.engine.worker
         w.loaded.connect(self._on_worker_loaded)
         w.load_failed.connect(self._on_worker_load_failed)
+        w.load_cancelled.connect(self._on_worker_load_cancelled)
         w.load_progress.connect(self.sidebar.set_load_progress)
         w.kv_state.connect(self._on_worker_kv_state)
         w.token_count.connect(self._on_worker_token_count)
@@ -154,6 +180,7 @@ class MainWindow(QMainWindow):
         self.input.stop.connect(self.controller.stop)
         self.input.text_changed.connect(lambda _t: self._count_timer.start())
         self.controller.notice.connect(self.show_notice)
+        self.controller.unsent.connect(self._on_controller_unsent)
         self.controller.busy_changed.connect(self.input.set_generating)
         self.controller.conversations_changed.connect(self.refresh_conversations)
         self.controller.conversation_opened.connect(self._on_controller_conversation_opened)
@@ -161,13 +188,14 @@ class MainWindow(QMainWindow):
         self.conversations.selected.connect(self.controller.open_conversation)
         self.conversations.new_requested.connect(lambda: self.controller.new_conversation())
         self.conversations.rename_requested.connect(
-            lambda cid, t: self.store.history("rename_conversation", cid, t, then=lambda _r: self.refresh_conversations()))
+            lambda cid, t: self.store.rename_conversation(cid, t, then=lambda _r: self.refresh_conversations()))
         self.conversations.delete_requested.connect(self._on_conversations_delete_requested)
         self.conversations.search_changed.connect(self._on_conversations_search_changed)
         self.system_action.triggered.connect(self._edit_system_prompt)
         self.settings_action.triggered.connect(self._open_settings)
         self.models_action.triggered.connect(self.open_models)
-        self.store.error.connect(self.show_notice)
+        self.cancel_load_action.triggered.connect(self._on_cancel_load_triggered)
+        self.store.error.connect(self.show_problem)
         self.history_menu.notice.connect(self.show_notice)
         self.history_menu.imported.connect(self.refresh_conversations)
         self._count_timer = QTimer(self)
@@ -185,7 +213,8 @@ class MainWindow(QMainWindow):
         self.loaded = None
         self.sidebar.set_loading(Path(path).name)
         self.load_state.setText(f"  loading {Path(path).name}…")
-        self.engine.worker.request_load.emit(path, load_settings(self.settings.model))
+        self.cancel_load_action.setVisible(True)
+        self._load_tag = self.engine.worker.load(path, self.settings.model.load_settings())
 
     def _on_model_combo_activated(self, index: int) -> None:
         data = self.model_combo.itemData(index)
@@ -203,10 +232,11 @@ class MainWindow(QMainWindow):
         self.loaded = m
         self.sidebar.set_model(m)
         self.load_state.setText(f"  {m.name} · {m.backend_summary}")
+        self.cancel_load_action.setVisible(False)
         self.stack.setCurrentWidget(self.chat_view)
         if self.settings.model.last_model_path != str(m.path):
             self.settings = replace(self.settings, model=replace(self.settings.model, last_model_path=str(m.path)))
-            self.store.call(lambda s, st: s.save_settings(st), self.settings)
+            self.store.save_settings(self.settings)
             self._fill_model_combo()
         i = self.model_combo.findData(str(m.path))
         self.model_combo.setCurrentIndex(max(i, 0))
@@ -218,7 +248,18 @@ class MainWindow(QMainWindow):
     def _on_worker_load_failed(self, reason: str) -> None:
         self.sidebar.set_model(None, reason)
         self.load_state.setText("  model failed to load")
+        self.cancel_load_action.setVisible(False)
         self.show_notice(f"The model could not be loaded: {reason}. Pick another file; the app is still usable.")
+
+    def _on_cancel_load_triggered(self) -> None:
+        # Called here, not connected to the worker's slot: that would queue it behind the load.
+        self.engine.worker.cancel_load()
+
+    def _on_worker_load_cancelled(self, tag: int) -> None:
+        if tag == self._load_tag:  # not one a newer load superseded
+            self.sidebar.set_model(None, "Loading was cancelled.")
+            self.load_state.setText("  no model loaded")
+            self.cancel_load_action.setVisible(False)
 
     def _on_worker_kv_state(self, m: MetricsSnapshot) -> None:
         self.sidebar.set_kv(m)
@@ -260,6 +301,11 @@ class MainWindow(QMainWindow):
             return
         self.controller.send(text)
 
+    def _on_controller_unsent(self, text: str, reason: str) -> None:
+        if not self.input.editor.toPlainText().strip():
+            self.input.editor.setPlainText(text)
+        self.show_problem(reason)
+
     def _ask_count(self) -> None:
         if self.loaded is None:
             return
@@ -286,6 +332,14 @@ class MainWindow(QMainWindow):
         self.notice.setText(text)
         self.notice.setVisible(bool(text))
 
+    def show_problem(self, text: str) -> None:
+        """A fault of the history or the settings file: kept in view, each sentence once."""
+        if text in self._problems:
+            return
+        self._problems = [*self._problems[-2:], text]
+        self.problem.setText("\n".join(self._problems))
+        self.problem.show()
+
     # --- conversations ---------------------------------------------------------------------------
     def refresh_conversations(self) -> None:
         def fill(convs: list) -> None:
@@ -293,7 +347,7 @@ class MainWindow(QMainWindow):
             if not self.conversations.search.text().strip():
                 self.conversations.set_conversations(convs, self.controller.conversation_id)
 
-        self.store.history("list_conversations", then=fill)
+        self.store.list_conversations(then=fill)
 
     def _on_controller_conversation_opened(self, cid: int) -> None:
         if self.loaded is not None:
@@ -305,7 +359,7 @@ class MainWindow(QMainWindow):
         if not query:
             self.refresh_conversations()
             return
-        self.store.history("search", query, then=lambda hits: self.conversations.set_search_results(
+        self.store.search(query, then=lambda hits: self.conversations.set_search_results(
             hits, self._conversations, self.controller.conversation_id))
 
     def _on_conversations_delete_requested(self, cid: int) -> None:
@@ -314,7 +368,7 @@ class MainWindow(QMainWindow):
                 return
             self.controller.conversation_id = None
             self.transcript.set_rows([])
-        self.store.history("delete_conversation", cid, then=lambda _r: self.refresh_conversations())
+        self.store.delete_conversation(cid, then=lambda _r: self.refresh_conversations())
 
     # --- settings -------------------------------------------------------------------------------
     def _edit_system_prompt(self) -> None:
@@ -330,7 +384,7 @@ class MainWindow(QMainWindow):
             return
         new = dialog.result_settings()
         old, self.settings = self.settings, new
-        self.store.call(lambda s, st: s.save_settings(st), new)
+        self.store.save_settings(new)
         if new.ui.theme != old.ui.theme:
             if self.theme_follower is not None:
                 self.theme_follower.set_choice(new.ui.theme)
@@ -376,11 +430,31 @@ class MainWindow(QMainWindow):
         self.shown.emit()
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if self._closed:
+            return
+        if self.controller.busy and not self._closing:
+            # Stop the answer after its current token; it is saved as such, then the window
+            # closes. A prefill step that outlasts the grace time is not waited for.
+            event.ignore()
+            self._closing = True
+            self.controller.busy_changed.connect(self._close_when_idle)
+            self._grace.start()
+            self.controller.stop()
+            return
+        self._closed = True
+        self._grace.stop()
         self.controller.stop()
+        self.engine.worker.cancel_load()
         if self.models_page is not None:
             self.models_page.close_jobs(2000)
         if self.downloads is not None:
             self.downloads.close(wait=False)  # a download killed mid-way resumes on the next run
         self.settings = self.window_state_settings()
-        self.store.call(lambda s, st: s.save_settings(st), self.settings)
+        self.store.save_settings(self.settings)
         super().closeEvent(event)
+        self.closed.emit()
+
+    def _close_when_idle(self, busy: bool) -> None:
+        if not busy:
+            self.controller.busy_changed.disconnect(self._close_when_idle)
+            self.close()

@@ -1,9 +1,20 @@
-"""Generation, model and appearance settings, edited as one typed Settings value."""
+"""The settings dialog, built from the settings schema.
+
+Each editor comes from its field: the type gives the widget (a ``Literal`` a list of its
+choices, ``int``/``float`` a spin box with the field's range, ``bool`` a check box), the
+metadata its label, tooltip and range. Only the layout is written here. Rules between
+fields (a quantised KV cache needs flash attention) are checked on every change: while
+one is broken the dialog says which and OK is disabled, so it cannot produce settings
+the engine would refuse.
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import dataclasses
+from collections.abc import Callable
+from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -13,6 +24,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
+    QLabel,
     QLineEdit,
     QPushButton,
     QSpinBox,
@@ -21,149 +33,185 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from prefill.engine.settings import LoadSettings, OverflowSettings
-from prefill.engine.settings import SamplingSettings as EngineSampling
-from prefill.store.settings import ModelSettings, SamplingSettings, Settings
+from prefill.engine.errors import InvalidSetting
+from prefill.engine.setting_fields import choices, hints
+from prefill.store.settings import SECTIONS, ModelSettings, Settings
 
-GPU_CHOICES = ("auto", "all", "none", "count")
+LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Generation", ("sampling.temperature", "sampling.top_k", "sampling.top_p", "sampling.min_p",
+                    "sampling.repeat_penalty", "sampling.repeat_last_n", "sampling.max_tokens", "sampling.seed")),
+    ("Model", ("model.n_ctx", "model.n_gpu_layers", "model.flash_attn", "model.kv_type", "model.n_threads",
+               "model.n_batch", "model.overflow_policy")),
+    ("Downloads", ("ui.models_dir", "hub.hf_token")),
+    ("Appearance", ("ui.theme",)),
+)
+# Kept as they are: set by the window itself, or (stop texts) by the file and the CLI.
+NOT_IN_DIALOG = frozenset({"model.last_model_path", "ui.window_geometry", "ui.splitter_states", "sampling.stop"})
+COUNT = "count"  # the combo entry of a "choice or a number" field that enables its spin box
+INT_LIMIT = 2**31 - 1  # a QSpinBox holds a C int
 
 
-def _spin(lo: int, hi: int, value: int) -> QSpinBox:
-    s = QSpinBox()
-    s.setRange(lo, hi)
-    s.setValue(value)
-    return s
+class FieldEditor:
+    """One setting's editor: `widget` goes in the form, `input` is what a person edits (for
+    "a choice or a number", `input` is the combo and `spin` the number). `value()` gives the
+    stored value back exactly while untouched (a spin box rounds to its decimals)."""
+
+    def __init__(self, key: str, hint: Any, meta: dict[str, Any], value: Any, on_change: Callable[[], None]):
+        self.key, self.meta, self.original = key, meta, value
+        self.label = meta.get("label") or key.partition(".")[2]
+        self.input: QWidget
+        self._read: Callable[[], Any]
+        self.widget = self._build(hint, value, on_change)
+        self.widget.setToolTip(meta["doc"])
+        self._initial = self._read()
+
+    def value(self) -> Any:
+        now = self._read()
+        return self.original if now == self._initial else now
+
+    def _build(self, hint: Any, value: Any, on_change: Callable[[], None]) -> QWidget:
+        words = choices(hint)
+        numeric = hint in (int, float) or (words and int in getattr(hint, "__args__", ()))
+        if hint is bool:
+            check = QCheckBox(self.label)
+            check.setChecked(value)
+            check.toggled.connect(on_change)
+            self.input, self._read = check, check.isChecked
+            return check
+        if words:
+            combo = QComboBox()
+            combo.addItems([*words, COUNT] if numeric else list(words))
+            combo.setCurrentText(value if isinstance(value, str) else COUNT)
+            combo.currentTextChanged.connect(on_change)
+            self.input = combo
+            if not numeric:
+                self._read = combo.currentText
+                return combo
+            spin = self.spin = self._int_spin(value if isinstance(value, int) else 0, on_change)
+            combo.currentTextChanged.connect(lambda t: spin.setEnabled(t == COUNT))
+            spin.setEnabled(combo.currentText() == COUNT)
+            self._read = lambda: spin.value() if combo.currentText() == COUNT else combo.currentText()
+            return _row(combo, spin)
+        if hint is int:
+            spin = self._int_spin(value, on_change)
+            self.input, self._read = spin, spin.value
+            return spin
+        if hint is float:
+            dspin = self._float_spin(value, on_change)
+            self.input, self._read = dspin, dspin.value
+            return dspin
+        line = QLineEdit(value)
+        line.textChanged.connect(on_change)
+        self.input, self._read = line, lambda: line.text().strip()
+        if self.meta.get("secret"):
+            line.setEchoMode(QLineEdit.EchoMode.Password)
+        if not self.meta.get("folder"):
+            return line
+        browse = QPushButton("Choose…")
+        browse.clicked.connect(lambda: self._on_browse_clicked(line))
+        return _row(line, browse)
+
+    def _int_spin(self, value: int, on_change: Callable[[], None]) -> QSpinBox:
+        spin = QSpinBox()
+        low, high = self.meta.get("min"), self.meta.get("max")
+        spin.setRange(int(low) if low is not None else -INT_LIMIT, int(high) if high is not None else INT_LIMIT)
+        spin.setValue(value)
+        spin.valueChanged.connect(on_change)
+        return spin
+
+    def _float_spin(self, value: float, on_change: Callable[[], None]) -> QDoubleSpinBox:
+        spin = QDoubleSpinBox()
+        step = self.meta.get("step") or 0.1
+        low, above, high = self.meta.get("min"), self.meta.get("above"), self.meta.get("max")
+        spin.setDecimals(2 if step >= 0.01 else 4)
+        spin.setSingleStep(step)
+        spin.setRange(low if low is not None else (above + step if above is not None else -1e9),
+                      high if high is not None else 1e9)
+        spin.setValue(value)
+        spin.valueChanged.connect(on_change)
+        return spin
+
+    def _on_browse_clicked(self, line: QLineEdit) -> None:
+        folder = QFileDialog.getExistingDirectory(self.widget, self.label, line.text())
+        if folder:
+            line.setText(folder)
 
 
-def _dspin(lo: float, hi: float, step: float, value: float) -> QDoubleSpinBox:
-    s = QDoubleSpinBox()
-    s.setRange(lo, hi)
-    s.setSingleStep(step)
-    s.setDecimals(2)
-    s.setValue(value)
-    return s
+def _row(main: QWidget, side: QWidget) -> QWidget:
+    box = QWidget()
+    row = QHBoxLayout(box)
+    row.setContentsMargins(0, 0, 0, 0)
+    row.addWidget(main, 1)
+    row.addWidget(side)
+    return box
 
 
 class SettingsDialog(QDialog):
+    """Edits one Settings value; `result_settings()` is the edited value (checked)."""
+
     def __init__(self, settings: Settings, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.original = settings
-        s, m = settings.sampling, settings.model
+        self.editors: dict[str, FieldEditor] = {}
         tabs = QTabWidget()
-
-        gen = QWidget()
-        gf = QFormLayout(gen)
-        self.temperature = _dspin(0, 5, 0.05, s.temperature)
-        self.top_p = _dspin(0.01, 1, 0.01, s.top_p)
-        self.top_k = _spin(0, 1000, s.top_k)
-        self.min_p = _dspin(0, 1, 0.01, s.min_p)
-        self.repeat_penalty = _dspin(0.5, 3, 0.05, s.repeat_penalty)
-        self.max_tokens = _spin(1, 1_000_000, s.max_tokens)
-        self.seed = _spin(-1, 2**31 - 1, s.seed)
-        for title, w in (("Temperature", self.temperature), ("Top-p", self.top_p), ("Top-k", self.top_k),
-                         ("Min-p", self.min_p), ("Repeat penalty", self.repeat_penalty),
-                         ("Max tokens", self.max_tokens), ("Seed (-1: random)", self.seed)):
-            gf.addRow(title, w)
-        tabs.addTab(gen, "Generation")
-
-        model = QWidget()
-        mf = QFormLayout(model)
-        self.n_ctx = _spin(128, 1_048_576, m.n_ctx)
-        self.gpu_mode = QComboBox()
-        self.gpu_mode.addItems(GPU_CHOICES)
-        self.gpu_count = _spin(0, 1000, m.n_gpu_layers if isinstance(m.n_gpu_layers, int) else 0)
-        self.gpu_mode.setCurrentText(m.n_gpu_layers if isinstance(m.n_gpu_layers, str) else "count")
-        self.flash_attn = QCheckBox("Flash attention")
-        self.flash_attn.setChecked(m.flash_attn)
-        self.kv_type = QComboBox()
-        self.kv_type.addItems(["f16", "q8_0", "q4_0"])
-        self.kv_type.setCurrentText(m.kv_type)
-        self.threads = _spin(0, 512, m.n_threads)
-        self.batch = _spin(1, 65536, m.n_batch)
-        self.overflow = QComboBox()
-        self.overflow.addItems(["rolling_window", "truncate_middle", "stop"])
-        self.overflow.setCurrentText(m.overflow_policy)
-        for title, w in (("Context length", self.n_ctx), ("GPU layers", self.gpu_mode), ("Layer count", self.gpu_count),
-                         ("", self.flash_attn), ("KV cache type", self.kv_type), ("CPU threads (0: auto)", self.threads),
-                         ("Batch size", self.batch), ("When the chat is too long", self.overflow)):
-            mf.addRow(title, w)
-        tabs.addTab(model, "Model")
-
-        hub = QWidget()
-        hf = QFormLayout(hub)
-        self.models_dir = QLineEdit(settings.ui.models_dir)
-        self.models_dir.setPlaceholderText("default: the Prefill data folder")
-        browse = QPushButton("Choose…")
-        browse.clicked.connect(self._on_browse_clicked)
-        row = QHBoxLayout()
-        row.addWidget(self.models_dir, 1)
-        row.addWidget(browse)
-        hf.addRow("Models folder", row)
-        self.hf_token = QLineEdit(settings.hub.hf_token)
-        self.hf_token.setEchoMode(QLineEdit.EchoMode.Password)
-        self.hf_token.setPlaceholderText("for gated repositories (or set HF_TOKEN)")
-        hf.addRow("Hugging Face token", self.hf_token)
-        tabs.addTab(hub, "Downloads")
-
-        look = QWidget()
-        lf = QFormLayout(look)
-        self.theme = QComboBox()
-        self.theme.addItems(["system", "light", "dark"])
-        self.theme.setCurrentText(settings.ui.theme)
-        lf.addRow("Theme", self.theme)
-        tabs.addTab(look, "Appearance")
-
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
+        for title, keys in LAYOUT:
+            page = QWidget()
+            form = QFormLayout(page)
+            for key in keys:
+                editor = self._editor(key)
+                form.addRow("" if isinstance(editor.widget, QCheckBox) else editor.label, editor.widget)
+            tabs.addTab(page, title)
+        self.problem = QLabel("")
+        self.problem.setObjectName("settings-problem")
+        self.problem.setWordWrap(True)
+        self.problem.setTextFormat(Qt.TextFormat.PlainText)
+        self.problem.hide()
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
         lay = QVBoxLayout(self)
         lay.addWidget(tabs)
-        lay.addWidget(buttons)
+        lay.addWidget(self.problem)
+        lay.addWidget(self.buttons)
+
+    def _editor(self, key: str) -> FieldEditor:
+        section_name, _, name = key.partition(".")
+        section = SECTIONS[section_name]
+        item = {f.name: f for f in dataclasses.fields(section)}[name]  # type: ignore[arg-type]
+        value = getattr(getattr(self.original, section_name), name)
+        editor = FieldEditor(key, hints(section)[name], dict(item.metadata), value, self._on_editor_changed)
+        self.editors[key] = editor
+        return editor
 
     def result_settings(self) -> Settings:
-        gpu = self.gpu_mode.currentText()
-        model = replace(
-            self.original.model,
-            n_ctx=self.n_ctx.value(),
-            n_gpu_layers=self.gpu_count.value() if gpu == "count" else gpu,
-            flash_attn=self.flash_attn.isChecked(),
-            kv_type=self.kv_type.currentText(),
-            n_threads=self.threads.value(),
-            n_batch=self.batch.value(),
-            overflow_policy=self.overflow.currentText(),
-        )
-        sampling = replace(
-            self.original.sampling,
-            temperature=self.temperature.value(), top_p=self.top_p.value(), top_k=self.top_k.value(),
-            min_p=self.min_p.value(), repeat_penalty=self.repeat_penalty.value(),
-            max_tokens=self.max_tokens.value(), seed=self.seed.value(),
-        )
-        ui = replace(self.original.ui, theme=self.theme.currentText(), models_dir=self.models_dir.text().strip())
-        hub = replace(self.original.hub, hf_token=self.hf_token.text().strip())
-        return replace(self.original, model=model, sampling=sampling, ui=ui, hub=hub)
+        """The edited settings.
 
-    def _on_browse_clicked(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Models folder", self.models_dir.text())
-        if folder:
-            self.models_dir.setText(folder)
+        Raises:
+            InvalidSetting: The edits break a rule (OK is disabled meanwhile).
+        """
+        return self.original.with_values({key: e.value() for key, e in self.editors.items()})
+
+    def check(self) -> str:
+        """Why the edited settings cannot be used, in words ("" when they can)."""
+        try:
+            self.result_settings()
+        except InvalidSetting as e:
+            editor = self.editors.get(e.key)
+            return f"{editor.label if editor else e.key}: {e.reason}."
+        return ""
+
+    def accept(self) -> None:
+        if not self.check():
+            super().accept()
+
+    def _on_editor_changed(self, *_args: object) -> None:
+        problem = self.check()
+        self.problem.setText(problem)
+        self.problem.setVisible(bool(problem))
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(not problem)
 
 
 def needs_reload(old: ModelSettings, new: ModelSettings) -> bool:
-    """Whether a change of model settings takes a reload of the model."""
-    keys = ("n_ctx", "n_gpu_layers", "flash_attn", "kv_type", "n_threads", "n_batch")
-    return any(getattr(old, k) != getattr(new, k) for k in keys)
-
-
-def load_settings(m: ModelSettings) -> LoadSettings:
-    return LoadSettings(n_ctx=m.n_ctx, n_gpu_layers=m.n_gpu_layers, flash_attn=m.flash_attn,
-                        kv_type=m.kv_type, n_threads=m.n_threads, n_batch=m.n_batch)
-
-
-def engine_sampling(s: SamplingSettings) -> EngineSampling:
-    return EngineSampling(temperature=s.temperature, top_k=s.top_k, top_p=s.top_p, min_p=s.min_p,
-                          repeat_penalty=s.repeat_penalty, seed=s.seed, max_tokens=s.max_tokens)
-
-
-def overflow_settings(m: ModelSettings) -> OverflowSettings:
-    return OverflowSettings(policy=m.overflow_policy)
+    """Whether a change of model settings takes a reload of the model: any load setting."""
+    return old.load_settings() != new.load_settings()
