@@ -47,12 +47,16 @@ def write_tiny_llama(
     context_length: int = 8192,
     chat_template: str | None = CHATML,
     seed: int = 0,
+    name: str = "prefill-tiny",
 ) -> Path:
-    """A random-weight llama model that llama.cpp loads and runs (it talks nonsense)."""
+    """A random-weight llama model that llama.cpp loads and runs (it talks nonsense).
+
+    ``name`` is its ``general.name`` (tests give hostile ones).
+    """
     path = Path(path)
     rng = np.random.default_rng(seed)
     w = GGUFWriter(str(path), "llama")
-    w.add_name("prefill-tiny")
+    w.add_name(name)
     w.add_context_length(context_length)
     w.add_embedding_length(n_embd)
     w.add_block_count(n_layer)

@@ -30,6 +30,7 @@ from prefill.hub.client import HubClient
 from prefill.hub.manager import DownloadEvent, DownloadManager, JobState
 from prefill.hub.quants import ModelFiles
 from prefill.hub.transfer import RetryPolicy
+from prefill.ui.plain_text import tooltip
 
 _COLUMNS = ("Model", "State", "Progress", "Speed", "Time left", "")
 _ACTIVE = (JobState.QUEUED, JobState.RUNNING)
@@ -190,7 +191,7 @@ class DownloadQueuePanel(QWidget):
         row = self.table.rowCount()
         self.table.insertRow(row)
         name = QTableWidgetItem(e.model.name)
-        name.setToolTip(f"{e.repo_id}: {', '.join(p.filename for p in e.model.parts)}")
+        name.setToolTip(tooltip(f"{e.repo_id}: {', '.join(p.filename for p in e.model.parts)}"))
         self.table.setItem(row, 0, name)
         cells = self._cells[e.job_id] = {}
         for col, key in ((1, "state"), (3, "speed"), (4, "eta")):
@@ -223,7 +224,7 @@ class DownloadQueuePanel(QWidget):
         if e.state == JobState.RUNNING and p is not None and p.stage != "downloading":
             state = p.stage
         cells["state"].setText(state)
-        cells["state"].setToolTip(str(e.error) if e.error else "")
+        cells["state"].setToolTip(tooltip(str(e.error) if e.error else ""))
         bar = self._bars[e.job_id]
         total = p.total if p is not None and p.total else e.model.size
         done = p.done if p is not None else 0

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from prefill.engine.settings import LoadSettings, OverflowSettings
 from prefill.engine.settings import SamplingSettings as EngineSampling
 from prefill.store.settings import ModelSettings, SamplingSettings, Settings
+from prefill.ui.plain_text import plain_label
 
 GPU_CHOICES = ("auto", "all", "none", "count")
 
@@ -64,7 +65,7 @@ class SettingsDialog(QDialog):
         for title, w in (("Temperature", self.temperature), ("Top-p", self.top_p), ("Top-k", self.top_k),
                          ("Min-p", self.min_p), ("Repeat penalty", self.repeat_penalty),
                          ("Max tokens", self.max_tokens), ("Seed (-1: random)", self.seed)):
-            gf.addRow(title, w)
+            gf.addRow(plain_label(title), w)
         tabs.addTab(gen, "Generation")
 
         model = QWidget()
@@ -87,7 +88,7 @@ class SettingsDialog(QDialog):
         for title, w in (("Context length", self.n_ctx), ("GPU layers", self.gpu_mode), ("Layer count", self.gpu_count),
                          ("", self.flash_attn), ("KV cache type", self.kv_type), ("CPU threads (0: auto)", self.threads),
                          ("Batch size", self.batch), ("When the chat is too long", self.overflow)):
-            mf.addRow(title, w)
+            mf.addRow(plain_label(title), w)
         tabs.addTab(model, "Model")
 
         hub = QWidget()
@@ -99,11 +100,11 @@ class SettingsDialog(QDialog):
         row = QHBoxLayout()
         row.addWidget(self.models_dir, 1)
         row.addWidget(browse)
-        hf.addRow("Models folder", row)
+        hf.addRow(plain_label("Models folder"), row)
         self.hf_token = QLineEdit(settings.hub.hf_token)
         self.hf_token.setEchoMode(QLineEdit.EchoMode.Password)
         self.hf_token.setPlaceholderText("for gated repositories (or set HF_TOKEN)")
-        hf.addRow("Hugging Face token", self.hf_token)
+        hf.addRow(plain_label("Hugging Face token"), self.hf_token)
         tabs.addTab(hub, "Downloads")
 
         look = QWidget()
@@ -111,7 +112,7 @@ class SettingsDialog(QDialog):
         self.theme = QComboBox()
         self.theme.addItems(["system", "light", "dark"])
         self.theme.setCurrentText(settings.ui.theme)
-        lf.addRow("Theme", self.theme)
+        lf.addRow(plain_label("Theme"), self.theme)
         tabs.addTab(look, "Appearance")
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
