@@ -12,7 +12,7 @@ from prefill.ui import markdown
 from prefill.ui.markdown import MAX_DEPTH, BlockRenderer, render_markdown
 from prefill.ui.markdown_stream import MarkdownStream
 from prefill.ui.message_widget import MessageWidget
-from prefill.ui.text_faults import HOSTILE_MARKDOWN, fault_battery
+from prefill.ui.text_faults import HOSTILE_MARKDOWN, fault_battery, fault_battery_lines
 
 
 def _max_nesting(html: str, tag: str) -> int:
@@ -121,6 +121,7 @@ def test_a_render_failure_shows_the_message_as_plain_text(qapp, monkeypatch: pyt
 
 def test_fault_battery_lists_what_the_user_sees(qapp) -> None:
     records = fault_battery(2_000)
+    assert len(list(fault_battery_lines(1_000))) == len(records)
     faults = {r["fault"]: r for r in records}
     assert {f"markdown:{n}" for n in HOSTILE_MARKDOWN} <= set(faults)
     assert all(r["images"] == 0 and not r["plain_fallback"] for r in records if "images" in r)

@@ -5,12 +5,14 @@ used to hang or crash the markdown renderer (nested quotes and lists, long runs 
 emphasis characters, backticks and brackets); :data:`HOSTILE_LABELS` holds text
 that Qt's rich-text guess would turn into markup. :func:`fault_battery` shows each
 one the way the app does (an answer in a message's document, a name in a label, a
-link's target before it opens) and returns one JSON-able record per input.
+link's target before it opens) and returns one JSON-able record per input;
+:func:`fault_battery_lines` gives them as JSON lines.
 ``benchmarks/markdown_hostile_bench.py`` times the markdown at several sizes.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -141,3 +143,9 @@ def fault_battery(size: int = 40_000) -> list[dict[str, Any]]:
     """
     _app()
     return [*_markdown_records(size), *_label_records(), *_link_records()]
+
+
+def fault_battery_lines(size: int = 40_000) -> Iterator[str]:
+    """:func:`fault_battery` as JSON lines, one per hostile input."""
+    for record in fault_battery(size):
+        yield json.dumps(record, ensure_ascii=False)
