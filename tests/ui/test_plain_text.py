@@ -1,7 +1,7 @@
 """Text from a model file, an error or the model is plain text in every label, box and tooltip.
 
-The main test loads a real model whose ``general.name`` is ``<img src="/dev/zero">``
-from a file whose name is markup too, fails to load another, chats, opens the
+The main test loads a real model whose ``general.name`` is an ``<img src=...>`` tag (as in
+issue 9) from a file whose name is markup too, fails to load another, chats, opens the
 Models page, and then walks every widget of the window.
 """
 
@@ -27,7 +27,10 @@ from prefill.bench.tiny_model import write_tiny_llama
 from prefill.ui.plain_text import message_box, plain_label, tooltip
 from tests.ui.conftest import load, send, small_settings
 
-NAME = '<img src="/dev/zero">'
+# The issue's name is <img src="/dev/zero">: a label that regressed to rich text would then read
+# /dev/zero until memory runs out and kill the test run. /dev/null/zero cannot be opened, so a
+# regression fails the assertions instead.
+NAME = '<img src="/dev/null/zero"> <b>name</b>'
 FILE = "<b>bold<img src=zero>.gguf"
 BROKEN = "<i>broken<img src=zero2>.gguf"
 _TOOLTIP_WRAP = re.compile(r'^<p style="white-space:pre-wrap">(.*)</p>$', re.DOTALL)
