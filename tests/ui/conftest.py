@@ -6,6 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QApplication, QMessageBox
 
 from prefill.store import HistoryStore, SettingsFile
 from prefill.store.settings import Settings
@@ -76,3 +78,16 @@ def send(qtbot, w: MainWindow, text: str):
     with qtbot.waitSignal(w.controller.answer_finished, timeout=ANSWER_TIMEOUT) as blocker:
         w.controller.send(text)
     return blocker.args[0]
+
+
+def answer_next_box(button: QMessageBox.StandardButton, seen: list[tuple[str, Qt.TextFormat]]) -> None:
+    """Answer the next modal message box with ``button`` once it is up; its text and format go to ``seen``."""
+    def answer() -> None:
+        box = QApplication.activeModalWidget()
+        if not isinstance(box, QMessageBox):
+            QTimer.singleShot(10, answer)
+            return
+        seen.append((box.text(), box.textFormat()))
+        box.button(button).click()
+
+    QTimer.singleShot(0, answer)

@@ -24,6 +24,7 @@ from prefill.ui.models_page import ModelsPage, fit_vs_actual
 from tests.hub.conftest import FAST, _hub_env, add_repo, client, hub, payload  # noqa: F401 - fixtures
 from tests.hub.fake_hub import FakeHub
 from tests.hub.gguf_factory import write_tiny_gguf
+from tests.ui.conftest import answer_next_box
 
 REPO = "org/Tiny-GGUF"
 WAIT = 10_000
@@ -195,20 +196,22 @@ def test_missing_repo_is_said(qtbot, page: ModelsPage, hub: FakeHub) -> None:  #
     assert "'org/Gone-GGUF' was not found on the hub" in page.message.text()
 
 
-def test_delete_asks_first(qtbot, page: ModelsPage, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_delete_asks_first(qtbot, page: ModelsPage, tmp_path: Path) -> None:
     src = write_tiny_gguf(tmp_path / "elsewhere" / "mine.gguf")
     panel = page.library_panel
     with qtbot.waitSignal(panel.refreshed, timeout=WAIT):
         panel.import_file(src, "symlink")
     assert [m.source for m in panel.models] == ["imported"] and panel.selected() is not None
-    answers = [QMessageBox.StandardButton.No, QMessageBox.StandardButton.Yes]
-    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: answers.pop(0))
+    seen: list[tuple[str, Qt.TextFormat]] = []
+    answer_next_box(QMessageBox.StandardButton.No, seen)
     panel.delete_button.click()  # No: nothing happens
     assert not page.jobs.busy and len(panel.models) == 1
+    answer_next_box(QMessageBox.StandardButton.Yes, seen)
     with qtbot.waitSignal(panel.refreshed, timeout=WAIT):
         panel.delete_button.click()
     assert panel.models == [] and src.exists()  # the link went, its target stays
-    assert not answers
+    assert len(seen) == 2  # the name is shown as written, never as markup
+    assert all("mine.gguf" in text and fmt == Qt.TextFormat.PlainText for text, fmt in seen)
 
 
 def test_import_copy_of_a_non_gguf_is_refused(qtbot, page: ModelsPage, tmp_path: Path) -> None:
@@ -252,16 +255,11 @@ def test_abandoned_downloads_shown_and_removed(
     t = panel.abandoned_table
     assert not panel.abandoned_box.isHidden() and t.rowCount() == 1
     assert t.item(0, 0).text() == "org/Old-GGUF/Q8_0/old-Q8_0.gguf" and t.item(0, 1).text() == "2.0 MiB of 8.0 MiB"
-    asked: list[str] = []
-
-    def answer(_parent: object, _title: str, text: str, *_a: object) -> QMessageBox.StandardButton:
-        asked.append(text)
-        return QMessageBox.StandardButton.Yes
-
-    monkeypatch.setattr(QMessageBox, "question", answer)
+    asked: list[tuple[str, Qt.TextFormat]] = []
+    answer_next_box(QMessageBox.StandardButton.Yes, asked)
     with qtbot.waitSignal(panel.refreshed, timeout=WAIT):
         panel.remove_abandoned_button.click()
-    assert "frees 2.0 MiB" in asked[0]
+    assert "frees 2.0 MiB" in asked[0][0] and asked[0][1] == Qt.TextFormat.PlainText
     assert not part.path.exists() and t.rowCount() == 0 and panel.abandoned_box.isHidden()
 
 
@@ -293,3 +291,16 @@ def test_hostile_hub_name_is_refused_and_shown_as_plain_text(
     tip = row.item(row.rowCount() - 1, 1).toolTip()
     assert "&lt;img src=" in tip and "<img" not in tip
     assert page.queue.state(job) == JobState.FAILED and not list(models_dir.rglob("*.gguf"))
+
+
+def test_hub_text_is_plain_text(qtbot, page: ModelsPage, hub: FakeHub, tmp_path: Path) -> None:  # noqa: F811
+    from tests.ui.test_plain_text import text_problems
+
+    files = {"tiny-<b>Q4_0</b>.gguf": tiny_bytes(tmp_path, "q4"), "tiny-<img src=x>-Q8_0.gguf": b"not a model"}
+    add_repo(hub, REPO, files)
+    open_repo(qtbot, page, REPO)
+    qtbot.waitUntil(lambda: len(page.fits) == 2, timeout=WAIT)
+    tips = [page.files.topLevelItem(g).child(c).toolTip(col) for g in range(page.files.topLevelItemCount())
+            for c in range(page.files.topLevelItem(g).childCount()) for col in (0, 2)]
+    assert any("&lt;img src=x&gt;" in tip for tip in tips)  # the hub's names reached the tooltips, escaped
+    assert text_problems(page) == []

@@ -55,15 +55,17 @@ def write_tiny_llama(
     chat_template: str | None = CHATML,
     seed: int = 0,
     edit: Callable[[GGUFWriter], None] | None = None,
+    name: str = "prefill-tiny",
 ) -> Path:
     """A random-weight llama model that llama.cpp loads and runs (it talks nonsense).
 
-    `edit` may change the writer's metadata before it is written (the tests' hostile files).
+    `edit` may change the writer's metadata before it is written (the tests' hostile files);
+    `name` is its `general.name` (tests give hostile ones).
     """
     path = Path(path)
     rng = np.random.default_rng(seed)
     w = GGUFWriter(str(path), "llama")
-    w.add_name("prefill-tiny")
+    w.add_name(name)
     w.add_context_length(context_length)
     w.add_embedding_length(n_embd)
     w.add_block_count(n_layer)

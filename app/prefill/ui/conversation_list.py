@@ -11,15 +11,16 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
-    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
 from prefill.store import Conversation, SearchHit
+from prefill.ui.plain_text import Button, ask, tooltip
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
+TITLE_ROLE = Qt.ItemDataRole.UserRole + 2
 
 
 class ConversationList(QWidget):
@@ -91,7 +92,8 @@ class ConversationList(QWidget):
         for cid, title, snippet in rows:
             item = QListWidgetItem(title if not snippet else f"{title}\n  {snippet}")
             item.setData(ID_ROLE, cid)
-            item.setToolTip(title)
+            item.setData(TITLE_ROLE, title)
+            item.setToolTip(tooltip(title))
             self.list.addItem(item)
             if cid == current:
                 self.list.setCurrentItem(item)
@@ -105,7 +107,7 @@ class ConversationList(QWidget):
         cid, item = self.current_id(), self.list.currentItem()
         if cid is None or item is None:
             return
-        title, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=item.toolTip())
+        title, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=item.data(TITLE_ROLE))
         if ok and title.strip():
             self.rename_requested.emit(cid, title.strip())
 
@@ -113,6 +115,5 @@ class ConversationList(QWidget):
         cid = self.current_id()
         if cid is None:
             return
-        answer = QMessageBox.question(self, "Delete chat", "Delete this chat and all its messages?")
-        if answer == QMessageBox.StandardButton.Yes:
+        if ask(self, "Delete chat", "Delete this chat and all its messages?", default=Button.Yes) == Button.Yes:
             self.delete_requested.emit(cid)

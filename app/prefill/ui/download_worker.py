@@ -10,7 +10,6 @@ Pause / Resume / Cancel / Load buttons.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,6 +30,7 @@ from prefill.hub.client import HubClient
 from prefill.hub.manager import DownloadEvent, DownloadManager, JobState
 from prefill.hub.quants import ModelFiles
 from prefill.hub.transfer import RetryPolicy
+from prefill.ui.plain_text import tooltip
 
 _COLUMNS = ("Model", "State", "Progress", "Speed", "Time left", "")
 _ACTIVE = (JobState.QUEUED, JobState.RUNNING)
@@ -46,11 +46,6 @@ def format_bytes(n: float | None) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} GiB"
-
-
-def plain_tooltip(text: str) -> str:
-    """A tooltip that shows `text` as it is (Qt guesses rich text and would render `<img src>`)."""
-    return f"<p style='white-space:pre-wrap'>{html.escape(text, quote=False)}</p>" if text else ""
 
 
 def format_eta(seconds: float | None) -> str:
@@ -196,7 +191,7 @@ class DownloadQueuePanel(QWidget):
         row = self.table.rowCount()
         self.table.insertRow(row)
         name = QTableWidgetItem(e.model.name)
-        name.setToolTip(plain_tooltip(f"{e.repo_id}: {', '.join(p.filename for p in e.model.parts)}"))
+        name.setToolTip(tooltip(f"{e.repo_id}: {', '.join(p.filename for p in e.model.parts)}"))
         self.table.setItem(row, 0, name)
         cells = self._cells[e.job_id] = {}
         for col, key in ((1, "state"), (3, "speed"), (4, "eta")):
@@ -229,7 +224,7 @@ class DownloadQueuePanel(QWidget):
         if e.state == JobState.RUNNING and p is not None and p.stage != "downloading":
             state = p.stage
         cells["state"].setText(state)
-        cells["state"].setToolTip(plain_tooltip(str(e.error)) if e.error else "")
+        cells["state"].setToolTip(tooltip(str(e.error) if e.error else ""))
         bar = self._bars[e.job_id]
         total = p.total if p is not None and p.total else e.model.size
         done = p.done if p is not None else 0

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+
+from prefill.ui.plain_text import plain_label
 
 
 class _Editor(QPlainTextEdit):
@@ -38,7 +40,7 @@ class InputBox(QWidget):
         self.editor.setObjectName("message-input")
         self.editor.setPlaceholderText("Message the model — Enter sends, Shift+Enter for a new line, Esc stops")
         self.editor.setFixedHeight(84)
-        self.count = QLabel("")
+        self.count = plain_label()
         self.count.setObjectName("token-count")
         self.button = QPushButton("Send")
         self.button.setObjectName("send-button")

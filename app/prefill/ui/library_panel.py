@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from prefill.hub.abandoned import AbandonedDownload
 from prefill.hub.library import ImportMode, LocalModel, ModelLibrary
 from prefill.ui.download_worker import format_bytes
+from prefill.ui.plain_text import Button, ask, message_box, tooltip
 from prefill.ui.pool_jobs import PoolJobs
 
 _COLUMNS = ("Name", "Architecture", "Params", "Quant", "Context", "Template", "Size", "Source")
@@ -146,12 +147,8 @@ class LibraryPanel(QWidget):
         if m is None or not m.removable:
             return
         what = "the link (the file it points to stays)" if m.path.is_symlink() else format_bytes(m.size)
-        answer = QMessageBox.question(
-            self, "Delete model", f"Delete {m.name} from the library?\nThis frees {what}.",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-            QMessageBox.StandardButton.No,
-        )
-        if answer != QMessageBox.StandardButton.Yes:
+        answer = ask(self, "Delete model", f"Delete {m.name} from the library?\nThis frees {what}.")
+        if answer != Button.Yes:
             return
         self.jobs.run(self.library.delete, m.name, then=lambda _m: self._after_change(None),
                       error=self._fail(f"{m.name} could not be deleted"))
@@ -162,10 +159,10 @@ class LibraryPanel(QWidget):
         if not path:
             return
         question = f"Copy {Path(path).name} into the library, or link to it where it is?"
-        box = QMessageBox(QMessageBox.Icon.Question, "Import a model", question, parent=self)
+        box = message_box(self, "Import a model", question, Button.NoButton)
         copy = box.addButton("Copy", QMessageBox.ButtonRole.AcceptRole)
         link = box.addButton("Link", QMessageBox.ButtonRole.AcceptRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.addButton(Button.Cancel)
         box.exec()
         if box.clickedButton() in (copy, link):
             self.import_file(Path(path), "copy" if box.clickedButton() is copy else "symlink")
@@ -176,12 +173,10 @@ class LibraryPanel(QWidget):
         if not chosen:
             return
         what = chosen[0].name if len(chosen) == 1 else f"{len(chosen)} unfinished downloads"
-        answer = QMessageBox.question(
+        answer = ask(
             self, "Remove unfinished downloads",
             f"Remove {what}?\nThis frees {format_bytes(sum(a.size for a in chosen))}; "
             "a removed download starts from the beginning next time.",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-            QMessageBox.StandardButton.No,
         )
         if answer != QMessageBox.StandardButton.Yes:
             return
@@ -235,9 +230,9 @@ class LibraryPanel(QWidget):
             for col, text in enumerate(values):
                 item = QTableWidgetItem(text)
                 if m.error:
-                    item.setToolTip(f"Unreadable: {m.error}")
+                    item.setToolTip(tooltip(f"Unreadable: {m.error}"))
                 elif col == 0:
-                    item.setToolTip(str(m.path))
+                    item.setToolTip(tooltip(str(m.path)))
                 if col in (2, 4, 6):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(row, col, item)

@@ -14,9 +14,7 @@ from PySide6.QtWidgets import (
     QDialog,
     QFileDialog,
     QInputDialog,
-    QLabel,
     QMainWindow,
-    QMessageBox,
     QSplitter,
     QStackedWidget,
     QToolBar,
@@ -32,6 +30,7 @@ from prefill.ui.conversation_list import ConversationList
 from prefill.ui.engine_worker import EngineThread, LoadedModel
 from prefill.ui.history_menu import HistoryMenu
 from prefill.ui.input_box import InputBox
+from prefill.ui.plain_text import inform, plain_label
 from prefill.ui.settings_dialog import SettingsDialog, needs_reload
 from prefill.ui.sidebar import EngineSidebar
 from prefill.ui.store_worker import StoreProxy
@@ -84,17 +83,15 @@ class MainWindow(QMainWindow):
         self.sidebar = EngineSidebar(theme)
         self.conversations = ConversationList()
         self.input = InputBox()
-        self.notice = QLabel("")
+        self.notice = plain_label()
         self.notice.setObjectName("notice")
         self.notice.setWordWrap(True)
-        self.notice.setTextFormat(Qt.TextFormat.PlainText)  # paths and errors are text from outside
         self.notice.hide()
         # What keeps failing (the history, the settings file) stays in view until fixed,
         # apart from the notices a chat replaces.
-        self.problem = QLabel("")
+        self.problem = plain_label()
         self.problem.setObjectName("store-problem")
         self.problem.setWordWrap(True)
-        self.problem.setTextFormat(Qt.TextFormat.PlainText)
         self.problem.hide()
         self._problems: list[str] = []
         self.welcome = Welcome(bundled)
@@ -128,13 +125,13 @@ class MainWindow(QMainWindow):
         bar = QToolBar("Model")
         bar.setMovable(False)
         self.addToolBar(bar)
-        bar.addWidget(QLabel(" Model: "))
+        bar.addWidget(plain_label(" Model: "))
         self.model_combo = QComboBox()
         self.model_combo.setMinimumWidth(280)
         self.model_combo.setObjectName("model-picker")
         bar.addWidget(self.model_combo)
         self._fill_model_combo()
-        self.load_state = QLabel("  no model loaded")
+        self.load_state = plain_label("  no model loaded")
         bar.addWidget(self.load_state)
         self.cancel_load_action = QAction("Cancel", self)
         self.cancel_load_action.setToolTip("Stop loading this model")
@@ -394,7 +391,7 @@ class MainWindow(QMainWindow):
                     self.set_theme(apply_theme(app, new.ui.theme))
         if self.loaded is not None and needs_reload(old.model, new.model):
             if self.controller.busy:
-                QMessageBox.information(self, "Settings", "The model reloads after this answer; stop it to reload now.")
+                inform(self, "Settings", "The model reloads after this answer; stop it to reload now.")
                 self.controller.busy_changed.connect(self._reload_when_idle)
             else:
                 self.load_model(str(self.loaded.path))

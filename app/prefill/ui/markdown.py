@@ -12,11 +12,18 @@ N being the index of the block in the message, the same index as in
 The source is cut into blocks by :class:`BlockSplitter` and each block is rendered
 on its own, so a streaming view can render the completed blocks once and never
 again (see ``markdown_stream.py``).
+
+The source is hostile input too: rendering takes time linear in it (inline markup:
+``markdown_inline.py``; no block pattern backtracks over a line), quotes and lists
+nest at most MAX_DEPTH levels (deeper ones render flat at the last level), tables
+have at most MAX_TABLE_COLUMNS columns, and a source the renderer fails on anyway
+is shown as plain text (:func:`plain_html`).
 """
 
 from __future__ import annotations
 
 import html
+import logging
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -26,6 +33,19 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
+
+from prefill.ui.markdown_inline import SAFE_SCHEMES, InlineRenderer, is_safe_url
+
+__all__ = [
+    "DARK_CODE", "LIGHT_CODE", "MAX_DEPTH", "SAFE_SCHEMES", "BlockRenderer", "BlockSplitter",
+    "CodePalette", "code_blocks", "highlight_code", "is_safe_url", "plain_html", "render_markdown",
+    "split_blocks", "warm_up",
+]
+
+MAX_DEPTH = 8  # levels of quotes, and of lists, shown nested; deeper ones render at the last level
+MAX_TABLE_COLUMNS = 64  # a wider "table" is a paragraph (rows x columns must stay linear)
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -59,32 +79,30 @@ class CodePalette:
 LIGHT_CODE = CodePalette("default", "#f6f8fa", "#1f2328", "#eaeef2", "#656d76", "#0969da")
 DARK_CODE = CodePalette("github-dark", "#161b22", "#e6edf3", "#343942", "#8d96a0", "#4493f8")
 
-SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
-
 _FENCE_RE = re.compile(r"^( *)(`{3,}(?=[^`]*$)|~{3,})\s*([^\s`]*)")
-_HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_HEADING_RE = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _RULE_RE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _QUOTE_RE = re.compile(r"^ {0,3}> ?")
+_QUOTES_RE = re.compile(r"^(?: {0,3}> ?)+")
 _LIST_RE = re.compile(r"^([ \t]*)([-*+]|\d{1,9}[.)])[ \t]+(.*)$")
 _TABLE_SEP_RE = re.compile(r"^ *\|? *:?-+:? *(\| *:?-+:? *)*\|? *$")
 _CELL_SPLIT_RE = re.compile(r"(?<!\\)\|")
-_INLINE_RE = re.compile(
-    r"(?P<esc>\\[\\`*_{}\[\]()#+\-.!|~<>])"
-    r"|(?P<ticks>`+)(?P<code>.+?)(?P=ticks)"
-    r"|(?P<img>!)?\[(?P<label>[^\]\n]*)\]"
-    r"\((?P<url>(?:[^()\s]|\([^()\s]*\))*)(?:\s+\"[^\"\n]*\")?\)"
-    r"|<(?P<auto>(?:https?|mailto):[^>\s]+)>"
-    r"|(?P<bare>https?://[^\s<>\"]*[^\s<>\"().,;:!?'*_\]])"
-)
-_EMPHASIS = [
-    (re.compile(r"\*\*\*(?=\S)(.+?)(?<=\S)\*\*\*"), r"<b><i>\1</i></b>"),
-    (re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*"), r"<b>\1</b>"),
-    (re.compile(r"(?<!\w)__(?=\S)(.+?)(?<=\S)__(?!\w)"), r"<b>\1</b>"),
-    (re.compile(r"(?<![*\w])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![*\w])"), r"<i>\1</i>"),
-    (re.compile(r"(?<!\w)_(?=[^\s_])(.+?)(?<=[^\s_])_(?!\w)"), r"<i>\1</i>"),
-    (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"<s>\1</s>"),
-]
-_PLACEHOLDER_RE = re.compile("\x00(\\d+)\x00")
+def _heading(line: str) -> tuple[int, str] | None:
+    """A heading line's level and text (its closing ``#`` run removed), or None.
+
+    Parsed by hand: a regex with a lazy text and an optional closing run backtracks
+    quadratically over a long line of spaces.
+    """
+    m = _HEADING_RE.match(line)
+    if m is None:
+        return None
+    text = line[m.end():].strip(" \t")
+    bare = text.rstrip("#")
+    if not bare:
+        text = ""
+    elif bare[-1] in " \t":
+        text = bare.rstrip(" \t")
+    return len(m.group(1)), text
 
 
 def _fence_closes(line: str, fence: str) -> bool:
@@ -160,7 +178,7 @@ class BlockSplitter:
             self._lines.append(line)
         elif not line.strip():
             self._flush()
-        elif _HEADING_RE.match(line) or _RULE_RE.match(line):
+        elif _heading(line) is not None or _RULE_RE.match(line):
             self._flush()
             self._lines.append(line)
             self._flush()
@@ -179,12 +197,6 @@ def split_blocks(text: str) -> list[str]:
     splitter = BlockSplitter()
     blocks, _ = splitter.feed(text)
     return blocks + splitter.close()
-
-
-def is_safe_url(url: str) -> bool:
-    """Whether a link may be clickable: an http, https or mailto address, no spaces."""
-    scheme, sep, _ = url.partition(":")
-    return bool(sep) and scheme.lower() in SAFE_SCHEMES and url.isprintable() and " " not in url
 
 
 @lru_cache(maxsize=64)
@@ -224,58 +236,37 @@ class BlockRenderer:
         self.codes: list[str] = []
         self._colour_code = colour_code
 
-    def render(self, block: str) -> str:
-        """One block (a string from the splitter) as HTML."""
+    def render(self, block: str, depth: int = 0) -> str:
+        """One block (a string from the splitter) as HTML; ``depth``: the quotes around it."""
         lines = block.split("\n")
         fence = _FENCE_RE.match(lines[0])
         if fence:
             return self._code(lines, fence)
         if len(lines) == 1:
-            heading = _HEADING_RE.match(lines[0])
+            heading = _heading(lines[0])
             if heading:
-                if not heading.group(2):
+                level, text = heading
+                if not text:
                     return ""  # Qt drops an empty heading; so does the stream
-                level = len(heading.group(1))
-                return f"<h{level}>{self.inline(heading.group(2) or '')}</h{level}>"
+                return f"<h{level}>{self.inline(text)}</h{level}>"
             if _RULE_RE.match(lines[0]):
                 return "<hr/>"
-        return self._mixed(lines)
+        return self._mixed(lines, depth)
 
     def inline(self, text: str, links: bool = True) -> str:
         """Inline markdown (code, links, emphasis) of one paragraph; newlines become breaks."""
-        pieces: list[str] = []
+        return self._inline.render(text, links)
 
-        def keep(piece: str) -> str:
-            pieces.append(piece)
-            return f"\x00{len(pieces) - 1}\x00"
+    @property
+    def palette(self) -> CodePalette:
+        """The colours this renderer writes."""
+        return self._palette
 
-        def token(m: re.Match[str]) -> str:
-            if m.group("esc"):
-                return keep(html.escape(m.group("esc")[1], quote=False))
-            if m.group("code") is not None:
-                code = html.escape(m.group("code").strip(), quote=False)
-                style = f"background-color:{self.palette.inline_background}; " \
-                        f"font-family:{self.palette.mono_css}"
-                return keep(f'<code style="{style}">{code}</code>')
-            url = m.group("url") or m.group("auto") or m.group("bare") or ""
-            if m.group("label") is None:
-                label = html.escape(url, quote=False)
-            elif m.group("img"):
-                label = f"[image: {html.escape(m.group('label'), quote=False)}]"
-            else:
-                label = self.inline(m.group("label"), links=False)
-            if not links or not is_safe_url(url):
-                source = m.group("label") is not None
-                return keep(html.escape(m.group(0), quote=False) if source else label)
-            href = html.escape(url, quote=True)
-            return keep(f'<a href="{href}" style="color:{self.palette.link}">{label}</a>')
-
-        text = _INLINE_RE.sub(token, text.replace("\x00", "\ufffd"))
-        text = html.escape(text, quote=False)
-        for pattern, repl in _EMPHASIS:
-            text = pattern.sub(repl, text)
-        text = _PLACEHOLDER_RE.sub(lambda m: pieces[int(m.group(1))], text)
-        return text.replace("\n", "<br/>")
+    @palette.setter
+    def palette(self, palette: CodePalette) -> None:
+        self._palette = palette
+        code_style = f"background-color:{palette.inline_background}; font-family:{palette.mono_css}"
+        self._inline = InlineRenderer(code_style, palette.link)
 
     def _code(self, lines: list[str], fence: re.Match[str]) -> str:
         indent = len(fence.group(1))
@@ -294,7 +285,7 @@ class BlockRenderer:
             f'font-family:{p.mono_css}; margin-top:2px">{coloured}</pre>'
         )
 
-    def _mixed(self, lines: list[str]) -> str:
+    def _mixed(self, lines: list[str], depth: int) -> str:
         """Paragraphs, lists, quotes and tables that follow each other without a blank line."""
         out: list[str] = []
         i, n = 0, len(lines)
@@ -303,8 +294,11 @@ class BlockRenderer:
                 j = i
                 while j < n and _QUOTE_RE.match(lines[j]):
                     j += 1
-                inner = "\n".join(_QUOTE_RE.sub("", line, count=1) for line in lines[i:j])
-                quoted = "".join(map(self.render, split_blocks(inner)))
+                # At the last level every further ">" goes too: what is deeper renders flat here,
+                # so each line is stripped at most MAX_DEPTH times and the recursion stays shallow.
+                marker = _QUOTE_RE if depth + 1 < MAX_DEPTH else _QUOTES_RE
+                inner = "\n".join(marker.sub("", line, count=1) for line in lines[i:j])
+                quoted = "".join(self.render(b, depth + 1) for b in split_blocks(inner))
                 out.append(f'<blockquote style="color:{self.palette.muted}">{quoted}</blockquote>')
             elif _starts_table(lines, i):
                 j = i + 2
@@ -351,6 +345,8 @@ class BlockRenderer:
         stack: list[tuple[int, str]] = []
         for indent, marker, text in items:
             tag = "ul" if marker in "-*+" else "ol"
+            if len(stack) >= MAX_DEPTH and indent > stack[-1][0]:
+                indent = stack[-1][0]  # too deep: an item of the last level
             while stack and indent < stack[-1][0]:
                 out.append(f"</li></{stack.pop()[1]}>")
             if stack and indent == stack[-1][0] and tag != stack[-1][1]:
@@ -374,7 +370,8 @@ def _cells(row: str) -> list[str]:
 
 def _starts_table(lines: list[str], i: int) -> bool:
     nxt = lines[i + 1] if i + 1 < len(lines) else ""
-    return "|" in lines[i] and "|" in nxt and bool(_TABLE_SEP_RE.match(nxt))
+    return ("|" in lines[i] and "|" in nxt and bool(_TABLE_SEP_RE.match(nxt))
+            and len(_cells(nxt)) <= MAX_TABLE_COLUMNS)
 
 
 def _starts_other(lines: list[str], i: int) -> bool:
@@ -383,10 +380,22 @@ def _starts_other(lines: list[str], i: int) -> bool:
     return bool(_LIST_RE.match(line) or _QUOTE_RE.match(line)) or _starts_table(lines, i)
 
 
+def plain_html(text: str) -> str:
+    """``text`` as HTML that shows it as written: what a message falls back to."""
+    return f'<p style="white-space:pre-wrap">{html.escape(text, quote=False)}</p>'
+
+
 def render_markdown(text: str, palette: CodePalette | None = None) -> str:
-    """Markdown source as HTML for ``QTextDocument.setHtml``; see the module docstring."""
+    """Markdown source as HTML for ``QTextDocument.setHtml``; see the module docstring.
+
+    A source the renderer fails on is shown as plain text (and the failure logged).
+    """
     renderer = BlockRenderer(palette)
-    return "".join(map(renderer.render, split_blocks(text)))
+    try:
+        return "".join(map(renderer.render, split_blocks(text)))
+    except Exception:  # noqa: BLE001 - a renderer bug must not hide the answer; logged
+        _log.exception("markdown rendering failed; showing the message as plain text")
+        return plain_html(text)
 
 
 def code_blocks(text: str) -> list[str]:

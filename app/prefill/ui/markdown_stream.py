@@ -19,15 +19,22 @@ Qt lays out a whole paragraph again whenever text is added to it, so a tail that
 runs on without a newline (a model that never ends its paragraph) would make each
 append cost the paragraph's length. While streaming, the shown tail is cut into
 display lines of at most SOFT_BREAK characters; the finished block is rendered whole.
+
+Should the renderer fail on a block anyway, the whole answer is shown as plain text
+from then on (and the failure logged): a message is never lost to a renderer bug.
 """
 
 from __future__ import annotations
+
+import logging
 
 from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument
 
 from prefill.ui.markdown import LIGHT_CODE, BlockRenderer, BlockSplitter, CodePalette
 
 SOFT_BREAK = 600  # characters of tail shown in one Qt block before a display-only line break
+
+_log = logging.getLogger(__name__)
 
 
 class MarkdownStream:
@@ -70,6 +77,11 @@ class MarkdownStream:
         return self._finished
 
     @property
+    def plain(self) -> bool:
+        """Whether rendering failed and the answer is shown as plain text."""
+        return self._failed
+
+    @property
     def palette(self) -> CodePalette:
         """The colours this stream renders with."""
         return self._palette
@@ -86,6 +98,11 @@ class MarkdownStream:
             self._reopen(self.text + text)
             return
         self._chunks.append(text)
+        if self._failed:
+            cursor = QTextCursor(self._document)
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            self._insert_tail(cursor, text, self._plain)
+            return
         blocks, cut = self._splitter.feed(text)
         if blocks or cut:
             self._commit(blocks, final=False)
@@ -94,9 +111,9 @@ class MarkdownStream:
             cursor.movePosition(QTextCursor.MoveOperation.End)
             self._insert_tail(cursor, text)
 
-    def _insert_tail(self, cursor: QTextCursor, text: str) -> None:
+    def _insert_tail(self, cursor: QTextCursor, text: str, fmt: QTextCharFormat | None = None) -> None:
         """Show tail text at the cursor, breaking the display (not the source) every SOFT_BREAK chars."""
-        fmt = self._tail_format()
+        fmt = fmt or self._tail_format()
         run = self._tail_run
         for i, line in enumerate(text.split("\n")):
             if i:
@@ -148,6 +165,7 @@ class MarkdownStream:
         self._tail_start = 0
         self._tail_run = 0  # characters shown since the tail's last line break
         self._finished = False
+        self._failed = False
         self._document.clear()
 
     def _tail_format(self) -> QTextCharFormat:
@@ -155,12 +173,19 @@ class MarkdownStream:
 
     def _commit(self, blocks: list[str], final: bool) -> None:
         """Replace the tail by the HTML of ``blocks``, then show the new tail after it."""
+        if self._failed:
+            return
+        try:
+            html = "".join(map(self._renderer.render, blocks))
+        except Exception:  # noqa: BLE001 - logged; the answer is shown as written instead
+            _log.exception("markdown rendering failed; showing the message as plain text")
+            self._show_plain()
+            return
         cursor = QTextCursor(self._document)
         cursor.beginEditBlock()
         cursor.setPosition(self._tail_start)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         cursor.removeSelectedText()
-        html = "".join(map(self._renderer.render, blocks))
         if html:
             if self._tail_start > 0:
                 # Qt merges the first inserted block into the empty tail block and keeps that
@@ -183,3 +208,10 @@ class MarkdownStream:
             self._tail_run = 0
             self._insert_tail(cursor, self._splitter.tail)
         cursor.endEditBlock()
+
+    def _show_plain(self) -> None:
+        """Show the whole answer as plain text, now and for what is appended later."""
+        self._failed = True
+        self._document.clear()
+        self._tail_start = self._tail_run = 0
+        self._insert_tail(QTextCursor(self._document), self.text, self._plain)

@@ -5,19 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSizeF, Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QGuiApplication
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
-    QLabel,
     QSizePolicy,
     QTextBrowser,
     QToolButton,
     QVBoxLayout,
 )
 
+from prefill.ui.link_guard import open_link
 from prefill.ui.markdown import code_blocks
 from prefill.ui.markdown_stream import MarkdownStream
+from prefill.ui.plain_text import plain_label
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "notice": "Note"}
 SAFE_SCHEMES = ("http", "https")
@@ -78,9 +79,9 @@ class MessageWidget(QFrame):
         self.browser = SafeBrowser()
         self.browser.link_clicked.connect(self._on_browser_link_clicked)
         self.stream = MarkdownStream(self.browser.document(), code_palette)
-        self.title = QLabel(ROLE_TITLES.get(role, role))
+        self.title = plain_label(ROLE_TITLES.get(role, role))
         self.title.setObjectName("message-title")
-        self.figures = QLabel("")
+        self.figures = plain_label()
         self.figures.setObjectName("message-figures")
         self.figures.setVisible(False)
         bar = QHBoxLayout()
@@ -144,4 +145,4 @@ class MessageWidget(QFrame):
             except (ValueError, IndexError):
                 pass
         elif url.scheme() in SAFE_SCHEMES:
-            QDesktopServices.openUrl(url)
+            open_link(self, self.browser.document(), url)

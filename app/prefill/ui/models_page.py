@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QLineEdit,
     QPushButton,
     QSplitter,
@@ -42,6 +41,7 @@ from prefill.hub.remote_header import fetch_header
 from prefill.ui.download_worker import DownloadQueuePanel, DownloadWorker, format_bytes
 from prefill.ui.engine_worker import LoadedModel
 from prefill.ui.library_panel import LibraryPanel
+from prefill.ui.plain_text import plain_label, tooltip
 from prefill.ui.pool_jobs import PoolJobs
 
 _SORTS: tuple[tuple[str, SortKey], ...] = (
@@ -93,7 +93,7 @@ class ModelsPage(QWidget):
         for label, key in _SORTS:
             self.sort.addItem(label, key)
         self.search_button = QPushButton("Search")
-        self.message = QLabel("")
+        self.message = plain_label()
         self.message.setObjectName("models-message")
         self.message.setTextFormat(Qt.TextFormat.PlainText)  # errors quote hub names: never rich text
         self.message.setWordWrap(True)
@@ -253,7 +253,7 @@ class ModelsPage(QWidget):
             for m in models:
                 item = QTreeWidgetItem([m.name, format_bytes(m.size), _fit_placeholder(m)])
                 item.setData(0, _MODEL, m)
-                item.setToolTip(0, "\n".join(p.filename for p in m.parts))
+                item.setToolTip(0, tooltip("\n".join(p.filename for p in m.parts)))
                 group.addChild(item)
                 if m.complete and not m.is_projector:
                     self._estimate(job, listing.repo_id, m, item, n_ctx, kv_type, memory)
@@ -273,10 +273,10 @@ class ModelsPage(QWidget):
             self.fits[m.name] = result
             if isinstance(result, Exception):
                 item.setText(2, "unknown")
-                item.setToolTip(2, f"No estimate: {result}")
+                item.setToolTip(2, tooltip(f"No estimate: {result}"))
             else:
                 item.setText(2, result.summary())
-                item.setToolTip(2, fit_breakdown(result))
+                item.setToolTip(2, tooltip(fit_breakdown(result)))
 
         self.jobs.run(fit, then=show, error=show)
 

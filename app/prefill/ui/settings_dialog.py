@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QPushButton,
     QSpinBox,
@@ -36,6 +35,7 @@ from PySide6.QtWidgets import (
 from prefill.engine.errors import InvalidSetting
 from prefill.engine.setting_fields import choices, hints
 from prefill.store.settings import SECTIONS, ModelSettings, Settings
+from prefill.ui.plain_text import plain_label
 
 LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Generation", ("sampling.temperature", "sampling.top_k", "sampling.top_p", "sampling.min_p",
@@ -162,7 +162,7 @@ class SettingsDialog(QDialog):
                 editor = self._editor(key)
                 form.addRow("" if isinstance(editor.widget, QCheckBox) else editor.label, editor.widget)
             tabs.addTab(page, title)
-        self.problem = QLabel("")
+        self.problem = plain_label()
         self.problem.setObjectName("settings-problem")
         self.problem.setWordWrap(True)
         self.problem.setTextFormat(Qt.TextFormat.PlainText)

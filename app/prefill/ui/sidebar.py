@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
 
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.ui.engine_worker import LoadedModel
+from prefill.ui.plain_text import plain_label
 from prefill.ui.theme import kv_bar_style
 
 MIB = 1024 * 1024
@@ -76,7 +77,7 @@ class EngineSidebar(QWidget):
         mf = QFormLayout(model_box)
         self._add(mf, "model", "Model", "none loaded")
         self._add(mf, "backend", "Backend", "—")
-        self.warning = QLabel("")
+        self.warning = plain_label()
         self.warning.setObjectName("backend-warning")
         self.warning.setWordWrap(True)
         self.warning.setStyleSheet("color: #b45309; font-weight: 600;")
@@ -103,7 +104,7 @@ class EngineSidebar(QWidget):
         self.kv_bar.setTextVisible(False)
         self.kv_bar.setStyleSheet(kv_bar_style(0.0, theme))
         kl.addWidget(self.kv_bar)
-        self.labels["kv"] = QLabel("—")
+        self.labels["kv"] = plain_label("—")
         self.labels["kv"].setObjectName("stat-kv")
         kl.addWidget(self.labels["kv"])
         lay.addWidget(kv_box)
@@ -122,10 +123,10 @@ class EngineSidebar(QWidget):
         self.last: MetricsSnapshot | None = None
 
     def _add(self, form: QFormLayout, key: str, title: str, value: str) -> None:
-        label = QLabel(value)
+        label = plain_label(value)
         label.setObjectName(f"stat-{key}")
         label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        form.addRow(title, label)
+        form.addRow(plain_label(title), label)
         self.labels[key] = label
 
     def text(self, key: str) -> str:

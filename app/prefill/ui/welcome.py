@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QPushButton, QVBoxLayout, QWidget
+
+from prefill.ui.plain_text import plain_label, rich_label
 
 
 class Welcome(QWidget):
@@ -21,10 +23,10 @@ class Welcome(QWidget):
         super().__init__()
         lay = QVBoxLayout(self)
         lay.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        title = QLabel("<h2>Welcome to Prefill</h2>")
+        title = rich_label("<h2>Welcome to Prefill</h2>")
         title.setAlignment(Qt.AlignmentFlag.AlignCenter)
         lay.addWidget(title)
-        text = QLabel(
+        text = plain_label(
             "Chat with a language model on this computer, and watch the engine work: "
             "prompt length, KV cache, time to first token and tokens per second, live."
         )
@@ -39,7 +41,7 @@ class Welcome(QWidget):
         open_button = QPushButton("Open a .gguf file…")
         open_button.clicked.connect(self.open_file)
         lay.addWidget(open_button, 0, Qt.AlignmentFlag.AlignCenter)
-        more = QLabel(
+        more = rich_label(
             "Other models: search and download GGUF models from the Hugging Face hub in "
             "<b>Models…</b> on the toolbar (or <code>prefill get REPO --quant Q4_K_M</code>), "
             "or open any .gguf you have."
