@@ -49,7 +49,7 @@ def test_every_hostile_file_is_refused_cleanly_and_the_process_lives(tmp_path: P
             assert error == "", (case.name, error)
 
 
-@pytest.mark.parametrize("n_ctx", [16, 128, 300])
+@pytest.mark.parametrize("n_ctx", [128, 300])  # 128: the schema's minimum, the GUI's too
 def test_prompt_longer_than_the_batch_llama_cpp_picked(tiny_model: Path, n_ctx: int) -> None:
     """llama.cpp caps its batch at the context asked for and rounds the context up (300 -> 512):
     a prompt longer than the first and shorter than the second must be decoded in pieces."""
@@ -104,7 +104,7 @@ from prefill.engine.chat import ChatEngine
 from prefill.engine.errors import EngineError
 from prefill.engine.settings import LoadSettings, SamplingSettings
 
-rt = ChatEngine.load(sys.argv[1], LoadSettings(n_ctx=16, n_batch=512, n_gpu_layers="none")).runtime
+rt = ChatEngine.load(sys.argv[1], LoadSettings(n_ctx=128, n_batch=512, n_gpu_layers="none")).runtime
 print(rt.n_batch, rt.n_ctx, flush=True)
 sampler = rt.new_sampler(SamplingSettings(), 0)
 for call in (lambda: rt.decode([5] * (rt.n_batch + 1)), lambda: rt.decode([]), lambda: rt.sample(sampler)):
@@ -122,7 +122,7 @@ def test_runtime_refuses_what_llama_cpp_would_abort_on(tiny_model: Path) -> None
     out = subprocess.run([sys.executable, "-c", RUNTIME_GUARDS, str(tiny_model)], check=False,
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split("\n")[:4] == ["16 256", "EngineError", "EngineError", "EngineError"]
+    assert out.stdout.split("\n")[:4] == ["128 256", "EngineError", "EngineError", "EngineError"]
 
 
 def test_cli_chat_small_context_long_prompt_real_model(smollm2: Path) -> None:

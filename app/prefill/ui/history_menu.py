@@ -99,10 +99,7 @@ class HistoryMenu(QObject):
     def export_to(self, path: Path, fmt: ExportFormat, ids: list[int] | None) -> None:
         """Write these chats (None: all) to ``path`` on the store thread; say so when done."""
         self._store.call(
-            _export,
-            ids,
-            fmt,
-            path,
+            lambda stores: _export(stores, ids, fmt, path),
             then=lambda n: self.notice.emit(f"Exported {_count(n, 'chat')} to {path}."),
             error=lambda e: self.notice.emit(self._failure("export to", path, e)),
         )
@@ -123,8 +120,7 @@ class HistoryMenu(QObject):
                 self.imported.emit()
 
         self._store.call(
-            _import,
-            path,
+            lambda stores: _import(stores, path),
             then=done,
             error=lambda e: self.notice.emit(self._failure("import", path, e)),
         )

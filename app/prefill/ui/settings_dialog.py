@@ -160,12 +160,11 @@ class SettingsDialog(QDialog):
             form = QFormLayout(page)
             for key in keys:
                 editor = self._editor(key)
-                form.addRow("" if isinstance(editor.widget, QCheckBox) else editor.label, editor.widget)
+                form.addRow(plain_label("" if isinstance(editor.widget, QCheckBox) else editor.label), editor.widget)
             tabs.addTab(page, title)
         self.problem = plain_label()
         self.problem.setObjectName("settings-problem")
         self.problem.setWordWrap(True)
-        self.problem.setTextFormat(Qt.TextFormat.PlainText)
         self.problem.hide()
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self.accept)
