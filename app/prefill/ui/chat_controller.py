@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
-from prefill.engine.template import Message
+from prefill.engine.template import Message, TemplateOptions
 from prefill.store import Conversation
 from prefill.store import Message as StoredMessage
 from prefill.store.settings import Settings
@@ -39,6 +39,7 @@ class ChatController(QObject):
         answer_finished(object): the Finished event of the last answer.
         unsent(str, str): a message the store could not keep (its text goes back to the input box),
             and why, in words.
+        options_changed(object): the open conversation's TemplateOptions (thinking, effort).
     """
 
     notice = Signal(str)
@@ -47,6 +48,7 @@ class ChatController(QObject):
     conversation_opened = Signal(int)
     answer_finished = Signal(object)
     unsent = Signal(str, str)
+    options_changed = Signal(object)
 
     def __init__(self, store: StoreProxy, worker: EngineWorker, model: TranscriptModel,
                  sidebar: EngineSidebar, settings: Callable[[], Settings], model_path: Callable[[], str]):
@@ -56,6 +58,7 @@ class ChatController(QObject):
         self.model_path = model_path
         self.conversation_id: int | None = None
         self.system_prompt = ""
+        self.options = TemplateOptions()  # this conversation's thinking switch and effort
         self.busy = False
         self._ids = itertools.count(1)
         self._request = 0
@@ -78,8 +81,10 @@ class ChatController(QObject):
         def show(result: tuple[Conversation, list[StoredMessage]]) -> None:
             conv, messages = result
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
+            self._set_options(_stored_options(conv.settings))
             self.model.set_rows([
-                Row(m.role, [m.content], dict(m.figures or {}), m.finish_reason or "", False, m.id)
+                Row(m.role, [m.content], dict(m.figures or {}), m.finish_reason or "", False, m.id,
+                    [m.reasoning] if m.reasoning else [])
                 for m in messages if m.role != "system"
             ])
             self.conversation_opened.emit(conv.id)
@@ -106,10 +111,19 @@ class ChatController(QObject):
         if self.conversation_id is not None:
             self.store.set_system_prompt(self.conversation_id, text)
 
+    def set_options(self, options: TemplateOptions) -> None:
+        """The thinking switch and effort for this conversation (kept with it from its next answer)."""
+        self._set_options(options)
+
+    def _set_options(self, options: TemplateOptions) -> None:
+        if options != self.options:
+            self.options = options
+            self.options_changed.emit(options)
+
     def messages(self, extra_user: str | None = None) -> list[Message]:
-        """The conversation as the engine takes it (notices left out)."""
+        """The conversation as the engine takes it (notices left out; thinking kept apart)."""
         out = [Message("system", self.system_prompt)] if self.system_prompt.strip() else []
-        out += [Message(r.role, r.content) for r in self.model.rows() if r.role in ("user", "assistant")]
+        out += [Message(r.role, r.content, r.reasoning) for r in self.model.rows() if r.role in ("user", "assistant")]
         if extra_user is not None:
             out.append(Message("user", extra_user))
         return out
@@ -153,14 +167,15 @@ class ChatController(QObject):
 
         s = self.settings()
         used = {"model": {k: v for k, v in s.to_dict()["model"].items() if k != "last_model_path"},
-                "sampling": s.to_dict()["sampling"]}
+                "sampling": s.to_dict()["sampling"],
+                "template": {"think": self.options.think, "reasoning_effort": self.options.reasoning_effort}}
         self.store.record_model(self.conversation_id, self.model_path(), used)
         self.store.begin_answer(self.conversation_id, then=started)
         self.sidebar.begin_answer()
-        self.worker.buffer.take()  # nothing stale from an earlier answer
+        self.worker.buffer.take_both()  # nothing stale from an earlier answer
         self.worker.cancel.clear()
         self._last_save = time.monotonic()
-        self.worker.generate(request, messages, s.sampling, s.model.overflow())
+        self.worker.generate(request, messages, s.sampling, s.model.overflow(), self.options)
         self._timer.start()
 
     def stop(self) -> None:
@@ -169,13 +184,15 @@ class ChatController(QObject):
 
     def flush(self) -> None:
         """Move streamed text from the worker's buffer to the transcript row: O(new text)."""
-        text = self.worker.buffer.take()
-        if text and self._row >= 0:
+        thinking, text = self.worker.buffer.take_both()
+        if self._row >= 0:
+            self.model.append_reasoning(self._row, thinking)
             self.model.append_text(self._row, text)
         now = time.monotonic()
         if self._answer_id is not None and now - self._last_save >= SAVE_EVERY_S:
             self._last_save = now
-            self.store.update_answer(self._answer_id, self.model.row(self._row).content)
+            r = self.model.row(self._row)
+            self.store.update_answer(self._answer_id, r.content, r.reasoning)
 
     # --- worker events ---------------------------------------------------------------------
     def _on_worker_prefill_done(self, request: int, p: PrefillDone) -> None:
@@ -189,6 +206,8 @@ class ChatController(QObject):
     def _on_worker_metrics(self, request: int, m: MetricsSnapshot) -> None:
         if request == self._request:
             self.sidebar.on_metrics(m)
+            if 0 <= self._row < self.model.rowCount() and m.reasoning_tokens:
+                self.model.update_row(self._row, figures=m.as_dict())  # the thinking's live count
 
     def _on_worker_finished(self, request: int, f: Finished) -> None:
         if request != self._request:
@@ -197,23 +216,24 @@ class ChatController(QObject):
         self._timer.stop()
         row = self._row
         figures = f.metrics.as_dict()
-        self.model.update_row(row, content=f.text, streaming=False, figures=figures, finish_reason=f.reason)
+        self.model.update_row(row, content=f.text, reasoning=f.reasoning, streaming=False, figures=figures,
+                              finish_reason=f.reason)
         self.sidebar.on_finished(f)
-        self._finish_in_store(row, f.text, f.reason, figures)
+        self._finish_in_store(row, f.text, f.reason, figures, f.reasoning)
         self._end()
         self.answer_finished.emit(f)
 
-    def _finish_in_store(self, row: int, text: str, reason: str, figures: dict[str, Any]) -> None:
+    def _finish_in_store(self, row: int, text: str, reason: str, figures: dict[str, Any], reasoning: str) -> None:
         answer_id = self._answer_id
         if answer_id is not None:
-            self.store.finish_answer(answer_id, text, reason, figures)
+            self.store.finish_answer(answer_id, text, reason, figures, reasoning)
             return
 
         # begin_answer has not come back yet; store calls run in order, so after this no-op it has.
         def later() -> None:
             mid = self.model.row(row).message_id if row < self.model.rowCount() else -1
             if mid >= 0:
-                self.store.finish_answer(mid, text, reason, figures)
+                self.store.finish_answer(mid, text, reason, figures, reasoning)
 
         self.store.after_pending(later)
 
@@ -221,12 +241,13 @@ class ChatController(QObject):
         if request != self._request:
             return
         self._timer.stop()
-        self.worker.buffer.take()
+        self.worker.buffer.take_both()
         if 0 <= self._row < self.model.rowCount():
             self.model.remove_row(self._row)
         # The answer row in the database goes too, once begin_answer has come back (calls run in order).
         self.store.after_pending(lambda: self._drop_answer(request))
-        self.notice.emit(message)
+        # The question stays: it can be sent again as it is (Retry) or edited.
+        self.notice.emit(f"{message} Your message is kept: retry it, or edit it.")
         self._end()
 
     def _drop_answer(self, request: int) -> None:
@@ -251,6 +272,13 @@ class ChatController(QObject):
             self.store.delete_from(mid)
         self._generate()
 
+    def retry(self, row: int) -> None:
+        """Ask again a question whose answer failed (the last row, a user message)."""
+        rows = self.model.rows()
+        if self.busy or rows[row].role != "user" or any(r.role != "notice" for r in rows[row + 1 :]):
+            return
+        self._generate()
+
     def edit(self, row: int, text: str) -> None:
         """Replace a user message; the answer after it is generated anew."""
         if self.busy or self.model.row(row).role != "user" or not text.strip():
@@ -270,3 +298,16 @@ class ChatController(QObject):
         if mid >= 0:
             self.store.delete_message(mid)
 
+
+
+def _stored_options(settings: Any) -> TemplateOptions:
+    """A conversation's saved thinking switch and effort (whatever a file holds: checked here)."""
+    t = settings.get("template") if isinstance(settings, Mapping) else None
+    if not isinstance(t, dict):
+        return TemplateOptions()
+    think = t.get("think")
+    effort = t.get("reasoning_effort")
+    try:
+        return TemplateOptions(think if isinstance(think, bool) else None, effort if isinstance(effort, str) else "")
+    except ValueError:
+        return TemplateOptions()

@@ -17,7 +17,7 @@ from prefill.ui.transcript_model import Roles, TranscriptModel
 
 class ChatView(QScrollArea):
     """Signals:
-        message_action(str, int): an action ("copy", "edit", "delete", "regenerate") on a row.
+        message_action(str, int): an action ("copy", "edit", "delete", "regenerate", "retry") on a row.
     """
 
     message_action = Signal(str, int)
@@ -38,6 +38,7 @@ class ChatView(QScrollArea):
         self.setWidget(inner)
         self.widgets: list[MessageWidget] = []
         self._seen: list[int] = []  # chunks of each row already given to its widget
+        self._seen_thinking: list[int] = []  # the same for each row's thinking
         self._stick = True
         self.verticalScrollBar().rangeChanged.connect(self._on_scrollbar_range_changed)
         self.verticalScrollBar().valueChanged.connect(self._on_scrollbar_value_changed)
@@ -55,7 +56,7 @@ class ChatView(QScrollArea):
         for w in self.widgets:
             w.setParent(None)
             w.deleteLater()
-        self.widgets, self._seen = [], []
+        self.widgets, self._seen, self._seen_thinking = [], [], []
         self._on_model_rows_inserted(QModelIndex(), 0, self.model.rowCount() - 1)
         self._stick = True
 
@@ -65,6 +66,8 @@ class ChatView(QScrollArea):
             w = MessageWidget(r.role, self.code_palette)
             w.action.connect(self._on_widget_action)
             text, n = self.model.chunks_since(row, 0)
+            thinking, n_thinking = self.model.reasoning_since(row, 0)
+            w.set_reasoning(thinking, from_history=not r.streaming)
             if r.streaming:
                 w.append(text)
                 w.set_streaming(True)
@@ -74,6 +77,8 @@ class ChatView(QScrollArea):
             self._layout.insertWidget(row, w)
             self.widgets.insert(row, w)
             self._seen.insert(row, n)
+            self._seen_thinking.insert(row, n_thinking)
+        self._update_retry()
 
     def _on_model_rows_removed(self, _parent: QModelIndex, first: int, last: int) -> None:
         for w in self.widgets[first : last + 1]:
@@ -81,10 +86,25 @@ class ChatView(QScrollArea):
             w.deleteLater()
         del self.widgets[first : last + 1]
         del self._seen[first : last + 1]
+        del self._seen_thinking[first : last + 1]
+        self._update_retry()
+
+    def _update_retry(self) -> None:
+        """A question left without an answer (its answer failed) offers Retry."""
+        last = next((i for i in range(len(self.widgets) - 1, -1, -1) if self.widgets[i].role != "notice"), -1)
+        for i, w in enumerate(self.widgets):
+            w.set_retry_visible(i == last and w.role == "user")
 
     def _on_model_data_changed(self, top: QModelIndex, bottom: QModelIndex, roles: list[int]) -> None:
         for row in range(top.row(), bottom.row() + 1):
             w, r = self.widgets[row], self.model.row(row)
+            if not roles or Roles.REASONING in roles:
+                if r.streaming:
+                    text, self._seen_thinking[row] = self.model.reasoning_since(row, self._seen_thinking[row])
+                    w.append_reasoning(text)
+                else:
+                    text, self._seen_thinking[row] = self.model.reasoning_since(row, 0)
+                    w.set_reasoning(text)
             if not roles or Roles.CONTENT in roles:
                 if r.streaming:
                     text, self._seen[row] = self.model.chunks_since(row, self._seen[row])

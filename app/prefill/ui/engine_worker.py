@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from prefill.engine.errors import ContextOverflow, EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.settings import LoadSettings, OverflowSettings, SamplingSettings
-from prefill.engine.template import Message
+from prefill.engine.template import Message, TemplateOptions
 
 if TYPE_CHECKING:
     from prefill.engine.chat import ChatEngine
@@ -39,23 +39,40 @@ class LoadedModel:
     load_ms: float
     bytes_per_cell: int
     model_bytes: int
+    chat_format: str = "template"  # "template", a llama.cpp built-in format's name, or "base"
+    chat_format_label: str = ""  # where the format came from, in words
+    takes_thinking_switch: bool = False  # the template reads enable_thinking
+    takes_reasoning_effort: bool = False  # the template reads reasoning_effort (gpt-oss)
+    reasons: bool = False  # the model has reasoning markers (its thinking is shown apart)
+
+    @property
+    def format_from_model(self) -> bool:
+        return self.chat_format == "template"
 
 
 class TextBuffer:
-    """Tokens' text from the worker to the GUI thread, swapped under a lock."""
+    """Tokens' text from the worker to the GUI thread, swapped under a lock; the answer and the
+    model's thinking kept apart."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._parts: list[str] = []
+        self._thinking: list[str] = []
 
-    def put(self, text: str) -> None:
+    def put(self, text: str, reasoning: bool = False) -> None:
         with self._lock:
-            self._parts.append(text)
+            (self._thinking if reasoning else self._parts).append(text)
 
     def take(self) -> str:
+        """The answer's text since the last take (any thinking taken with it is dropped)."""
+        return self.take_both()[1]
+
+    def take_both(self) -> tuple[str, str]:
+        """(thinking, answer) text since the last take."""
         with self._lock:
             parts, self._parts = self._parts, []
-        return "".join(parts)
+            thinking, self._thinking = self._thinking, []
+        return "".join(thinking), "".join(parts)
 
 
 class EngineWorker(QObject):
@@ -91,7 +108,7 @@ class EngineWorker(QObject):
 
     # requests, queued into the worker's thread: use the typed methods below
     _request_load = Signal(int, str, object)
-    _request_generate = Signal(int, object, object, object)
+    _request_generate = Signal(int, object, object, object, object)
     _request_count = Signal(int, object)
     _request_unload = Signal()
     request_shutdown = Signal()
@@ -129,10 +146,12 @@ class EngineWorker(QObject):
         self._wanted_load = 0
 
     def generate(
-        self, request_id: int, messages: list[Message], sampling: SamplingSettings, overflow: OverflowSettings
+        self, request_id: int, messages: list[Message], sampling: SamplingSettings, overflow: OverflowSettings,
+        options: TemplateOptions | None = None,
     ) -> None:
-        """Answer `messages`; events come back tagged with `request_id`. `cancel` stops it."""
-        self._request_generate.emit(request_id, messages, sampling, overflow)
+        """Answer `messages`; events come back tagged with `request_id`. `cancel` stops it.
+        `options`: the template's switches (thinking, reasoning effort)."""
+        self._request_generate.emit(request_id, messages, sampling, overflow, options or TemplateOptions())
 
     def unload(self) -> None:
         """Free the model."""
@@ -182,6 +201,11 @@ class EngineWorker(QObject):
                 load_ms=(time.perf_counter() - t0) * 1000,
                 bytes_per_cell=engine.bytes_per_cell,
                 model_bytes=engine.runtime.model_bytes(),
+                chat_format=engine.format.name,
+                chat_format_label=engine.format.label,
+                takes_thinking_switch=engine.takes_thinking_switch,
+                takes_reasoning_effort=engine.takes_reasoning_effort,
+                reasons=bool(engine.reasoning),
             )
         )
         self.kv_state.emit(engine.kv_snapshot())
@@ -198,9 +222,10 @@ class EngineWorker(QObject):
         self._on_request_unload()
         QThread.currentThread().quit()
 
-    @Slot(int, object, object, object)
+    @Slot(int, object, object, object, object)
     def _on_request_generate(
-        self, request_id: int, messages: list[Message], sampling: SamplingSettings, overflow: OverflowSettings
+        self, request_id: int, messages: list[Message], sampling: SamplingSettings, overflow: OverflowSettings,
+        options: TemplateOptions,
     ) -> None:
         engine = self.engine
         if engine is None:
@@ -208,9 +233,9 @@ class EngineWorker(QObject):
             return
         put = self.buffer.put
         try:
-            for ev in engine.stream(messages, sampling, overflow, self.cancel):
+            for ev in engine.stream(messages, sampling, overflow, self.cancel, options):
                 if type(ev) is Token:
-                    put(ev.text)
+                    put(ev.text, ev.reasoning)
                 elif isinstance(ev, MetricsSnapshot):
                     self.metrics.emit(request_id, ev)
                 elif isinstance(ev, PrefillDone):
@@ -225,7 +250,7 @@ class EngineWorker(QObject):
                 "Start a new chat, delete earlier messages, or pick another overflow policy.",
             )
         except TemplateError as e:
-            self.failed.emit(request_id, f"The model's chat template cannot be used: {e}")
+            self.failed.emit(request_id, f"The model's chat template could not write this prompt: {e}")
         except EngineError as e:
             self.failed.emit(request_id, f"Generation failed: {e}")
         self.kv_state.emit(engine.kv_snapshot())

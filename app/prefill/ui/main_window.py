@@ -31,11 +31,12 @@ from prefill.ui.engine_worker import EngineThread, LoadedModel
 from prefill.ui.history_menu import HistoryMenu
 from prefill.ui.input_box import InputBox
 from prefill.ui.plain_text import inform, plain_label
+from prefill.ui.reasoning_controls import ReasoningControls
 from prefill.ui.settings_dialog import SettingsDialog, needs_reload
 from prefill.ui.sidebar import EngineSidebar
 from prefill.ui.store_worker import StoreProxy
 from prefill.ui.theme import ThemeFollower, apply_theme, code_palette
-from prefill.ui.transcript_model import TranscriptModel
+from prefill.ui.transcript_model import Row, TranscriptModel
 from prefill.ui.welcome import Welcome
 
 if TYPE_CHECKING:
@@ -137,6 +138,8 @@ class MainWindow(QMainWindow):
         self.cancel_load_action.setToolTip("Stop loading this model")
         self.cancel_load_action.setVisible(False)
         bar.addAction(self.cancel_load_action)
+        self.reasoning_controls = ReasoningControls()
+        bar.addWidget(self.reasoning_controls)
         bar.addSeparator()
         self.system_action = QAction("System prompt…", self)
         self.settings_action = QAction("Settings…", self)
@@ -181,6 +184,8 @@ class MainWindow(QMainWindow):
         self.controller.busy_changed.connect(self.input.set_generating)
         self.controller.conversations_changed.connect(self.refresh_conversations)
         self.controller.conversation_opened.connect(self._on_controller_conversation_opened)
+        self.controller.options_changed.connect(self.reasoning_controls.set_options)
+        self.reasoning_controls.changed.connect(self.controller.set_options)
         self.chat_view.message_action.connect(self._on_chat_message_action)
         self.conversations.selected.connect(self.controller.open_conversation)
         self.conversations.new_requested.connect(lambda: self.controller.new_conversation())
@@ -230,7 +235,10 @@ class MainWindow(QMainWindow):
         self.sidebar.set_model(m)
         self.load_state.setText(f"  {m.name} · {m.backend_summary}")
         self.cancel_load_action.setVisible(False)
+        self.reasoning_controls.set_model(m)
         self.stack.setCurrentWidget(self.chat_view)
+        if not m.format_from_model:  # said once in the chat, and kept in the sidebar
+            self.transcript.append_row(Row("notice", [f"{m.name}: {m.chat_format_label}."]))
         if self.settings.model.last_model_path != str(m.path):
             self.settings = replace(self.settings, model=replace(self.settings.model, last_model_path=str(m.path)))
             self.store.save_settings(self.settings)
@@ -317,6 +325,8 @@ class MainWindow(QMainWindow):
     def _on_chat_message_action(self, name: str, row: int) -> None:
         if name == "regenerate":
             self.controller.regenerate(row)
+        elif name == "retry":
+            self.controller.retry(row)
         elif name == "delete":
             self.controller.delete(row)
         elif name == "edit":

@@ -19,6 +19,7 @@ from prefill.ui.link_guard import open_link
 from prefill.ui.markdown import code_blocks
 from prefill.ui.markdown_stream import MarkdownStream
 from prefill.ui.plain_text import plain_label
+from prefill.ui.thinking_section import ThinkingSection
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "notice": "Note"}
 SAFE_SCHEMES = ("http", "https")
@@ -41,7 +42,7 @@ class SafeBrowser(QTextBrowser):
         self.document().documentLayout().documentSizeChanged.connect(self._on_document_size_changed)
         self.document().setDocumentMargin(2)
 
-    def loadResource(self, type: int, name: QUrl) -> Any:  # noqa: A002 - Qt's signature
+    def loadResource(self, type: int, name: QUrl) -> Any:
         return None  # never fetch what a model's answer points at
 
     def _on_document_size_changed(self, size: QSizeF) -> None:
@@ -51,8 +52,9 @@ class SafeBrowser(QTextBrowser):
 def figures_line(figures: dict[str, Any], reason: str) -> str:
     if not figures:
         return reason
+    thinking = figures.get("reasoning_tokens", 0)
     parts = [
-        f"{figures.get('completion_tokens', 0)} tokens",
+        f"{figures.get('completion_tokens', 0)} tokens" + (f" ({thinking} thinking)" if thinking else ""),
         f"TTFT {figures.get('ttft_ms', 0):.0f} ms",
         f"{figures.get('decode_tps', 0):.1f} tok/s",
     ]
@@ -66,7 +68,7 @@ def figures_line(figures: dict[str, Any], reason: str) -> str:
 
 class MessageWidget(QFrame):
     """Signals:
-        action(str, object): "copy" | "edit" | "delete" | "regenerate", and this widget.
+        action(str, object): "copy" | "edit" | "delete" | "regenerate" | "retry", and this widget.
     """
 
     action = Signal(str, object)
@@ -84,6 +86,7 @@ class MessageWidget(QFrame):
         self.figures = plain_label()
         self.figures.setObjectName("message-figures")
         self.figures.setVisible(False)
+        self.thinking = ThinkingSection()  # stays hidden unless the model thinks
         bar = QHBoxLayout()
         bar.addWidget(self.title)
         bar.addStretch(1)
@@ -91,6 +94,7 @@ class MessageWidget(QFrame):
         actions = ["copy", "delete"]
         if role == "user":
             actions.insert(1, "edit")
+            actions.insert(2, "retry")  # shown only on a question left without an answer
         elif role == "assistant":
             actions.insert(1, "regenerate")
         for name in actions:
@@ -104,10 +108,13 @@ class MessageWidget(QFrame):
         if role == "notice":
             for b in self.buttons.values():
                 b.hide()
+        if "retry" in self.buttons:
+            self.buttons["retry"].hide()
         lay = QVBoxLayout(self)
         lay.setContentsMargins(10, 6, 10, 6)
         lay.setSpacing(2)
         lay.addLayout(bar)
+        lay.addWidget(self.thinking)
         lay.addWidget(self.browser)
         lay.addWidget(self.figures)
 
@@ -116,7 +123,20 @@ class MessageWidget(QFrame):
         self.stream.set_text(text)
 
     def append(self, text: str) -> None:
+        if text and self.thinking.isVisible():
+            self.thinking.answer_started()
         self.stream.append(text)
+
+    def set_reasoning(self, text: str, from_history: bool = False) -> None:
+        self.thinking.set_text(text)
+        self.thinking.finished(from_history)
+
+    def append_reasoning(self, text: str) -> None:
+        self.thinking.append(text)
+
+    def set_retry_visible(self, visible: bool) -> None:
+        if "retry" in self.buttons:
+            self.buttons["retry"].setVisible(visible)
 
     def finish(self) -> None:
         self.stream.finish()
@@ -130,6 +150,7 @@ class MessageWidget(QFrame):
                 self.buttons[name].setEnabled(not streaming)
 
     def set_figures(self, figures: dict[str, Any], reason: str) -> None:
+        self.thinking.set_figures(figures)
         line = figures_line(figures, reason)
         self.figures.setText(line)
         self.figures.setVisible(bool(line))

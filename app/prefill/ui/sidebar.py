@@ -77,6 +77,8 @@ class EngineSidebar(QWidget):
         mf = QFormLayout(model_box)
         self._add(mf, "model", "Model", "none loaded")
         self._add(mf, "backend", "Backend", "—")
+        self._add(mf, "format", "Chat format", "—")
+        self.labels["format"].setWordWrap(True)
         self.warning = plain_label()
         self.warning.setObjectName("backend-warning")
         self.warning.setWordWrap(True)
@@ -94,6 +96,11 @@ class EngineSidebar(QWidget):
         self._add(pf, "prompt", "Length", "—")
         self._add(pf, "reused", "Reused from cache", "—")
         self._add(pf, "evaluated", "Evaluated", "—")
+        self.cache_note = plain_label()
+        self.cache_note.setObjectName("cache-note")
+        self.cache_note.setWordWrap(True)
+        self.cache_note.hide()
+        pf.addRow(self.cache_note)
         lay.addWidget(prompt_box)
 
         kv_box = QGroupBox("KV cache")
@@ -112,6 +119,7 @@ class EngineSidebar(QWidget):
         speed_box = QGroupBox("Speed")
         sf = QFormLayout(speed_box)
         self._add(sf, "ttft", "Time to first token", "—")
+        self._add(sf, "ttfa", "To first answer token", "—")
         self._add(sf, "prefill", "Prefill", "—")
         self._add(sf, "decode", "Decode", "—")
         self._add(sf, "itl", "Inter-token p50 / p95", "—")
@@ -146,19 +154,22 @@ class EngineSidebar(QWidget):
         if m is None:
             self.labels["model"].setText("none loaded" if not error else "failed to load")
             self.labels["backend"].setText("—")
+            self.labels["format"].setText("—")
             self.warning.setText(error)
             self.warning.setVisible(bool(error))
             return
         self.labels["model"].setText(f"{m.name} · {m.model_bytes / MIB:.0f} MiB · loaded in {m.load_ms:.0f} ms")
         self.labels["backend"].setText(m.backend_summary)
+        self.labels["format"].setText("the model's own template" if m.format_from_model else m.chat_format_label)
         self.warning.setText(f"⚠ {m.backend_warning}" if m.backend_warning else "")
         self.warning.setVisible(bool(m.backend_warning))
 
     # --- an answer ------------------------------------------------------------------------
     def begin_answer(self) -> None:
         self.plot.reset()
-        for key in ("ttft", "prefill", "decode", "itl", "tokens", "prompt", "reused", "evaluated"):
+        for key in ("ttft", "ttfa", "prefill", "decode", "itl", "tokens", "prompt", "reused", "evaluated"):
             self.labels[key].setText("…")
+        self.cache_note.hide()
 
     def on_prefill(self, p: PrefillDone) -> None:
         self.labels["prompt"].setText(f"{p.prompt_tokens} tokens")
@@ -166,6 +177,8 @@ class EngineSidebar(QWidget):
         self.labels["evaluated"].setText(f"{p.evaluated_tokens}")
         tps = p.evaluated_tokens / p.prefill_ms * 1000 if p.prefill_ms else 0.0
         self.labels["prefill"].setText(f"{tps:.0f} tok/s ({p.prefill_ms:.0f} ms)")
+        self.cache_note.setText(p.cache_note)
+        self.cache_note.setVisible(bool(p.cache_note))
 
     def on_metrics(self, m: MetricsSnapshot) -> None:
         self.last = m
@@ -173,7 +186,11 @@ class EngineSidebar(QWidget):
         self.labels["prefill"].setText(f"{m.prefill_tps:.0f} tok/s ({m.prefill_ms:.0f} ms)")
         self.labels["decode"].setText(f"{m.decode_tps:.1f} tok/s")
         self.labels["itl"].setText(f"{m.itl_p50_ms:.1f} / {m.itl_p95_ms:.1f} ms")
-        self.labels["tokens"].setText(f"{m.completion_tokens} tokens" + (f" · {m.finish_reason}" if m.finish_reason else ""))
+        split = (f" ({m.reasoning_tokens} thinking · {m.completion_tokens - m.reasoning_tokens} answer)"
+                 if m.reasoning_tokens else "")
+        self.labels["tokens"].setText(
+            f"{m.completion_tokens} tokens{split}" + (f" · {m.finish_reason}" if m.finish_reason else ""))
+        self.labels["ttfa"].setText(f"{m.answer_ttft_ms:.0f} ms" if m.answer_ttft_ms else "—")
         if m.prompt_tokens:
             self.labels["prompt"].setText(f"{m.prompt_tokens} tokens")
             self.labels["reused"].setText(f"{m.cached_tokens}")

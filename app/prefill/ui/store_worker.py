@@ -164,14 +164,16 @@ class StoreProxy(QObject):
     def begin_answer(self, cid: int, then: Then[int] = None, error: OnError = None) -> int:
         return self.call(lambda s: s.history.begin_answer(cid), then, error)
 
-    def update_answer(self, mid: int, text: str, then: Then[None] = None, error: OnError = None) -> int:
-        return self.call(lambda s: s.history.update_answer(mid, text), then, error)
+    def update_answer(
+        self, mid: int, text: str, reasoning: str = "", then: Then[None] = None, error: OnError = None
+    ) -> int:
+        return self.call(lambda s: s.history.update_answer(mid, text, reasoning), then, error)
 
     def finish_answer(
-        self, mid: int, text: str, reason: str, figures: Mapping[str, Any],
+        self, mid: int, text: str, reason: str, figures: Mapping[str, Any], reasoning: str = "",
         then: Then[Message] = None, error: OnError = None,
     ) -> int:
-        return self.call(lambda s: s.history.finish_answer(mid, text, reason, figures), then, error)
+        return self.call(lambda s: s.history.finish_answer(mid, text, reason, figures, reasoning), then, error)
 
     # --- settings and order -------------------------------------------------------------
     def save_settings(self, settings: Settings, then: Then[None] = None, error: OnError = None) -> int:

@@ -22,6 +22,7 @@ class Roles(IntEnum):
     FINISH_REASON = Qt.ItemDataRole.UserRole + 4
     STREAMING = Qt.ItemDataRole.UserRole + 5
     MESSAGE_ID = Qt.ItemDataRole.UserRole + 6  # the row in the history database, or -1
+    REASONING = Qt.ItemDataRole.UserRole + 7  # the model's thinking, kept apart from the answer
 
 
 @dataclass
@@ -32,6 +33,7 @@ class Row:
     finish_reason: str = ""
     streaming: bool = False
     message_id: int = -1
+    reasoning_chunks: list[str] = field(default_factory=list)
     _joined: str | None = None
 
     @property
@@ -39,6 +41,10 @@ class Row:
         if self._joined is None:
             self._joined = "".join(self.chunks)
         return self._joined
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(self.reasoning_chunks)
 
 
 class TranscriptModel(QAbstractListModel):
@@ -68,6 +74,8 @@ class TranscriptModel(QAbstractListModel):
             return r.streaming
         if role == Roles.MESSAGE_ID:
             return r.message_id
+        if role == Roles.REASONING:
+            return r.reasoning
         return None
 
     def roleNames(self) -> dict[int, bytes]:
@@ -96,6 +104,14 @@ class TranscriptModel(QAbstractListModel):
         i = self.index(row)
         self.dataChanged.emit(i, i, [Roles.CONTENT])
 
+    def append_reasoning(self, row: int, text: str) -> None:
+        """Append streamed thinking to one row: O(len(text)), one dataChanged for that row."""
+        if not text:
+            return
+        self._rows[row].reasoning_chunks.append(text)
+        i = self.index(row)
+        self.dataChanged.emit(i, i, [Roles.REASONING])
+
     def update_row(self, row: int, **changes: Any) -> None:
         r = self._rows[row]
         roles = []
@@ -103,6 +119,9 @@ class TranscriptModel(QAbstractListModel):
             if name == "content":
                 r.chunks, r._joined = [value], None
                 roles.append(Roles.CONTENT)
+            elif name == "reasoning":
+                r.reasoning_chunks = [value] if value else []
+                roles.append(Roles.REASONING)
             else:
                 setattr(r, name, value)
                 roles.append(Roles[name.upper()])
@@ -128,6 +147,11 @@ class TranscriptModel(QAbstractListModel):
         A view that streams keeps the count and asks only for what is new: O(new text).
         """
         chunks = self._rows[row].chunks
+        return "".join(chunks[start:]), len(chunks)
+
+    def reasoning_since(self, row: int, start: int) -> tuple[str, int]:
+        """Thinking appended to `row` after its first `start` chunks, and the chunk count now."""
+        chunks = self._rows[row].reasoning_chunks
         return "".join(chunks[start:]), len(chunks)
 
     def row(self, row: int) -> Row:
