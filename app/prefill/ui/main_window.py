@@ -139,7 +139,8 @@ class MainWindow(QMainWindow):
         self.cancel_load_action.setVisible(False)
         bar.addAction(self.cancel_load_action)
         self.reasoning_controls = ReasoningControls()
-        bar.addWidget(self.reasoning_controls)
+        self.reasoning_action = bar.addWidget(self.reasoning_controls)  # a toolbar shows it by its action
+        self.reasoning_action.setVisible(False)
         bar.addSeparator()
         self.system_action = QAction("System prompt…", self)
         self.settings_action = QAction("Settings…", self)
@@ -235,7 +236,7 @@ class MainWindow(QMainWindow):
         self.sidebar.set_model(m)
         self.load_state.setText(f"  {m.name} · {m.backend_summary}")
         self.cancel_load_action.setVisible(False)
-        self.reasoning_controls.set_model(m)
+        self.reasoning_action.setVisible(self.reasoning_controls.set_model(m))
         self.stack.setCurrentWidget(self.chat_view)
         if not m.format_from_model:  # said once in the chat, and kept in the sidebar
             self.transcript.append_row(Row("notice", [f"{m.name}: {m.chat_format_label}."]))

@@ -42,7 +42,6 @@ class ReasoningControls(QWidget):
             lay.addWidget(w)
         self.think.activated.connect(self._on_combo_activated)
         self.effort.activated.connect(self._on_combo_activated)
-        self.set_model(None)
 
     def options(self) -> TemplateOptions:
         effort = self.effort.currentText()
@@ -52,14 +51,15 @@ class ReasoningControls(QWidget):
         self.think.setCurrentIndex(next(i for i, (_l, v) in enumerate(THINK_CHOICES) if v is options.think))
         self.effort.setCurrentText(options.reasoning_effort or "default")
 
-    def set_model(self, m: LoadedModel | None) -> None:
+    def set_model(self, m: LoadedModel | None) -> bool:
+        """Show the switches this model's template takes; whether it takes any."""
         think = m is not None and m.takes_thinking_switch
         effort = m is not None and m.takes_reasoning_effort
         for w in (self.think_label, self.think):
             w.setVisible(think)
         for w in (self.effort_label, self.effort):
             w.setVisible(effort)
-        self.setVisible(think or effort)
+        return think or effort
 
     def _on_combo_activated(self, _index: int) -> None:
         self.changed.emit(self.options())
