@@ -158,6 +158,7 @@ class LlamaRuntime:
             raise ModelLoadError(f"llama.cpp could not create a context: {_last_error(ctx_log)}")
         self.load_log = load_log + ctx_log
         self.memory = llama_cpp.llama_get_memory(self.ctx)
+        self.recurrent = bool(llama_cpp.llama_model_is_recurrent(self.model) or llama_cpp.llama_model_is_hybrid(self.model))
         self.n_ctx = int(llama_cpp.llama_n_ctx(self.ctx))
         # llama.cpp caps the batch at the requested context and then rounds the context up (300 -> 512),
         # and asserts (aborts) on a longer decode: the pieces are what it reports, not what was asked.
@@ -248,7 +249,10 @@ class LlamaRuntime:
         return keep == 0
 
     def _holds_prefix(self, keep: int) -> bool:
-        """Whether the cells still there let decoding continue at position `keep`."""
+        """Whether the cells still there let decoding continue at position `keep`. (A recurrent
+        state that llama.cpp agreed to trim is whole; a sliding window must still hold its span.)"""
+        if self.recurrent:
+            return True
         pos_min = int(llama_cpp.llama_memory_seq_pos_min(self.memory, 0))
         n_swa = int(llama_cpp.llama_model_n_swa(self.model))
         return pos_min == 0 or (n_swa > 0 and 0 <= pos_min <= max(0, keep - n_swa))
