@@ -68,6 +68,18 @@ def build_window(
     return window, store, engine
 
 
+def model_to_open(asked: str | None, last: str, unfinished: str | None) -> tuple[str | None, str]:
+    """The model to load at start-up, and a notice: the one asked for, else the last one used
+    unless its last load never finished (it hung or crashed the app: reopening it would again)."""
+    path = asked or last
+    if not asked and path and path == unfinished:
+        return None, (f"{Path(path).name} was not reopened: the last time it was loading, Prefill did not "
+                      "finish (it hung or closed). Pick it again from the model list to try once more.")
+    if path and Path(path).is_file():
+        return path, ""
+    return None, f"No such model file: {asked}" if asked else ""
+
+
 def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
@@ -105,11 +117,14 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
 
     def started() -> None:
         window.refresh_conversations()
-        path = model or settings.model.last_model_path
-        if path and Path(path).is_file():
+        store.call(lambda s: s.load_marker.unfinished(), then=reopen)
+
+    def reopen(unfinished: str | None) -> None:
+        path, notice = model_to_open(model, settings.model.last_model_path, unfinished)
+        if notice:
+            window.show_notice(notice)
+        if path:
             window.load_model(path)
-        elif model:
-            window.show_notice(f"No such model file: {model}")
 
     if os.environ.get("PREFILL_EXIT_AFTER_SHOWN"):
         def report() -> None:

@@ -217,6 +217,7 @@ class MainWindow(QMainWindow):
         self.sidebar.set_loading(Path(path).name)
         self.load_state.setText(f"  loading {Path(path).name}…")
         self.cancel_load_action.setVisible(True)
+        self.store.call(lambda s: s.load_marker.begin(path))  # runs before any later store call
         self._load_tag = self.engine.worker.load(path, self.settings.model.load_settings())
 
     def _on_model_combo_activated(self, index: int) -> None:
@@ -231,7 +232,11 @@ class MainWindow(QMainWindow):
         if path:
             self.load_model(path)
 
+    def _load_ended(self) -> None:
+        self.store.call(lambda s: s.load_marker.end())
+
     def _on_worker_loaded(self, m: LoadedModel) -> None:
+        self._load_ended()
         self.loaded = m
         self.sidebar.set_model(m)
         self.load_state.setText(f"  {m.name} · {m.backend_summary}")
@@ -252,6 +257,7 @@ class MainWindow(QMainWindow):
         self.model_loaded.emit(m)
 
     def _on_worker_load_failed(self, reason: str) -> None:
+        self._load_ended()
         self.sidebar.set_model(None, reason)
         self.load_state.setText("  model failed to load")
         self.cancel_load_action.setVisible(False)
@@ -262,6 +268,7 @@ class MainWindow(QMainWindow):
         self.engine.worker.cancel_load()
 
     def _on_worker_load_cancelled(self, tag: int) -> None:
+        self._load_ended()
         if tag == self._load_tag:  # not one a newer load superseded
             self.sidebar.set_model(None, "Loading was cancelled.")
             self.load_state.setText("  no model loaded")

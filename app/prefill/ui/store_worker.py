@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from prefill.store import Conversation, HistoryStore, Message, SearchHit, SettingsFile
+from prefill.store.load_marker import LoadMarker
 from prefill.store.records import Role
 from prefill.store.settings import Settings
 from prefill.ui.store_messages import store_error_text
@@ -26,7 +27,8 @@ OnError = Callable[[Exception], None] | None
 
 
 class Stores:
-    """What the store thread owns: the history database and the settings file.
+    """What the store thread owns: the history database, the settings file, and the marker of a
+    model load in progress (beside the settings).
 
     Args:
         history: The chat history.
@@ -39,6 +41,7 @@ class Stores:
         self.history = history
         self.settings_file = settings_file
         self.saves_settings = save_settings
+        self.load_marker = LoadMarker(settings_file.path.with_name("loading.json"))
 
     def save_settings(self, settings: Settings) -> None:
         if self.saves_settings:
