@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench package clean
+.PHONY: run test lint bench package clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check app tests benchmarks scripts packaging
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine_bench.py

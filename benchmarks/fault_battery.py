@@ -29,7 +29,8 @@ HOSTILE_TEMPLATES = {
     "globals_of_a_function": "{{ cycler.__init__.__globals__.os.system('true') }}",
     "namespace_dunder": "{% set ns = namespace(__class__=1) %}",
     "huge_multiply": "{{ 'x' * 10**9 }}",
-    "doubling_string": "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
+    "doubling_string": "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}"
+                       "{% endfor %}",
     "huge_output": "{% for i in range(100000) %}{{ 'y' * 1000 }}{% endfor %}",
     "nested_loops": "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}",
     "refuses_the_chat": "{{ raise_exception('Conversation roles must alternate user/assistant') }}",
@@ -46,7 +47,8 @@ for name, source in cases.items():
     t0 = time.perf_counter()
     try:
         out = ChatTemplate(source, max_seconds=2.0).render([Message("user", "hi")])
-        saw = "rendered " + repr(out[:60]) + (" (an empty prompt: the engine refuses to send it)" if not out.strip() else "")
+        empty = "" if out.strip() else " (an empty prompt: the engine refuses to send it)"
+        saw = "rendered " + repr(out[:60]) + empty
     except TemplateError as e:
         saw = str(e)
     print(json.dumps({"area": "templates", "case": name, "user_saw": saw,
@@ -70,7 +72,8 @@ def run_area(area: str, timeout: int) -> tuple[int, int]:
         done = subprocess.run(AREAS[area], capture_output=True, text=True, env=ENV, timeout=timeout, cwd=ROOT)
         rc, out, err = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as e:
-        rc, out, err = -999, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), "timed out"
+        partial = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rc, out, err = -999, partial, "timed out"
     cases = 0
     for line in out.splitlines():
         try:

@@ -241,7 +241,8 @@ def run_battery(only: set[str] | None = None) -> list[dict[str, object]]:
     cases: dict[str, Callable[[Battery], dict[str, object]]] = {
         **{case: (lambda b, c=case, n=name: hostile_name(b, c, n)) for case, name in HOSTILE_NAMES.items()},
         "sub_folder_set": sub_folder_set, "cut_once": cut_once, "outage": outage, "corrupt": corrupt,
-        "disk_full": disk_full_real, "file_size_limit": file_size_limit, "second_process": second_process, "look_alike_repos": look_alike_repos,
+        "disk_full": disk_full_real, "file_size_limit": file_size_limit, "second_process": second_process,
+        "look_alike_repos": look_alike_repos,
         "resume_progress": resume_progress, "abandoned_listing": abandoned_listing,
     }
     work = Path(tempfile.mkdtemp(prefix="prefill-faults-"))

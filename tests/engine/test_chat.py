@@ -48,7 +48,8 @@ def test_second_turn_evaluates_only_the_new_turn(fresh_engine: ChatEngine) -> No
     follow = "And of Italy?"
     history += [Message("assistant", f1.text), Message("user", follow)]
     _, p2, _ = run(fresh_engine, history)
-    new_turn = fresh_engine.runtime.tokenize(f"<|im_end|>\n<|im_start|>user\n{follow}<|im_end|>\n<|im_start|>assistant\n")
+    new_turn = fresh_engine.runtime.tokenize(
+        f"<|im_end|>\n<|im_start|>user\n{follow}<|im_end|>\n<|im_start|>assistant\n")
     assert p2.cached_tokens == p1.prompt_tokens + f1.metrics.completion_tokens
     assert p2.evaluated_tokens <= len(new_turn) + 2
     assert p2.prompt_tokens == p2.cached_tokens + p2.evaluated_tokens
@@ -70,7 +71,8 @@ def test_editing_an_earlier_message_evaluates_from_there(fresh_engine: ChatEngin
     _, p2, f2 = run(fresh_engine, history)
     edited = [history[0], Message("user", "Good evening!")]
     _, p3, _ = run(fresh_engine, edited)
-    system_part = len(fresh_engine.runtime.tokenize(fresh_engine.render(history[:1])[: -len("<|im_start|>assistant\n")]))
+    opener = len("<|im_start|>assistant\n")
+    system_part = len(fresh_engine.runtime.tokenize(fresh_engine.render(history[:1])[:-opener]))
     assert p3.cached_tokens >= system_part - 1  # the system prompt is kept
     assert p3.evaluated_tokens <= p3.prompt_tokens - system_part + 4  # from the edited message on
     assert p3.cached_tokens < p1.prompt_tokens  # the old user message is not reused
@@ -99,7 +101,8 @@ def test_multibyte_characters_stream_whole(fresh_engine: ChatEngine) -> None:
     toks = fresh_engine.runtime.tokenize("你好世界 🎉")
     pieces = [fresh_engine.runtime.piece(t) for t in toks]
     assert any(_incomplete(p) for p in pieces), "the tokenizer should split characters across tokens"
-    events, _, fin = run(fresh_engine, [Message("user", 'Translate "hello world" into Chinese and Japanese. Use emoji.')],
+    ask = 'Translate "hello world" into Chinese and Japanese. Use emoji.'
+    events, _, fin = run(fresh_engine, [Message("user", ask)],
                          SamplingSettings(temperature=0.0, max_tokens=60))
     texts = [e.text for e in events if isinstance(e, Token)]
     assert all("\ufffd" not in t for t in texts)

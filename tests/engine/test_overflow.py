@@ -57,7 +57,8 @@ def test_policies_on_the_real_model(smollm2: Path) -> None:
     e = ChatEngine.load(smollm2, LoadSettings(n_ctx=256, n_gpu_layers="none"))
     try:
         long = "Please remember this sentence about the weather in Paris today. " * 8
-        chat = [Message("system", "Be brief."), Message("user", "First question?"), Message("assistant", "First answer."),
+        chat = [Message("system", "Be brief."), Message("user", "First question?"),
+                Message("assistant", "First answer."),
                 Message("user", long), Message("assistant", "Noted."), Message("user", long),
                 Message("assistant", "Noted again."), Message("user", "Last question?")]
         sampling = SamplingSettings(temperature=0.0, max_tokens=32)

@@ -76,7 +76,8 @@ def closing() -> Iterator[list[ChatEngine]]:
 
 def test_think_tags_split_across_tokens_with_an_opened_prompt(tmp_path: Path, vocabs: Path, closing: list) -> None:
     answer = tokens(vocabs, "qwen2", "Two and two make four.</think>The answer: 4!")
-    model = scripted(tmp_path, vocabs, "qwen2", "<|im_start|>assistant\n<think>\n", answer, "<|im_end|>", THINKING_TEMPLATE)
+    opened = "<|im_start|>assistant\n<think>\n"
+    model = scripted(tmp_path, vocabs, "qwen2", opened, answer, "<|im_end|>", THINKING_TEMPLATE)
     e, events = chat(model, [Message("user", "What is 2+2?")])
     closing.append(e)
     reasoning, text, fin = split(events)
@@ -121,7 +122,8 @@ def test_history_reasoning_is_dropped_where_the_template_drops_it(tmp_path: Path
 
 
 @pytest.mark.parametrize("name, prompt_end, end", [
-    ("phi-3", "<|user|>\nHow are you?<|end|>\n<|assistant|>\n", "<|end|>"), ("command-r", "<|CHATBOT_TOKEN|>", "<|END_OF_TURN_TOKEN|>"),
+    ("phi-3", "<|user|>\nHow are you?<|end|>\n<|assistant|>\n", "<|end|>"),
+    ("command-r", "<|CHATBOT_TOKEN|>", "<|END_OF_TURN_TOKEN|>"),
 ])
 def test_published_templates_in_vocab_files_stream(
     tmp_path: Path, vocabs: Path, closing: list, name: str, prompt_end: str, end: str
@@ -166,7 +168,8 @@ def test_cli_json_reports_format_and_reasoning(tmp_path: Path, vocabs: Path) -> 
     answer = tokens(vocabs, "llama-spm", "Paris.\nUser:")
     base = scripted(tmp_path, vocabs, "llama-spm", "Assistant:", answer, None, keep_template=False)
     think = tokens(vocabs, "qwen2", "Two and two make four.</think>The answer: 4!")
-    thinker = scripted(tmp_path, vocabs, "qwen2", "<|im_start|>assistant\n<think>\n", think, "<|im_end|>", THINKING_TEMPLATE)
+    opened = "<|im_start|>assistant\n<think>\n"
+    thinker = scripted(tmp_path, vocabs, "qwen2", opened, think, "<|im_end|>", THINKING_TEMPLATE)
     rows = {}
     for model in (base, thinker):
         done = subprocess.run(

@@ -12,7 +12,8 @@ from tests.hub.fake_hub import FakeHub
 
 def _three_repos(hub: FakeHub) -> None:
     add_repo(hub, "a/Llama-GGUF", {"x.gguf": b"1"}, downloads=300, likes=1, last_modified="2024-03-01T00:00:00.000Z")
-    add_repo(hub, "b/Llama-mini-GGUF", {"x.gguf": b"1"}, downloads=10, likes=50, last_modified="2024-01-01T00:00:00.000Z")
+    add_repo(hub, "b/Llama-mini-GGUF", {"x.gguf": b"1"}, downloads=10, likes=50,
+             last_modified="2024-01-01T00:00:00.000Z")
     add_repo(hub, "c/llama-new-GGUF", {"x.gguf": b"1"}, downloads=5, likes=2, last_modified="2025-06-01T00:00:00.000Z")
     add_repo(hub, "d/qwen-GGUF", {"x.gguf": b"1"}, downloads=999)
     add_repo(hub, "e/llama-safetensors", {"x.bin": b"1"}, downloads=10_000, tags=["pytorch"])

@@ -60,7 +60,8 @@ def search(qtbot, page: ModelsPage, query: str) -> None:
 
 def open_repo(qtbot, page: ModelsPage, repo_id: str) -> None:
     search(qtbot, page, repo_id)
-    rows = [r for r in range(page.results.rowCount()) if page.results.item(r, 0).data(Qt.ItemDataRole.UserRole) == repo_id]
+    results = page.results
+    rows = [r for r in range(results.rowCount()) if results.item(r, 0).data(Qt.ItemDataRole.UserRole) == repo_id]
     page.results.selectRow(rows[0])
     qtbot.waitUntil(lambda: page.listing is not None and page.listing.repo_id == repo_id, timeout=WAIT)
 

@@ -16,7 +16,7 @@ import mmap
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeGuard, Union
+from typing import Any, TypeGuard
 
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType, LlamaFileType
 
@@ -32,9 +32,9 @@ TOKENS_KEY = "tokenizer.ggml.tokens"
 TOKEN_TYPES_KEY = "tokenizer.ggml.token_type"
 DEFAULT_ALIGNMENT = 32
 
-Scalar = Union[int, float, bool, str]
-Value = Union[Scalar, list]
-Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
+Scalar = int | float | bool | str
+Value = Scalar | list[Any]
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 # GGUF value type -> struct format of a fixed-size scalar
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
@@ -90,11 +90,11 @@ class GGUFHeader:
 
     @property
     def n_layer(self) -> int:
-        return int(self.arch_value("block_count", 0) or 0)
+        return as_int(self.arch_value("block_count", 0))
 
     @property
     def n_embd(self) -> int:
-        return int(self.arch_value("embedding_length", 0) or 0)
+        return as_int(self.arch_value("embedding_length", 0))
 
     @property
     def n_head(self) -> int:
@@ -107,16 +107,16 @@ class GGUFHeader:
     @property
     def head_dim_k(self) -> int:
         default = self.n_embd // self.n_head if self.n_head else 0
-        return int(self.arch_value("attention.key_length", default) or default)
+        return as_int(self.arch_value("attention.key_length", default)) or default
 
     @property
     def head_dim_v(self) -> int:
         default = self.n_embd // self.n_head if self.n_head else 0
-        return int(self.arch_value("attention.value_length", default) or default)
+        return as_int(self.arch_value("attention.value_length", default)) or default
 
     @property
     def context_length(self) -> int:
-        return int(self.arch_value("context_length", 0) or 0)
+        return as_int(self.arch_value("context_length", 0))
 
     @property
     def chat_template(self) -> str | None:
@@ -152,6 +152,11 @@ class GGUFHeader:
         return max(ends, default=self.data_offset)
 
 
+def as_int(v: Value | None) -> int:
+    """A number the header check has already found whole (0 for anything else)."""
+    return int(v) if isinstance(v, (int, float)) else 0
+
+
 def _first_int(v: Value | None) -> int:
     if isinstance(v, list):  # some models give per-layer head counts
         return int(max(v)) if v else 0
@@ -185,7 +190,7 @@ class _Reader:
         self._need(n)
         self.pos += n
 
-    def unpack(self, fmt: str):  # noqa: ANN201 - struct value
+    def unpack(self, fmt: str) -> Any:  # a struct value: int, float or bool by `fmt`
         n = struct.calcsize(fmt)
         self._need(n)
         v = struct.unpack_from(fmt, self.buf, self.pos)[0]
@@ -203,7 +208,8 @@ class _Reader:
 
     def value(self, vtype: int, key: str, lengths: dict[str, int]) -> Value | None:
         if vtype in _SCALARS:
-            return self.unpack(_SCALARS[vtype])
+            scalar: Scalar = self.unpack(_SCALARS[vtype])
+            return scalar
         if vtype == _STRING:
             return self.string()
         if vtype == _ARRAY:

@@ -158,7 +158,8 @@ class LlamaRuntime:
             raise ModelLoadError(f"llama.cpp could not create a context: {_last_error(ctx_log)}")
         self.load_log = load_log + ctx_log
         self.memory = llama_cpp.llama_get_memory(self.ctx)
-        self.recurrent = bool(llama_cpp.llama_model_is_recurrent(self.model) or llama_cpp.llama_model_is_hybrid(self.model))
+        model = self.model
+        self.recurrent = bool(llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
         self.n_ctx = int(llama_cpp.llama_n_ctx(self.ctx))
         # llama.cpp caps the batch at the requested context and then rounds the context up (300 -> 512),
         # and asserts (aborts) on a longer decode: the pieces are what it reports, not what was asked.
@@ -277,7 +278,7 @@ class LlamaRuntime:
         return rc
 
     def new_sampler(self, s: SamplingSettings, seed: int) -> ctypes.c_void_p:
-        chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+        chain: ctypes.c_void_p = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
         add = llama_cpp.llama_sampler_chain_add
         if s.repeat_penalty != 1.0:
             penalties = llama_cpp.llama_sampler_init_penalties(
@@ -308,7 +309,8 @@ class LlamaRuntime:
 
     # --- llama.cpp's own counters ------------------------------------------------------
     def perf(self) -> llama_cpp.llama_perf_context_data:
-        return llama_cpp.llama_perf_context(self.ctx)
+        data: llama_cpp.llama_perf_context_data = llama_cpp.llama_perf_context(self.ctx)
+        return data
 
     def perf_reset(self) -> None:
         llama_cpp.llama_perf_context_reset(self.ctx)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jinja2
-from jinja2.sandbox import SecurityError
+from jinja2.exceptions import SecurityError
 
 from prefill.engine.errors import TemplateError, TemplateRefusal
 from prefill.engine.template_sandbox import (

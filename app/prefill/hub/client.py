@@ -13,7 +13,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from email.message import Message as MailHeaders
+from typing import Any, Literal
 
 import httpx2
 from huggingface_hub import HfApi, constants, get_hf_file_metadata, hf_hub_url
@@ -25,7 +26,7 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
-from huggingface_hub.utils import get_session, hf_raise_for_status
+from huggingface_hub.utils import get_session, hf_raise_for_status  # type: ignore[attr-defined]
 
 from prefill.hub.errors import (
     BadToken,
@@ -102,7 +103,7 @@ class HubClient:
         """GGUF model repositories whose name matches `query`, best first by `sort`."""
         if sort not in SORT_KEYS:
             raise ValueError(f"sort by one of {', '.join(SORT_KEYS)}, not {sort!r}")
-        params = {"search": query, "filter": "gguf", "limit": limit, "expand": _EXPAND,
+        params: dict[str, Any] = {"search": query, "filter": "gguf", "limit": limit, "expand": _EXPAND,
                   "sort": "lastModified" if sort == "last_modified" else sort}
         # One request, no retries: huggingface_hub's list_models backs off for ~23 s before it
         # admits that the hub is unreachable; a search box should say so at once.
@@ -155,7 +156,7 @@ class HubClient:
 
     def auth_headers(self, url: str) -> dict[str, str]:
         """Headers for a GET of `url`: the token only goes to the hub itself, never to a CDN."""
-        from huggingface_hub.utils import build_hf_headers
+        from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]
 
         headers = build_hf_headers(token=self.token)
         if not url.startswith(self.endpoint + "/"):
@@ -197,7 +198,10 @@ def translate_errors(endpoint: str, repo_id: str = "", filename: str = "") -> It
         raise HubUnreachable(endpoint, type(e).__name__) from None
 
 
-def error_for_status(status: int, headers: Mapping[str, str], repo_id: str, filename: str) -> HubError:
+Headers = Mapping[str, str] | MailHeaders  # a response's headers: httpx's or urllib's
+
+
+def error_for_status(status: int, headers: Headers, repo_id: str, filename: str) -> HubError:
     """The error for a refused file request, read the way `huggingface_hub` reads the hub's headers."""
     code = headers.get("X-Error-Code")
     if code == "GatedRepo":

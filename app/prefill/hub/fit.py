@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from prefill.engine.gguf_header import GGUFHeader
+from prefill.engine.gguf_header import GGUFHeader, as_int
 from prefill.engine.kv import kv_bytes_per_cell
 from prefill.hub.hardware import MachineMemory
 
@@ -166,7 +166,7 @@ def _shape(hs: Sequence[GGUFHeader], kv_type: str = "f16") -> _Shape:
                 inputs += t.nbytes
             else:
                 output += t.nbytes  # output, output_norm, rope factors: with the last layer
-    n_vocab = first.array_lengths.get("tokenizer.ggml.tokens") or int(first.arch_value("vocab_size", 0) or 0)
+    n_vocab = first.array_lengths.get("tokenizer.ggml.tokens") or as_int(first.arch_value("vocab_size", 0))
     ff = first.arch_value("feed_forward_length", 0)
     n_ff = int(max(ff) if isinstance(ff, list) and ff else ff or 0)  # type: ignore[arg-type]
     return _Shape(

@@ -100,7 +100,7 @@ class PartialFile:
             self.path.touch()
         return have
 
-    def hash_prefix(self, hasher: hashlib._Hash, until: int) -> None:  # type: ignore[name-defined]
+    def hash_prefix(self, hasher: hashlib._Hash, until: int) -> None:
         """Feed the first `until` bytes already on disk to `hasher`."""
         left = until
         with open(self.path, "rb") as f:

@@ -1,5 +1,6 @@
 """SQLite chat history and typed settings. No Qt: this package runs in the CLI and tests."""
 
+from prefill.engine.settings import SamplingSettings
 from prefill.store.archive import ArchivedConversation, ArchivedMessage, ImportResult
 from prefill.store.errors import (
     ConversationNotFound,
@@ -18,7 +19,6 @@ from prefill.store.search import SearchHit
 from prefill.store.settings import (
     HubSettings,
     ModelSettings,
-    SamplingSettings,
     SettingInfo,
     Settings,
     UiSettings,

@@ -60,7 +60,8 @@ class RatePlot(QWidget):
         p.setPen(QPen(QColor("#3b82f6"), 2))
         p.drawPolyline(poly)
         p.setPen(self.palette().text().color())
-        p.drawText(r.adjusted(4, 2, 0, 0), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop, f"{top / 1.1:.0f} tok/s")
+        corner = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop
+        p.drawText(r.adjusted(4, 2, 0, 0), corner, f"{top / 1.1:.0f} tok/s")
 
 
 class EngineSidebar(QWidget):
