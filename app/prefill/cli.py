@@ -6,11 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from prefill.commands.errors import CliError
 from prefill.engine.errors import EngineError
-
-
-class CliError(Exception):
-    """A one-line reason to stop with a non-zero exit."""
 
 
 class _Parser(argparse.ArgumentParser):

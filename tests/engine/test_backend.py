@@ -56,7 +56,7 @@ def test_partial_offload_on_a_gpu_build_is_reported(monkeypatch: pytest.MonkeyPa
 
 def test_auto_uses_the_fit_estimate_and_says_when_it_is_partial(monkeypatch: pytest.MonkeyPatch, smollm2: Path) -> None:
     """No CUDA device here: the GPU build and NVML's free-memory reading are both mocked."""
-    from prefill.hub import hardware
+    from prefill.engine import hardware
 
     monkeypatch.setattr(backend, "supports_gpu_offload", lambda: True)
     header = read_header(smollm2)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from prefill.engine import hardware
+from prefill.engine.fit import Fit, estimate_fit
 from prefill.engine.gguf_header import read_header
-from prefill.hub import hardware
+from prefill.engine.hardware import GpuMemory, MachineMemory
 from prefill.hub.client import HubClient
-from prefill.hub.fit import Fit, estimate_fit
-from prefill.hub.hardware import GpuMemory, MachineMemory
 from prefill.hub.remote_header import fetch_header
 from tests.hub.fake_hub import FakeFile, FakeHub, FakeRepo
 from tests.hub.gguf_factory import write_tiny_gguf
@@ -49,7 +49,7 @@ def test_verdicts(header) -> None:  # noqa: ANN001
 
 
 def hardware_reserve() -> int:
-    from prefill.hub.fit import VRAM_RESERVE
+    from prefill.engine.fit import VRAM_RESERVE
 
     return VRAM_RESERVE
 

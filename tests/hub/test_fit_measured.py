@@ -19,10 +19,10 @@ import textwrap
 
 import pytest
 
+from prefill.engine.fit import estimate_fit
 from prefill.engine.gguf_header import read_header
+from prefill.engine.hardware import MachineMemory
 from prefill.hub.bundled import bundled_model_path
-from prefill.hub.fit import estimate_fit
-from prefill.hub.hardware import MachineMemory
 
 pytest.importorskip("llama_cpp")
 

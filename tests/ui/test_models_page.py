@@ -11,10 +11,10 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
+from prefill.engine.fit import estimate_fit
 from prefill.engine.gguf_header import read_header
+from prefill.engine.hardware import GpuMemory, MachineMemory
 from prefill.hub.client import HubClient
-from prefill.hub.fit import estimate_fit
-from prefill.hub.hardware import GpuMemory, MachineMemory
 from prefill.hub.library import ModelLibrary
 from prefill.hub.manager import JobState
 from prefill.hub.partial import Expected, PartialFile

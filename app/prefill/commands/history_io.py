@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from prefill.cli import CliError
+from prefill.commands.errors import CliError
 from prefill.store import HistoryStore, StoreError
 from prefill.store.history_export import EXPORT_FORMATS, render, write_export
 from prefill.store.history_import import read_import_file

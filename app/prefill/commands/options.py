@@ -11,7 +11,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from prefill.cli import CliError
+from prefill.commands.errors import CliError
 from prefill.engine.errors import InvalidSetting
 from prefill.engine.setting_fields import Section, choices, hints
 from prefill.engine.settings import GpuLayers, LoadSettings, OverflowSettings, SamplingSettings

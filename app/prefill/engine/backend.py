@@ -40,8 +40,8 @@ def resolve_gpu_layers(requested: GpuLayers, header: GGUFHeader, settings: LoadS
     if requested == "all":
         return header.n_layer + 1
     if requested == "auto":
-        from prefill.hub.fit import estimate_fit
-        from prefill.hub.hardware import machine_memory
+        from prefill.engine.fit import estimate_fit
+        from prefill.engine.hardware import machine_memory
 
         s = settings or LoadSettings()
         memory = machine_memory()

@@ -1,32 +1,15 @@
-"""Opening the history file and running transactions on it."""
+"""Opening the history file (created or migrated on the way)."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
+from prefill.store import schema, search
 from prefill.store.errors import HistoryUnavailable, SchemaTooNew
+from prefill.store.transaction import transaction
 
-
-@contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """Run the block as one write transaction: committed if it returns, else rolled back.
-
-    ``BEGIN IMMEDIATE`` takes the write lock at once, so a second writer waits (up to the
-    connection's timeout) instead of failing halfway through.
-
-    Args:
-        conn: A connection in autocommit mode (``isolation_level=None``).
-    """
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+__all__ = ["connect", "transaction"]
 
 
 def connect(path: Path, use_fts: bool) -> sqlite3.Connection:
@@ -43,9 +26,6 @@ def connect(path: Path, use_fts: bool) -> sqlite3.Connection:
         SchemaTooNew: The file was written by a newer Prefill.
         HistoryUnavailable: The file cannot be created, opened or migrated.
     """
-    # Imported here: schema and search use transaction() from this module.
-    from prefill.store import schema, search
-
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, isolation_level=None, timeout=5.0)

@@ -12,7 +12,7 @@ import sqlite3
 import uuid
 from collections.abc import Callable, Sequence
 
-from prefill.store.db import transaction
+from prefill.store.transaction import transaction
 
 Migration = Callable[[sqlite3.Connection], None]
 

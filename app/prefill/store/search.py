@@ -13,7 +13,7 @@ import functools
 import sqlite3
 from typing import NamedTuple
 
-from prefill.store.db import transaction
+from prefill.store.transaction import transaction
 
 SNIPPET_WORDS = 12
 _SNIPPET_CHARS = 40

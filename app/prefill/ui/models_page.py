@@ -31,10 +31,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from prefill.engine.fit import FitEstimate, estimate_fit
 from prefill.engine.gguf_header import read_header
+from prefill.engine.hardware import MachineMemory, machine_memory
 from prefill.hub.client import HubClient, RepoListing, RepoSummary, SortKey
-from prefill.hub.fit import FitEstimate, estimate_fit
-from prefill.hub.hardware import MachineMemory, machine_memory
 from prefill.hub.library import ModelLibrary
 from prefill.hub.quants import ModelFiles, group_by_quant, split_part
 from prefill.hub.remote_header import fetch_header

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from prefill.engine.gguf_header import GGUFHeader, as_int
+from prefill.engine.hardware import MachineMemory
 from prefill.engine.kv import kv_bytes_per_cell
-from prefill.hub.hardware import MachineMemory
 
 F32 = 4
 RUNTIME_OVERHEAD = 64 << 20  # vocabulary tables, threads, the Python side
