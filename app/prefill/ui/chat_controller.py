@@ -36,6 +36,7 @@ class ChatController(QObject):
         conversations_changed(): titles or the list changed.
         busy_changed(bool): an answer started or ended.
         conversation_opened(int): the transcript now shows this conversation.
+        row_requested(int): show this transcript row (the message a search hit opened at).
         answer_finished(object): the Finished event of the last answer.
     """
 
@@ -43,6 +44,7 @@ class ChatController(QObject):
     conversations_changed = Signal()
     busy_changed = Signal(bool)
     conversation_opened = Signal(int)
+    row_requested = Signal(int)
     answer_finished = Signal(object)
 
     def __init__(self, store: StoreProxy, worker: EngineWorker, model: TranscriptModel,
@@ -68,7 +70,8 @@ class ChatController(QObject):
         worker.failed.connect(self._on_worker_failed)
 
     # --- conversations --------------------------------------------------------------------
-    def open_conversation(self, cid: int) -> None:
+    def open_conversation(self, cid: int, message_id: int = -1) -> None:
+        """Show a stored conversation: at its end, or at `message_id` when that is one of its messages."""
         if self.busy:
             return
 
@@ -80,6 +83,10 @@ class ChatController(QObject):
                 for m in messages if m.role != "system"
             ])
             self.conversation_opened.emit(conv.id)
+            if message_id >= 0:
+                rows = [r.message_id for r in self.model.rows()]
+                if message_id in rows:
+                    self.row_requested.emit(rows.index(message_id))
 
         self.store.call(lambda s, c: (s.history.conversation(c), s.history.messages(c)), cid, then=show)
 
