@@ -5,12 +5,14 @@ For each size, a real SQLite history file in a temp folder gets one conversation
 opens it through ChatController.open_conversation, as a click in the conversation list does.
 A 1 ms timer on the GUI thread measures the event loop's longest stall. Per size:
 
-- shown_ms: from the open request until the event loop is free again with the transcript shown
-  (the store read on its thread included);
+- shown_ms: from the open request until every row meeting the viewport is rendered and the
+  event loop is free again (the store read on its thread included);
 - longest_stall_ms: the longest gap of the 1 ms timer from the request until one second later
   (any rendering left to the background happens in that second);
 - jump_ms, jump_stall_ms: opening it again scrolled to its first message (a search hit far up);
-- scroll_stall_ms: paging up from the bottom, one page per 16 ms frame, through up to 1,000 messages.
+- scroll_stall_ms: paging up from the bottom, one page per 16 ms frame, through up to 1,000 messages;
+- *_cpu_ms: the GUI thread's CPU time in that longest gap, which other processes on a busy
+  machine do not inflate; load_average: the machine's, as the run ended.
 
     QT_QPA_PLATFORM=offscreen python benchmarks/open_bench.py [--sizes 100 1000 5000] [--json]
 
@@ -26,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,10 @@ SCROLL_MESSAGES = 1000
 def message_text(i: int) -> tuple[str, str]:
     """The i-th message: its role and short markdown with one code block."""
     if i % 2 == 0:
-        return "user", f"Question {i}: how do I test whether `n` is prime?\n\n```python\nis_prime({i})\n```"
+        return (
+            "user",
+            f"Question {i}: how do I test whether `n` is prime?\n\n```python\nis_prime({i})\n```",
+        )
     return "assistant", (
         f"Answer {i}: try every **odd** divisor up to the square root.\n\n"
         "```python\ndef is_prime(n):\n    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))\n```\n\n"
@@ -54,25 +60,35 @@ def make_history(path: Path, n: int) -> None:
     now = time.time()
     messages = tuple(ArchivedMessage(*message_text(i), created_at=now + i) for i in range(n))
     with HistoryStore(path) as history:
-        history.import_conversations([ArchivedConversation(f"bench-{n}", f"{n} messages", now, now + n,
-                                                           messages=messages)])
+        history.import_conversations(
+            [ArchivedConversation(f"bench-{n}", f"{n} messages", now, now + n, messages=messages)]
+        )
 
 
 class Ticker:
-    """A 1 ms timer; `longest(since)` is the longest gap between its ticks after `since`."""
+    """A 1 ms timer on the GUI thread, noting the wall clock and the thread's CPU clock per tick."""
 
     def __init__(self) -> None:
         from PySide6.QtCore import QTimer
 
-        self.ticks: list[float] = []
+        self.ticks: list[tuple[float, float]] = []
         self.timer = QTimer()
         self.timer.setInterval(1)
-        self.timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
+        self.timer.timeout.connect(
+            lambda: self.ticks.append((time.perf_counter(), time.thread_time()))
+        )
         self.timer.start()
 
     def longest(self, since: float, until: float) -> float:
-        ts = [since] + [t for t in self.ticks if since < t <= until] + [until]
-        return max(b - a for a, b in zip(ts, ts[1:], strict=False)) * 1000
+        """The longest gap between ticks in [since, until], in ms of wall clock."""
+        ts = [since] + [t for t, _ in self.ticks if since < t <= until] + [until]
+        return max(b - a for a, b in pairwise(ts)) * 1000
+
+    def longest_cpu(self, since: float, until: float) -> float:
+        """The most GUI-thread CPU time spent between two ticks, in ms: the stall without the
+        time other processes took the CPU (on a shared machine the wall figure includes that)."""
+        cs = [c for t, c in self.ticks if since < t <= until]
+        return max((b - a for a, b in pairwise(cs)), default=0.0) * 1000
 
 
 def run_until(app: Any, done: Callable[[], bool], timeout_s: float = 120.0) -> None:
@@ -88,14 +104,24 @@ def settle(app: Any, seconds: float) -> None:
     run_until(app, lambda: time.perf_counter() >= end)
 
 
-def open_and_time(app: Any, w: Any, cid: int, ticker: Ticker, message_id: int = -1) -> tuple[float, float]:
-    """Open `cid` (scrolled to `message_id` if >= 0): (ms until shown, longest stall in ms)."""
+def open_and_time(
+    app: Any, w: Any, cid: int, ticker: Ticker, message_id: int = -1
+) -> tuple[float, float, float]:
+    """Open `cid` (scrolled to `message_id` if >= 0): ms until shown, longest stall, its CPU ms."""
     from PySide6.QtCore import QTimer
 
     shown: list[float] = []
 
+    complete = getattr(w.chat_view, "screen_complete", lambda: True)  # the eager view: at once
+
     def on_opened(_cid: int) -> None:  # queued behind what opening posted (layout, paint)
-        QTimer.singleShot(0, lambda: shown.append(time.perf_counter()))
+        QTimer.singleShot(0, check)
+
+    def check() -> None:  # the lazy view renders the screen in slices: until they are done
+        if complete():
+            shown.append(time.perf_counter())
+        else:
+            QTimer.singleShot(0, check)
 
     w.controller.conversation_opened.connect(on_opened)
     t0 = time.perf_counter()
@@ -106,10 +132,11 @@ def open_and_time(app: Any, w: Any, cid: int, ticker: Ticker, message_id: int = 
     run_until(app, lambda: bool(shown))
     w.controller.conversation_opened.disconnect(on_opened)
     settle(app, SETTLE_S)
-    return (shown[0] - t0) * 1000, ticker.longest(t0, time.perf_counter())
+    end = time.perf_counter()
+    return (shown[0] - t0) * 1000, ticker.longest(t0, end), ticker.longest_cpu(t0, end)
 
 
-def scroll_up(app: Any, w: Any, ticker: Ticker, n: int) -> float:
+def scroll_up(app: Any, w: Any, ticker: Ticker, n: int) -> tuple[float, float]:
     """Page up from the bottom, one page a frame, through up to SCROLL_MESSAGES messages."""
     bar = w.chat_view.verticalScrollBar()
     bar.setValue(bar.maximum())
@@ -124,7 +151,8 @@ def scroll_up(app: Any, w: Any, ticker: Ticker, n: int) -> float:
             next_frame += FRAME_MS / 1000
         app.processEvents()
     settle(app, 0.2)
-    return ticker.longest(t0, time.perf_counter())
+    end = time.perf_counter()
+    return ticker.longest(t0, end), ticker.longest_cpu(t0, end)
 
 
 def one_size(app: Any, n: int) -> dict[str, Any]:
@@ -143,21 +171,34 @@ def one_size(app: Any, n: int) -> dict[str, Any]:
         w.show()
         w.stack.setCurrentWidget(w.chat_view)  # as once a model is loaded
         ids: list[Any] = []
-        store.call(lambda s: (s.history.list_conversations()[0].id,
-                              s.history.messages(s.history.list_conversations()[0].id)[0].id),
-                   then=ids.append)
+        store.call(
+            lambda s: (
+                s.history.list_conversations()[0].id,
+                s.history.messages(s.history.list_conversations()[0].id)[0].id,
+            ),
+            then=ids.append,
+        )
         run_until(app, lambda: bool(ids))
         cid, first_id = ids[0]
         settle(app, 0.5)
         ticker = Ticker()
-        shown_ms, stall_ms = open_and_time(app, w, cid, ticker)
-        result: dict[str, Any] = {"messages": n, "shown_ms": round(shown_ms, 1),
-                                  "longest_stall_ms": round(stall_ms, 1)}
+        shown_ms, stall_ms, stall_cpu = open_and_time(app, w, cid, ticker)
+        result: dict[str, Any] = {
+            "messages": n,
+            "shown_ms": round(shown_ms, 1),
+            "longest_stall_ms": round(stall_ms, 1),
+            "longest_stall_cpu_ms": round(stall_cpu, 1),
+        }
         if hasattr(w.chat_view, "scroll_to_row"):  # the lazy view: open again at the first message
-            jump_ms, jump_stall = open_and_time(app, w, cid, ticker, first_id)
+            jump_ms, jump_stall, _ = open_and_time(app, w, cid, ticker, first_id)
             result["jump_ms"], result["jump_stall_ms"] = round(jump_ms, 1), round(jump_stall, 1)
             result["jump_shows_first"] = w.chat_view.row_at_top() == 0
-        result["scroll_stall_ms"] = round(scroll_up(app, w, ticker, n), 1)
+        scroll_stall, scroll_cpu = scroll_up(app, w, ticker, n)
+        result["scroll_stall_ms"], result["scroll_stall_cpu_ms"] = (
+            round(scroll_stall, 1),
+            round(scroll_cpu, 1),
+        )
+        result["load_average"] = round(os.getloadavg()[0], 1)
         ticker.timer.stop()
         w.close()
         engine.stop()

@@ -12,9 +12,14 @@ FEW = 60  # far more widgets than a screen and its margins hold, far fewer than 
 
 
 def stored(n: int, first: int = 0) -> list[Row]:
-    return [Row("user" if i % 2 == 0 else "assistant",
-                [f"message {i} with `code`\n\n```python\nx = {i}\n```"], message_id=i)
-            for i in range(first, first + n)]
+    return [
+        Row(
+            "user" if i % 2 == 0 else "assistant",
+            [f"message {i} with `code`\n\n```python\nx = {i}\n```"],
+            message_id=i,
+        )
+        for i in range(first, first + n)
+    ]
 
 
 @pytest.fixture
@@ -150,8 +155,8 @@ def test_model_stays_valid_under_the_lazy_view(qtbot, qtmodeltester, view: ChatV
 def test_a_new_palette_renders_again_only_what_is_live(qtbot, view: ChatView) -> None:
     view.model.set_rows(stored(LONG))
     settled(qtbot, view)
-    old = set(map(id, (view.live_widget(r) for r in view.live_rows())))
+    old = [view.live_widget(r) for r in view.live_rows()]  # held: their ids stay theirs
     view.set_code_palette(None)
     settled(qtbot, view)
     assert len(view.live_rows()) < FEW
-    assert not old & set(map(id, (view.live_widget(r) for r in view.live_rows())))
+    assert not {id(w) for w in old} & {id(view.live_widget(r)) for r in view.live_rows()}

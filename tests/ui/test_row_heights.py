@@ -10,7 +10,9 @@ from prefill.ui.row_heights import RowHeights, estimate_heights
 def check(tree: RowHeights, plain: list[int]) -> None:
     assert len(tree) == len(plain)
     assert [tree[i] for i in range(len(plain))] == plain
-    assert [tree.top(i) for i in range(len(plain) + 1)] == [sum(plain[:i]) for i in range(len(plain) + 1)]
+    assert [tree.top(i) for i in range(len(plain) + 1)] == [
+        sum(plain[:i]) for i in range(len(plain) + 1)
+    ]
     assert tree.total() == sum(plain)
     for y in range(-3, sum(plain) + 3, 7):
         row = tree.row_at(y)
@@ -40,7 +42,10 @@ def test_matches_plain_sums_through_random_edits() -> None:
             plain.append(h)
             tree.append(h)
         elif op == "insert":
-            i, hs = rng.randint(0, len(plain)), [rng.randint(0, 90) for _ in range(rng.randint(1, 3))]
+            i, hs = (
+                rng.randint(0, len(plain)),
+                [rng.randint(0, 90) for _ in range(rng.randint(1, 3))],
+            )
             plain[i:i] = hs
             tree.insert(i, hs)
         elif op == "remove_tail" and plain:

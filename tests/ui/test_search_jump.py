@@ -13,12 +13,17 @@ NEEDLE_AT = 7
 def long_history(path, n: int = N) -> None:
     now = time.time()
     messages = tuple(
-        ArchivedMessage("user" if i % 2 == 0 else "assistant",
-                        "the word okapi lives here" if i == NEEDLE_AT else f"message {i}\n\n```\ncode {i}\n```",
-                        created_at=now + i)
-        for i in range(n))
+        ArchivedMessage(
+            "user" if i % 2 == 0 else "assistant",
+            "the word okapi lives here" if i == NEEDLE_AT else f"message {i}\n\n```\ncode {i}\n```",
+            created_at=now + i,
+        )
+        for i in range(n)
+    )
     with HistoryStore(path) as history:
-        history.import_conversations([ArchivedConversation("long", "A long chat", now, now + n, messages=messages)])
+        history.import_conversations(
+            [ArchivedConversation("long", "A long chat", now, now + n, messages=messages)]
+        )
 
 
 def test_search_hit_opens_a_long_chat_at_the_message(app, qtbot) -> None:
@@ -32,7 +37,9 @@ def test_search_hit_opens_a_long_chat_at_the_message(app, qtbot) -> None:
     assert blocker.args == [NEEDLE_AT]
     view = w.chat_view
     assert w.transcript.rowCount() == N
-    qtbot.waitUntil(lambda: view.screen_complete() and view.live_widget(NEEDLE_AT) is not None, timeout=5000)
+    qtbot.waitUntil(
+        lambda: view.screen_complete() and view.live_widget(NEEDLE_AT) is not None, timeout=5000
+    )
     assert view.row_at_top() == NEEDLE_AT
     assert "okapi" in view.live_widget(NEEDLE_AT).text()
     assert view.live_widget(N - 1) is None  # the end of the chat was not rendered on the way

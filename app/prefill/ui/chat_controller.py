@@ -71,24 +71,21 @@ class ChatController(QObject):
 
     # --- conversations --------------------------------------------------------------------
     def open_conversation(self, cid: int, message_id: int = -1) -> None:
-        """Show a stored conversation: at its end, or at `message_id` when that is one of its messages."""
+        """Show a stored conversation: at its end, or at `message_id` if that is one of its messages."""
         if self.busy:
             return
 
-        def show(result: tuple[Conversation, list[StoredMessage]]) -> None:
-            conv, messages = result
+        def show(result: tuple[Conversation, list[Row]]) -> None:
+            conv, rows = result
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
-            self.model.set_rows([
-                Row(m.role, [m.content], dict(m.figures or {}), m.finish_reason or "", False, m.id)
-                for m in messages if m.role != "system"
-            ])
+            self.model.set_rows(rows)
             self.conversation_opened.emit(conv.id)
             if message_id >= 0:
-                rows = [r.message_id for r in self.model.rows()]
-                if message_id in rows:
-                    self.row_requested.emit(rows.index(message_id))
+                found = [i for i, r in enumerate(rows) if r.message_id == message_id]
+                if found:
+                    self.row_requested.emit(found[0])
 
-        self.store.call(lambda s, c: (s.history.conversation(c), s.history.messages(c)), cid, then=show)
+        self.store.call(_stored_rows, cid, then=show)
 
     def new_conversation(self, then: Callable[[int], None] | None = None) -> None:
         if self.busy:
@@ -269,6 +266,14 @@ class ChatController(QObject):
         self.model.remove_row(row)
         if mid >= 0:
             self.store.history("delete_message", mid)
+
+
+def _stored_rows(stores: Any, cid: int) -> tuple[Conversation, list[Row]]:
+    """On the store thread: a conversation and its transcript rows, so building them costs the GUI nothing."""
+    messages: list[StoredMessage] = stores.history.messages(cid)
+    rows = [Row(m.role, [m.content], dict(m.figures or {}), m.finish_reason or "", False, m.id)
+            for m in messages if m.role != "system"]
+    return stores.history.conversation(cid), rows
 
 
 def _record_model(stores: Any, cid: int, model: str, settings: dict[str, Any]) -> None:

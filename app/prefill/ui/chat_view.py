@@ -2,8 +2,10 @@
 
 Opening a conversation of any length costs one screen: every row counts with a height
 (measured when it was last shown, estimated from its text otherwise; see row_heights), and
-widgets are made only for the rows that meet the viewport, plus a margin above and below
-filled in short slices from a timer. Rows that scroll far away give their widget back.
+widgets are made only for the rows that meet the viewport, then for a margin above and
+below. They are made nearest first (the newest row first on opening), in slices of a few
+milliseconds from a timer, so a long render never blocks the event loop for long. Rows that
+scroll far away give their widget back.
 A flush appends only the new text of the streaming row to its widget, and placing the
 widgets costs the rows on screen, so the cost grows neither with the answer nor the chat.
 
@@ -29,14 +31,15 @@ PAD = 12  # around the messages
 SPACING = 10  # between two messages
 MARGIN_SCREENS = 1.0  # rendered above and below the viewport, so a scroll finds them ready
 KEEP_SCREENS = 3.0  # widgets further than this from the viewport are given back
-SLICE_S = 0.008  # one slice of margin rendering; the rows on screen are never put off
+SLICE_S = 0.008  # a slice of rendering stops before this, having made at least one row
+REGUESS_PX = 40  # a width change that makes the guessed heights be guessed again
 STICK_PX = 8  # this close to the bottom counts as following the newest text
 CHROME_PX = 48  # a message's title bar, margins and figures line, for estimates
 
 
 class ChatView(QAbstractScrollArea):
     """Signals:
-        message_action(str, int): an action ("copy", "edit", "delete", "regenerate") on a row.
+    message_action(str, int): an action ("copy", "edit", "delete", "regenerate") on a row.
     """
 
     message_action = Signal(str, int)
@@ -57,6 +60,7 @@ class ChatView(QAbstractScrollArea):
         self._stick = True
         self._anchor = (0, 0)  # while not sticking: this row's top is this far above the viewport's
         self._placing = False
+        self._cost = 0.0  # seconds one widget takes to make, a running average
         self._fill = QTimer(self)
         self._fill.setSingleShot(True)
         self._fill.setInterval(0)
@@ -103,7 +107,9 @@ class ChatView(QAbstractScrollArea):
     def _on_model_rows_inserted(self, _parent: QModelIndex, first: int, last: int) -> None:
         count = last - first + 1
         self._shift_live(first, count)
-        self._heights.insert(first, self._estimate(self.model.row(r).content for r in range(first, last + 1)))
+        self._heights.insert(
+            first, self._estimate(self.model.row(r).content for r in range(first, last + 1))
+        )
         if not self._stick and self._anchor[0] >= first:
             self._anchor = (self._anchor[0] + count, self._anchor[1])
         self._relayout()
@@ -120,7 +126,9 @@ class ChatView(QAbstractScrollArea):
             self._anchor = (first, 0)
         self._relayout()
 
-    def _on_model_data_changed(self, top: QModelIndex, bottom: QModelIndex, roles: list[int]) -> None:
+    def _on_model_data_changed(
+        self, top: QModelIndex, bottom: QModelIndex, roles: list[int]
+    ) -> None:
         changed = False  # a height out of sight; a live row's widget reports its own (eventFilter)
         for row in range(top.row(), bottom.row() + 1):
             w, r = self._live.get(row), self.model.row(row)
@@ -221,25 +229,30 @@ class ChatView(QAbstractScrollArea):
         heights, n = self._heights, self.model.rowCount()
         width = self._text_width()
         if width != self._width:
+            # Live rows are measured again; the guesses for the rest only when the change is more
+            # than a scroll bar coming or going (they are rough anyway): O(n), on a resize only.
+            guess = abs(width - self._width) > REGUESS_PX
             self._width = width
-            guesses = self._estimate(r.content for r in self.model.rows())  # O(n), on a new width only
-            for row in range(n):
-                w = self._live.get(row)
-                if w is None:
-                    heights.set(row, guesses[row])
-                else:
-                    w.resize(width, w.height())
-                    self._measure(row, w)
+            for row, w in self._live.items():
+                w.resize(width, w.height())
+                self._measure(row, w)
+            if guess:
+                guesses = self._estimate(r.content for r in self.model.rows())
+                self._heights = heights = RowHeights(
+                    heights[row] if row in self._live else guesses[row] for row in range(n)
+                )
         view_h = self.viewport().height()
         if n:
             # Nearest rows first, in slices: a long first render never blocks the event loop;
             # at least one row per call, so a busy loop still moves on.
             start, made = time.perf_counter(), False
             while todo := self._missing_rows(self._scroll_value(view_h), view_h):
-                if made and time.perf_counter() - start > SLICE_S:
+                if made and time.perf_counter() - start + self._cost > SLICE_S:
                     self._fill.start()
                     break
+                t = time.perf_counter()
                 self._make_widget(todo[0])
+                self._cost = 0.8 * self._cost + 0.2 * (time.perf_counter() - t)
                 made = True
             v = self._scroll_value(view_h)
             keep = int(view_h * KEEP_SCREENS)
@@ -247,7 +260,9 @@ class ChatView(QAbstractScrollArea):
             self._drop_live([r for r in self._live if not lo <= r <= hi])
         v = self._scroll_value(view_h) if n else 0
         for row, w in self._live.items():
-            w.setGeometry(PAD, PAD + heights.top(row) - v, self._width, max(1, heights[row] - SPACING))
+            w.setGeometry(
+                PAD, PAD + heights.top(row) - v, self._width, max(1, heights[row] - SPACING)
+            )
         bar = self.verticalScrollBar()
         bar.setRange(0, self._scroll_max(view_h))
         bar.setPageStep(view_h)
@@ -265,7 +280,9 @@ class ChatView(QAbstractScrollArea):
         if rows:
             return rows
         margin = int(view_h * MARGIN_SCREENS)
-        below = [r for r in self._rows_between(v + view_h, v + view_h + margin) if r not in self._live]
+        below = [
+            r for r in self._rows_between(v + view_h, v + view_h + margin) if r not in self._live
+        ]
         above = [r for r in reversed(self._rows_between(v - margin, v)) if r not in self._live]
         for i in range(max(len(above), len(below))):
             rows += [side[i] for side in (above, below) if i < len(side)]
@@ -274,8 +291,11 @@ class ChatView(QAbstractScrollArea):
     def screen_complete(self) -> bool:
         """Whether every row meeting the viewport is rendered."""
         v, view_h = self.verticalScrollBar().value(), self.viewport().height()
-        return all(r in self._live for r in self._rows_between(v, v + view_h)) if self._live else \
-            self.model.rowCount() == 0
+        return (
+            all(r in self._live for r in self._rows_between(v, v + view_h))
+            if self._live
+            else self.model.rowCount() == 0
+        )
 
     def _content_height(self) -> int:
         return PAD * 2 + max(0, self._heights.total() - SPACING)
@@ -296,8 +316,9 @@ class ChatView(QAbstractScrollArea):
 
     def _estimate(self, texts: Iterable[str]) -> list[int]:
         fm = self.fontMetrics()
-        return estimate_heights(texts, self._width or 600, fm.lineSpacing(), fm.averageCharWidth(),
-                                CHROME_PX + SPACING)
+        return estimate_heights(
+            texts, self._width or 600, fm.lineSpacing(), fm.averageCharWidth(), CHROME_PX + SPACING
+        )
 
     # --- scrolling and resizing ----------------------------------------------------------------
     def scrollContentsBy(self, _dx: int, _dy: int) -> None:

@@ -17,7 +17,7 @@ class RowHeights:
     """Non-negative heights of rows 0..n-1 and their prefix sums."""
 
     def __init__(self, heights: Iterable[int] = ()) -> None:
-        self._h: list[int] = [h if h > 0 else 0 for h in map(int, heights)]
+        self._h: list[int] = [max(0, h) for h in map(int, heights)]
         self._build()
 
     def _build(self) -> None:
@@ -99,8 +99,9 @@ class RowHeights:
         return min(max(pos, 0), n - 1)
 
 
-def estimate_heights(texts: Iterable[str], width: int, line_height: int, char_width: float,
-                     chrome: int) -> list[int]:
+def estimate_heights(
+    texts: Iterable[str], width: int, line_height: int, char_width: float, chrome: int
+) -> list[int]:
     """A guess of each rendered message's height in pixels, from its text alone.
 
     Cheap enough for thousands of rows at once (a few C-level string scans per text).
