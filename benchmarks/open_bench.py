@@ -7,10 +7,13 @@ A 1 ms timer on the GUI thread measures the event loop's longest stall. Per size
 
 - shown_ms: from the open request until every row meeting the viewport is rendered and the
   event loop is free again (the store read on its thread included);
+- read_ms: of which the store thread's read, until the rows reach the GUI thread;
 - longest_stall_ms: the longest gap of the 1 ms timer from the request until one second later
   (any rendering left to the background happens in that second);
 - jump_ms, jump_stall_ms: opening it again scrolled to its first message (a search hit far up);
 - scroll_stall_ms: paging up from the bottom, one page per 16 ms frame, through up to 1,000 messages;
+- stream_flush_cpu_ms: then the median GUI-thread CPU time of one streamed flush into a new
+  answer at the end (streaming into message N should cost what it costs into message 1);
 - *_cpu_ms: the GUI thread's CPU time in that longest gap, which other processes on a busy
   machine do not inflate; load_average: the machine's, as the run ended.
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -38,6 +42,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 SETTLE_S = 1.0
 FRAME_MS = 16
 SCROLL_MESSAGES = 1000
+STREAM_FLUSHES = 200
 
 
 def message_text(i: int) -> tuple[str, str]:
@@ -92,11 +97,18 @@ class Ticker:
 
 
 def run_until(app: Any, done: Callable[[], bool], timeout_s: float = 120.0) -> None:
+    """Run the event loop until `done()`; it sleeps between events, as the app's own loop does
+    (spinning would hold the GIL against the store thread)."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    wake = QTimer()  # so that a wait for "more events" never outlasts the check by much
+    wake.start(5)
     end = time.perf_counter() + timeout_s
     while not done():
         if time.perf_counter() > end:
             raise SystemExit("timed out")
-        app.processEvents()
+        app.processEvents(QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
+    wake.stop()
 
 
 def settle(app: Any, seconds: float) -> None:
@@ -106,13 +118,16 @@ def settle(app: Any, seconds: float) -> None:
 
 def open_and_time(
     app: Any, w: Any, cid: int, ticker: Ticker, message_id: int = -1
-) -> tuple[float, float, float]:
-    """Open `cid` (scrolled to `message_id` if >= 0): ms until shown, longest stall, its CPU ms."""
+) -> dict[str, float]:
+    """Open `cid` (scrolled to `message_id` if >= 0) and time it: see the module's docstring."""
     from PySide6.QtCore import QTimer
 
+    read: list[float] = []
     shown: list[float] = []
-
     complete = getattr(w.chat_view, "screen_complete", lambda: True)  # the eager view: at once
+
+    def on_reset() -> None:  # the rows are back from the store thread
+        read.append(time.perf_counter())
 
     def on_opened(_cid: int) -> None:  # queued behind what opening posted (layout, paint)
         QTimer.singleShot(0, check)
@@ -123,6 +138,7 @@ def open_and_time(
         else:
             QTimer.singleShot(0, check)
 
+    w.transcript.modelAboutToBeReset.connect(on_reset)
     w.controller.conversation_opened.connect(on_opened)
     t0 = time.perf_counter()
     if message_id >= 0:
@@ -131,25 +147,51 @@ def open_and_time(
         w.controller.open_conversation(cid)
     run_until(app, lambda: bool(shown))
     w.controller.conversation_opened.disconnect(on_opened)
+    w.transcript.modelAboutToBeReset.disconnect(on_reset)
     settle(app, SETTLE_S)
     end = time.perf_counter()
-    return (shown[0] - t0) * 1000, ticker.longest(t0, end), ticker.longest_cpu(t0, end)
+    return {
+        "shown_ms": (shown[0] - t0) * 1000,
+        "read_ms": (read[0] - t0) * 1000,
+        "longest_stall_ms": ticker.longest(t0, end),
+        "longest_stall_cpu_ms": ticker.longest_cpu(t0, end),
+    }
+
+
+def stream_flush_ms(app: Any, w: Any) -> float:
+    """Median GUI cost of one streamed flush into a new last answer, what it posts included."""
+    from prefill.ui.transcript_model import Row
+
+    bar = w.chat_view.verticalScrollBar()
+    bar.setValue(bar.maximum())
+    row = w.transcript.append_row(Row("assistant", [], streaming=True))
+    settle(app, 0.3)
+    costs = []
+    for i in range(STREAM_FLUSHES):
+        t = time.thread_time()
+        w.transcript.append_text(row, f"word {i} " * 3 + ("\n\n" if i % 10 == 9 else ""))
+        app.sendPostedEvents()  # the layout request the new text posts is part of the flush
+        costs.append(time.thread_time() - t)
+        app.processEvents()
+    return statistics.median(costs) * 1000
 
 
 def scroll_up(app: Any, w: Any, ticker: Ticker, n: int) -> tuple[float, float]:
     """Page up from the bottom, one page a frame, through up to SCROLL_MESSAGES messages."""
+    from PySide6.QtCore import QTimer
+
     bar = w.chat_view.verticalScrollBar()
     bar.setValue(bar.maximum())
     settle(app, 0.3)
     share = min(1.0, SCROLL_MESSAGES / n)  # of the scroll range (estimated heights: roughly)
     stop_at = bar.maximum() * (1 - share)
+    frames = QTimer()
+    frames.setInterval(FRAME_MS)
+    frames.timeout.connect(lambda: bar.setValue(bar.value() - bar.pageStep()))
     t0 = time.perf_counter()
-    next_frame = t0
-    while bar.value() > stop_at:
-        if time.perf_counter() >= next_frame:
-            bar.setValue(bar.value() - bar.pageStep())
-            next_frame += FRAME_MS / 1000
-        app.processEvents()
+    frames.start()
+    run_until(app, lambda: bar.value() <= stop_at)
+    frames.stop()
     settle(app, 0.2)
     end = time.perf_counter()
     return ticker.longest(t0, end), ticker.longest_cpu(t0, end)
@@ -182,22 +224,19 @@ def one_size(app: Any, n: int) -> dict[str, Any]:
         cid, first_id = ids[0]
         settle(app, 0.5)
         ticker = Ticker()
-        shown_ms, stall_ms, stall_cpu = open_and_time(app, w, cid, ticker)
-        result: dict[str, Any] = {
-            "messages": n,
-            "shown_ms": round(shown_ms, 1),
-            "longest_stall_ms": round(stall_ms, 1),
-            "longest_stall_cpu_ms": round(stall_cpu, 1),
-        }
+        opened = open_and_time(app, w, cid, ticker)
+        result: dict[str, Any] = {"messages": n} | {k: round(v, 1) for k, v in opened.items()}
         if hasattr(w.chat_view, "scroll_to_row"):  # the lazy view: open again at the first message
-            jump_ms, jump_stall, _ = open_and_time(app, w, cid, ticker, first_id)
-            result["jump_ms"], result["jump_stall_ms"] = round(jump_ms, 1), round(jump_stall, 1)
+            jump = open_and_time(app, w, cid, ticker, first_id)
+            result["jump_ms"] = round(jump["shown_ms"], 1)
+            result["jump_stall_ms"] = round(jump["longest_stall_ms"], 1)
             result["jump_shows_first"] = w.chat_view.row_at_top() == 0
         scroll_stall, scroll_cpu = scroll_up(app, w, ticker, n)
         result["scroll_stall_ms"], result["scroll_stall_cpu_ms"] = (
             round(scroll_stall, 1),
             round(scroll_cpu, 1),
         )
+        result["stream_flush_cpu_ms"] = round(stream_flush_ms(app, w), 3)
         result["load_average"] = round(os.getloadavg()[0], 1)
         ticker.timer.stop()
         w.close()
