@@ -102,7 +102,9 @@ class ChatView(QAbstractScrollArea):
         self._width = self._text_width()
         self._heights = RowHeights(self._estimate(r.content for r in self.model.rows()))
         self._stick = True
-        self._relayout()
+        # Rendered from the event loop: a scroll_to_row() right after the reset (a search hit)
+        # then renders only where it lands, not the end first.
+        self._fill.start()
 
     def _on_model_rows_inserted(self, _parent: QModelIndex, first: int, last: int) -> None:
         count = last - first + 1
