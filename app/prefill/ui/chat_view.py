@@ -38,8 +38,13 @@ CHROME_PX = 48  # a message's title bar, margins and figures line, for estimates
 
 
 class ChatView(QAbstractScrollArea):
-    """Signals:
-    message_action(str, int): an action ("copy", "edit", "delete", "regenerate") on a row.
+    """The transcript, rendered near the viewport only.
+
+    ``live_widget(row)`` is a row's MessageWidget while it is rendered (None otherwise);
+    ``scroll_to_row(row)`` brings a row to the top of the viewport.
+
+    Signals:
+        message_action(str, int): an action ("copy", "edit", "delete", "regenerate") on a row.
     """
 
     message_action = Signal(str, int)
@@ -91,6 +96,15 @@ class ChatView(QAbstractScrollArea):
         self._stick = False
         self._anchor = (row, -PAD)
         self._relayout()
+
+    def screen_complete(self) -> bool:
+        """Whether every row meeting the viewport is rendered."""
+        v, view_h = self.verticalScrollBar().value(), self.viewport().height()
+        return (
+            all(r in self._live for r in self._rows_between(v, v + view_h))
+            if self._live
+            else self.model.rowCount() == 0
+        )
 
     def row_at_top(self) -> int:
         """The row at the top of the viewport, below its padding (-1 with no rows)."""
@@ -289,15 +303,6 @@ class ChatView(QAbstractScrollArea):
         for i in range(max(len(above), len(below))):
             rows += [side[i] for side in (above, below) if i < len(side)]
         return rows
-
-    def screen_complete(self) -> bool:
-        """Whether every row meeting the viewport is rendered."""
-        v, view_h = self.verticalScrollBar().value(), self.viewport().height()
-        return (
-            all(r in self._live for r in self._rows_between(v, v + view_h))
-            if self._live
-            else self.model.rowCount() == 0
-        )
 
     def _content_height(self) -> int:
         return PAD * 2 + max(0, self._heights.total() - SPACING)
