@@ -19,7 +19,7 @@ def test_streams_an_answer_and_sidebar_matches_the_engine(app, qtbot, smollm2: P
     rows = w.transcript.rows()
     assert [r.role for r in rows] == ["user", "assistant"]
     assert rows[1].content == f.text and not rows[1].streaming
-    assert w.chat_view.widgets[1].text() == f.text
+    assert w.chat_view.live_widget(1).text() == f.text
     m = f.metrics
     side = w.sidebar
     assert side.text("decode") == f"{m.decode_tps:.1f} tok/s"
@@ -28,7 +28,7 @@ def test_streams_an_answer_and_sidebar_matches_the_engine(app, qtbot, smollm2: P
     assert side.text("evaluated") == str(m.evaluated_tokens)
     assert side.text("kv").startswith(f"{m.kv_used:,} / {m.kv_total:,} cells")
     assert side.kv_bar.value() == int(m.kv_used / m.kv_total * 1000)
-    assert f"{m.completion_tokens} tokens" in w.chat_view.widgets[1].figures.text()
+    assert f"{m.completion_tokens} tokens" in w.chat_view.live_widget(1).figures.text()
 
 
 def test_stop_regenerate_edit_delete(app, qtbot, smollm2: Path) -> None:

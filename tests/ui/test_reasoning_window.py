@@ -51,6 +51,13 @@ def base_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_scripted(out, vocabs / "ggml-vocab-llama-spm.gguf", chain, keep_template=False)
 
 
+def last_widget(qtbot, w):
+    """The newest row's widget, once the lazy view has rendered it."""
+    row = w.transcript.rowCount() - 1
+    qtbot.waitUntil(lambda: w.chat_view.live_widget(row) is not None, timeout=10_000)
+    return w.chat_view.live_widget(row)
+
+
 def test_thinking_streams_open_then_folds_and_is_kept(app, qtbot, thinker: Path) -> None:
     w = app.open(small_settings())
     load(qtbot, w, thinker)
@@ -61,14 +68,15 @@ def test_thinking_streams_open_then_folds_and_is_kept(app, qtbot, thinker: Path)
 
     def probe(top, _bottom, roles) -> None:
         if Roles.REASONING in roles:
-            section = w.chat_view.widgets[top.row()].thinking
-            seen.append((section.is_open(), section.text()))
+            live = w.chat_view.live_widget(top.row())
+            if live is not None:
+                seen.append((live.thinking.is_open(), live.thinking.text()))
 
     w.transcript.dataChanged.connect(probe)
     f = send(qtbot, w, "What is 2+2?")
     assert (f.reasoning, f.text) == ("Two and two make four.", "The answer: 4!")
     assert seen and seen[0][0], "the thinking is open while it streams"
-    answer = w.chat_view.widgets[-1]
+    answer = last_widget(qtbot, w)
     assert answer.thinking.text() == "Two and two make four." and not answer.thinking.is_open()
     assert "Thought for" in answer.thinking.toggle.text() and "tokens" in answer.thinking.toggle.text()
     assert answer.text() == "The answer: 4!"
@@ -82,7 +90,7 @@ def test_thinking_streams_open_then_folds_and_is_kept(app, qtbot, thinker: Path)
     w2 = app.open(small_settings())
     with qtbot.waitSignal(w2.controller.conversation_opened, timeout=10_000):
         w2.controller.open_conversation(cid)
-    again = w2.chat_view.widgets[-1]
+    again = last_widget(qtbot, w2)
     assert again.thinking.text() == "Two and two make four." and not again.thinking.is_open()
 
 
@@ -112,12 +120,12 @@ def test_failed_turn_keeps_the_question_and_the_chat_sendable(app, qtbot, tmp_pa
     assert "no forbidden words" in w.notice.text() and "retry" in w.notice.text().lower()
     rows = w.transcript.rows()
     assert [r.role for r in rows] == ["user"] and rows[0].content == "a forbidden question"
-    assert w.chat_view.widgets[-1].buttons["retry"].isVisibleTo(w)
+    assert last_widget(qtbot, w).buttons["retry"].isVisibleTo(w)
     # Editing it answers it; before, the lone question made every later send user, user.
     with qtbot.waitSignal(w.controller.answer_finished, timeout=ANSWER_TIMEOUT):
         w.controller.edit(0, "a fine question")
     assert [r.role for r in w.transcript.rows()] == ["user", "assistant"]
-    assert not w.chat_view.widgets[0].buttons["retry"].isVisibleTo(w)
+    assert not w.chat_view.live_widget(0).buttons["retry"].isVisibleTo(w)
 
 
 def test_a_new_message_after_a_failure_is_sent_with_the_one_before(app, qtbot, tmp_path: Path) -> None:
@@ -140,7 +148,7 @@ def test_retry_sends_the_same_question_again(app, qtbot, tmp_path: Path) -> None
         w.controller.send("forbidden again")
     w.show_notice("")
     with qtbot.waitSignal(w.controller.busy_changed, timeout=ANSWER_TIMEOUT, check_params_cb=lambda b: not b):
-        w.chat_view.widgets[-1].buttons["retry"].click()
+        last_widget(qtbot, w).buttons["retry"].click()
     assert "no forbidden words" in w.notice.text()  # asked again, refused again, still kept
     assert [r.content for r in w.transcript.rows()] == ["forbidden again"]
 

@@ -36,6 +36,7 @@ class ChatController(QObject):
         conversations_changed(): titles or the list changed.
         busy_changed(bool): an answer started or ended.
         conversation_opened(int): the transcript now shows this conversation.
+        row_requested(int): show this transcript row (the message a search hit opened at).
         answer_finished(object): the Finished event of the last answer.
         unsent(str, str): a message the store could not keep (its text goes back to the input box),
             and why, in words.
@@ -46,6 +47,7 @@ class ChatController(QObject):
     conversations_changed = Signal()
     busy_changed = Signal(bool)
     conversation_opened = Signal(int)
+    row_requested = Signal(int)
     answer_finished = Signal(object)
     unsent = Signal(str, str)
     options_changed = Signal(object)
@@ -74,22 +76,23 @@ class ChatController(QObject):
         worker.failed.connect(self._on_worker_failed)
 
     # --- conversations --------------------------------------------------------------------
-    def open_conversation(self, cid: int) -> None:
+    def open_conversation(self, cid: int, message_id: int = -1) -> None:
+        """Show a stored conversation: at its end, or at `message_id` if that is one of its messages."""
         if self.busy:
             return
 
-        def show(result: tuple[Conversation, list[StoredMessage]]) -> None:
-            conv, messages = result
+        def show(result: tuple[Conversation, list[Row]]) -> None:
+            conv, rows = result
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
             self._set_options(_stored_options(conv.settings))
-            self.model.set_rows([
-                Row(m.role, [m.content], dict(m.figures or {}), m.finish_reason or "", False, m.id,
-                    [m.reasoning] if m.reasoning else [])
-                for m in messages if m.role != "system"
-            ])
+            self.model.set_rows(rows)
             self.conversation_opened.emit(conv.id)
+            if message_id >= 0:
+                found = [i for i, r in enumerate(rows) if r.message_id == message_id]
+                if found:
+                    self.row_requested.emit(found[0])
 
-        self.store.open_conversation(cid, then=show)
+        self.store.call(lambda stores: _stored_rows(stores, cid), then=show)
 
     def new_conversation(self, then: Callable[[int], None] | None = None,
                          error: Callable[[Exception], None] | None = None) -> None:
@@ -299,7 +302,6 @@ class ChatController(QObject):
             self.store.delete_message(mid)
 
 
-
 def _stored_options(settings: Any) -> TemplateOptions:
     """A conversation's saved thinking switch and effort (whatever a file holds: checked here)."""
     t = settings.get("template") if isinstance(settings, Mapping) else None
@@ -311,3 +313,12 @@ def _stored_options(settings: Any) -> TemplateOptions:
         return TemplateOptions(think if isinstance(think, bool) else None, effort if isinstance(effort, str) else "")
     except ValueError:
         return TemplateOptions()
+
+
+def _stored_rows(stores: Any, cid: int) -> tuple[Conversation, list[Row]]:
+    """On the store thread: a conversation and its transcript rows, so building them costs the GUI nothing."""
+    messages: list[StoredMessage] = stores.history.messages(cid)
+    rows = [Row(m.role, [m.content], dict(m.figures or {}), m.finish_reason or "", False, m.id,
+                [m.reasoning] if m.reasoning else [])
+            for m in messages if m.role != "system"]
+    return stores.history.conversation(cid), rows

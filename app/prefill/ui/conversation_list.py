@@ -21,11 +21,13 @@ from prefill.ui.plain_text import Button, ask, tooltip
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 2
+MESSAGE_ROLE = Qt.ItemDataRole.UserRole + 3  # the message a search hit found, or -1
 
 
 class ConversationList(QWidget):
     """Signals:
         selected(int): a conversation was picked.
+        message_selected(int, int): a search hit in a message was picked: conversation, message.
         new_requested(): the New button.
         rename_requested(int, str): a new title for a conversation.
         delete_requested(int): after the user confirmed.
@@ -33,6 +35,7 @@ class ConversationList(QWidget):
     """
 
     selected = Signal(int)
+    message_selected = Signal(int, int)
     new_requested = Signal()
     rename_requested = Signal(int, str)
     delete_requested = Signal(int)
@@ -74,25 +77,27 @@ class ConversationList(QWidget):
         return int(item.data(ID_ROLE)) if item is not None else None
 
     def set_conversations(self, conversations: Sequence[Conversation], current: int | None) -> None:
-        self._fill([(c.id, c.title, "") for c in conversations], current)
+        self._fill([(c.id, c.title, "", -1) for c in conversations], current)
 
     def set_search_results(self, hits: Sequence[SearchHit], titles: dict[int, str], current: int | None) -> None:
-        rows: list[tuple[int, str, str]] = []
+        rows: list[tuple[int, str, str, int]] = []
         seen: set[int] = set()
         for h in hits:
             if h.conversation_id in seen:
                 continue
             seen.add(h.conversation_id)
-            rows.append((h.conversation_id, titles.get(h.conversation_id, "Chat"), h.snippet))
+            mid = -1 if h.message_id is None else h.message_id
+            rows.append((h.conversation_id, titles.get(h.conversation_id, "Chat"), h.snippet, mid))
         self._fill(rows, current)
 
-    def _fill(self, rows: Sequence[tuple[int, str, str]], current: int | None) -> None:
+    def _fill(self, rows: Sequence[tuple[int, str, str, int]], current: int | None) -> None:
         self._quiet = True
         self.list.clear()
-        for cid, title, snippet in rows:
+        for cid, title, snippet, mid in rows:
             item = QListWidgetItem(title if not snippet else f"{title}\n  {snippet}")
             item.setData(ID_ROLE, cid)
             item.setData(TITLE_ROLE, title)
+            item.setData(MESSAGE_ROLE, mid)
             item.setToolTip(tooltip(title))
             self.list.addItem(item)
             if cid == current:
@@ -101,7 +106,11 @@ class ConversationList(QWidget):
 
     def _on_list_current_changed(self, item: QListWidgetItem | None, _prev: QListWidgetItem | None) -> None:
         if item is not None and not self._quiet:
-            self.selected.emit(int(item.data(ID_ROLE)))
+            mid = int(item.data(MESSAGE_ROLE))
+            if mid >= 0:
+                self.message_selected.emit(int(item.data(ID_ROLE)), mid)
+            else:
+                self.selected.emit(int(item.data(ID_ROLE)))
 
     def _on_rename_clicked(self) -> None:
         cid, item = self.current_id(), self.list.currentItem()

@@ -189,6 +189,8 @@ class MainWindow(QMainWindow):
         self.reasoning_controls.changed.connect(self.controller.set_options)
         self.chat_view.message_action.connect(self._on_chat_message_action)
         self.conversations.selected.connect(self.controller.open_conversation)
+        self.conversations.message_selected.connect(self.controller.open_conversation)
+        self.controller.row_requested.connect(self.chat_view.scroll_to_row)
         self.conversations.new_requested.connect(lambda: self.controller.new_conversation())
         self.conversations.rename_requested.connect(
             lambda cid, t: self.store.rename_conversation(cid, t, then=lambda _r: self.refresh_conversations()))
