@@ -20,12 +20,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from prefill.commands import bench, chat, models, window
+    from prefill.commands import bench, chat, models, serve, window
 
     parser = _Parser(prog="prefill", description="Chat with local LLMs and watch the engine work.")
     window.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    for module in (chat, bench, models):
+    for module in (chat, bench, models, serve):
         module.register(sub)
     return parser
 

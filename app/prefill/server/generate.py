@@ -1,0 +1,122 @@
+"""One request through the scheduler: events crossed onto the event loop, then SSE or one body.
+
+The scheduler thread hands each event to `EventStream.sink`, which schedules it
+onto the server's loop; the response reads them in order. Whatever way the
+response ends (finished, failed, or the client gone), the request is cancelled,
+which frees its slot before the scheduler's next step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+
+from starlette.requests import Request
+
+from prefill.engine.batch_request import BatchEvent, BatchRequest, Failed, RequestHandle
+from prefill.engine.batch_runtime import ServeSampling
+from prefill.engine.batch_scheduler import BatchScheduler
+from prefill.engine.errors import ContextOverflow, EngineError
+from prefill.engine.events import Finished, Token
+from prefill.server.errors import ApiError, context_exceeded, server_error, unavailable
+from prefill.server.reasoning import AnswerSplitter
+from prefill.server.shapes import SSE_DONE, Reply, sse
+
+
+class EventStream:
+    """Scheduler events for one request, delivered into an asyncio queue on `loop`."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, tokens: bool = True):
+        self.loop = loop
+        self.queue: asyncio.Queue[BatchEvent] = asyncio.Queue()
+        self.tokens = tokens  # a non-streamed reply needs only the end: its text is in Finished
+
+    def sink(self, event: BatchEvent) -> None:  # on the scheduler thread
+        if self.tokens or type(event) is not Token:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, event)
+
+    async def batches(self) -> AsyncIterator[list[BatchEvent]]:
+        """Events as they come, several at once when they piled up (one write for them all)."""
+        while True:
+            events = [await self.queue.get()]
+            while not self.queue.empty():
+                events.append(self.queue.get_nowait())
+            yield events
+
+
+def submit(scheduler: BatchScheduler, prompt: Sequence[int], sampling: ServeSampling,
+           stream: EventStream, label: str) -> RequestHandle:
+    try:
+        return scheduler.submit(BatchRequest(tuple(prompt), sampling, stream.sink, label))
+    except ContextOverflow as e:
+        raise context_exceeded(
+            f"This model's context is {e.n_ctx} tokens per request; the prompt is {e.prompt_tokens} tokens, "
+            "leaving no room for an answer. Shorten the prompt or start the server with a larger --ctx."
+        ) from None
+    except EngineError as e:
+        raise unavailable(str(e)) from None
+
+
+async def stream_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
+                       splitter: AnswerSplitter, include_usage: bool) -> AsyncIterator[str]:
+    """The SSE body: a first chunk, one per piece of text, the last with the finish reason,
+    the usage chunk when asked, then [DONE]. A failure is sent as an error event."""
+    try:
+        if reply.kind == "chat":
+            yield sse(reply.chunk(first=True))
+        async for events in stream.batches():
+            out = []
+            for ev in events:
+                if type(ev) is Token:
+                    reasoning, content = splitter.feed(ev.text)
+                    if reasoning or content:
+                        out.append(sse(reply.chunk(content, reasoning)))
+                elif isinstance(ev, Finished):
+                    reasoning, content = splitter.flush()
+                    if reasoning or content:
+                        out.append(sse(reply.chunk(content, reasoning)))
+                    out.append(sse(reply.chunk(reason=ev.reason, m=ev.metrics)))
+                    if include_usage:
+                        out.append(sse(reply.usage_chunk(ev.metrics)))
+                    out.append(SSE_DONE)
+                    yield "".join(out)
+                    return
+                elif isinstance(ev, Failed):
+                    out.append(sse(server_error(ev.message).body()))
+                    out.append(SSE_DONE)
+                    yield "".join(out)
+                    return
+            if out:
+                yield "".join(out)
+    finally:
+        handle.cancel()  # a no-op once finished; frees the slot when the client went away
+
+
+async def full_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
+                     splitter: AnswerSplitter, request: Request) -> dict[str, object]:
+    """The non-streamed body. A client that disconnects while waiting cancels the request."""
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        while True:
+            nxt = asyncio.ensure_future(stream.queue.get())
+            await asyncio.wait({nxt, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if not nxt.done():
+                nxt.cancel()
+                raise ApiError(499, "The client closed the request.")
+            ev = nxt.result()
+            if isinstance(ev, Finished):
+                r1, c1 = splitter.feed(ev.text)
+                r2, c2 = splitter.flush()
+                return reply.full(c1 + c2, r1 + r2, ev.reason, ev.metrics)
+            if isinstance(ev, Failed):
+                raise server_error(ev.message)
+    finally:
+        gone.cancel()
+        handle.cancel()
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client disconnects (the body has been read, so nothing else arrives)."""
+    receive: Callable = request.receive
+    while (await receive())["type"] != "http.disconnect":
+        pass

@@ -1,0 +1,98 @@
+"""Load a model for parallel slots and serve it with uvicorn on a socket bound here.
+
+The socket is bound before uvicorn starts, so port 0 works and the address printed
+is the real one.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefill.engine.batch_runtime import load_batch_model
+from prefill.engine.batch_scheduler import BatchScheduler
+from prefill.engine.settings import LoadSettings
+from prefill.server.app import MAX_BODY_BYTES, ServeState, create_app
+from prefill.server.prompt import PromptBuilder
+
+DEFAULT_HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    model: Path
+    settings: LoadSettings  # n_ctx: the context of each slot
+    host: str = DEFAULT_HOST
+    port: int = 8080
+    parallel: int = 4
+    api_key: str = ""
+    cors_origins: tuple[str, ...] = ()
+    model_id: str = ""  # default: the file's name without .gguf
+    max_body: int = MAX_BODY_BYTES
+
+
+class ExposureError(ValueError):
+    """Asked to listen beyond this machine without an API key."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str, api_key: str) -> None:
+    """Another address than loopback only with an API key."""
+    if not is_loopback(host) and not api_key:
+        raise ExposureError(f"listening on {host} exposes the model to the network: give an --api-key "
+                            "(or PREFILL_API_KEY), or keep the default 127.0.0.1")
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(addr)
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def serve(options: ServeOptions, ready: Callable[[str, BatchScheduler], None] | None = None) -> None:
+    """Load, bind, and serve until interrupted; `ready(url, scheduler)` once listening.
+
+    Raises:
+        ExposureError: a non-loopback host without a key.
+        ModelLoadError: the model could not be loaded.
+        OSError: the address could not be bound.
+    """
+    import uvicorn
+
+    check_exposure(options.host, options.api_key)
+    model = load_batch_model(options.model, options.settings, options.parallel)
+    scheduler = BatchScheduler(model)
+    try:
+        state = ServeState(
+            scheduler=scheduler, prompts=PromptBuilder(model.runtime, model.header),
+            model_id=options.model_id or options.model.name.removesuffix(".gguf"),
+            api_key=options.api_key, cors_origins=options.cors_origins, max_body=options.max_body,
+        )
+        sock = bind(options.host, options.port)
+        config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=3)
+        if ready is not None:
+            ready(url_of(sock), scheduler)
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        scheduler.close()
