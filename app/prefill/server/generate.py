@@ -9,6 +9,7 @@ which frees its slot before the scheduler's next step.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 
 from starlette.requests import Request
@@ -24,24 +25,41 @@ from prefill.server.shapes import SSE_DONE, Reply, sse
 
 
 class EventStream:
-    """Scheduler events for one request, delivered into an asyncio queue on `loop`."""
+    """Scheduler events for one request, handed to the server's event loop.
+
+    The scheduler thread appends to a deque and wakes the loop only when no wake-up is
+    pending, so a loop that falls behind takes several events in one go (one write).
+    """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, tokens: bool = True):
         self.loop = loop
-        self.queue: asyncio.Queue[BatchEvent] = asyncio.Queue()
         self.tokens = tokens  # a non-streamed reply needs only the end: its text is in Finished
+        self._pending: deque[BatchEvent] = deque()
+        self._wake_pending = False
+        self._ready = asyncio.Event()
 
     def sink(self, event: BatchEvent) -> None:  # on the scheduler thread
-        if self.tokens or type(event) is not Token:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, event)
+        if not self.tokens and type(event) is Token:
+            return
+        self._pending.append(event)
+        if not self._wake_pending:
+            self._wake_pending = True
+            self.loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:  # on the loop; cleared first, so a later event schedules its own wake
+        self._wake_pending = False
+        self._ready.set()
 
     async def batches(self) -> AsyncIterator[list[BatchEvent]]:
-        """Events as they come, several at once when they piled up (one write for them all)."""
+        """Events as they come, all that piled up at once."""
         while True:
-            events = [await self.queue.get()]
-            while not self.queue.empty():
-                events.append(self.queue.get_nowait())
-            yield events
+            await self._ready.wait()
+            self._ready.clear()
+            events = []
+            while self._pending:
+                events.append(self._pending.popleft())
+            if events:
+                yield events
 
 
 def submit(scheduler: BatchScheduler, prompt: Sequence[int], sampling: ServeSampling,
@@ -96,23 +114,25 @@ async def full_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
                      splitter: AnswerSplitter, request: Request) -> dict[str, object]:
     """The non-streamed body. A client that disconnects while waiting cancels the request."""
     gone = asyncio.ensure_future(_disconnected(request))
+    events = stream.batches()
     try:
         while True:
-            nxt = asyncio.ensure_future(stream.queue.get())
+            nxt = asyncio.ensure_future(anext(events))
             await asyncio.wait({nxt, gone}, return_when=asyncio.FIRST_COMPLETED)
             if not nxt.done():
                 nxt.cancel()
                 raise ApiError(499, "The client closed the request.")
-            ev = nxt.result()
-            if isinstance(ev, Finished):
-                r1, c1 = splitter.feed(ev.text)
-                r2, c2 = splitter.flush()
-                return reply.full(c1 + c2, r1 + r2, ev.reason, ev.metrics)
-            if isinstance(ev, Failed):
-                raise server_error(ev.message)
+            for ev in nxt.result():
+                if isinstance(ev, Finished):
+                    r1, c1 = splitter.feed(ev.text)
+                    r2, c2 = splitter.flush()
+                    return reply.full(c1 + c2, r1 + r2, ev.reason, ev.metrics)
+                if isinstance(ev, Failed):
+                    raise server_error(ev.message)
     finally:
         gone.cancel()
         handle.cancel()
+        await events.aclose()
 
 
 async def _disconnected(request: Request) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from prefill.server.app import MAX_BODY_BYTES, ServeState, create_app
 from prefill.server.prompt import PromptBuilder
 
 DEFAULT_HOST = "127.0.0.1"
+SWITCH_INTERVAL_S = 0.0005
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,10 @@ def serve(options: ServeOptions, ready: Callable[[str, BatchScheduler], None] | 
     import uvicorn
 
     check_exposure(options.host, options.api_key)
+    # Two busy threads share the GIL here: the decoder, which drops it for every llama.cpp call,
+    # and the event loop. Each time the decoder comes back it may wait a whole switch interval
+    # (5 ms by default, longer than a small model's step) for the loop to let go.
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     model = load_batch_model(options.model, options.settings, options.parallel)
     scheduler = BatchScheduler(model)
     try:
