@@ -106,14 +106,14 @@ class BatchRuntime(LlamaRuntime):
         if s.ignore_eos and self.eog:
             bias = (llama_cpp.llama_logit_bias * len(self.eog))()
             for i, t in enumerate(sorted(self.eog)):
-                bias[i].token, bias[i].bias = t, float("-inf")
+                bias[i].token, bias[i].bias = t, float("-inf")  # type: ignore[assignment]
             add(chain, llama_cpp.llama_sampler_init_logit_bias(self.n_vocab, len(self.eog), bias))
         if s.repeat_penalty != 1.0 or s.frequency_penalty or s.presence_penalty:
             add(chain, llama_cpp.llama_sampler_init_penalties(
                 self.n_vocab, s.repeat_last_n, s.repeat_penalty, s.frequency_penalty, s.presence_penalty))
         if s.temperature <= 0:
             add(chain, llama_cpp.llama_sampler_init_greedy())
-            return chain
+            return chain  # type: ignore[no-any-return]
         if s.top_k > 0:
             add(chain, llama_cpp.llama_sampler_init_top_k(s.top_k))
         if s.top_p < 1.0:
@@ -122,7 +122,7 @@ class BatchRuntime(LlamaRuntime):
             add(chain, llama_cpp.llama_sampler_init_min_p(s.min_p, 1))
         add(chain, llama_cpp.llama_sampler_init_temp(s.temperature))
         add(chain, llama_cpp.llama_sampler_init_dist(seed & 0xFFFFFFFF))
-        return chain
+        return chain  # type: ignore[no-any-return]
 
 
 class TokenBatch:
@@ -138,12 +138,12 @@ class TokenBatch:
         self.seq_id = (ctypes.POINTER(llama_cpp.llama_seq_id) * capacity)()
         self.logits = (ctypes.c_int8 * capacity)()
         self.struct = llama_cpp.llama_batch()
-        self.struct.token = ctypes.cast(self.tokens, ctypes.POINTER(llama_cpp.llama_token))
-        self.struct.embd = None
-        self.struct.pos = ctypes.cast(self.pos, ctypes.POINTER(llama_cpp.llama_pos))
-        self.struct.n_seq_id = ctypes.cast(self.n_seq_id, ctypes.POINTER(ctypes.c_int32))
-        self.struct.seq_id = ctypes.cast(self.seq_id, ctypes.POINTER(ctypes.POINTER(llama_cpp.llama_seq_id)))
-        self.struct.logits = ctypes.cast(self.logits, ctypes.POINTER(ctypes.c_int8))
+        self.struct.token = ctypes.cast(self.tokens, ctypes.POINTER(llama_cpp.llama_token))  # type: ignore[assignment]
+        self.struct.embd = None  # type: ignore[assignment]
+        self.struct.pos = ctypes.cast(self.pos, ctypes.POINTER(llama_cpp.llama_pos))  # type: ignore[assignment]
+        self.struct.n_seq_id = ctypes.cast(self.n_seq_id, ctypes.POINTER(ctypes.c_int32))  # type: ignore[assignment]
+        self.struct.seq_id = ctypes.cast(self.seq_id, ctypes.POINTER(ctypes.POINTER(llama_cpp.llama_seq_id)))  # type: ignore[assignment]
+        self.struct.logits = ctypes.cast(self.logits, ctypes.POINTER(ctypes.c_int8))  # type: ignore[assignment]
         self.n = 0
 
     def clear(self) -> None:
@@ -160,8 +160,8 @@ class TokenBatch:
         i, j = self.n, self.n + k
         if j > self.capacity or k == 0:
             raise EngineError(f"a batch of {self.capacity} tokens has no room for {k} more")
-        self.tokens[i:j] = tokens
-        self.pos[i:j] = range(first_pos, first_pos + k)
+        self.tokens[i:j] = list(tokens)
+        self.pos[i:j] = list(range(first_pos, first_pos + k))
         self.seq_id[i:j] = [self._seq_ptrs[seq]] * k
         self.logits[i:j] = [0] * k
         self.logits[j - 1] = 1 if last_logits else 0

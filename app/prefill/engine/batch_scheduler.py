@@ -11,6 +11,7 @@ prefix with its prompt, and only what follows that prefix is evaluated.
 from __future__ import annotations
 
 import codecs
+import ctypes
 import logging
 import random
 import threading
@@ -39,11 +40,20 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 @dataclass(eq=False)
+class _Slot:
+    index: int  # also its llama.cpp sequence id
+    tokens: list[int] = field(default_factory=list)  # exactly what its sequence holds
+    job: _Job | None = None
+    last_used: float = 0.0
+
+
+@dataclass(eq=False)
 class _Job:
+    slot: _Slot
     handle: RequestHandle
     pending: list[int]  # prompt tokens not yet in the cache
     cached: int  # prompt tokens reused from the slot's cache
-    sampler: object
+    sampler: ctypes.c_void_p
     state: str = "prefill"
     fed: int = 0  # of `pending`, already in a batch
     index: int = -1  # this step's batch row whose logits are ours
@@ -54,14 +64,6 @@ class _Job:
         default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"))
     stops: StopMatcher = field(default_factory=lambda: StopMatcher(()))
     meter: RateMeter = field(default_factory=RateMeter)
-
-
-@dataclass(eq=False)
-class _Slot:
-    index: int  # also its llama.cpp sequence id
-    tokens: list[int] = field(default_factory=list)  # exactly what its sequence holds
-    job: _Job | None = None
-    last_used: float = 0.0
 
 
 class BatchScheduler:
@@ -152,24 +154,27 @@ class BatchScheduler:
                     self._cancelled += 1
                     self._publish(time.perf_counter(), force=True)
                     self._emit(h, Finished("cancelled", "", h.clock.snapshot(0, self.n_ctx_seq, 0, "cancelled")))
-                try:
-                    for h in admitted:
+                for h in admitted:
+                    try:
                         self._admit(h)
+                    except Exception as e:  # that request fails, the others go on
+                        log.exception("a request could not start")
+                        self._served += 1
+                        self._emit(h, Failed(f"the engine could not start the request: {e}"))
+                try:
                     self._step()
                 except Exception as e:  # keep serving: fail what was running, start clean
                     log.exception("batch step failed")
-                    for s in self._slots:
-                        if s.job:
-                            self._fail(s, f"the engine failed: {e}")
+                    for j in self._jobs():
+                        self._fail(j, f"the engine failed: {e}")
                 self._publish(time.perf_counter())
         finally:
             with self._cv:
                 queued, self._queue = list(self._queue), deque()
             for h in queued:
                 self._emit(h, Failed("the server is shutting down"))
-            for s in self._slots:
-                if s.job:
-                    self._fail(s, "the server is shutting down")
+            for j in self._jobs():
+                self._fail(j, "the server is shutting down")
 
     def _admit(self, handle: RequestHandle) -> None:
         """Put a request into the idle slot whose cache shares the longest prefix with it, when that
@@ -188,56 +193,56 @@ class BatchScheduler:
         del slot.tokens[keep:]
         s = handle.request.sampling
         seed = s.seed if s.seed >= 0 else random.getrandbits(32)
-        job = _Job(handle, list(prompt[keep:]), keep, self.runtime.new_serve_sampler(s, seed),
+        job = _Job(slot, handle, list(prompt[keep:]), keep, self.runtime.new_serve_sampler(s, seed),
                    stops=StopMatcher(s.stop))
         handle.clock.t_prefill_start = time.perf_counter()
         slot.job = job
 
+    def _jobs(self) -> list[_Job]:
+        return [s.job for s in self._slots if s.job is not None]
+
     def _step(self) -> None:
         rt, batch = self.runtime, self._batch
-        for s in self._slots:
-            if s.job and s.job.handle.cancelled:
-                self._finish(s, "cancelled", flush=False)
+        for j in self._jobs():
+            if j.handle.cancelled:
+                self._finish(j, "cancelled", flush=False)
         batch.clear()
-        decoding = [s for s in self._slots if s.job and s.job.state == "decode"]
-        for s in decoding:
-            s.job.index = batch.add((s.job.last,), len(s.tokens), s.index, True)
-        chunks: list[tuple[_Slot, list[int], bool]] = []
-        prefilling = sorted((s for s in self._slots if s.job and s.job.state == "prefill"),
-                            key=lambda s: s.job.handle.id)
-        for s in prefilling:
+        jobs = self._jobs()
+        decoding = [j for j in jobs if j.state == "decode"]
+        for j in decoding:
+            j.index = batch.add((j.last,), len(j.slot.tokens), j.slot.index, True)
+        chunks: list[tuple[_Job, list[int], bool]] = []
+        for j in sorted((j for j in jobs if j.state == "prefill"), key=lambda j: j.handle.id):
             if batch.room == 0:
                 break
-            j = s.job
             chunk = j.pending[j.fed : j.fed + batch.room]
             done = j.fed + len(chunk) == len(j.pending)
-            j.index = batch.add(chunk, len(s.tokens), s.index, done)
-            chunks.append((s, chunk, done))
+            j.index = batch.add(chunk, len(j.slot.tokens), j.slot.index, done)
+            chunks.append((j, chunk, done))
         if batch.n == 0:
             return
         rc = rt.decode_batch(batch)
         if rc != 0:
-            for s in decoding + [c[0] for c in chunks]:
-                self._fail(s, f"llama.cpp could not decode the batch (code {rc})")
+            for j in decoding + [c[0] for c in chunks]:
+                self._fail(j, f"llama.cpp could not decode the batch (code {rc})")
             return
         now = time.perf_counter()
         self._steps += 1
         self._peak_seqs = max(self._peak_seqs, len(decoding) + len(chunks))
         ready = decoding
-        for s in decoding:
-            s.tokens.append(s.job.last)
-        for s, chunk, done in chunks:
-            s.tokens.extend(chunk)
-            s.job.fed += len(chunk)
+        for j in decoding:
+            j.slot.tokens.append(j.last)
+        for j, chunk, done in chunks:
+            j.slot.tokens.extend(chunk)
+            j.fed += len(chunk)
             if done:
-                self._prefilled(s, now)
-                ready.append(s)
-        for s in ready:
-            self._accept(s, rt.sample_at(s.job.sampler, s.job.index), now)
+                self._prefilled(j, now)
+                ready.append(j)
+        for j in ready:
+            self._accept(j, rt.sample_at(j.sampler, j.index), now)
         self._rate.add(now, len(ready))
 
-    def _prefilled(self, slot: _Slot, now: float) -> None:
-        j = slot.job
+    def _prefilled(self, j: _Job, now: float) -> None:
         clock = j.handle.clock
         clock.t_prefill_end = now
         evaluated = len(j.pending)
@@ -250,13 +255,12 @@ class BatchScheduler:
         j.pending = []
         self._emit(j.handle, PrefillDone(j.cached + evaluated, j.cached, evaluated, prefill_ms))
 
-    def _accept(self, slot: _Slot, tok: int, now: float) -> None:
-        """A token sampled for `slot`: emit its text, then finish or feed it next step."""
-        j = slot.job
+    def _accept(self, j: _Job, tok: int, now: float) -> None:
+        """A token sampled for `j`: emit its text, then finish or feed it next step."""
         rt = self.runtime
         sampling = j.handle.request.sampling
         if tok in rt.eog and not sampling.ignore_eos:
-            self._finish(slot, "stop")
+            self._finish(j, "stop")
             return
         j.handle.clock.token_times.append(now)
         j.n_gen += 1
@@ -266,45 +270,39 @@ class BatchScheduler:
             j.pieces.append(out)
             self._emit(j.handle, Token(out, j.n_gen))
         if hit:
-            self._finish(slot, "stop", flush=False)
+            self._finish(j, "stop", flush=False)
         elif j.n_gen >= sampling.max_tokens:
-            self._finish(slot, "length")
-        elif len(slot.tokens) >= self.n_ctx_seq:
-            self._finish(slot, "context_full")
+            self._finish(j, "length")
+        elif len(j.slot.tokens) >= self.n_ctx_seq:
+            self._finish(j, "context_full")
         else:
             j.last = tok
 
-    def _finish(self, slot: _Slot, reason: str, flush: bool = True) -> None:
-        j = slot.job
-        assert j is not None
+    def _finish(self, j: _Job, reason: str, flush: bool = True) -> None:
         tail = j.stops.flush() if flush else ""
         if tail:
             j.pieces.append(tail)
             self._emit(j.handle, Token(tail, j.n_gen))
         metrics = j.handle.clock.snapshot(
-            self.runtime.seq_cells(slot.index), self.n_ctx_seq, self.model.bytes_per_cell, reason)
+            self.runtime.seq_cells(j.slot.index), self.n_ctx_seq, self.model.bytes_per_cell, reason)
         self._cancelled += reason == "cancelled"
-        self._release(slot)
+        self._release(j)
         self._emit(j.handle, Finished(reason, "".join(j.pieces), metrics))
 
-    def _fail(self, slot: _Slot, message: str) -> None:
-        """Give up on the slot's request; its sequence is cleared, since a failed decode may leave
+    def _fail(self, j: _Job, message: str) -> None:
+        """Give up on a request; its sequence is cleared, since a failed decode may leave
         part of a batch in the cache."""
-        j = slot.job
-        assert j is not None
-        self._release(slot)
-        self.runtime.seq_truncate(slot.index, 0)
-        slot.tokens.clear()
+        self._release(j)
+        self.runtime.seq_truncate(j.slot.index, 0)
+        j.slot.tokens.clear()
         self._emit(j.handle, Failed(message))
 
-    def _release(self, slot: _Slot) -> None:
-        j = slot.job
-        assert j is not None
+    def _release(self, j: _Job) -> None:
         self.runtime.free_sampler(j.sampler)
-        slot.job = None
-        slot.last_used = time.perf_counter()
+        j.slot.job = None
+        j.slot.last_used = time.perf_counter()
         self._served += 1
-        self._publish(slot.last_used, force=True)  # a request's end is seen before its Finished event
+        self._publish(j.slot.last_used, force=True)  # a request's end is seen before its Finished event
 
     def _emit(self, handle: RequestHandle, event: BatchEvent) -> None:
         try:

@@ -11,6 +11,7 @@ import hmac
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 import anyio.to_thread
@@ -69,7 +70,10 @@ def create_app(state: ServeState) -> Starlette:
     })
 
 
-def _route(state: ServeState, handler):  # type: ignore[no-untyped-def]
+Handler = Callable[[ServeState, Request], Awaitable[Response]]
+
+
+def _route(state: ServeState, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         return await handler(state, request)
     return endpoint

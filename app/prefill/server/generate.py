@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 
 from starlette.requests import Request
 
@@ -50,7 +50,7 @@ class EventStream:
         self._wake_pending = False
         self._ready.set()
 
-    async def batches(self) -> AsyncIterator[list[BatchEvent]]:
+    async def batches(self) -> AsyncGenerator[list[BatchEvent], None]:
         """Events as they come, all that piled up at once."""
         while True:
             await self._ready.wait()
@@ -121,6 +121,7 @@ async def full_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
             await asyncio.wait({nxt, gone}, return_when=asyncio.FIRST_COMPLETED)
             if not nxt.done():
                 nxt.cancel()
+                await asyncio.gather(nxt, return_exceptions=True)  # the generator is at rest again
                 raise ApiError(499, "The client closed the request.")
             for ev in nxt.result():
                 if isinstance(ev, Finished):
@@ -137,6 +138,5 @@ async def full_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
 
 async def _disconnected(request: Request) -> None:
     """Returns when the client disconnects (the body has been read, so nothing else arrives)."""
-    receive: Callable = request.receive
-    while (await receive())["type"] != "http.disconnect":
+    while (await request.receive())["type"] != "http.disconnect":
         pass

@@ -9,12 +9,14 @@ from __future__ import annotations
 import ipaddress
 import socket
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from prefill.engine.batch_runtime import load_batch_model
 from prefill.engine.batch_scheduler import BatchScheduler
+from prefill.engine.batch_snapshot import BatchSnapshot
 from prefill.engine.settings import LoadSettings
 from prefill.server.app import MAX_BODY_BYTES, ServeState, create_app
 from prefill.server.prompt import PromptBuilder
@@ -71,34 +73,76 @@ def url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def serve(options: ServeOptions, ready: Callable[[str, BatchScheduler], None] | None = None) -> None:
-    """Load, bind, and serve until interrupted; `ready(url, scheduler)` once listening.
+class RunningServer:
+    """A loaded model, its scheduler and a bound socket, served by uvicorn.
 
-    Raises:
-        ExposureError: a non-loopback host without a key.
-        ModelLoadError: the model could not be loaded.
-        OSError: the address could not be bound.
+    `serve_forever` blocks (the CLI); `start_thread` serves from a thread of its own (the window),
+    and `stop` ends either. Build it with `RunningServer.open`.
     """
-    import uvicorn
 
-    check_exposure(options.host, options.api_key)
-    # Two busy threads share the GIL here: the decoder, which drops it for every llama.cpp call,
-    # and the event loop. Each time the decoder comes back it may wait a whole switch interval
-    # (5 ms by default, longer than a small model's step) for the loop to let go.
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
-    model = load_batch_model(options.model, options.settings, options.parallel)
-    scheduler = BatchScheduler(model)
-    try:
+    def __init__(self, options: ServeOptions, scheduler: BatchScheduler, sock: socket.socket):
+        import uvicorn
+
+        self.options = options
+        self.scheduler = scheduler
+        self.sock = sock
+        self.url = url_of(sock)
+        model = scheduler.model
         state = ServeState(
             scheduler=scheduler, prompts=PromptBuilder(model.runtime, model.header),
             model_id=options.model_id or options.model.name.removesuffix(".gguf"),
             api_key=options.api_key, cors_origins=options.cors_origins, max_body=options.max_body,
         )
-        sock = bind(options.host, options.port)
+        self.model_id = state.model_id
         config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="off",
                                 timeout_graceful_shutdown=3)
-        if ready is not None:
-            ready(url_of(sock), scheduler)
-        uvicorn.Server(config).run(sockets=[sock])
-    finally:
-        scheduler.close()
+        self._server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def open(cls, options: ServeOptions,
+             on_snapshot: Callable[[BatchSnapshot], None] | None = None) -> RunningServer:
+        """Check the address, load the model for `options.parallel` slots, bind.
+
+        Raises:
+            ExposureError: a non-loopback host without a key.
+            ModelLoadError: the model could not be loaded.
+            OSError: the address could not be bound.
+        """
+        check_exposure(options.host, options.api_key)
+        # Two busy threads share the GIL here: the decoder, which drops it for every llama.cpp call,
+        # and the event loop. Each time the decoder comes back it may wait a whole switch interval
+        # (5 ms by default, longer than a small model's step) for the loop to let go.
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        scheduler = BatchScheduler(load_batch_model(options.model, options.settings, options.parallel), on_snapshot)
+        try:
+            return cls(options, scheduler, bind(options.host, options.port))
+        except BaseException:
+            scheduler.close()
+            raise
+
+    def serve_forever(self) -> None:
+        """Serve until interrupted (Ctrl+C) or stopped; frees the model at the end."""
+        try:
+            self._server.run(sockets=[self.sock])
+        finally:
+            self.scheduler.close()
+            self.sock.close()
+
+    def start_thread(self) -> None:
+        self._thread = threading.Thread(target=self.serve_forever, name="prefill-serve", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask uvicorn to finish (streams in flight get a few seconds) and wait for it."""
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join()
+
+
+def serve(options: ServeOptions, ready: Callable[[str, BatchScheduler], None] | None = None) -> None:
+    """Load, bind, and serve until interrupted; `ready(url, scheduler)` once listening."""
+    server = RunningServer.open(options)
+    if ready is not None:
+        ready(server.url, server.scheduler)
+    server.serve_forever()
