@@ -94,12 +94,16 @@ def test_events_come_in_order_with_figures(sched: BatchScheduler) -> None:
 def test_requests_beyond_the_slots_wait_in_a_queue(tiny_model: Path) -> None:
     sched = make_scheduler(tiny_model, 2)
     try:
-        cs = [run(sched, prompt_of(sched, f"request number {i}")) for i in range(5)]
+        prompts = [prompt_of(sched, f"request number {i}") for i in range(5)]
+        alone = [run(sched, p).wait().text for p in prompts]
+        cs = [run(sched, p) for p in prompts]
         ends = [c.wait() for c in cs]
         snap = sched.snapshot()
+        # each admitted as a slot freed: its prefill beside the other slot's decoding
+        assert [e.text for e in ends] == alone
         assert all(e.metrics.completion_tokens == 24 for e in ends)
         assert snap.peak_queued >= 1 and snap.peak_batch_seqs == 2
-        assert snap.served == 5 and snap.queued == 0
+        assert snap.served == 10 and snap.queued == 0
     finally:
         sched.close()
 
@@ -192,5 +196,28 @@ def test_snapshots_show_slots_at_work(tiny_model: Path) -> None:
             h.cancel()
         assert idle_again.wait(WAIT_S)  # cancelled slots go idle, and the window hears of it
         assert sched.snapshot().served == 2
+    finally:
+        sched.close()
+
+
+def test_a_long_prompt_prefills_in_chunks_beside_decoding_slots(tiny_model: Path) -> None:
+    alone_sched = make_scheduler(tiny_model, 2, n_ctx=1024)
+    try:
+        long = prompt_of(alone_sched, "many words in a long prompt " * 60)
+        assert len(long) > alone_sched.runtime.n_batch  # more than one batch: prefilled over several steps
+        short = prompt_of(alone_sched, "a short one")
+        alone = [run(alone_sched, p).wait().text for p in (long, short)]
+    finally:
+        alone_sched.close()
+    sched = make_scheduler(tiny_model, 2, n_ctx=1024)
+    try:
+        busy = Collector()
+        sched.submit(BatchRequest(short, replace(GREEDY, max_tokens=400), busy))
+        assert busy.first_token.wait(WAIT_S)
+        c = run(sched, long)  # its chunks share batches with the other slot's decode tokens
+        assert c.wait().text == alone[0]
+        assert c.prefill.evaluated_tokens == len(long)
+        assert busy.wait().text.startswith(alone[1])
+        assert sched.snapshot().peak_batch_seqs == 2
     finally:
         sched.close()
