@@ -10,7 +10,10 @@ from prefill.commands.options import add_model_options, load_settings, model_pat
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="serve the model over an OpenAI-compatible HTTP API")
+    p = sub.add_parser(
+        "serve", help="serve the model over an OpenAI-compatible HTTP API",
+        description="Serve a model over an OpenAI-compatible HTTP API. --ctx is the context of each of "
+                    "the --parallel slots (they share one llama.cpp context of ctx x parallel cells).")
     add_model_options(p)
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; any other needs --api-key)")
