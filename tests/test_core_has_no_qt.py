@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 APP = Path(__file__).resolve().parents[1] / "app"
-CORE = ("engine", "hub", "store")
+CORE = ("engine", "hub", "store", "server")
 QT = ("PySide6", "PySide2", "PyQt5", "PyQt6", "shiboken6")
 
 

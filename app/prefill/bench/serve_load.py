@@ -1,0 +1,129 @@
+"""Load on a running `prefill serve`: N clients streaming chat completions for a bounded time.
+
+Each client (a thread with the official `openai` client, from the test extra) sends
+one streamed request after another until the deadline; every request started is
+recorded as answered completely or failed with an error, so none can be lost silently.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from prefill.engine.metrics import percentile
+
+WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "while", "the", "server",
+         "batches", "every", "token")
+
+
+def prompt_text(n: int, words: int = 48) -> str:
+    """A distinct prompt per request: the number leads, so no slot's cache shares its prefix."""
+    return f"{n} " + " ".join(WORDS[(n + i) % len(WORDS)] for i in range(words))
+
+
+@dataclass
+class Outcome:
+    client: int
+    complete: bool = False  # finish reason, usage chunk and every token arrived
+    error: str = ""
+    finish: str = ""
+    tokens: int = 0  # usage.completion_tokens
+    chunks: int = 0  # text chunks received
+    ttft_s: float = 0.0
+    server_decode_tps: float = 0.0  # the server's own figure for the request (timings)
+    start: float = 0.0
+    first: float = 0.0
+    end: float = 0.0
+
+
+@dataclass
+class LoadReport:
+    clients: int
+    duration_s: float
+    outcomes: list[Outcome] = field(default_factory=list)
+    started: int = 0
+
+    @property
+    def lost(self) -> int:
+        return self.started - len(self.outcomes)
+
+    def figures(self) -> dict[str, object]:
+        done = [o for o in self.outcomes if o.complete]
+        ttft = sorted(o.ttft_s * 1000 for o in done)
+        wall = (max(o.end for o in self.outcomes) - min(o.start for o in self.outcomes)) if self.outcomes else 0
+        tokens = sum(o.tokens for o in done)
+        per_request = sorted((o.tokens - 1) / (o.end - o.first) for o in done if o.tokens > 1 and o.end > o.first)
+        return {
+            "clients": self.clients, "duration_s": self.duration_s, "requests": self.started,
+            "complete": len(done), "errors": sum(1 for o in self.outcomes if o.error), "lost": self.lost,
+            "tokens": tokens, "wall_s": round(wall, 3),
+            "total_tps": round(tokens / wall, 1) if wall else 0.0,
+            "ttft_p50_ms": round(percentile(ttft, 50), 1), "ttft_p95_ms": round(percentile(ttft, 95), 1),
+            "client_decode_tps_p50": round(percentile(per_request, 50), 1),
+            "server_decode_tps_p50": round(percentile(sorted(o.server_decode_tps for o in done), 50), 1),
+        }
+
+
+def one_request(client: object, model: str, n: int, max_tokens: int, out: Outcome) -> None:
+    """One streamed chat completion with usage; fills `out`."""
+    out.start = time.perf_counter()
+    stream = client.chat.completions.create(  # type: ignore[attr-defined]
+        model=model, messages=[{"role": "user", "content": prompt_text(n)}], stream=True,
+        stream_options={"include_usage": True}, max_tokens=max_tokens, temperature=0.8, seed=n,
+        extra_body={"ignore_eos": True},
+    )
+    usage = None
+    for chunk in stream:
+        if chunk.choices:
+            c = chunk.choices[0]
+            if c.delta.content:
+                if not out.chunks:
+                    out.first = time.perf_counter()
+                out.chunks += 1
+            if c.finish_reason:
+                out.finish = c.finish_reason
+                out.server_decode_tps = float((chunk.model_extra or {}).get("timings", {}).get("decode_tps", 0))
+        if chunk.usage is not None:
+            usage = chunk.usage
+    out.end = time.perf_counter()
+    out.ttft_s = out.first - out.start if out.first else 0.0
+    out.tokens = usage.completion_tokens if usage else 0
+    out.complete = bool(usage and out.finish == "length" and out.tokens == max_tokens)
+    if not out.complete:
+        out.error = f"incomplete answer: finish {out.finish!r}, {out.tokens}/{max_tokens} tokens"
+
+
+def run_load(base_url: str, model: str, clients: int, duration_s: float, max_tokens: int,
+             api_key: str = "none", requests_per_client: int = 0) -> LoadReport:
+    """`clients` threads stream until `duration_s` has passed (or each sent `requests_per_client`)."""
+    from openai import OpenAI
+
+    report = LoadReport(clients, duration_s)
+    lock = threading.Lock()
+    counter = iter(range(1, 10**9))
+    deadline = time.perf_counter() + duration_s
+
+    def client_loop(idx: int) -> None:
+        client = OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=120)
+        sent = 0
+        while time.perf_counter() < deadline and (not requests_per_client or sent < requests_per_client):
+            with lock:
+                n = next(counter)
+                report.started += 1
+            out = Outcome(idx)
+            try:
+                one_request(client, model, n, max_tokens, out)
+            except Exception as e:  # noqa: BLE001 -- an error is an answer too; only a missing record is lost
+                out.error = f"{type(e).__name__}: {e}"
+                out.end = time.perf_counter()
+            with lock:
+                report.outcomes.append(out)
+            sent += 1
+
+    threads = [threading.Thread(target=client_loop, args=(i,), name=f"client-{i}") for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return report

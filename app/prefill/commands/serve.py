@@ -1,0 +1,53 @@
+"""`prefill serve`: an OpenAI-compatible HTTP server with parallel slots."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from prefill.cli import CliError
+from prefill.commands.options import add_model_options, load_settings, model_path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve", help="serve the model over an OpenAI-compatible HTTP API",
+        description="Serve a model over an OpenAI-compatible HTTP API. --ctx is the context of each of "
+                    "the --parallel slots (they share one llama.cpp context of ctx x parallel cells).")
+    add_model_options(p)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; any other needs --api-key)")
+    p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
+    p.add_argument("--parallel", type=int, default=4, help="requests decoded together (default 4)")
+    p.add_argument("--api-key", default=os.environ.get("PREFILL_API_KEY", ""),
+                   help="require 'Authorization: Bearer KEY' (default: $PREFILL_API_KEY)")
+    p.add_argument("--cors-origin", action="append", default=[],
+                   help="allow browser requests from this origin (repeatable; CORS is off without it)")
+    p.add_argument("--alias", default="", help="the model's id in the API (default: the file name)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from prefill.server.runner import ExposureError, ServeOptions, check_exposure, serve
+
+    if not 1 <= args.parallel <= 64:
+        raise CliError("--parallel must be between 1 and 64")
+    if not 0 <= args.port <= 65535:
+        raise CliError("--port must be between 0 and 65535")
+    try:
+        check_exposure(args.host, args.api_key)  # before the model loads: fail fast
+    except ExposureError as e:
+        raise CliError(str(e)) from None
+    options = ServeOptions(
+        model=model_path(args), settings=load_settings(args), host=args.host, port=args.port,
+        parallel=args.parallel, api_key=args.api_key, cors_origins=tuple(args.cors_origin),
+        model_id=args.alias,
+    )
+
+    def ready(url: str, scheduler: object) -> None:
+        n_ctx = getattr(scheduler, "n_ctx_seq", 0)
+        print(f"prefill: serving {options.model.name} at {url}/v1 ({args.parallel} slots of {n_ctx} tokens)",
+              flush=True)
+
+    serve(options, ready)
+    return 0

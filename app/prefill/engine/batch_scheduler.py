@@ -1,0 +1,344 @@
+"""Continuous batching: several requests decode together in one llama.cpp batch.
+
+One thread owns the `BatchRuntime`. Each step it builds one `llama_batch` holding
+the next token of every decoding slot and, in the room left, prompt chunks of the
+slots still prefilling; one `llama_decode`; then each finished row is sampled with
+its own request's sampler chain. A request waits in a FIFO queue while all slots
+are busy. A new request goes to the idle slot whose cached tokens share the longest
+prefix with its prompt, and only what follows that prefix is evaluated.
+"""
+
+from __future__ import annotations
+
+import codecs
+import ctypes
+import logging
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from prefill.engine.batch_request import BatchEvent, BatchRequest, Failed, RequestHandle
+from prefill.engine.batch_runtime import LoadedBatchModel, TokenBatch
+from prefill.engine.batch_snapshot import BatchSnapshot, RateMeter, SlotSnapshot
+from prefill.engine.errors import ContextOverflow, EngineError
+from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.stop_strings import StopMatcher
+
+log = logging.getLogger(__name__)
+PUBLISH_EVERY_S = 0.1
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+@dataclass(eq=False)
+class _Slot:
+    index: int  # also its llama.cpp sequence id
+    tokens: list[int] = field(default_factory=list)  # exactly what its sequence holds
+    job: _Job | None = None
+    last_used: float = 0.0
+
+
+@dataclass(eq=False)
+class _Job:
+    slot: _Slot
+    handle: RequestHandle
+    pending: list[int]  # prompt tokens not yet in the cache
+    cached: int  # prompt tokens reused from the slot's cache
+    sampler: ctypes.c_void_p
+    state: str = "prefill"
+    fed: int = 0  # of `pending`, already in a batch
+    index: int = -1  # this step's batch row whose logits are ours
+    last: int = -1  # sampled, not yet evaluated
+    n_gen: int = 0
+    pieces: list[str] = field(default_factory=list)
+    decoder: codecs.IncrementalDecoder = field(
+        default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"))
+    stops: StopMatcher = field(default_factory=lambda: StopMatcher(()))
+    meter: RateMeter = field(default_factory=RateMeter)
+
+
+class BatchScheduler:
+    """Serves requests on `model`'s slots from a thread of its own. Thread-safe to call.
+
+    `on_snapshot` (optional) receives a BatchSnapshot on the scheduler thread a few
+    times a second while requests run, and once when it goes idle; it must not block.
+    """
+
+    def __init__(self, model: LoadedBatchModel, on_snapshot: Callable[[BatchSnapshot], None] | None = None):
+        self.model = model
+        self.runtime = rt = model.runtime
+        self.n_ctx_seq = rt.n_ctx_seq
+        self.n_slots = rt.n_seq
+        self._on_snapshot = on_snapshot
+        self._slots = [_Slot(i) for i in range(rt.n_seq)]
+        self._queue: deque[RequestHandle] = deque()
+        self._cv = threading.Condition()
+        self._stopping = False
+        self._batch = TokenBatch(rt.n_batch, rt.n_seq)
+        self._rate = RateMeter()
+        self._served = self._cancelled = self._steps = self._peak_seqs = self._peak_queued = 0
+        self._next_publish = 0.0
+        self._snapshot = self._build_snapshot(time.perf_counter())
+        self._thread = threading.Thread(target=self._run, name="prefill-batch", daemon=True)
+        self._thread.start()
+
+    # --- any thread ------------------------------------------------------------------
+    def submit(self, request: BatchRequest) -> RequestHandle:
+        """Queue a request; its events go to `request.sink` from the scheduler thread.
+
+        Raises:
+            ContextOverflow: the prompt leaves no room for one generated token in a slot.
+            EngineError: an empty prompt, or the scheduler is closed.
+        """
+        n = len(request.prompt)
+        if n == 0:
+            raise EngineError("the prompt is empty")
+        if n >= self.n_ctx_seq:
+            raise ContextOverflow(n, 1, self.n_ctx_seq)
+        handle = RequestHandle(request, self._wake)
+        with self._cv:
+            if self._stopping:
+                raise EngineError("the server is shutting down")
+            self._queue.append(handle)
+            self._peak_queued = max(self._peak_queued, len(self._queue) - self._idle_count())
+            self._cv.notify()
+        return handle
+
+    def snapshot(self) -> BatchSnapshot:
+        """The latest published state (at most PUBLISH_EVERY_S old while busy)."""
+        return self._snapshot
+
+    def close(self) -> None:
+        """Stop the thread; requests still queued or running get Failed. Frees the model."""
+        with self._cv:
+            self._stopping = True
+            self._cv.notify()
+        self._thread.join()
+        self.runtime.close()
+
+    def _wake(self) -> None:
+        with self._cv:
+            self._cv.notify()
+
+    def _idle_count(self) -> int:
+        return sum(1 for s in self._slots if s.job is None)
+
+    # --- the scheduler thread ------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            while True:
+                if not any(s.job for s in self._slots):
+                    self._publish(time.perf_counter(), force=True)
+                with self._cv:
+                    while not self._stopping and not self._queue and not any(s.job for s in self._slots):
+                        self._cv.wait()
+                    if self._stopping:
+                        break
+                    dropped = [h for h in self._queue if h.cancelled]
+                    if dropped:
+                        self._queue = deque(h for h in self._queue if not h.cancelled)
+                    admitted = []
+                    for _ in range(min(self._idle_count(), len(self._queue))):
+                        admitted.append(self._queue.popleft())
+                for h in dropped:
+                    self._served += 1
+                    self._cancelled += 1
+                    self._publish(time.perf_counter(), force=True)
+                    self._emit(h, Finished("cancelled", "", h.clock.snapshot(0, self.n_ctx_seq, 0, "cancelled")))
+                for h in admitted:
+                    try:
+                        self._admit(h)
+                    except Exception as e:  # that request fails, the others go on
+                        log.exception("a request could not start")
+                        self._served += 1
+                        self._emit(h, Failed(f"the engine could not start the request: {e}"))
+                try:
+                    self._step()
+                except Exception as e:  # keep serving: fail what was running, start clean
+                    log.exception("batch step failed")
+                    for j in self._jobs():
+                        self._fail(j, f"the engine failed: {e}")
+                self._publish(time.perf_counter())
+        finally:
+            with self._cv:
+                queued, self._queue = list(self._queue), deque()
+            for h in queued:
+                self._emit(h, Failed("the server is shutting down"))
+            for j in self._jobs():
+                self._fail(j, "the server is shutting down")
+
+    def _admit(self, handle: RequestHandle) -> None:
+        """Put a request into the idle slot whose cache shares the longest prefix with it, when that
+        is at least half the prompt (a continued conversation); else into the least recently used
+        slot, so a new conversation does not evict another one's cache for a shared BOS."""
+        prompt = handle.request.prompt
+        shared = {s.index: common_prefix(s.tokens, prompt) for s in self._slots if s.job is None}
+
+        def score(s: _Slot) -> tuple[int, float]:
+            n = shared[s.index]
+            return (n if 2 * n >= len(prompt) else 0, -s.last_used)
+
+        slot = max((s for s in self._slots if s.job is None), key=score)
+        keep = min(shared[slot.index], len(prompt) - 1)  # evaluate >= 1 token
+        keep = self.runtime.seq_truncate(slot.index, keep)
+        del slot.tokens[keep:]
+        s = handle.request.sampling
+        seed = s.seed if s.seed >= 0 else random.getrandbits(32)
+        job = _Job(slot, handle, list(prompt[keep:]), keep, self.runtime.new_serve_sampler(s, seed),
+                   stops=StopMatcher(s.stop))
+        handle.clock.t_prefill_start = time.perf_counter()
+        slot.job = job
+
+    def _jobs(self) -> list[_Job]:
+        return [s.job for s in self._slots if s.job is not None]
+
+    def _step(self) -> None:
+        rt, batch = self.runtime, self._batch
+        for j in self._jobs():
+            if j.handle.cancelled:
+                self._finish(j, "cancelled", flush=False)
+        batch.clear()
+        jobs = self._jobs()
+        decoding = [j for j in jobs if j.state == "decode"]
+        for j in decoding:
+            j.index = batch.add((j.last,), len(j.slot.tokens), j.slot.index, True)
+        chunks: list[tuple[_Job, list[int], bool]] = []
+        for j in sorted((j for j in jobs if j.state == "prefill"), key=lambda j: j.handle.id):
+            if batch.room == 0:
+                break
+            chunk = j.pending[j.fed : j.fed + batch.room]
+            done = j.fed + len(chunk) == len(j.pending)
+            j.index = batch.add(chunk, len(j.slot.tokens), j.slot.index, done)
+            chunks.append((j, chunk, done))
+        if batch.n == 0:
+            return
+        rc = rt.decode_batch(batch)
+        if rc != 0:
+            for j in decoding + [c[0] for c in chunks]:
+                self._fail(j, f"llama.cpp could not decode the batch (code {rc})")
+            return
+        now = time.perf_counter()
+        self._steps += 1
+        self._peak_seqs = max(self._peak_seqs, len(decoding) + len(chunks))
+        ready = decoding
+        for j in decoding:
+            j.slot.tokens.append(j.last)
+        for j, chunk, done in chunks:
+            j.slot.tokens.extend(chunk)
+            j.fed += len(chunk)
+            if done:
+                self._prefilled(j, now)
+                ready.append(j)
+        for j in ready:
+            self._accept(j, rt.sample_at(j.sampler, j.index), now)
+        self._rate.add(now, len(ready))
+
+    def _prefilled(self, j: _Job, now: float) -> None:
+        clock = j.handle.clock
+        clock.t_prefill_end = now
+        evaluated = len(j.pending)
+        prefill_ms = (now - clock.t_prefill_start) * 1000
+        clock.base = MetricsSnapshot(
+            prompt_tokens=j.cached + evaluated, cached_tokens=j.cached, evaluated_tokens=evaluated,
+            prefill_ms=prefill_ms, prefill_tps=evaluated / prefill_ms * 1000 if prefill_ms > 0 else 0.0,
+        )
+        j.state = "decode"
+        j.pending = []
+        self._emit(j.handle, PrefillDone(j.cached + evaluated, j.cached, evaluated, prefill_ms))
+
+    def _accept(self, j: _Job, tok: int, now: float) -> None:
+        """A token sampled for `j`: emit its text, then finish or feed it next step."""
+        rt = self.runtime
+        sampling = j.handle.request.sampling
+        if tok in rt.eog and not sampling.ignore_eos:
+            self._finish(j, "stop")
+            return
+        j.handle.clock.token_times.append(now)
+        j.n_gen += 1
+        j.meter.add(now, 1)
+        out, hit = j.stops.feed(j.decoder.decode(rt.piece(tok)))
+        if out:
+            j.pieces.append(out)
+            self._emit(j.handle, Token(out, j.n_gen))
+        if hit:
+            self._finish(j, "stop", flush=False)
+        elif j.n_gen >= sampling.max_tokens:
+            self._finish(j, "length")
+        elif len(j.slot.tokens) >= self.n_ctx_seq:
+            self._finish(j, "context_full")
+        else:
+            j.last = tok
+
+    def _finish(self, j: _Job, reason: str, flush: bool = True) -> None:
+        tail = j.stops.flush() if flush else ""
+        if tail:
+            j.pieces.append(tail)
+            self._emit(j.handle, Token(tail, j.n_gen))
+        metrics = j.handle.clock.snapshot(
+            self.runtime.seq_cells(j.slot.index), self.n_ctx_seq, self.model.bytes_per_cell, reason)
+        self._cancelled += reason == "cancelled"
+        self._release(j)
+        self._emit(j.handle, Finished(reason, "".join(j.pieces), metrics))
+
+    def _fail(self, j: _Job, message: str) -> None:
+        """Give up on a request; its sequence is cleared, since a failed decode may leave
+        part of a batch in the cache."""
+        self._release(j)
+        self.runtime.seq_truncate(j.slot.index, 0)
+        j.slot.tokens.clear()
+        self._emit(j.handle, Failed(message))
+
+    def _release(self, j: _Job) -> None:
+        self.runtime.free_sampler(j.sampler)
+        j.slot.job = None
+        j.slot.last_used = time.perf_counter()
+        self._served += 1
+        self._publish(j.slot.last_used, force=True)  # a request's end is seen before its Finished event
+
+    def _emit(self, handle: RequestHandle, event: BatchEvent) -> None:
+        try:
+            handle.request.sink(event)
+        except Exception:  # a broken consumer loses its request, not the scheduler
+            log.exception("a request's sink failed; cancelling it")
+            handle.cancel()
+
+    # --- snapshots -------------------------------------------------------------------------
+    def _publish(self, now: float, force: bool = False) -> None:
+        if not force and now < self._next_publish:
+            return
+        self._next_publish = now + PUBLISH_EVERY_S
+        self._snapshot = snap = self._build_snapshot(now)
+        if self._on_snapshot is not None:
+            try:
+                self._on_snapshot(snap)
+            except Exception:
+                log.exception("on_snapshot failed")
+
+    def _build_snapshot(self, now: float) -> BatchSnapshot:
+        rt = self.runtime
+        slots = []
+        for s in self._slots:
+            j = s.job
+            cells = rt.seq_cells(s.index)
+            if j is None:
+                slots.append(SlotSnapshot(s.index, "idle", kv_cells=cells))
+                continue
+            slots.append(SlotSnapshot(
+                s.index, j.state, j.handle.request.label or f"#{j.handle.id}",
+                prompt_tokens=len(j.handle.request.prompt), generated=j.n_gen, kv_cells=cells,
+                tps=j.meter.rate(now),
+            ))
+        return BatchSnapshot(
+            slots=tuple(slots), queued=len(self._queue), aggregate_tps=self._rate.rate(now),
+            n_ctx_seq=self.n_ctx_seq, served=self._served, cancelled=self._cancelled, steps=self._steps,
+            peak_batch_seqs=self._peak_seqs, peak_queued=self._peak_queued,
+        )

@@ -1,0 +1,77 @@
+"""What the batched scheduler is doing, as frozen snapshots any thread may read.
+
+A window or a `/slots` endpoint shows them: each slot's state, tokens, KV cells and
+rate, the queue, and the batch's aggregate rate, so continuous batching can be seen.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import asdict, dataclass
+
+SLOT_STATES = ("idle", "prefill", "decode")
+RATE_WINDOW_S = 2.0
+
+
+@dataclass(frozen=True)
+class SlotSnapshot:
+    index: int
+    state: str  # one of SLOT_STATES
+    label: str = ""  # the request in it
+    prompt_tokens: int = 0
+    generated: int = 0
+    kv_cells: int = 0  # cells its sequence holds in llama.cpp's cache
+    tps: float = 0.0  # its decode rate over the last few seconds
+
+
+@dataclass(frozen=True)
+class BatchSnapshot:
+    slots: tuple[SlotSnapshot, ...] = ()
+    queued: int = 0
+    aggregate_tps: float = 0.0  # tokens sampled per second, all slots together
+    n_ctx_seq: int = 0  # context of one slot
+    served: int = 0  # requests finished, failed or cancelled since start
+    cancelled: int = 0  # of which cancelled (a client that went away, a stop button)
+    steps: int = 0  # llama_decode calls
+    peak_batch_seqs: int = 0  # most sequences in one batch so far
+    peak_queued: int = 0
+
+    @property
+    def busy(self) -> int:
+        return sum(1 for s in self.slots if s.state != "idle")
+
+    @property
+    def in_flight(self) -> int:
+        """Requests being served or waiting."""
+        return self.busy + self.queued
+
+    def as_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        d["busy"], d["in_flight"] = self.busy, self.in_flight
+        return d
+
+
+class RateMeter:
+    """Events per second over a sliding window; O(1) per add, amortised."""
+
+    def __init__(self, window_s: float = RATE_WINDOW_S):
+        self.window_s = window_s
+        self._marks: deque[tuple[float, int]] = deque()
+        self._total = 0
+
+    def add(self, now: float, n: int) -> None:
+        self._marks.append((now, n))
+        self._total += n
+        self._trim(now)
+
+    def _trim(self, now: float) -> None:
+        while self._marks and self._marks[0][0] < now - self.window_s:
+            self._total -= self._marks.popleft()[1]
+
+    def rate(self, now: float) -> float:
+        self._trim(now)
+        if len(self._marks) < 2:
+            return 0.0
+        span = now - self._marks[0][0]
+        # the first mark opens the window; its count happened before it
+        return (self._total - self._marks[0][1]) / span if span > 0 else 0.0

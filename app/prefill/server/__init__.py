@@ -1,0 +1,1 @@
+"""An OpenAI-compatible HTTP server over the batched scheduler (Starlette on uvicorn). No Qt."""

@@ -1,0 +1,54 @@
+"""Errors of the HTTP API, in OpenAI's shape: {"error": {"message", "type", "param", "code"}}."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+INVALID = "invalid_request_error"
+
+
+@dataclass
+class ApiError(Exception):
+    """An error a client gets as an OpenAI-shaped JSON body with `status`."""
+
+    status: int
+    message: str
+    type: str = INVALID
+    param: str | None = None
+    code: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    def body(self) -> dict[str, object]:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+
+def bad_request(message: str, param: str | None = None, code: str | None = None) -> ApiError:
+    return ApiError(400, message, param=param, code=code)
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "Incorrect or missing API key: send it as 'Authorization: Bearer KEY'.",
+                    code="invalid_api_key")
+
+
+def model_not_found(name: str, available: str) -> ApiError:
+    return ApiError(404, f"The model {name!r} does not exist here; this server serves {available!r}.",
+                    param="model", code="model_not_found")
+
+
+def too_large(limit: int) -> ApiError:
+    return ApiError(413, f"The request body is over the {limit // 2**20} MiB limit.", code="request_too_large")
+
+
+def context_exceeded(message: str) -> ApiError:
+    return ApiError(400, message, param="messages", code="context_length_exceeded")
+
+
+def server_error(message: str) -> ApiError:
+    return ApiError(500, message, type="server_error")
+
+
+def unavailable(message: str) -> ApiError:
+    return ApiError(503, message, type="server_error")

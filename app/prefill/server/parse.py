@@ -1,0 +1,188 @@
+"""The door: every request body is checked here, once, and becomes a typed request.
+
+Anything malformed, unknown or unsupported becomes an `ApiError` with OpenAI's
+status and shape; code behind this module may trust what it gets.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from prefill.engine.batch_runtime import ServeSampling
+from prefill.engine.template import Message
+from prefill.server.errors import ApiError, bad_request, model_not_found
+
+MAX_STOPS = 16
+UNLIMITED = 2**31 - 1  # no max_tokens: a slot's context is the bound
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+# Sampling when a request leaves a field out: llama.cpp's usual chain, without a repeat penalty
+# (OpenAI has none; frequency and presence penalties are the API's own).
+DEFAULTS = ServeSampling(repeat_penalty=1.0)
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """A chat or completion request, checked."""
+
+    kind: str  # "chat" or "completion"
+    model: str
+    messages: tuple[Message, ...] = ()  # chat
+    prompt: str = ""  # completion
+    stream: bool = False
+    include_usage: bool = False
+    sampling: ServeSampling = field(default_factory=lambda: DEFAULTS)
+
+
+def parse_json(body: bytes) -> dict[str, Any]:
+    try:
+        obj = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise bad_request(f"The body is not valid JSON: {e}.") from None
+    if not isinstance(obj, dict):
+        raise bad_request("The body must be a JSON object.")
+    return obj
+
+
+def parse_chat(obj: dict[str, Any], model_id: str) -> GenerationRequest:
+    model = _model(obj, model_id)
+    raw = obj.get("messages")
+    if raw is None:
+        raise bad_request("'messages' is required.", "messages")
+    if not isinstance(raw, list) or not raw:
+        raise bad_request("'messages' must be a non-empty array.", "messages")
+    if obj.get("tools") or obj.get("functions"):
+        raise bad_request("Tools and function calls are not supported.", "tools")
+    fmt = obj.get("response_format")
+    if fmt is not None and not (isinstance(fmt, dict) and fmt.get("type") == "text"):
+        raise bad_request("Only the 'text' response format is supported.", "response_format")
+    if obj.get("logprobs"):
+        raise bad_request("Log probabilities are not supported.", "logprobs")
+    messages = tuple(_message(m, i) for i, m in enumerate(raw))
+    return GenerationRequest("chat", model, messages=messages, **_common(obj))
+
+
+def parse_completion(obj: dict[str, Any], model_id: str) -> GenerationRequest:
+    model = _model(obj, model_id)
+    prompt = obj.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]
+    if prompt is None:
+        raise bad_request("'prompt' is required.", "prompt")
+    if not isinstance(prompt, str):
+        raise bad_request("'prompt' must be a string (one prompt per request).", "prompt")
+    for name in ("echo", "suffix", "logprobs"):
+        if obj.get(name):
+            raise bad_request(f"'{name}' is not supported.", name)
+    if _int(obj, "best_of", 1, 1) != 1:
+        raise bad_request("'best_of' must be 1.", "best_of")
+    return GenerationRequest("completion", model, prompt=prompt, **_common(obj))
+
+
+def _model(obj: dict[str, Any], model_id: str) -> str:
+    model = obj.get("model")
+    if not isinstance(model, str) or not model:
+        raise bad_request("'model' is required (see GET /v1/models).", "model")
+    if model != model_id:
+        raise model_not_found(model, model_id)
+    return model
+
+
+def _message(m: Any, i: int) -> Message:
+    param = f"messages[{i}]"
+    if not isinstance(m, dict):
+        raise bad_request(f"{param} must be an object.", param)
+    role = m.get("role")
+    if role not in _ROLES:
+        raise bad_request(f"{param}.role must be one of system, developer, user, assistant.", param)
+    content = m.get("content")
+    if content is None and role == "assistant":
+        content = ""
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+                raise bad_request(f"{param}.content: only text parts are supported.", param)
+            parts.append(part["text"])
+        content = "".join(parts)
+    if not isinstance(content, str):
+        raise bad_request(f"{param}.content must be a string or an array of text parts.", param)
+    return Message(_ROLES[role], content)
+
+
+def _common(obj: dict[str, Any]) -> dict[str, Any]:
+    """Stream flags and sampling parameters, shared by both endpoints."""
+    stream = _bool(obj, "stream", False)
+    options = obj.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise bad_request("'stream_options' must be an object.", "stream_options")
+    include_usage = bool(stream and options and _bool(options, "include_usage", False))
+    if _int(obj, "n", 1, 1) != 1:
+        raise bad_request("Only n=1 is supported.", "n")
+    max_tokens = obj.get("max_completion_tokens")
+    key = "max_completion_tokens" if max_tokens is not None else "max_tokens"
+    limit = _int(obj, key, None, 1) if obj.get(key) is not None else None
+    stop = obj.get("stop")
+    if stop is None:
+        stops: tuple[str, ...] = ()
+    elif isinstance(stop, str):
+        stops = (stop,)
+    elif isinstance(stop, list) and len(stop) <= MAX_STOPS and all(isinstance(s, str) for s in stop):
+        stops = tuple(stop)
+    else:
+        raise bad_request(f"'stop' must be a string or an array of at most {MAX_STOPS} strings.", "stop")
+    seed = _int(obj, "seed", None, None) if obj.get("seed") is not None else None
+    d = DEFAULTS
+    try:
+        sampling = ServeSampling(
+            temperature=_float(obj, "temperature", d.temperature, 0.0, 2.0),
+            top_p=_float(obj, "top_p", d.top_p, 0.0, 1.0),
+            top_k=_int(obj, "top_k", d.top_k, 0),
+            min_p=_float(obj, "min_p", d.min_p, 0.0, 1.0),
+            repeat_penalty=d.repeat_penalty,
+            frequency_penalty=_float(obj, "frequency_penalty", 0.0, -2.0, 2.0),
+            presence_penalty=_float(obj, "presence_penalty", 0.0, -2.0, 2.0),
+            seed=seed % 2**32 if seed is not None else -1,
+            max_tokens=limit or UNLIMITED,
+            stop=tuple(s for s in stops if s),
+            ignore_eos=_bool(obj, "ignore_eos", False),
+        )
+    except ValueError as e:  # e.g. top_p 0: in range for JSON, not for the sampler
+        raise bad_request(f"{e}.") from None
+    return {"stream": stream, "include_usage": include_usage, "sampling": sampling}
+
+
+def _bool(obj: dict[str, Any], key: str, default: bool) -> bool:
+    v = obj.get(key, default)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise bad_request(f"'{key}' must be true or false.", key)
+    return v
+
+
+def _int(obj: dict[str, Any], key: str, default: int | None, low: int | None) -> Any:
+    v = obj.get(key, default)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise bad_request(f"'{key}' must be an integer.", key)
+    if low is not None and v < low:
+        raise bad_request(f"'{key}' must be at least {low}.", key)
+    return v
+
+
+def _float(obj: dict[str, Any], key: str, default: float, low: float, high: float) -> float:
+    v = obj.get(key, default)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise bad_request(f"'{key}' must be a number.", key)
+    if not low <= v <= high:
+        raise bad_request(f"'{key}' must be between {low:g} and {high:g}.", key)
+    return float(v)
+
+
+__all__ = ["ApiError", "GenerationRequest", "parse_chat", "parse_completion", "parse_json"]

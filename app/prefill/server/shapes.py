@@ -1,0 +1,112 @@
+"""OpenAI's response objects: completions, streamed chunks, usage, and Prefill's own figures.
+
+Non-streamed responses carry `usage`; streamed ones carry it in a last chunk with no
+choices when `stream_options.include_usage` is set, as OpenAI does. Both carry
+`timings`, Prefill's figures for the request (TTFT, prefill and decode rates, cached tokens).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from prefill.engine.events import MetricsSnapshot
+
+# finish reasons of the engine -> OpenAI's; a full slot context ends the answer as max_tokens would
+_FINISH = {"stop": "stop", "length": "length", "context_full": "length", "cancelled": "stop"}
+TIMING_FIELDS = (
+    "ttft_ms", "prefill_ms", "prefill_tps", "decode_tps", "itl_p50_ms", "itl_p95_ms",
+    "prompt_tokens", "cached_tokens", "evaluated_tokens", "completion_tokens", "kv_used", "kv_total",
+)
+
+
+def finish_reason(reason: str) -> str:
+    return _FINISH.get(reason, "stop")
+
+
+def usage(m: MetricsSnapshot) -> dict[str, object]:
+    return {
+        "prompt_tokens": m.prompt_tokens,
+        "completion_tokens": m.completion_tokens,
+        "total_tokens": m.prompt_tokens + m.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": m.cached_tokens},
+    }
+
+
+def timings(m: MetricsSnapshot) -> dict[str, object]:
+    return {k: round(v, 3) if isinstance(v, float) else v for k in TIMING_FIELDS for v in [getattr(m, k)]}
+
+
+def model_list(model_id: str, created: int, meta: dict[str, object]) -> dict[str, object]:
+    return {"object": "list", "data": [
+        {"id": model_id, "object": "model", "created": created, "owned_by": "prefill", "meta": meta}
+    ]}
+
+
+def sse(obj: object) -> str:
+    return f"data: {json.dumps(obj, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+
+SSE_DONE = "data: [DONE]\n\n"
+
+
+@dataclass
+class Reply:
+    """One response's identity and its builders, for a chat or a text completion."""
+
+    kind: str  # "chat" or "completion"
+    model: str
+    id: str = field(default="")
+    created: int = field(default_factory=lambda: int(time.time()))
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            prefix = "chatcmpl" if self.kind == "chat" else "cmpl"
+            self.id = f"{prefix}-{uuid.uuid4().hex}"
+
+    def _head(self, obj: str) -> dict[str, object]:
+        return {"id": self.id, "object": obj, "created": self.created, "model": self.model}
+
+    def full(self, content: str, reasoning: str, reason: str, m: MetricsSnapshot) -> dict[str, object]:
+        """The non-streamed response."""
+        if self.kind == "chat":
+            message: dict[str, object] = {"role": "assistant", "content": content}
+            if reasoning:
+                message["reasoning_content"] = reasoning
+            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason(reason)}
+            body = self._head("chat.completion")
+        else:
+            choice = {"index": 0, "text": content, "logprobs": None, "finish_reason": finish_reason(reason)}
+            body = self._head("text_completion")
+        body.update(choices=[choice], usage=usage(m), timings=timings(m))
+        return body
+
+    def chunk(self, content: str = "", reasoning: str = "", first: bool = False,
+              reason: str | None = None, m: MetricsSnapshot | None = None) -> dict[str, object]:
+        """One streamed chunk: a piece of text, or (with `reason`) the last one with the figures."""
+        done = finish_reason(reason) if reason is not None else None
+        if self.kind == "chat":
+            delta: dict[str, object] = {}
+            if first:
+                delta["role"] = "assistant"
+            if content or first:
+                delta["content"] = content
+            if reasoning:
+                delta["reasoning_content"] = reasoning
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": done}
+            body = self._head("chat.completion.chunk")
+        else:
+            choice = {"index": 0, "text": content, "logprobs": None, "finish_reason": done}
+            body = self._head("text_completion")
+        body["choices"] = [choice]
+        if m is not None:
+            body["timings"] = timings(m)
+        return body
+
+    def usage_chunk(self, m: MetricsSnapshot) -> dict[str, object]:
+        """The extra last chunk of `stream_options.include_usage`: no choices, the usage."""
+        body = self._head("chat.completion.chunk" if self.kind == "chat" else "text_completion")
+        body.update(choices=[], usage=usage(m), timings=timings(m))
+        return body

@@ -1,0 +1,242 @@
+"""The window's switch for `prefill serve`, its address, and the slots at work, live.
+
+`ServerController` starts and stops the server off the GUI thread and turns the
+scheduler's snapshots into a signal; `SlotTableModel` holds the slots for a view;
+`ServerPanel` is the switch, the address with a copy button, the requests in flight
+and queued, the batch's aggregate rate, and the slots table. The lead wires the panel
+into the window; the window's chat as one of the slots is a later step (part 2).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    Signal,
+    Slot,
+)
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from prefill.engine.batch_snapshot import BatchSnapshot, SlotSnapshot
+from prefill.engine.errors import EngineError
+from prefill.server.runner import ExposureError, RunningServer, ServeOptions
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+class ServerController(QObject):
+    """Runs a `RunningServer` for the window. Loading and stopping happen on threads of their own.
+
+    Signals:
+        started(str): the base address (http://host:port), once listening.
+        stopped(): the server has stopped and freed its model.
+        failed(str): why it could not start, in words.
+        snapshot(object): a BatchSnapshot, a few times a second while requests run.
+    """
+
+    started = Signal(str)
+    stopped = Signal()
+    failed = Signal(str)
+    snapshot = Signal(object)
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self._server: RunningServer | None = None
+        self._threads: list[threading.Thread] = []  # kept until joined: never collected running
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    def start(self, options: ServeOptions) -> None:
+        self._spawn(self._open, options)
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            self._spawn(self._close, server)
+
+    def shutdown(self) -> None:
+        """On quit: stop and wait for every thread (blocks; call once, at the end)."""
+        self.stop()
+        for t in self._threads:
+            t.join()
+        self._threads.clear()
+
+    def _spawn(self, target: Callable[..., None], arg: object) -> None:
+        self._threads = [t for t in self._threads if t.is_alive()]
+        t = threading.Thread(target=target, args=(arg,), name="prefill-serve-control", daemon=True)
+        self._threads.append(t)
+        t.start()
+
+    def _open(self, options: ServeOptions) -> None:
+        try:
+            server = RunningServer.open(options, on_snapshot=self.snapshot.emit)
+        except (EngineError, ExposureError, OSError) as e:
+            self.failed.emit(f"The server could not start: {e}")
+            return
+        server.start_thread()
+        self._server = server
+        self.started.emit(server.url)
+
+    def _close(self, server: RunningServer) -> None:
+        server.stop()
+        self.stopped.emit()
+
+
+COLUMNS = ("Slot", "State", "Request", "Tokens", "KV cells", "tok/s")
+
+
+class SlotTableModel(QAbstractTableModel):
+    """One row per slot: state, request, tokens (prompt + generated), KV cells, decode rate."""
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self._slots: tuple[SlotSnapshot, ...] = ()
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        return 0 if parent.isValid() else len(self._slots)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):  # type: ignore[no-untyped-def]
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal and 0 <= section < len(COLUMNS):
+            return COLUMNS[section]
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):  # type: ignore[no-untyped-def]
+        if not index.isValid() or role != Qt.ItemDataRole.DisplayRole:
+            return None
+        s = self._slots[index.row()]
+        busy = s.state != "idle"
+        values = (
+            str(s.index), s.state, s.label if busy else "",
+            f"{s.prompt_tokens} + {s.generated}" if busy else "", str(s.kv_cells),
+            f"{s.tps:.0f}" if busy else "",
+        )
+        return values[index.column()]
+
+    def set_slots(self, slots: tuple[SlotSnapshot, ...]) -> None:
+        """Rows that changed emit dataChanged; a new slot count resets the model."""
+        if len(slots) != len(self._slots):
+            self.beginResetModel()
+            self._slots = slots
+            self.endResetModel()
+            return
+        old, self._slots = self._slots, slots
+        for row, (a, b) in enumerate(zip(old, slots, strict=True)):
+            if a != b:
+                self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
+
+
+class ServerPanel(QWidget):
+    """The switch, the address with a copy button, requests in flight, the slots table.
+
+    `options` gives the ServeOptions for the model loaded in the window, or None when
+    there is none (the switch then says so and stays off).
+    """
+
+    def __init__(self, controller: ServerController, options: Callable[[], ServeOptions | None],
+                 parent: QWidget | None = None):
+        super().__init__(parent)
+        self.controller = controller
+        self._options = options
+        self.url = ""
+        self.switch = QCheckBox("Serve this model over HTTP (OpenAI API)")
+        self.address = QLabel("Off")
+        self.address.setTextFormat(Qt.TextFormat.PlainText)
+        self.address.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.copy = QPushButton("Copy")
+        self.copy.setEnabled(False)
+        self.status = QLabel("")
+        self.status.setTextFormat(Qt.TextFormat.PlainText)
+        self.slots = SlotTableModel(self)
+        self.table = QTableView()
+        self.table.setModel(self.slots)
+        self.table.verticalHeader().hide()
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+
+        row = QHBoxLayout()
+        row.addWidget(self.address, 1)
+        row.addWidget(self.copy)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.switch)
+        layout.addLayout(row)
+        layout.addWidget(self.status)
+        layout.addWidget(self.table)
+
+        self.switch.toggled.connect(self._on_switch_toggled)
+        self.copy.clicked.connect(self._on_copy_clicked)
+        controller.started.connect(self._on_controller_started)
+        controller.stopped.connect(self._on_controller_stopped)
+        controller.failed.connect(self._on_controller_failed)
+        controller.snapshot.connect(self._on_controller_snapshot)
+
+    @Slot(bool)
+    def _on_switch_toggled(self, on: bool) -> None:
+        if on and not self.controller.running:
+            options = self._options()
+            if options is None:
+                self._set_off("Load a model first.")
+                return
+            self.switch.setEnabled(False)  # until it has started or failed
+            self.address.setText(f"Starting on {options.host}…")
+            self.controller.start(options)
+        elif not on and self.controller.running:
+            self.switch.setEnabled(False)
+            self.address.setText("Stopping…")
+            self.controller.stop()
+
+    @Slot()
+    def _on_copy_clicked(self) -> None:
+        QGuiApplication.clipboard().setText(self.url + "/v1")
+
+    @Slot(str)
+    def _on_controller_started(self, url: str) -> None:
+        self.url = url
+        self.address.setText(f"{url}/v1")
+        self.copy.setEnabled(True)
+        self.switch.setEnabled(True)
+
+    @Slot()
+    def _on_controller_stopped(self) -> None:
+        self._set_off("Off")
+        self.slots.set_slots(())
+
+    @Slot(str)
+    def _on_controller_failed(self, message: str) -> None:
+        self._set_off(message)
+
+    @Slot(object)
+    def _on_controller_snapshot(self, snap: BatchSnapshot) -> None:
+        self.status.setText(
+            f"{snap.in_flight} in flight · {snap.queued} queued · {snap.aggregate_tps:.0f} tok/s in all · "
+            f"{snap.served} served")
+        self.slots.set_slots(snap.slots)
+
+    def _set_off(self, text: str) -> None:
+        self.url = ""
+        self.address.setText(text)
+        self.copy.setEnabled(False)
+        self.status.setText("")
+        self.switch.blockSignals(True)
+        self.switch.setChecked(False)
+        self.switch.blockSignals(False)
+        self.switch.setEnabled(True)

@@ -1,0 +1,85 @@
+"""`prefill serve` as a real process on 127.0.0.1 (a free port), and clients for it."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+from openai import OpenAI
+
+START_S = 120
+
+
+@dataclass
+class Served:
+    proc: subprocess.Popen[str]
+    url: str  # http://127.0.0.1:PORT
+    model_id: str
+    key: str = "none"
+
+    @property
+    def base(self) -> str:
+        return self.url + "/v1"
+
+    def client(self, key: str | None = None, **kw: object) -> OpenAI:
+        return OpenAI(base_url=self.base, api_key=key or self.key, max_retries=0, timeout=60, **kw)
+
+    def slots(self) -> dict[str, object]:
+        headers = {"Authorization": f"Bearer {self.key}"}
+        return httpx.get(self.url + "/slots", headers=headers, timeout=10).json()
+
+    def wait_until(self, check: Callable[[dict[str, object]], bool], timeout: float = 30) -> dict[str, object]:
+        """Poll /slots until `check` holds (the scheduler publishes every 0.1 s)."""
+        end = time.monotonic() + timeout
+        while True:
+            snap = self.slots()
+            if check(snap):
+                return snap
+            assert time.monotonic() < end, f"never reached: {snap}"
+            time.sleep(0.05)
+
+
+def start_server(model: Path, *args: str) -> Served:
+    cmd = [sys.executable, "-m", "prefill", "serve", "--model", str(model), "--port", "0",
+           "--gpu-layers", "none", "--threads", "1", *args]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    try:
+        line = lines.get(timeout=START_S)
+    except queue.Empty:
+        proc.kill()
+        raise AssertionError(f"the server did not start: {proc.stderr.read()}") from None  # type: ignore[union-attr]
+    assert " at http://" in line, line
+    url = line.split(" at ")[1].split()[0].removesuffix("/v1")
+    key = args[args.index("--api-key") + 1] if "--api-key" in args else "none"
+    return Served(proc, url, model.name.removesuffix(".gguf"), key)
+
+
+def stop_server(s: Served) -> str:
+    """Interrupt it as Ctrl+C would; returns its stderr."""
+    s.proc.send_signal(signal.SIGINT)
+    try:
+        _, err = s.proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        s.proc.kill()
+        _, err = s.proc.communicate()
+    return err
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model: Path) -> Iterator[Served]:
+    s = start_server(tiny_model, "--parallel", "2", "--ctx", "2048")
+    yield s
+    stop_server(s)
