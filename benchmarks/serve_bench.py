@@ -79,7 +79,8 @@ class Lean:
 
     def rate(self, clients: int, requests: int) -> float:
         prompts = [self.builder.chat([Message("user", prompt_text(n))]) for n in range(1, clients * requests + 1)]
-        tokens, wall = lean_batch_generate(self.loaded.runtime, prompts, self.sampling, wave=min(clients, self.parallel))
+        wave = min(clients, self.parallel)
+        tokens, wall = lean_batch_generate(self.loaded.runtime, prompts, self.sampling, wave=wave)
         return tokens / wall
 
     def close(self) -> None:

@@ -51,7 +51,7 @@ def test_missing_or_bad_messages_are_400(server: Served) -> None:
 
 
 @pytest.mark.parametrize("extra", [
-    {"temperature": "hot"}, {"temperature": 9}, {"top_p": 0}, {"max_tokens": 0}, {"max_tokens": True},
+    {"temperature": "hot"}, {"temperature": 9}, {"top_p": 1.5}, {"max_tokens": 0}, {"max_tokens": True},
     {"n": 2}, {"stop": [1, 2]}, {"stream": "yes"}, {"seed": 1.5}, {"frequency_penalty": 3},
     {"tools": [{"type": "function"}]}, {"logprobs": True},
 ])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from prefill.cli import CliError
+from prefill.commands.errors import CliError
 from prefill.commands.options import add_model_options, load_settings, model_path
 
 

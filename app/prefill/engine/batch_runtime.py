@@ -51,7 +51,7 @@ class BatchRuntime(LlamaRuntime):
             raise ValueError(f"parallel sequences must be between 1 and {MAX_SEQUENCES}, not {n_seq}")
         # LlamaRuntime makes a one-sequence context; a minimal one, swapped for ours below.
         # (A `n_seq_max` argument on LlamaRuntime would make this swap unnecessary.)
-        super().__init__(path, replace(settings, n_ctx=16, n_batch=16), n_gpu_layers, n_layer)
+        super().__init__(path, replace(settings, n_ctx=128, n_batch=128), n_gpu_layers, n_layer)
         llama_cpp.llama_free(self.ctx)
         self.ctx = None
         cp = llama_cpp.llama_context_default_params()

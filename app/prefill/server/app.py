@@ -107,18 +107,20 @@ async def _completion(state: ServeState, request: Request) -> Response:
 async def _generate(state: ServeState, request: Request, req: GenerationRequest) -> Response:
     try:
         if req.kind == "chat":
-            prompt = await anyio.to_thread.run_sync(state.prompts.chat, req.messages)
+            prompt, text = await anyio.to_thread.run_sync(state.prompts.chat_prompt, req.messages)
         else:
-            prompt = await anyio.to_thread.run_sync(state.prompts.completion, req.prompt)
+            prompt, text = await anyio.to_thread.run_sync(state.prompts.completion, req.prompt), ""
     except TemplateError as e:
         raise bad_request(str(e), "messages") from None
     reply = Reply(req.kind, req.model)
     stream = EventStream(asyncio.get_running_loop(), tokens=req.stream)
     sampling = req.sampling
+    if req.kind == "chat":  # the chat format's turn markers end the answer, written as text too
+        sampling = replace(sampling, stop=(*sampling.stop, *state.prompts.format.stops))
     if sampling.max_tokens > state.scheduler.n_ctx_seq:
         sampling = replace(sampling, max_tokens=state.scheduler.n_ctx_seq)
     handle = submit(state.scheduler, prompt, sampling, stream, reply.id)
-    splitter = make_splitter(state.prompts.template.source)
+    splitter = make_splitter(state.prompts.reasoning if req.kind == "chat" else None, text)
     if req.stream:
         body = stream_reply(reply, handle, stream, splitter, req.include_usage)
         return StreamingResponse(body, media_type="text/event-stream",

@@ -16,7 +16,7 @@ from prefill.engine.template import Message
 from prefill.server.errors import ApiError, bad_request, model_not_found
 
 MAX_STOPS = 16
-UNLIMITED = 2**31 - 1  # no max_tokens: a slot's context is the bound
+UNLIMITED = 1 << 20  # no max_tokens: the schema's maximum; a slot's context is the real bound
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 # Sampling when a request leaves a field out: llama.cpp's usual chain, without a repeat penalty
 # (OpenAI has none; frequency and presence penalties are the API's own).

@@ -1,16 +1,20 @@
-"""Prompt tokens for a request: chat messages through the model's own template, or raw text.
+"""Prompt tokens for a request: chat messages in the model's chat format, or raw text.
 
-Called off the event loop (rendering and tokenising are CPU work); llama.cpp's
-tokenizer reads the vocabulary only, so this may run beside the decoding thread.
+The same format the window uses (`engine.chat_format`): the model's own template, else the
+built-in format its vocabulary points to, else a base-model transcript; consecutive messages
+of one role are merged first. Called off the event loop (rendering and tokenising are CPU work);
+llama.cpp's tokenizer reads the vocabulary only, so this may run beside the decoding thread.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from prefill.engine import chat_format
 from prefill.engine.gguf_header import GGUFHeader
 from prefill.engine.llama_runtime import LlamaRuntime
-from prefill.engine.template import ChatTemplate, Message
+from prefill.engine.reasoning import detect_syntax
+from prefill.engine.template import Message, merge_turns
 
 
 class PromptBuilder:
@@ -18,16 +22,23 @@ class PromptBuilder:
         self.runtime = runtime
         bos = runtime.token_text(runtime.bos_id) if runtime.bos_id >= 0 else ""
         eos = runtime.token_text(runtime.eos_id) if runtime.eos_id >= 0 else ""
-        self.template = ChatTemplate(header.chat_template, bos_token=bos, eos_token=eos)
+        self.format = chat_format.choose_format(
+            header.chat_template, {"bos_token": bos, "eos_token": eos}, runtime.is_single_token
+        )
+        self.reasoning = detect_syntax(header.chat_template or "", runtime.is_single_token)
+        runtime.render_as_text(self.reasoning.markers)
+
+    def chat_prompt(self, messages: Sequence[Message]) -> tuple[list[int], str]:
+        """The tokens and the text of a chat's prompt. Raises TemplateError when the template
+        refuses the conversation."""
+        text = chat_format.render(self.format, merge_turns(messages))
+        bos = self.format.template.bos_token if self.format.template is not None else ""
+        if self.runtime.add_bos and bos and text.startswith(bos):
+            text = text[len(bos):]  # llama.cpp adds BOS itself
+        return self.runtime.tokenize(text, add_special=self.runtime.add_bos), text
 
     def chat(self, messages: Sequence[Message]) -> list[int]:
-        """Raises TemplateError when the template refuses the conversation."""
-        # As ChatEngine.render: llama.cpp adds BOS itself, so the template's own is cut.
-        text = self.template.render(messages, add_generation_prompt=True)
-        bos = self.template.bos_token
-        if self.runtime.add_bos and bos and text.startswith(bos):
-            text = text[len(bos):]
-        return self.runtime.tokenize(text, add_special=self.runtime.add_bos)
+        return self.chat_prompt(messages)[0]
 
     def completion(self, prompt: str) -> list[int]:
         return self.runtime.tokenize(prompt, add_special=self.runtime.add_bos)

@@ -1,15 +1,11 @@
-"""Where a model's reasoning is told apart from its answer, for `reasoning_content`.
-
-INTEGRATION POINT: the engine's reasoning parser (the lead's, in progress) plugs in
-here. `make_splitter` returns, per request, an object that takes the answer's text
-as it streams and returns the part of each piece that is reasoning and the part
-that is the answer; llama.cpp's server sends the first as `reasoning_content`.
-Until the engine's parser lands, everything is answer (`ContentOnly`).
-"""
+"""A model's reasoning told apart from its answer, for `reasoning_content` (as llama.cpp's
+server sends it), by the engine's own parser (`engine.reasoning`)."""
 
 from __future__ import annotations
 
 from typing import Protocol
+
+from prefill.engine.reasoning import ANSWER, ReasoningParser, ReasoningSyntax, opened_in_prompt
 
 
 class AnswerSplitter(Protocol):
@@ -23,7 +19,7 @@ class AnswerSplitter(Protocol):
 
 
 class ContentOnly:
-    """No reasoning format known: the whole text is the answer."""
+    """Raw completions: the whole text is the answer."""
 
     def feed(self, text: str) -> tuple[str, str]:
         return "", text
@@ -32,6 +28,23 @@ class ContentOnly:
         return "", ""
 
 
-def make_splitter(chat_template: str | None) -> AnswerSplitter:
-    """The splitter for a model with this chat template (INTEGRATION POINT, see the module doc)."""
-    return ContentOnly()
+class ParsedSplitter:
+    """The engine's streaming parser, giving (reasoning, content) per piece."""
+
+    def __init__(self, syntax: ReasoningSyntax, prompt_text: str):
+        self.parser = ReasoningParser(syntax, opened_in_prompt(syntax, prompt_text))
+
+    @staticmethod
+    def _join(pieces: list[tuple[str, str]]) -> tuple[str, str]:
+        return ("".join(t for k, t in pieces if k != ANSWER), "".join(t for k, t in pieces if k == ANSWER))
+
+    def feed(self, text: str) -> tuple[str, str]:
+        return self._join(self.parser.feed(text))
+
+    def flush(self) -> tuple[str, str]:
+        return self._join(self.parser.flush())
+
+
+def make_splitter(syntax: ReasoningSyntax | None, prompt_text: str = "") -> AnswerSplitter:
+    """The splitter for one request: chat requests to a model with reasoning markers get the parser."""
+    return ParsedSplitter(syntax, prompt_text) if syntax else ContentOnly()
