@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.engine.test_real_tokenizers import THINKING_TEMPLATE
