@@ -26,16 +26,9 @@ ANSWER = "It is **391**."
 
 def write_model(path: Path) -> Path:
     sys.path.insert(0, str(ROOT))
-    from tests.engine.test_real_tokenizers import THINKING_TEMPLATE
-    from tests.engine.vocab_models import Vocab, vocab_dir, write_scripted
+    from tests.engine.vocab_models import write_thinker
 
-    vocabs = vocab_dir()
-    v = Vocab(vocabs / "ggml-vocab-qwen2.gguf")
-    try:
-        chain = [v.tokenize("assistant\n<think>\n")[-1], *v.tokenize(f"{THINK}</think>{ANSWER}"), v.token("<|im_end|>")]
-    finally:
-        v.close()
-    return write_scripted(path, vocabs / "ggml-vocab-qwen2.gguf", chain, THINKING_TEMPLATE)
+    return write_thinker(path, THINK, ANSWER)
 
 
 def main() -> int:

@@ -15,17 +15,10 @@ from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished, PrefillDone, Token
 from prefill.engine.settings import LoadSettings, SamplingSettings
 from prefill.engine.template import Message, TemplateOptions
-from tests.engine.vocab_models import Vocab, vocab_dir, write_scripted
+from tests.engine.vocab_models import THINKING_TEMPLATE, Vocab, vocab_dir, write_scripted
 
 HOT = SamplingSettings(temperature=1.5, top_k=0, top_p=1.0, min_p=0.0, max_tokens=64, seed=7)
 LOAD = LoadSettings(n_ctx=512, n_gpu_layers="none")
-# Our own template: ChatML turns, a thinking switch, and a generation prompt that opens <think>.
-THINKING_TEMPLATE = (
-    "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor -%}"
-    "{%- if add_generation_prompt %}<|im_start|>assistant\n"
-    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n"
-    "{% else %}<think>\n{% endif %}{% endif -%}"
-)
 MARKERS = ("<|im_end|>", "<|im_start|>", "<turn|>", "<|turn>", "<|eot_id|>", "<|channel>", "<channel|>",
            "<think>", "</think>", "<|end|>", "<|END_OF_TURN_TOKEN|>", "User:")
 

@@ -24,6 +24,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# Our own template: ChatML turns, a thinking switch, and a generation prompt that opens <think>.
+THINKING_TEMPLATE = (
+    "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor -%}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n"
+    "{% else %}<think>\n{% endif %}{% endif -%}"
+)
 CACHE = Path(os.environ.get("PREFILL_TEST_CACHE", Path.home() / ".cache" / "prefill-tests"))
 N_EMBD = 64
 LOGIT_SCALE = 40.0  # rms-normed one-hot embeddings are sqrt(N_EMBD): logits of ~320 against 0
@@ -218,3 +225,15 @@ def chain_for(vocab: Vocab, prompt_end: str, answer: str, end: str) -> list[int]
     """[last prompt token, answer tokens…, end token] as the real tokenizer splits them."""
     return [vocab.tokenize(prompt_end)[-1], *vocab.tokenize(answer), vocab.token(end)]
 
+
+
+def write_thinker(path: Path, thinking: str = "Two and two make four.", answer: str = "The answer: 4!") -> Path:
+    """A reasoning model (Qwen2's tokenizer, THINKING_TEMPLATE) that thinks `thinking`, then answers `answer`."""
+    vocabs = vocab_dir()
+    v = Vocab(vocabs / "ggml-vocab-qwen2.gguf")
+    try:
+        chain = [v.tokenize("assistant\n<think>\n")[-1], *v.tokenize(f"{thinking}</think>{answer}"),
+                 v.token("<|im_end|>")]
+    finally:
+        v.close()
+    return write_scripted(path, vocabs / "ggml-vocab-qwen2.gguf", chain, THINKING_TEMPLATE)

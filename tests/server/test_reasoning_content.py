@@ -5,22 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine.test_real_tokenizers import THINKING_TEMPLATE
-from tests.engine.vocab_models import Vocab, vocab_dir, write_scripted
+from tests.engine.vocab_models import write_thinker
 from tests.server.conftest import start_server, stop_server
 
 
 @pytest.fixture(scope="module")
 def thinker_server(tmp_path_factory: pytest.TempPathFactory):
-    vocabs = vocab_dir()
-    v = Vocab(vocabs / "ggml-vocab-qwen2.gguf")
-    try:
-        chain = [v.tokenize("assistant\n<think>\n")[-1], *v.tokenize("Two and two make four.</think>The answer: 4!"),
-                 v.token("<|im_end|>")]
-    finally:
-        v.close()
-    model = write_scripted(tmp_path_factory.mktemp("thinker") / "thinker.gguf", vocabs / "ggml-vocab-qwen2.gguf",
-                           chain, THINKING_TEMPLATE)
+    model = write_thinker(tmp_path_factory.mktemp("thinker") / "thinker.gguf")
     s = start_server(model, "--parallel", "1", "--ctx", "512")
     yield s
     stop_server(s)

@@ -11,8 +11,7 @@ from prefill.bench.tiny_model import write_tiny_llama
 from prefill.engine.template import TemplateOptions
 from prefill.store import HistoryStore
 from prefill.ui.transcript_model import Roles
-from tests.engine.test_real_tokenizers import THINKING_TEMPLATE
-from tests.engine.vocab_models import Vocab, vocab_dir, write_scripted
+from tests.engine.vocab_models import Vocab, vocab_dir, write_scripted, write_thinker
 from tests.ui.conftest import ANSWER_TIMEOUT, load, send, small_settings
 
 # Refuses a question with "forbidden" in it, and roles that do not alternate, as published templates do.
@@ -28,15 +27,7 @@ PICKY_TEMPLATE = (
 
 @pytest.fixture(scope="module")
 def thinker(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    vocabs = vocab_dir()
-    v = Vocab(vocabs / "ggml-vocab-qwen2.gguf")
-    try:
-        chain = [v.tokenize("assistant\n<think>\n")[-1], *v.tokenize("Two and two make four.</think>The answer: 4!"),
-                 v.token("<|im_end|>")]
-    finally:
-        v.close()
-    out = tmp_path_factory.mktemp("thinker") / "thinker.gguf"
-    return write_scripted(out, vocabs / "ggml-vocab-qwen2.gguf", chain, THINKING_TEMPLATE)
+    return write_thinker(tmp_path_factory.mktemp("thinker") / "thinker.gguf")
 
 
 @pytest.fixture(scope="module")
