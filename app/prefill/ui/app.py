@@ -80,9 +80,25 @@ def model_to_open(asked: str | None, last: str, unfinished: str | None) -> tuple
     return None, f"No such model file: {asked}" if asked else ""
 
 
+def platform_problem() -> str:
+    """Why the window cannot open on this system ("" when it can): said before Qt aborts."""
+    from PySide6.QtCore import QLibraryInfo
+
+    from prefill.ui.platform_check import startup_problem
+
+    plugins = QLibraryInfo.path(QLibraryInfo.LibraryPath.PluginsPath)
+    return startup_problem(os.environ, Path(plugins) if plugins else None)
+
+
 def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
+
+    if QApplication.instance() is None:
+        problem = platform_problem()
+        if problem:
+            print(problem, file=sys.stderr)
+            return 1
 
     from prefill.hub.bundled import bundled_model_path
     from prefill.store import HistoryStore, SettingsFile
