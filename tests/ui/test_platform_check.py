@@ -52,7 +52,7 @@ def start_window(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]
             if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM", "QT_QPA_PLATFORM_PLUGIN_PATH")}
     base.update(XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_DATA_HOME=str(tmp_path / "data"),
                 PYTHONPATH=str(ROOT / "app"), PREFILL_EXIT_AFTER_SHOWN="1", **env)
-    return subprocess.run([sys.executable, "-m", "prefill"], capture_output=True, text=True, env=base, timeout=120)
+    return subprocess.run([sys.executable, "-m", "prefill"], capture_output=True, text=True, env=base, timeout=120, check=False)
 
 
 @linux_xcb
@@ -110,7 +110,7 @@ def test_sonames_map_to_debian_packages() -> None:
     assert debian_package("libXi.so.6") == "libxi6"
     assert debian_package("libfoo-2.so.1") == "libfoo-2-1"
     for soname, package in XCB_PACKAGES.items():
-        if soname.startswith("libxcb") or soname.startswith("libxkb"):
+        if soname.startswith(("libxcb", "libxkb")):
             assert debian_package(soname) == package  # the rule agrees with the table there
 
 

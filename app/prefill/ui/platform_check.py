@@ -47,7 +47,7 @@ XCB_PACKAGES: dict[str, str] = {
     "libgthread-2.0.so.0": "libglib2.0-0",
 }
 XCB_PLUGIN = "libqxcb.so"
-_NOT_FOUND = re.compile(r"^\s*(\S+)\s+=>\s+not found", re.M)
+_NOT_FOUND = re.compile(r"^\s*(\S+)\s+=>\s+not found", re.MULTILINE)
 
 
 def debian_package(soname: str) -> str:
@@ -86,7 +86,7 @@ def missing_libraries(plugin: Path) -> list[str]:
     """Every library the plugin needs that the dynamic loader cannot find (`ldd` follows the
     whole tree); [] when none is missing or `ldd` cannot run."""
     try:
-        out = subprocess.run(["ldd", str(plugin)], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(["ldd", str(plugin)], capture_output=True, text=True, timeout=30, check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     return sorted(set(_NOT_FOUND.findall(out)))
