@@ -80,6 +80,8 @@ def test_offscreen_and_other_platforms_are_not_checked(broken_plugin_dir: Path) 
                "WAYLAND_DISPLAY": "wayland-0"}
         assert startup_problem(env, QT_PLUGINS) == "", platform
     assert startup_problem({"QT_QPA_PLATFORM": "offscreen"}, QT_PLUGINS) == ""  # no display needed
+    for platform in ("", "xcb", "wayland;xcb", "xcb:dpi=96"):
+        assert "no display" in startup_problem({"QT_QPA_PLATFORM": platform}, QT_PLUGINS), platform
     # A Wayland session tries the wayland plugin first: the xcb one is not in the way.
     assert startup_problem({"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0",
                             "QT_QPA_PLATFORM_PLUGIN_PATH": str(broken_plugin_dir)}, QT_PLUGINS) == ""

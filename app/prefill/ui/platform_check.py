@@ -60,12 +60,16 @@ def debian_package(soname: str) -> str:
     return f"{stem}-{version}" if stem[-1:].isdigit() else f"{stem}{version}"
 
 
+def asked_platform(env: Mapping[str, str]) -> str:
+    """The platform QT_QPA_PLATFORM asks for first ("xcb" from "xcb:opts;wayland"), "" if unset."""
+    return env.get("QT_QPA_PLATFORM", "").split(";")[0].split(":")[0]
+
+
 def wants_xcb(env: Mapping[str, str]) -> bool:
     """Whether Qt will start its xcb plugin: asked for, or the default in an X11 session
     (a Wayland session tries the wayland plugin first)."""
-    asked = env.get("QT_QPA_PLATFORM", "")
-    if asked:
-        return asked.split(";")[0].split(":")[0] == "xcb"
+    if asked_platform(env):
+        return asked_platform(env) == "xcb"
     return bool(env.get("DISPLAY")) and not env.get("WAYLAND_DISPLAY")
 
 
@@ -128,10 +132,7 @@ def startup_problem(env: Mapping[str, str], qt_plugins: Path | None, platform: s
     """
     if not platform.startswith("linux"):
         return ""
-    asked = env.get("QT_QPA_PLATFORM", "")
-    if (not asked or asked.split(":")[0] in ("xcb", "wayland")) and not (
-        env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")
-    ):
+    if asked_platform(env) in ("", "xcb", "wayland") and not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
         return NO_DISPLAY_TEXT
     if not wants_xcb(env):
         return ""
