@@ -23,7 +23,7 @@ def cpu_only_hint(gpu: str, frozen: bool | None = None) -> str:
     frozen = bool(getattr(sys, "frozen", False)) if frozen is None else frozen
     if frozen:
         return (f"this Prefill build cannot use the {gpu}; install the CUDA build of Prefill "
-                "(the installer or package named prefill-cuda) to run models on it")
+                "(the download with -cuda in its name, or the prefill-cuda package) to run models on it")
     return (f"this llama.cpp build cannot use the {gpu}; reinstall llama-cpp-python with "
             'CMAKE_ARGS="-DGGML_CUDA=on" (see the README)')
 
