@@ -50,11 +50,13 @@ chmod -R u=rwX,go=rX "$pkg/opt/prefill" "$pkg/usr"
 # The lowest glibc the bundled binaries ask for: the one dependency the bundle cannot carry.
 glibc=$(find "$pkg/opt/prefill" -type f \( -name '*.so*' -o -perm -u+x \) -print0 \
   | xargs -0 objdump -T 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1 | cut -d_ -f2)
-# What Qt's X11/Wayland platform plugins load from the system (PySide6 wheels do not carry them).
+# What Qt's X11/Wayland platform plugins load from the system (PySide6 wheels do not carry them):
+# the xcb ones are app/prefill/ui/platform_check.py's XCB_PACKAGES (a test keeps the two in step).
 depends="libc6 (>= ${glibc:-2.31}), libgcc-s1, libstdc++6, libegl1, libgl1, libfontconfig1, libfreetype6"
 depends+=", libxkbcommon0, libxkbcommon-x11-0, libxcb-cursor0, libxcb-icccm4, libxcb-image0"
 depends+=", libxcb-keysyms1, libxcb-randr0, libxcb-render-util0, libxcb-shape0, libxcb-xkb1"
-depends+=", libx11-xcb1, libdbus-1-3, libglib2.0-0"
+depends+=", libxcb1, libxcb-render0, libxcb-shm0, libxcb-sync1, libxcb-util1, libxcb-xfixes0"
+depends+=", libx11-6, libx11-xcb1, libdbus-1-3, libglib2.0-0"
 
 size=$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)
 sed -e "s/@PACKAGE@/$package/" -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" \

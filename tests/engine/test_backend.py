@@ -13,21 +13,51 @@ from prefill.engine.llama_runtime import OffloadReport, _parse_offload, supports
 from prefill.engine.settings import LoadSettings
 
 
-def test_cpu_build_warns_when_gpu_was_asked_for(smollm2: Path) -> None:
-    if supports_gpu_offload():
-        pytest.skip("this llama.cpp build has a GPU backend")
-    e = ChatEngine.load(smollm2, LoadSettings(n_ctx=256, n_gpu_layers="all"))
-    try:
-        r = e.backend
-        assert not r.gpu_build and r.gpu_layers == 0 and r.summary == "CPU"
-        assert "GPU offload was asked for" in r.warning and "CMAKE_ARGS" in r.warning
-    finally:
-        e.close()
-    e = ChatEngine.load(smollm2, LoadSettings(n_ctx=256, n_gpu_layers="none"))
-    try:
-        assert e.backend.warning == ""  # nothing was asked, nothing to say
-    finally:
-        e.close()
+def test_cpu_run_on_a_machine_without_a_gpu_is_said_quietly(smollm2: Path) -> None:
+    """Most laptops: no NVIDIA GPU, so running on the CPU is no fault: no warning, a note on the
+    backend line. Asking for GPU layers explicitly still warns, without rebuild advice."""
+    from prefill.hub.hardware import nvidia_gpus
+
+    if supports_gpu_offload() or nvidia_gpus():
+        pytest.skip("this machine has a GPU build or an NVIDIA GPU")
+    for asked, summary, warned in (("auto", "CPU (no NVIDIA GPU found)", False),
+                                   ("none", "CPU", False),
+                                   ("all", "CPU (no NVIDIA GPU found)", True)):
+        e = ChatEngine.load(smollm2, LoadSettings(n_ctx=256, n_gpu_layers=asked))
+        try:
+            r = e.backend
+            assert not r.gpu_build and r.gpu_layers == 0 and r.summary == summary, asked
+            assert bool(r.warning) == warned, (asked, r.warning)
+            assert "CMAKE_ARGS" not in r.warning and "pip" not in r.warning
+        finally:
+            e.close()
+    assert "no NVIDIA GPU was found" in backend.backend_report("all", OffloadReport(0, 31, "")).warning
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_a_gpu_there_and_unused_gets_advice_for_how_prefill_was_installed(
+    monkeypatch: pytest.MonkeyPatch, frozen: bool
+) -> None:
+    """No NVIDIA GPU can exist on this machine: NVML's answer is mocked (one RTX 4090), and so is
+    the CPU-only build (the real one here) so the test means the same on a CUDA build."""
+    import sys
+
+    from prefill.hub import hardware
+
+    gpu = hardware.GpuMemory(0, "NVIDIA GeForce RTX 4090", 24 << 30, 23 << 30)
+    monkeypatch.setattr(hardware, "nvidia_gpus", lambda lib=None: (gpu,))
+    monkeypatch.setattr(backend, "supports_gpu_offload", lambda: False)
+    monkeypatch.setattr(sys, "frozen", frozen, raising=False)
+    for asked in ("auto", "all", 12):
+        r = backend.backend_report(asked, OffloadReport(0, 31, ""))
+        assert r.summary == "CPU" and r.note == ""
+        assert "NVIDIA GeForce RTX 4090" in r.warning, asked
+        if frozen:  # the installed app: its CUDA build, never a command the user cannot run
+            assert "CUDA build of Prefill" in r.warning and "prefill-cuda" in r.warning
+            assert "pip" not in r.warning and "CMAKE_ARGS" not in r.warning
+        else:
+            assert 'CMAKE_ARGS="-DGGML_CUDA=on"' in r.warning and "llama-cpp-python" in r.warning
+    assert backend.backend_report("none", OffloadReport(0, 31, "")).warning == ""
 
 
 def test_offload_counts_come_from_llama_cpp_log() -> None:

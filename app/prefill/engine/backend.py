@@ -1,20 +1,39 @@
 """Where the model runs: GPU layers asked for, layers llama.cpp really offloaded, and why not.
 
-Offload that was asked for and not achieved is always reported (`warning`), never silent.
+Offload that was asked for and not achieved is always reported, never silent: a `warning` when
+a GPU is there and unused (or explicitly asked for), a quiet `note` on the backend line when the
+machine has no NVIDIA GPU (most laptops: running on the CPU is then no fault).
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from prefill.engine.gguf_header import GGUFHeader
 from prefill.engine.llama_runtime import OffloadReport, supports_gpu_offload
 from prefill.engine.settings import GpuLayers, LoadSettings
 
-CPU_ONLY_HINT = (
-    "this llama.cpp build cannot use a GPU; reinstall llama-cpp-python with "
-    'CMAKE_ARGS="-DGGML_CUDA=on" (see the README)'
-)
+NO_GPU_NOTE = "no NVIDIA GPU found"
+
+
+def cpu_only_hint(gpu: str, frozen: bool | None = None) -> str:
+    """Why `gpu` is unused and how to use it, for how Prefill was installed: the installed app
+    (frozen) is replaced by its CUDA build; from source, llama-cpp-python is rebuilt with CUDA."""
+    frozen = bool(getattr(sys, "frozen", False)) if frozen is None else frozen
+    if frozen:
+        return (f"this Prefill build cannot use the {gpu}; install the CUDA build of Prefill "
+                "(the download with -cuda in its name, or the prefill-cuda package) to run models on it")
+    return (f"this llama.cpp build cannot use the {gpu}; reinstall llama-cpp-python with "
+            'CMAKE_ARGS="-DGGML_CUDA=on" (see the README)')
+
+
+def nvidia_gpu_name() -> str:
+    """The first NVIDIA GPU NVML sees, "" when none (or no driver)."""
+    from prefill.hub.hardware import nvidia_gpus
+
+    gpus = nvidia_gpus()
+    return (gpus[0].name or "NVIDIA GPU") if gpus else ""
 
 
 @dataclass(frozen=True)
@@ -25,11 +44,12 @@ class BackendReport:
     total_layers: int  # repeating layers + the output layer
     device: str
     warning: str = ""
+    note: str = ""  # said quietly on the backend line
 
     @property
     def summary(self) -> str:
         if self.gpu_layers == 0:
-            return "CPU"
+            return f"CPU ({self.note})" if self.note else "CPU"
         return f"{self.device or 'GPU'}: {self.gpu_layers}/{self.total_layers} layers"
 
 
@@ -55,14 +75,19 @@ def backend_report(requested: GpuLayers, offload: OffloadReport, resolved: int |
     """What happened, against what was asked. `resolved` is the layer count given to llama.cpp."""
     gpu = supports_gpu_offload()
     want = str(requested)
-    warning = ""
+    warning = note = ""
     asked = requested not in ("none", 0)
     total = offload.total_layers
     if asked and not gpu:
-        if requested != "auto":
-            warning = f"GPU offload was asked for ({want} layers) but {CPU_ONLY_HINT}"
+        name = nvidia_gpu_name()
+        if not name:
+            note = NO_GPU_NOTE
+            if requested != "auto":
+                warning = f"GPU offload was asked for ({want} layers) but no NVIDIA GPU was found; running on the CPU"
+        elif requested != "auto":
+            warning = f"GPU offload was asked for ({want} layers) but {cpu_only_hint(name)}"
         else:
-            warning = f"running on the CPU: {CPU_ONLY_HINT}"
+            warning = f"running on the CPU: {cpu_only_hint(name)}"
     elif asked and gpu:
         if requested == "all":
             expected = total
@@ -80,4 +105,4 @@ def backend_report(requested: GpuLayers, offload: OffloadReport, resolved: int |
                 f"only {offload.gpu_layers} of {total} layers fit in the GPU's free memory; "
                 "the rest run on the CPU (slower)"
             )
-    return BackendReport(gpu, want, offload.gpu_layers, total, offload.device, warning)
+    return BackendReport(gpu, want, offload.gpu_layers, total, offload.device, warning, note)

