@@ -16,7 +16,7 @@ from prefill.engine.settings import LoadSettings
 def test_cpu_run_on_a_machine_without_a_gpu_is_said_quietly(smollm2: Path) -> None:
     """Most laptops: no NVIDIA GPU, so running on the CPU is no fault: no warning, a note on the
     backend line. Asking for GPU layers explicitly still warns, without rebuild advice."""
-    from prefill.hub.hardware import nvidia_gpus
+    from prefill.engine.hardware import nvidia_gpus
 
     if supports_gpu_offload() or nvidia_gpus():
         pytest.skip("this machine has a GPU build or an NVIDIA GPU")
@@ -42,7 +42,7 @@ def test_a_gpu_there_and_unused_gets_advice_for_how_prefill_was_installed(
     the CPU-only build (the real one here) so the test means the same on a CUDA build."""
     import sys
 
-    from prefill.hub import hardware
+    from prefill.engine import hardware
 
     gpu = hardware.GpuMemory(0, "NVIDIA GeForce RTX 4090", 24 << 30, 23 << 30)
     monkeypatch.setattr(hardware, "nvidia_gpus", lambda lib=None: (gpu,))

@@ -52,7 +52,8 @@ def start_window(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]
             if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM", "QT_QPA_PLATFORM_PLUGIN_PATH")}
     base.update(XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_DATA_HOME=str(tmp_path / "data"),
                 PYTHONPATH=str(ROOT / "app"), PREFILL_EXIT_AFTER_SHOWN="1", **env)
-    return subprocess.run([sys.executable, "-m", "prefill"], capture_output=True, text=True, env=base, timeout=120, check=False)
+    return subprocess.run([sys.executable, "-m", "prefill"], capture_output=True, text=True, env=base,
+                          timeout=120, check=False)
 
 
 @linux_xcb

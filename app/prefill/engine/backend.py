@@ -30,7 +30,7 @@ def cpu_only_hint(gpu: str, frozen: bool | None = None) -> str:
 
 def nvidia_gpu_name() -> str:
     """The first NVIDIA GPU NVML sees, "" when none (or no driver)."""
-    from prefill.hub.hardware import nvidia_gpus
+    from prefill.engine.hardware import nvidia_gpus
 
     gpus = nvidia_gpus()
     return (gpus[0].name or "NVIDIA GPU") if gpus else ""
