@@ -100,3 +100,19 @@ def test_snapshot_text(qtbot) -> None:
                                            queued=2, aggregate_tps=123.4, served=9))
     assert w.status.text() == "3 in flight · 2 queued · 123 tok/s in all · 9 served"
     assert w.slots.rowCount() == 1
+
+
+def test_the_window_shows_the_server_panel_and_serves_its_model(app, qtbot, smollm2) -> None:
+    from tests.ui.conftest import load, small_settings
+
+    w = app.open(small_settings())
+    load(qtbot, w, smollm2)
+    w.serve_port = 0  # any free port: 8080 may be taken on a test machine
+    w.serve_action.setChecked(True)
+    assert w.server_dock is not None and w.server_dock.isVisible()
+    panel = w.server_dock.widget()
+    with qtbot.waitSignal(panel.controller.started, timeout=60_000) as started:
+        panel.switch.setChecked(True)
+    assert started.args[0].startswith("http://127.0.0.1:")
+    with qtbot.waitSignal(panel.controller.stopped, timeout=30_000):
+        panel.switch.setChecked(False)

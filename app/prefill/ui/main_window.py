@@ -11,6 +11,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut, QShowEv
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
+    QDockWidget,
     QDialog,
     QFileDialog,
     QInputDialog,
@@ -146,6 +147,12 @@ class MainWindow(QMainWindow):
         self.settings_action = QAction("Settings…", self)
         self.models_action = QAction("Models…", self)
         bar.addAction(self.models_action)
+        self.serve_action = QAction("Serve", self)
+        self.serve_action.setCheckable(True)
+        self.serve_action.setToolTip("Serve the loaded model over an OpenAI-compatible API, with its slots live")
+        bar.addAction(self.serve_action)
+        self.server_dock: QDockWidget | None = None  # built on first use: the HTTP stack loads then
+        self.serve_port = 8080  # where OpenAI clients look first (llama.cpp's server's too)
         bar.addAction(self.system_action)
         bar.addAction(self.settings_action)
         self.history_menu = HistoryMenu(self, self.store, lambda: self.controller.conversation_id)
@@ -199,6 +206,7 @@ class MainWindow(QMainWindow):
         self.system_action.triggered.connect(self._edit_system_prompt)
         self.settings_action.triggered.connect(self._open_settings)
         self.models_action.triggered.connect(self.open_models)
+        self.serve_action.toggled.connect(self._on_serve_action_toggled)
         self.cancel_load_action.triggered.connect(self._on_cancel_load_triggered)
         self.store.error.connect(self.show_problem)
         self.history_menu.notice.connect(self.show_notice)
@@ -332,6 +340,24 @@ class MainWindow(QMainWindow):
     def _on_worker_token_count(self, tag: int, n: int) -> None:
         if tag == self._count_tag and self.loaded is not None:
             self.input.set_count(n, self.loaded.n_ctx)
+
+    def _on_serve_action_toggled(self, shown: bool) -> None:
+        if self.server_dock is None:
+            from prefill.server.runner import ServeOptions
+            from prefill.ui.server_panel import ServerController, ServerPanel
+
+            def options() -> ServeOptions | None:
+                if self.loaded is None:
+                    return None
+                return ServeOptions(model=self.loaded.path, settings=self.settings.model.load_settings(),
+                                    port=self.serve_port)
+
+            self.server_dock = QDockWidget("Server", self)
+            self.server_dock.setObjectName("server-dock")
+            self.server_dock.setWidget(ServerPanel(ServerController(self), options))
+            self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.server_dock)
+            self.server_dock.visibilityChanged.connect(self.serve_action.setChecked)
+        self.server_dock.setVisible(shown)
 
     def _on_chat_message_action(self, name: str, row: int) -> None:
         if name == "regenerate":
@@ -469,6 +495,8 @@ class MainWindow(QMainWindow):
             self.models_page.close_jobs(2000)
         if self.downloads is not None:
             self.downloads.close(wait=False)  # a download killed mid-way resumes on the next run
+        if self.server_dock is not None:
+            self.server_dock.widget().controller.shutdown()
         self.settings = self.window_state_settings()
         self.store.save_settings(self.settings)
         super().closeEvent(event)
