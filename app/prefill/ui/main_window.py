@@ -11,8 +11,8 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut, QShowEv
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
-    QDockWidget,
     QDialog,
+    QDockWidget,
     QFileDialog,
     QInputDialog,
     QMainWindow,
