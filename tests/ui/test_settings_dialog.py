@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from PySide6.QtWidgets import QPushButton
+
+from prefill.engine.kv_disk import Usage
 from prefill.store.settings import Settings
 from prefill.ui.settings_dialog import SettingsDialog, engine_sampling, load_settings, needs_reload
 
@@ -27,3 +30,17 @@ def test_dialog_round_trip_and_reload_rule(qtbot) -> None:
     assert needs_reload(s.model, new.model)
     assert not needs_reload(s.model, replace(s.model, overflow_policy="stop"))
     assert load_settings(new.model).n_ctx == 8192 and engine_sampling(new.sampling).temperature == 0.2
+
+
+def test_cache_budget_use_and_clear(qtbot) -> None:
+    s = Settings()
+    d = SettingsDialog(s, cache_usage=Usage(3 * 1024**3 // 2, 7))
+    qtbot.addWidget(d)
+    assert d.cache_use.text() == "1.50 GB in 7 files"
+    d.cache_budget.setValue(512)
+    new = d.result_settings()
+    assert new.model.kv_disk_budget_mb == 512 and not needs_reload(s.model, new.model)
+    with qtbot.waitSignal(d.clear_cache_requested, timeout=1000):
+        d.findChild(QPushButton, "clear-cache").click()
+    d.set_cache_usage(Usage(0, 0))
+    assert d.cache_use.text() == "0.00 GB in 0 files"

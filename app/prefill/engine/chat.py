@@ -18,12 +18,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prefill.engine import chat_format
+from prefill.engine import chat_format, kv_resume
 from prefill.engine.backend import BackendReport, backend_report, resolve_gpu_layers
 from prefill.engine.errors import EngineBusy, EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.gguf_header import GGUFHeader, read_header
-from prefill.engine import kv_resume
 from prefill.engine.kv import kv_bytes_per_cell
 from prefill.engine.kv_disk import KvDiskCache, SaveResult
 from prefill.engine.llama_runtime import LlamaRuntime

@@ -80,8 +80,8 @@ class Usage:
 
 @dataclass(frozen=True)
 class SaveResult:
-    """What a save did: `written` (a new file), `kept` (the same state was already there) or
-    `skipped` (with the reason in `note`)."""
+    """What a save did: `written` (a new file), `kept` (the same state was already there),
+    `nothing` (an empty cache, or the disk cache is off) or `skipped` (why in `note`)."""
 
     outcome: str
     size: int = 0

@@ -122,7 +122,7 @@ def save(
 ) -> SaveResult:
     """Save the live cache under its key, unless it is empty or already saved."""
     if not tokens or disk.budget <= 0:
-        return SaveResult("skipped", note="nothing to save" if not tokens else "the disk cache is off")
+        return SaveResult("nothing")
     t0 = time.perf_counter()
     key = state_key(scope, tokens)
     if disk.has(scope, key):

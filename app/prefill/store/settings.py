@@ -122,6 +122,10 @@ class ModelSettings(_Section):
         default="rolling_window",
         metadata=doc("When the chat outgrows the context: stop, truncate_middle, rolling_window."),
     )
+    kv_disk_budget_mb: int = field(
+        default=4096,
+        metadata=doc("Disk space for chats' saved KV caches, in MiB; 0 = none saved.", minimum=0),
+    )
 
 
 @dataclass(frozen=True)

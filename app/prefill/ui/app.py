@@ -15,6 +15,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
+    from prefill.engine.kv_disk import KvDiskCache
     from prefill.hub.bundled import bundled_model_path
     from prefill.store import HistoryStore, SettingsFile
     from prefill.ui.engine_worker import EngineThread
@@ -41,7 +42,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     follower = ThemeFollower(app, settings.ui.theme)  # re-applies when the system scheme changes
     theme = follower.effective
     store = StoreProxy(Stores(HistoryStore(), settings_file))
-    engine = EngineThread()
+    engine = EngineThread(KvDiskCache(budget=settings.model.kv_disk_budget_mb * 1024 * 1024))
     window = MainWindow(settings, store, engine, bundled_model_path(), theme)
     follower.theme_changed.connect(window.set_theme)
     window.theme_follower = follower

@@ -79,6 +79,7 @@ class ChatController(QObject):
                 Row(m.role, [m.content], dict(m.figures or {}), m.finish_reason or "", False, m.id)
                 for m in messages if m.role != "system"
             ])
+            self.worker.request_resume.emit(self.messages())  # the engine saves the last chat's cache, restores this one's
             self.conversation_opened.emit(conv.id)
 
         self.store.call(lambda s, c: (s.history.conversation(c), s.history.messages(c)), cid, then=show)
@@ -90,6 +91,7 @@ class ChatController(QObject):
         def made(conv: Conversation) -> None:
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
             self.model.set_rows([])
+            self.worker.request_resume.emit(self.messages())
             self.conversations_changed.emit()
             self.conversation_opened.emit(conv.id)
             if then is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -13,6 +14,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
+    QLabel,
     QLineEdit,
     QPushButton,
     QSpinBox,
@@ -21,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from prefill.engine.kv_disk import Usage
 from prefill.engine.settings import LoadSettings, OverflowSettings
 from prefill.engine.settings import SamplingSettings as EngineSampling
 from prefill.store.settings import ModelSettings, SamplingSettings, Settings
@@ -45,7 +48,13 @@ def _dspin(lo: float, hi: float, step: float, value: float) -> QDoubleSpinBox:
 
 
 class SettingsDialog(QDialog):
-    def __init__(self, settings: Settings, parent: QWidget | None = None):
+    """Signals:
+        clear_cache_requested(): the user asked to delete every saved KV cache.
+    """
+
+    clear_cache_requested = Signal()
+
+    def __init__(self, settings: Settings, parent: QWidget | None = None, cache_usage: Usage | None = None):
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.original = settings
@@ -88,6 +97,19 @@ class SettingsDialog(QDialog):
                          ("", self.flash_attn), ("KV cache type", self.kv_type), ("CPU threads (0: auto)", self.threads),
                          ("Batch size", self.batch), ("When the chat is too long", self.overflow)):
             mf.addRow(title, w)
+        self.cache_budget = _spin(0, 1_048_576, m.kv_disk_budget_mb)
+        self.cache_budget.setSuffix(" MiB")
+        self.cache_use = QLabel("")
+        self.cache_use.setTextFormat(Qt.TextFormat.PlainText)
+        self.set_cache_usage(cache_usage)
+        clear = QPushButton("Clear")
+        clear.setObjectName("clear-cache")
+        clear.clicked.connect(self.clear_cache_requested)
+        cache_row = QHBoxLayout()
+        for w in (self.cache_budget, self.cache_use):
+            cache_row.addWidget(w)
+        cache_row.addWidget(clear)
+        mf.addRow("Saved chat caches (0: off)", cache_row)
         tabs.addTab(model, "Model")
 
         hub = QWidget()
@@ -132,6 +154,7 @@ class SettingsDialog(QDialog):
             n_threads=self.threads.value(),
             n_batch=self.batch.value(),
             overflow_policy=self.overflow.currentText(),
+            kv_disk_budget_mb=self.cache_budget.value(),
         )
         sampling = replace(
             self.original.sampling,
@@ -142,6 +165,9 @@ class SettingsDialog(QDialog):
         ui = replace(self.original.ui, theme=self.theme.currentText(), models_dir=self.models_dir.text().strip())
         hub = replace(self.original.hub, hf_token=self.hf_token.text().strip())
         return replace(self.original, model=model, sampling=sampling, ui=ui, hub=hub)
+
+    def set_cache_usage(self, usage: Usage | None) -> None:
+        self.cache_use.setText("" if usage is None else f"{usage.bytes / 1024**3:.2f} GB in {usage.files} files")
 
     def _on_browse_clicked(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Models folder", self.models_dir.text())
