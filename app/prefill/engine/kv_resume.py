@@ -164,7 +164,8 @@ def restore(rt: LlamaRuntime, disk: KvDiskCache, scope: str, text: str, live: in
         n = reusable(found.segments, text)
         if n > live:
             ranked.append((n, path, found))
-    for _n, path, header in sorted(ranked, key=lambda r: r[0], reverse=True):
+    # Most tokens reused first; of equals, the smallest state (less to read, nothing to trim).
+    for _n, path, header in sorted(ranked, key=lambda r: (-r[0], len(r[2].tokens))):
         try:
             blob = disk.read_blob(path, header)
         except CorruptState as fault:
