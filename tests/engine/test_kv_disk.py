@@ -125,3 +125,12 @@ def test_clear_removes_states_and_leftover_temporaries(tmp_path: Path) -> None:
     (tmp_path / "unrelated.txt").write_text("kept")
     assert disk.clear() > 0
     assert disk.usage().files == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["unrelated.txt"]
+
+
+def test_discard_foreign_keeps_only_one_prefix(tmp_path: Path) -> None:
+    disk = KvDiskCache(tmp_path, min_free=0)
+    mine = saved(disk, [1])
+    saved(disk, [1], scope="b" * 40)
+    saved(disk, [2], scope="c" * 40)
+    assert disk.discard_foreign("a" * 8) == 2
+    assert [p.name for p in tmp_path.iterdir()] == [mine.name]

@@ -154,3 +154,18 @@ def test_a_state_llama_cpp_refuses_clears_the_cache(
     assert fresh_engine.cached_tokens == [] and fresh_engine.runtime.kv_cells_used() == 0
     p, f = turn(fresh_engine, [*conversation, Message("user", "Thanks!")])
     assert p.cached_tokens == 0 and p.restored_tokens == 0 and f.text
+
+
+def test_states_of_another_llama_cpp_build_are_deleted_with_a_note(
+    fresh_engine: ChatEngine, disk: KvDiskCache, conversation: list[Message]
+) -> None:
+    ours = fresh_engine.cache_scope
+    other_build = ("1" if ours[0] == "0" else "0") * 8 + ours[8:]
+    good = next(h for _, h in disk.candidates(ours))
+    assert isinstance(good, StateHeader)
+    disk.write(StateHeader(other_build, good.tokens, good.segments, 3), b"old")
+    assert disk.usage().files == 2
+    found = fresh_engine.restore_state(disk, conversation)
+    assert found.header is not None  # ours is still used
+    assert "1 saved cache was deleted" in found.note and "another llama.cpp build" in found.note
+    assert disk.usage().files == 1

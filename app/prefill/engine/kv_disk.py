@@ -176,6 +176,14 @@ class KvDiskCache:
             return 0
         return size
 
+    def discard_foreign(self, prefix: str) -> int:
+        """Delete the states whose scope does not start with `prefix` (another llama.cpp build
+        writes another prefix: its states can never be used here); how many."""
+        foreign = [Path(e.path) for e in self._files() if not e.name.startswith(prefix)]
+        for path in foreign:
+            self.discard(path)
+        return len(foreign)
+
     def evict(self, room: int = 0) -> int:
         """Delete least recently used files until `room` more bytes fit the budget; the bytes freed."""
         entries = sorted(((e.stat(follow_symlinks=False), e.path) for e in self._files()), key=lambda x: x[0].st_mtime_ns)

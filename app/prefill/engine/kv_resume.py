@@ -72,11 +72,17 @@ def llama_build() -> str:
     return f"{llama_cpp.__version__}:{stamp}"
 
 
+def build_tag() -> str:
+    """8 hex digits for the llama.cpp build; every scope starts with them."""
+    return blake2b(llama_build().encode(), digest_size=4).hexdigest()
+
+
 def cache_scope(model: str, settings: LoadSettings, n_ctx: int) -> str:
-    """The hash of everything but the tokens that a saved state depends on."""
+    """Everything but the tokens that a saved state depends on: the build's tag, then a hash of
+    the model's identity, the cache settings and the build."""
     doc = {"model": model, "n_ctx": n_ctx, "kv_type": settings.kv_type, "flash_attn": settings.flash_attn,
            "build": llama_build()}
-    return blake2b(json.dumps(doc, sort_keys=True).encode(), digest_size=20).hexdigest()
+    return build_tag() + blake2b(json.dumps(doc, sort_keys=True).encode(), digest_size=20).hexdigest()
 
 
 def reusable(segments: Sequence[tuple[str, int]], text: str) -> int:
@@ -151,6 +157,10 @@ def restore(rt: LlamaRuntime, disk: KvDiskCache, scope: str, text: str, live: in
         return Restored()
     t0 = time.perf_counter()
     notes: list[str] = []
+    foreign = disk.discard_foreign(scope[:8])
+    if foreign:
+        notes.append(f"{foreign} saved cache{'s were' if foreign > 1 else ' was'} deleted: made by another "
+                     "llama.cpp build, which cannot read them")
     ranked: list[tuple[int, Path, StateHeader]] = []
     for path, found in disk.candidates(scope):
         if isinstance(found, CorruptState):

@@ -158,7 +158,7 @@ class EngineWorker(QObject):
     # --- the KV cache on disk: saved as the user leaves a conversation, restored on return ----
     @Slot(object)
     def _on_request_resume(self, messages: list[Message]) -> None:
-        """The user left the conversation the cache holds for `messages`: save, then restore."""
+        """The user now shows `messages`: save the cache of the chat they left, restore this one's."""
         self._shown = list(messages)
         if self.engine is not None:
             self._save()
@@ -187,7 +187,7 @@ class EngineWorker(QObject):
             self.cache_note.emit(f"The chat's saved cache could not be read: {e}")
             return
         if found.note:
-            self.cache_note.emit(f"Saved cache: {found.note}. The prompt is read again instead.")
+            self.cache_note.emit(f"{found.note[:1].upper()}{found.note[1:]}.")
             self._report_usage()
 
     def _report_usage(self) -> None:
