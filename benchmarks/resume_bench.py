@@ -38,7 +38,10 @@ from prefill.engine.template import Message
 from prefill.hub.bundled import bundled_model_path
 
 TURN = SamplingSettings(temperature=0.0, max_tokens=4)  # TTFT does not depend on the answer's length
-WORDS = ["river", "town", "ledger", "harbour", "lantern", "orchard", "winter", "merchant", "bridge", "archive", "signal", "copper", "meadow", "quarry", "festival", "compass", "tide", "garden", "council", "mill"]
+WORDS = (
+    "river", "town", "ledger", "harbour", "lantern", "orchard", "winter", "merchant", "bridge", "archive",
+    "signal", "copper", "meadow", "quarry", "festival", "compass", "tide", "garden", "council", "mill",
+)
 
 
 def filler(rng: random.Random, n_words: int) -> str:
