@@ -9,6 +9,7 @@ import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from prefill.engine.kv_disk import KvDiskCache
 from prefill.store import HistoryStore, SettingsFile
 from prefill.store.settings import Settings
 from prefill.ui.engine_worker import EngineThread
@@ -26,12 +27,12 @@ class App:
         self.qtbot, self.data, self.bundled = qtbot, data, bundled
         self.opened: list[tuple[MainWindow, EngineThread, StoreProxy]] = []
 
-    def open(self, settings: Settings | None = None) -> MainWindow:
+    def open(self, settings: Settings | None = None, disk: KvDiskCache | None = None) -> MainWindow:
         settings_file = SettingsFile(self.data / "settings.json")
         if settings is None:
             settings = settings_file.load()
         store = StoreProxy(Stores(HistoryStore(self.data / "history.sqlite3"), settings_file))
-        engine = EngineThread()
+        engine = EngineThread(disk)
         w = MainWindow(settings, store, engine, self.bundled)
         self.qtbot.addWidget(w)
         w.show()

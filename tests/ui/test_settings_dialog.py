@@ -6,7 +6,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import replace
 
-from PySide6.QtWidgets import QComboBox, QDialogButtonBox, QDoubleSpinBox, QSpinBox
+from PySide6.QtWidgets import QComboBox, QDialogButtonBox, QDoubleSpinBox, QPushButton, QSpinBox
+
+from prefill.engine.kv_disk import Usage
 
 from prefill.engine.settings import KV_TYPES, OVERFLOW_POLICIES, LoadSettings, SamplingSettings
 from prefill.store.settings import Settings, keys
@@ -80,3 +82,17 @@ def test_quantised_kv_cache_without_flash_attention_cannot_be_accepted(qtbot) ->
     LoadSettings(**{f.name: getattr(new.model, f.name) for f in dataclasses.fields(LoadSettings)})
     d.accept()
     assert d.result() == 1
+
+
+def test_cache_budget_use_and_clear(qtbot) -> None:
+    s = Settings()
+    d = SettingsDialog(s, cache_usage=Usage(3 * 1024**3 // 2, 7))
+    qtbot.addWidget(d)
+    assert d.cache_use.text() == "1.50 GB in 7 files"
+    d.cache_budget.setValue(512)
+    new = d.result_settings()
+    assert new.model.kv_disk_budget_mb == 512 and not needs_reload(s.model, new.model)
+    with qtbot.waitSignal(d.clear_cache_requested, timeout=1000):
+        d.findChild(QPushButton, "clear-cache").click()
+    d.set_cache_usage(Usage(0, 0))
+    assert d.cache_use.text() == "0.00 GB in 0 files"

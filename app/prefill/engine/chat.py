@@ -10,6 +10,7 @@ rest. Only what follows the longest common prefix with the cache is evaluated.
 from __future__ import annotations
 
 import codecs
+import functools
 import random
 import threading
 import time
@@ -17,13 +18,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prefill.engine import chat_format
+from prefill.engine import chat_format, kv_resume
 from prefill.engine.backend import BackendReport, backend_report, resolve_gpu_layers
 from prefill.engine.errors import EngineBusy, EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.gguf_guard import read_model_header
 from prefill.engine.gguf_header import GGUFHeader
 from prefill.engine.kv import kv_bytes_per_cell
+from prefill.engine.kv_disk import KvDiskCache, SaveResult
 from prefill.engine.llama_runtime import LlamaRuntime
 from prefill.engine.metrics import RequestClock
 from prefill.engine.overflow import Fitted, fit_messages
@@ -64,6 +66,7 @@ class ChatEngine:
         # The last _prepare answer; it depends on the segments, so it is dropped when they change.
         self._prepared: tuple[tuple[object, ...], tuple[str, list[int], int, str]] | None = None
         self._busy = threading.Lock()
+        self._restored: tuple[int, float] | None = None  # tokens and ms of a restore the next prefill reports
 
     @classmethod
     def load(
@@ -104,10 +107,43 @@ class ChatEngine:
         )
 
     def reset_cache(self) -> None:
+        self._restored = None
         self.runtime.kv_truncate(0)
         self._tokens.clear()
         self._segments.clear()
         self._prepared = None
+
+    # --- the cache on disk (between requests, on the engine's thread) ---------------------
+    @functools.cached_property
+    def cache_scope(self) -> str:
+        """What a saved state of this engine depends on besides its tokens (model, cache settings, build)."""
+        return kv_resume.cache_scope(kv_resume.model_identity(self.path), self.settings, self.n_ctx)
+
+    def save_state(self, disk: KvDiskCache) -> SaveResult:
+        """Save the KV cache, its tokens and their segments to `disk`, keyed by scope and tokens."""
+        segments = [(s.text, len(s.tokens)) for s in self._segments]
+        return kv_resume.save(self.runtime, disk, self.cache_scope, self._tokens, segments)
+
+    def restore_state(
+        self, disk: KvDiskCache, messages: Sequence[Message], options: TemplateOptions | None = None
+    ) -> kv_resume.Restored:
+        """Restore the saved state that the prompt for `messages` (and a next user turn) reuses
+        most, when it reuses more than the live cache; the next prefill reports it."""
+        if not messages or messages[-1].role != "user":
+            messages = [*messages, Message("user", "…")]
+        text = self.render(messages, options)
+        live = kv_resume.reusable([(s.text, len(s.tokens)) for s in self._segments], text)
+        found = kv_resume.restore(self.runtime, disk, self.cache_scope, text, live)
+        if found.cleared:
+            self.reset_cache()
+        if found.header is not None:
+            tokens, at = found.header.tokens, 0
+            self._tokens, self._segments, self._prepared = list(tokens), [], None
+            for seg_text, n in found.header.segments:
+                self._segments.append(_Segment(seg_text, tokens[at : at + n]))
+                at += n
+            self._restored = (len(tokens), found.ms)
+        return found
 
     # --- prompts --------------------------------------------------------------------
     @property
@@ -268,7 +304,9 @@ class ChatEngine:
             prefill_ms=prefill_ms,
             prefill_tps=evaluated / prefill_ms * 1000 if prefill_ms > 0 else 0.0,
         )
-        yield PrefillDone(len(prompt), keep, evaluated, prefill_ms, fitted.dropped, fitted.note, cache_note)
+        restored, self._restored = self._restored, None
+        yield PrefillDone(len(prompt), keep, evaluated, prefill_ms, fitted.dropped, fitted.note, cache_note,
+                          min(keep, restored[0]) if restored else 0, restored[1] if restored else 0.0)
         parser = ReasoningParser(self.reasoning, opened_in_prompt(self.reasoning, text))
         yield from self._decode(sampling, cancel, clock, parser)
 

@@ -18,6 +18,8 @@ class PrefillDone:
     dropped_messages: tuple[int, ...] = ()  # indices dropped by the overflow policy
     overflow_note: str = ""
     cache_note: str = ""  # why more than the new tokens were evaluated (a cache that cannot be trimmed)
+    restored_tokens: int = 0  # of cached_tokens, those restored from the disk cache before this request
+    restore_ms: float = 0.0  # how long that restore took
 
 
 @dataclass(frozen=True)

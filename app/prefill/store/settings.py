@@ -47,6 +47,11 @@ class ModelSettings(LoadSettings):
     NAME: ClassVar[str] = "model"
     last_model_path: str = field(default="", metadata=doc('The model opened last; "" = none.'))
     overflow_policy: OverflowPolicy = field(default=_POLICY.default, metadata=_POLICY.metadata)
+    kv_disk_budget_mb: int = field(
+        default=4096,
+        metadata=doc("Disk space for chats' saved KV caches, in MiB; 0 = none saved.",
+                     label="Chat cache budget (MiB)", minimum=0, maximum=1_048_576),
+    )
 
     def load_settings(self) -> LoadSettings:
         """What the engine takes to load a model (a change of it takes a reload)."""

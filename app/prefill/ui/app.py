@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
+    from prefill.engine.kv_disk import KvDiskCache
     from prefill.store import HistoryStore, Settings, SettingsFile
     from prefill.ui.engine_worker import EngineThread
     from prefill.ui.main_window import MainWindow
@@ -51,15 +52,16 @@ def read_settings(settings_file: SettingsFile) -> StartSettings:
 
 def build_window(
     start: StartSettings, settings_file: SettingsFile, history: HistoryStore, bundled: Path | None,
-    theme: str = "light",
+    theme: str = "light", disk: KvDiskCache | None = None,
 ) -> tuple[MainWindow, StoreProxy, EngineThread]:
-    """The window with its store and engine threads, showing what reading the settings said."""
+    """The window with its store and engine threads, showing what reading the settings said.
+    `disk`: where chats' KV caches are saved (None: not saved)."""
     from prefill.ui.engine_worker import EngineThread
     from prefill.ui.main_window import MainWindow
     from prefill.ui.store_worker import StoreProxy, Stores
 
     store = StoreProxy(Stores(history, settings_file, save_settings=start.writable))
-    engine = EngineThread()
+    engine = EngineThread(disk)
     window = MainWindow(start.settings, store, engine, bundled, theme)
     if start.notice:  # an unreadable file stays unsaved all session: keep saying so
         (window.show_notice if start.writable else window.show_problem)(start.notice)
@@ -100,6 +102,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
             print(problem, file=sys.stderr)
             return 1
 
+    from prefill.engine.kv_disk import KvDiskCache
     from prefill.hub.bundled import BUNDLED_NAME, bundled_model_path
     from prefill.store import HistoryStore, SettingsFile
     from prefill.ui.theme import ThemeFollower
@@ -123,7 +126,8 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     settings = start.settings
     follower = ThemeFollower(app, settings.ui.theme)  # re-applies when the system scheme changes
     theme = follower.effective
-    window, store, engine = build_window(start, settings_file, HistoryStore(), bundled_model_path(), theme)
+    disk = KvDiskCache(budget=settings.model.kv_disk_budget_mb * 1024 * 1024)
+    window, store, engine = build_window(start, settings_file, HistoryStore(), bundled_model_path(), theme, disk)
     follower.theme_changed.connect(window.set_theme)
     window.theme_follower = follower
 

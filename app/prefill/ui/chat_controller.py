@@ -86,6 +86,7 @@ class ChatController(QObject):
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
             self._set_options(_stored_options(conv.settings))
             self.model.set_rows(rows)
+            self.worker.request_resume.emit(self.messages())  # the engine saves the last chat's cache, restores this one's
             self.conversation_opened.emit(conv.id)
             if message_id >= 0:
                 found = [i for i, r in enumerate(rows) if r.message_id == message_id]
@@ -102,6 +103,7 @@ class ChatController(QObject):
         def made(conv: Conversation) -> None:
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
             self.model.set_rows([])
+            self.worker.request_resume.emit(self.messages())
             self.conversations_changed.emit()
             self.conversation_opened.emit(conv.id)
             if then is not None:

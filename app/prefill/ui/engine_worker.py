@@ -20,6 +20,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from prefill.engine.errors import ContextOverflow, EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.kv_disk import KvDiskCache
 from prefill.engine.settings import LoadSettings, OverflowSettings, SamplingSettings
 from prefill.engine.template import Message, TemplateOptions
 
@@ -93,6 +94,8 @@ class EngineWorker(QObject):
         failed(int, str): request id, a sentence for the user.
         token_count(int, int): request tag, prompt tokens of a conversation (for the input box).
         kv_state(object): MetricsSnapshot with the KV fill, when idle.
+        disk_cache(object): kv_disk.Usage of the saved-cache folder, after it changed.
+        cache_note(str): a saved cache was discarded or could not be saved, and why.
     """
 
     load_progress = Signal(float)
@@ -105,6 +108,8 @@ class EngineWorker(QObject):
     failed = Signal(int, str)
     token_count = Signal(int, int)
     kv_state = Signal(object)
+    disk_cache = Signal(object)
+    cache_note = Signal(str)
 
     # requests, queued into the worker's thread: use the typed methods below
     _request_load = Signal(int, str, object)
@@ -112,10 +117,15 @@ class EngineWorker(QObject):
     _request_count = Signal(int, object)
     _request_unload = Signal()
     request_shutdown = Signal()
+    request_resume = Signal(object)  # the messages of the conversation now shown ([] for a new one)
+    request_cache_budget = Signal(object)  # bytes (an int past 2 GiB: not a Qt int); 0 turns it off
+    request_clear_cache = Signal()
 
-    def __init__(self) -> None:
+    def __init__(self, disk: KvDiskCache | None = None) -> None:
         super().__init__()
         self.engine: ChatEngine | None = None
+        self.disk = disk  # None: no saved caches (tests, or a caller that wants none)
+        self._shown: list[Message] | None = None  # the conversation the user is in, for after a load
         self.cancel = threading.Event()  # set from the GUI thread: stop after the current token
         self.buffer = TextBuffer()
         self._count_tag = 0
@@ -128,6 +138,9 @@ class EngineWorker(QObject):
         self._request_count.connect(self._on_request_count)
         self._request_unload.connect(self._on_request_unload)
         self.request_shutdown.connect(self._on_request_shutdown)
+        self.request_resume.connect(self._on_request_resume)
+        self.request_cache_budget.connect(self._on_request_cache_budget)
+        self.request_clear_cache.connect(self._on_request_clear_cache)
 
     # --- requests, from the GUI thread ---------------------------------------------
     def load(self, path: str, settings: LoadSettings) -> int:
@@ -208,13 +221,67 @@ class EngineWorker(QObject):
                 reasons=bool(engine.reasoning),
             )
         )
+        self._restore()
         self.kv_state.emit(engine.kv_snapshot())
 
     @Slot()
     def _on_request_unload(self) -> None:
         if self.engine is not None:
+            self._save()
             self.engine.close()
             self.engine = None
+
+    # --- the KV cache on disk: saved as the user leaves a conversation, restored on return ----
+    @Slot(object)
+    def _on_request_resume(self, messages: list[Message]) -> None:
+        """The user now shows `messages`: save the cache of the chat they left, restore this one's."""
+        self._shown = list(messages)
+        if self.engine is not None:
+            self._save()
+            self._restore()
+            self.kv_state.emit(self.engine.kv_snapshot())
+
+    def _save(self) -> None:
+        if self.engine is None or self.disk is None:
+            return
+        try:
+            result = self.engine.save_state(self.disk)
+        except OSError as e:  # the folder itself cannot be made or read
+            self.cache_note.emit(f"The chat's cache could not be saved to disk: {e}")
+            return
+        if result.note:
+            self.cache_note.emit(f"The chat's cache was not saved to disk: {result.note}.")
+        if result.outcome == "written":
+            self._report_usage()
+
+    def _restore(self) -> None:
+        if self.engine is None or self.disk is None or self._shown is None:
+            return
+        try:
+            found = self.engine.restore_state(self.disk, self._shown)
+        except (EngineError, OSError) as e:
+            self.cache_note.emit(f"The chat's saved cache could not be read: {e}")
+            return
+        if found.note:
+            self.cache_note.emit(f"{found.note[:1].upper()}{found.note[1:]}.")
+            self._report_usage()
+
+    def _report_usage(self) -> None:
+        if self.disk is not None:
+            self.disk_cache.emit(self.disk.usage())
+
+    @Slot(object)
+    def _on_request_cache_budget(self, budget: int) -> None:
+        if self.disk is not None:
+            self.disk.budget = budget
+            self.disk.evict()
+            self._report_usage()
+
+    @Slot()
+    def _on_request_clear_cache(self) -> None:
+        if self.disk is not None:
+            self.disk.clear()
+            self._report_usage()
 
     @Slot()
     def _on_request_shutdown(self) -> None:
@@ -232,6 +299,7 @@ class EngineWorker(QObject):
             self.failed.emit(request_id, "No model is loaded yet.")
             return
         put = self.buffer.put
+        self._shown = list(messages)
         try:
             for ev in engine.stream(messages, sampling, overflow, self.cancel, options):
                 if type(ev) is Token:
@@ -269,16 +337,16 @@ class EngineWorker(QObject):
 class EngineThread:
     """Starts the worker on its own thread and stops it cleanly (ask, quit, wait)."""
 
-    def __init__(self) -> None:
+    def __init__(self, disk: KvDiskCache | None = None) -> None:
         self.thread = QThread()
         self.thread.setObjectName("prefill-engine")
-        self.worker = EngineWorker()
+        self.worker = EngineWorker(disk)
         self.worker.moveToThread(self.thread)
         self.thread.start()
 
     def stop(self) -> None:
         """Ask: stop a load at its next progress report and the answer after its current
-        token, then free the model; quit; wait."""
+        token, then save the cache and free the model; quit; wait."""
         self.worker.cancel_load()
         self.worker.cancel.set()
         self.worker.request_shutdown.emit()

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.engine.events import MetricsSnapshot
+from prefill.engine.kv_disk import Usage
 from prefill.store.settings import Settings
 from prefill.ui.chat_controller import ChatController
 from prefill.ui.chat_view import ChatView
@@ -40,6 +41,8 @@ from prefill.ui.theme import ThemeFollower, apply_theme, code_palette
 from prefill.ui.transcript_model import Row, TranscriptModel
 from prefill.ui.welcome import Welcome
 
+MIB = 1024 * 1024
+
 if TYPE_CHECKING:
     from prefill.ui.download_worker import DownloadWorker
     from prefill.ui.models_page import ModelsPage
@@ -52,11 +55,13 @@ class MainWindow(QMainWindow):
         shown(): the window was first shown (for the start-up time measurement).
         model_loaded(object): a LoadedModel.
         closed(): the window closed, after a streaming answer was stopped and saved.
+        cache_usage_changed(object): the saved-cache folder's kv_disk.Usage.
     """
 
     shown = Signal()
     model_loaded = Signal(object)
     closed = Signal()
+    cache_usage_changed = Signal(object)
 
     def __init__(self, settings: Settings, store: StoreProxy, engine: EngineThread,
                  bundled: Path | None, theme: str = "light"):
@@ -79,6 +84,7 @@ class MainWindow(QMainWindow):
         self._grace.setInterval(CLOSE_GRACE_MS)
         self._grace.timeout.connect(self.close)
         self._conversations: dict[int, str] = {}
+        self.cache_usage: Usage | None = None
 
         self.transcript = TranscriptModel()
         self.chat_view = ChatView(self.transcript, code_palette(theme))
@@ -181,6 +187,9 @@ class MainWindow(QMainWindow):
         w.load_progress.connect(self.sidebar.set_load_progress)
         w.kv_state.connect(self._on_worker_kv_state)
         w.token_count.connect(self._on_worker_token_count)
+        w.cache_note.connect(self.show_notice)
+        w.disk_cache.connect(self._on_worker_disk_cache)
+        w.request_cache_budget.emit(self.settings.model.kv_disk_budget_mb * MIB)  # and report its use
         self.model_combo.activated.connect(self._on_model_combo_activated)
         self.welcome.use_model.connect(self.load_model)
         self.welcome.open_file.connect(self._open_file)
@@ -422,13 +431,23 @@ class MainWindow(QMainWindow):
             self.controller.set_system_prompt(text.strip())
             self._ask_count()
 
+    def _on_worker_disk_cache(self, usage: Usage) -> None:
+        self.cache_usage = usage
+        self.cache_usage_changed.emit(usage)
+
     def _open_settings(self) -> None:
-        dialog = SettingsDialog(self.settings, self)
-        if not dialog.exec():
+        dialog = SettingsDialog(self.settings, self, self.cache_usage)
+        dialog.clear_cache_requested.connect(self.engine.worker.request_clear_cache)
+        self.cache_usage_changed.connect(dialog.set_cache_usage)
+        accepted = dialog.exec()
+        self.cache_usage_changed.disconnect(dialog.set_cache_usage)
+        if not accepted:
             return
         new = dialog.result_settings()
         old, self.settings = self.settings, new
         self.store.save_settings(new)
+        if new.model.kv_disk_budget_mb != old.model.kv_disk_budget_mb:
+            self.engine.worker.request_cache_budget.emit(new.model.kv_disk_budget_mb * MIB)
         if new.ui.theme != old.ui.theme:
             if self.theme_follower is not None:
                 self.theme_follower.set_choice(new.ui.theme)

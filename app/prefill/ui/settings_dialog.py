@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
+    QLabel,
     QLineEdit,
     QPushButton,
     QSpinBox,
@@ -32,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.engine.errors import InvalidSetting
+from prefill.engine.kv_disk import Usage
 from prefill.engine.setting_fields import choices, hints
 from prefill.store.settings import SECTIONS, ModelSettings, Settings
 from prefill.ui.plain_text import plain_label
@@ -40,7 +43,7 @@ LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Generation", ("sampling.temperature", "sampling.top_k", "sampling.top_p", "sampling.min_p",
                     "sampling.repeat_penalty", "sampling.repeat_last_n", "sampling.max_tokens", "sampling.seed")),
     ("Model", ("model.n_ctx", "model.n_gpu_layers", "model.flash_attn", "model.kv_type", "model.n_threads",
-               "model.n_batch", "model.overflow_policy")),
+               "model.n_batch", "model.overflow_policy", "model.kv_disk_budget_mb")),
     ("Downloads", ("ui.models_dir", "hub.hf_token")),
     ("Appearance", ("ui.theme",)),
 )
@@ -146,9 +149,15 @@ def _row(main: QWidget, side: QWidget) -> QWidget:
 
 
 class SettingsDialog(QDialog):
-    """Edits one Settings value; `result_settings()` is the edited value (checked)."""
+    """Edits one Settings value; `result_settings()` is the edited value (checked).
 
-    def __init__(self, settings: Settings, parent: QWidget | None = None):
+    Signals:
+        clear_cache_requested(): the user asked to delete every saved KV cache.
+    """
+
+    clear_cache_requested = Signal()
+
+    def __init__(self, settings: Settings, parent: QWidget | None = None, cache_usage: Usage | None = None):
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.original = settings
@@ -160,7 +169,15 @@ class SettingsDialog(QDialog):
             for key in keys:
                 editor = self._editor(key)
                 form.addRow(plain_label("" if isinstance(editor.widget, QCheckBox) else editor.label), editor.widget)
+            if title == "Model":  # what the saved chat caches hold now, and a way to drop them
+                self.cache_use = plain_label()
+                clear = QPushButton("Clear")
+                clear.setObjectName("clear-cache")
+                clear.clicked.connect(self.clear_cache_requested)
+                form.addRow(plain_label("Saved chat caches"), _row(self.cache_use, clear))
             tabs.addTab(page, title)
+        self.cache_budget = self.editors["model.kv_disk_budget_mb"].input
+        self.set_cache_usage(cache_usage)
         self.problem = plain_label()
         self.problem.setObjectName("settings-problem")
         self.problem.setWordWrap(True)
@@ -202,6 +219,9 @@ class SettingsDialog(QDialog):
     def accept(self) -> None:
         if not self.check():
             super().accept()
+
+    def set_cache_usage(self, usage: Usage | None) -> None:
+        self.cache_use.setText("" if usage is None else f"{usage.bytes / 1024**3:.2f} GB in {usage.files} files")
 
     def _on_editor_changed(self, *_args: object) -> None:
         problem = self.check()

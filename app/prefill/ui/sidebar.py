@@ -97,6 +97,7 @@ class EngineSidebar(QWidget):
         self._add(pf, "prompt", "Length", "—")
         self._add(pf, "reused", "Reused from cache", "—")
         self._add(pf, "evaluated", "Evaluated", "—")
+        self._add(pf, "restored", "Disk cache", "—")
         self.cache_note = plain_label()
         self.cache_note.setObjectName("cache-note")
         self.cache_note.setWordWrap(True)
@@ -168,7 +169,7 @@ class EngineSidebar(QWidget):
     # --- an answer ------------------------------------------------------------------------
     def begin_answer(self) -> None:
         self.plot.reset()
-        for key in ("ttft", "ttfa", "prefill", "decode", "itl", "tokens", "prompt", "reused", "evaluated"):
+        for key in ("ttft", "ttfa", "prefill", "decode", "itl", "tokens", "prompt", "reused", "evaluated", "restored"):
             self.labels[key].setText("…")
         self.cache_note.hide()
 
@@ -176,6 +177,8 @@ class EngineSidebar(QWidget):
         self.labels["prompt"].setText(f"{p.prompt_tokens} tokens")
         self.labels["reused"].setText(f"{p.cached_tokens}")
         self.labels["evaluated"].setText(f"{p.evaluated_tokens}")
+        self.labels["restored"].setText(f"restored {p.restored_tokens:,} tokens from disk in {p.restore_ms:.0f} ms"
+                                        if p.restored_tokens else "—")
         tps = p.evaluated_tokens / p.prefill_ms * 1000 if p.prefill_ms else 0.0
         self.labels["prefill"].setText(f"{tps:.0f} tok/s ({p.prefill_ms:.0f} ms)")
         self.cache_note.setText(p.cache_note)
