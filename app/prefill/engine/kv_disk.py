@@ -186,7 +186,8 @@ class KvDiskCache:
 
     def evict(self, room: int = 0) -> int:
         """Delete least recently used files until `room` more bytes fit the budget; the bytes freed."""
-        entries = sorted(((e.stat(follow_symlinks=False), e.path) for e in self._files()), key=lambda x: x[0].st_mtime_ns)
+        entries = sorted(((e.stat(follow_symlinks=False), e.path) for e in self._files()),
+                         key=lambda x: x[0].st_mtime_ns)
         total = sum(st.st_size for st, _ in entries)
         freed = 0
         for st, path in entries:

@@ -86,7 +86,8 @@ class ChatController(QObject):
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
             self._set_options(_stored_options(conv.settings))
             self.model.set_rows(rows)
-            self.worker.request_resume.emit(self.messages())  # the engine saves the last chat's cache, restores this one's
+            # The engine saves the last chat's cache and restores this one's.
+            self.worker.request_resume.emit(self.messages())
             self.conversation_opened.emit(conv.id)
             if message_id >= 0:
                 found = [i for i, r in enumerate(rows) if r.message_id == message_id]
