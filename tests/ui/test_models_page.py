@@ -14,12 +14,13 @@ from PySide6.QtWidgets import QMessageBox
 from prefill.engine.fit import estimate_fit
 from prefill.engine.gguf_header import read_header
 from prefill.engine.hardware import GpuMemory, MachineMemory
+from prefill.engine.units import format_bytes
 from prefill.hub.client import HubClient
 from prefill.hub.library import ModelLibrary
 from prefill.hub.manager import JobState
 from prefill.hub.partial import Expected, PartialFile
 from prefill.hub.paths import PARTIAL_DIR
-from prefill.ui.download_worker import DownloadWorker, format_bytes, format_eta
+from prefill.ui.download_worker import DownloadWorker, format_eta
 from prefill.ui.models_page import ModelsPage, fit_vs_actual
 from tests.hub.conftest import FAST, _hub_env, add_repo, client, hub, payload  # noqa: F401 - fixtures
 from tests.hub.fake_hub import FakeHub

@@ -34,11 +34,12 @@ from PySide6.QtWidgets import (
 from prefill.engine.fit import FitEstimate, estimate_fit
 from prefill.engine.gguf_header import read_header
 from prefill.engine.hardware import MachineMemory, machine_memory
+from prefill.engine.units import format_bytes
 from prefill.hub.client import HubClient, RepoListing, RepoSummary, SortKey
 from prefill.hub.library import ModelLibrary
 from prefill.hub.quants import ModelFiles, group_by_quant, split_part
 from prefill.hub.remote_header import fetch_header
-from prefill.ui.download_worker import DownloadQueuePanel, DownloadWorker, format_bytes
+from prefill.ui.download_worker import DownloadQueuePanel, DownloadWorker
 from prefill.ui.engine_worker import LoadedModel
 from prefill.ui.library_panel import LibraryPanel
 from prefill.ui.plain_text import plain_label, tooltip
