@@ -85,12 +85,6 @@ class _Shape:
     n_ff: int
 
 
-def compute_buffer(h: GGUFHeader, n_ctx: int, n_ubatch: int = 512, flash_attn: bool = False) -> int:
-    """Bytes of llama.cpp's compute buffer for one device (see the module docstring)."""
-    s = _shape([h])
-    return _compute(s, n_ctx, n_ubatch, flash_attn)
-
-
 def estimate_fit(
     headers: GGUFHeader | Sequence[GGUFHeader],
     n_ctx: int,

@@ -78,7 +78,6 @@ class GGUFHeader:
     tokens: list[bytes] | None = None  # the vocabulary as stored, when asked for (`keep_tokens`)
     token_types: tuple[int, ...] | None = None  # and each token's type, when stored as integers
     types: dict[str, int] = field(default_factory=dict)  # each key's GGUF value type
-    extra: dict[str, object] = field(default_factory=dict)
 
     # --- model shape -------------------------------------------------------------
     @property
@@ -130,10 +129,6 @@ class GGUFHeader:
     @property
     def n_params(self) -> int:
         return sum(t.n_elements for t in self.tensors)
-
-    @property
-    def tensor_bytes(self) -> int:
-        return sum(t.nbytes for t in self.tensors)
 
     @property
     def quantization(self) -> str:
