@@ -412,3 +412,15 @@ def read_header(path: str | Path, keep_tokens: bool = False) -> GGUFHeader:
             f"it has {size:,} ({missing:,} missing)"
         )
     return header
+
+
+def split_paths(path: str | Path, header: GGUFHeader) -> list[Path]:
+    """Every part of a split model whose first part is ``path`` (its header says how many);
+    ``[path]`` for a single file or for a part other than the first."""
+    first = Path(path)
+    n = header.metadata.get("split.count")
+    suffix = f"-00001-of-{n:05d}.gguf" if isinstance(n, int) else ""
+    if not isinstance(n, int) or n < 2 or not first.name.endswith(suffix):
+        return [first]
+    prefix = first.name[: -len(suffix)]
+    return [first.with_name(f"{prefix}-{i:05d}-of-{n:05d}.gguf") for i in range(1, n + 1)]
