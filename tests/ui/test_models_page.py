@@ -171,8 +171,8 @@ def test_pause_resume_cancel(qtbot, page: ModelsPage, hub: FakeHub, models_dir: 
     assert q.button(a, "load").isEnabled()
 
 
-def test_unreachable_hub_is_said(qtbot, models_dir: Path) -> None:
-    offline = HubClient(endpoint="http://127.0.0.1:9", timeout=2)  # nothing listens on port 9
+def test_unreachable_hub_is_said(qtbot, models_dir: Path, closed_endpoint: str) -> None:
+    offline = HubClient(endpoint=closed_endpoint, timeout=2)
     downloads = DownloadWorker(offline, models_dir, policy=FAST)
     library = ModelLibrary(models_dir, hf_cache_dir=False, include_bundled=False)
     page = ModelsPage(offline, library, downloads, lambda: 1024, lambda: "f16", memory=lambda: MACHINE)
@@ -181,7 +181,7 @@ def test_unreachable_hub_is_said(qtbot, models_dir: Path) -> None:
         with qtbot.waitSignal(page.message_shown, timeout=WAIT,
                               check_params_cb=lambda text: text.startswith("The search failed")) as shown:
             page.search()
-        assert "cannot reach the model hub at http://127.0.0.1:9" in shown.args[0]
+        assert f"cannot reach the model hub at {closed_endpoint}" in shown.args[0]
         assert page.message.text() == shown.args[0]
     finally:
         page.close_jobs()
