@@ -30,8 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     s = _command(cmds, "search", "search the hub for GGUF models", _search)
     s.add_argument("query", help="words in the repository name")
-    s.add_argument("--sort", choices=SORT_KEYS, default="downloads")
-    s.add_argument("--limit", type=int, default=20)
+    s.add_argument("--sort", choices=SORT_KEYS, default="downloads", help="order of the results (default: downloads)")
+    s.add_argument("--limit", type=int, default=20, help="most repositories listed (default 20)")
 
     f = _command(cmds, "files", "list a repository's GGUF models by quantisation", _files)
     f.add_argument("repo", help="owner/name")
