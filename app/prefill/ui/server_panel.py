@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QPushButton,
     QTableView,
     QVBoxLayout,
@@ -36,6 +35,7 @@ from PySide6.QtWidgets import (
 from prefill.engine.batch_snapshot import BatchSnapshot, SlotSnapshot
 from prefill.engine.errors import EngineError
 from prefill.server.runner import ExposureError, RunningServer, ServeOptions
+from prefill.ui.plain_text import plain_label
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -161,13 +161,11 @@ class ServerPanel(QWidget):
         self._options = options
         self.url = ""
         self.switch = QCheckBox("Serve this model over HTTP (OpenAI API)")
-        self.address = QLabel("Off")
-        self.address.setTextFormat(Qt.TextFormat.PlainText)
+        self.address = plain_label("Off")
         self.address.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.copy = QPushButton("Copy")
         self.copy.setEnabled(False)
-        self.status = QLabel("")
-        self.status.setTextFormat(Qt.TextFormat.PlainText)
+        self.status = plain_label("")
         self.slots = SlotTableModel(self)
         self.table = QTableView()
         self.table.setModel(self.slots)
