@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,3 +43,12 @@ def engine(smollm2: Path):
 def fresh_engine(engine: ChatEngine) -> ChatEngine:
     engine.reset_cache()
     return engine
+
+
+@pytest.fixture
+def closed_endpoint() -> Iterator[str]:
+    """``http://127.0.0.1:PORT`` where nothing listens: the port is bound here, never listened on,
+    so a connection is refused, and no other process can take it while the test runs."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{s.getsockname()[1]}"

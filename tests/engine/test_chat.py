@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from prefill.engine import chat
 from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.settings import LoadSettings, SamplingSettings
@@ -133,14 +134,20 @@ def test_max_tokens_finishes_with_length(fresh_engine: ChatEngine) -> None:
     assert fin.reason == "length" and fin.metrics.completion_tokens == 5
 
 
-def test_snapshots_arrive_during_a_long_answer(tiny_model: Path) -> None:
+@pytest.mark.parametrize("every_s", [0.0, 1e9])
+def test_snapshots_arrive_during_a_long_answer(tiny_model: Path, monkeypatch: pytest.MonkeyPatch,
+                                               every_s: float) -> None:
+    """Counted, not timed: at interval 0 every decoded token brings one; at a huge one, none."""
+    monkeypatch.setattr(chat, "SNAPSHOT_EVERY_S", every_s)
     e = ChatEngine.load(tiny_model, LoadSettings(n_ctx=2048, n_gpu_layers="none"))
     try:
-        events = list(e.stream([Message("user", "go")], SamplingSettings(seed=5, max_tokens=1500)))
+        events = list(e.stream([Message("user", "go")], SamplingSettings(seed=5, max_tokens=200)))
         snaps = [ev for ev in events if isinstance(ev, MetricsSnapshot)]
-        assert snaps, "a 1,500-token answer lasts over 250 ms: snapshots are due"
-        assert all(s.kv_used > 0 and s.decode_tps > 0 for s in snaps)
-        assert [s.completion_tokens for s in snaps] == sorted(s.completion_tokens for s in snaps)
+        fin = events[-1]
+        assert isinstance(fin, Finished) and fin.reason == "length" and fin.metrics.completion_tokens == 200
+        assert len(snaps) == (200 if every_s == 0.0 else 0)
+        assert all(s.kv_used > 0 for s in snaps)
+        assert [s.completion_tokens for s in snaps] == list(range(1, len(snaps) + 1))
     finally:
         e.close()
 

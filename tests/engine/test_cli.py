@@ -52,3 +52,14 @@ def test_bench_prints_both_loops_and_ratios(tiny_model: Path) -> None:
     for side in ("engine", "lean"):
         assert r[side]["decode_tps"] > 0 and r[side]["prefill_tps"] > 0 and r[side]["gen_tokens"] > 10
     assert set(r["ratio"]) == {"decode_tps", "prefill_tps", "ms_per_token_first", "ms_per_token_last"}
+
+
+def test_bench_without_json_prints_a_table() -> None:
+    from prefill.commands.bench import table
+
+    side = {"prefill_tps": 900.0, "decode_tps": 120.0, "ms_per_token_first": 8.0, "ms_per_token_last": 8.5}
+    ratio = {"prefill_tps": 1.0, "decode_tps": 0.97, "ms_per_token_first": 1.02, "ms_per_token_last": 1.01}
+    out = table({"model": "m.gguf", "backend": "CPU", "reps": 3, "engine": side, "lean": side, "ratio": ratio})
+    lines = out.splitlines()
+    assert lines[0] == "m.gguf · CPU · median of 3 runs each" and lines[1].split() == ["engine", "lean", "ratio"]
+    assert lines[3].split() == ["decode", "tok/s", "120.0", "120.0", "0.97"] and len(lines) == 6

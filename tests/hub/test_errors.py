@@ -78,12 +78,12 @@ def test_unreachable_hub(tmp_path: Path) -> None:
         download_model(client, tmp_path, "o/r", _one("a.gguf"), policy=FAST)
 
 
-def test_search_unreachable_says_so_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_search_unreachable_says_so_at_once(monkeypatch: pytest.MonkeyPatch, closed_endpoint: str) -> None:
     import huggingface_hub.utils._http as hf_http
 
     slept: list[float] = []
     monkeypatch.setattr(hf_http.time, "sleep", slept.append)
-    client = HubClient(endpoint="http://127.0.0.1:9")
+    client = HubClient(endpoint=closed_endpoint)
     with pytest.raises(HubUnreachable):
         client.search("llama")
     assert slept == []  # no backoff: the search box tells the user straight away

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from prefill.engine import hardware
-from prefill.engine.fit import Fit, estimate_fit
+from prefill.engine.fit import Fit, estimate_fit, fit_vs_actual
 from prefill.engine.gguf_header import read_header
 from prefill.engine.hardware import GpuMemory, MachineMemory
 from prefill.hub.client import HubClient
@@ -101,3 +101,11 @@ def test_remote_header_grows_its_range(hub: FakeHub, client: HubClient, tmp_path
     assert len(ranges) > 2 and ranges[0] == "bytes=0-4095" and ranges[1] == "bytes=4096-12287"
     assert (remote.n_layer, remote.n_params, remote.data_offset) == (local.n_layer, local.n_params, local.data_offset)
     assert hub.bytes_served("long-F32.gguf") < src.stat().st_size
+
+
+def test_fit_vs_actual_says_how_far_off_the_estimate_was(header) -> None:  # noqa: ANN001
+    est = estimate_fit(header, 512, _machine(64 << 30, None))
+    text = fit_vs_actual(est, est.weights * 3 // 2, est.kv_cache // 2)
+    assert text.startswith("At 512 tokens: weights") and "(+50%)" in text and "(-50%)" in text
+    assert text.endswith(f"Predicted: {est.summary()}.")
+    assert "Predicted" not in fit_vs_actual(est, est.weights, est.kv_cache, verdict=False)

@@ -63,3 +63,17 @@ def test_a_link_that_hides_its_target_asks_first(qtbot, browser: Browser, messag
 def test_a_link_that_shows_its_target_opens_at_once(browser: Browser, message: MessageWidget) -> None:
     message.browser.anchorClicked.emit(QUrl("https://good.example/page"))
     assert browser.opened == ["https://good.example/page"] and _box(message) is None
+
+
+def test_a_mailto_link_opens_through_the_guard(qtbot) -> None:
+    """Rendered clickable, so a click opens it (it shows its own address: no question)."""
+    mail = Browser()
+    QDesktopServices.setUrlHandler("mailto", mail, "open")
+    try:
+        w = MessageWidget("assistant")
+        qtbot.addWidget(w)
+        w.set_content("Write to <mailto:a@b.example>.")
+        w.browser.anchorClicked.emit(QUrl("mailto:a@b.example"))
+        assert mail.opened == ["mailto:a@b.example"] and _box(w) is None
+    finally:
+        QDesktopServices.unsetUrlHandler("mailto")

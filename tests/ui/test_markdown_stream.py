@@ -7,7 +7,7 @@ import random
 import pytest
 from PySide6.QtGui import QTextDocument
 
-from prefill.ui.markdown import DARK_CODE, code_blocks, render_markdown
+from prefill.ui.markdown import code_blocks, render_markdown
 from prefill.ui.markdown_stream import MarkdownStream
 
 _WORDS = ["the", "model", "**token**", "cache", "`kv`", "layer", "*attention*", "weights",
@@ -149,11 +149,3 @@ def test_append_after_finish_reopens_the_answer(qapp) -> None:
     stream.finish()
     assert _structure(doc) == _structure(_one_shot(stream.text))
 
-
-def test_set_palette_rerenders_with_the_new_colours(qapp) -> None:
-    doc = QTextDocument()
-    stream = MarkdownStream(doc)
-    stream.set_text("```python\nx = 1\n```")
-    stream.set_palette(DARK_CODE)
-    assert DARK_CODE.background.lower() in doc.toHtml().lower()
-    assert stream.text == "```python\nx = 1\n```"

@@ -15,6 +15,7 @@ from prefill.commands import history_io
 from prefill.commands.errors import CliError
 from prefill.engine.gguf_header import GGUFError
 from prefill.engine.settings import KV_TYPES
+from prefill.engine.units import format_bytes, format_params
 from prefill.hub.client import SORT_KEYS, HubClient
 from prefill.hub.downloader import download_model
 from prefill.hub.errors import HubError
@@ -29,8 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     s = _command(cmds, "search", "search the hub for GGUF models", _search)
     s.add_argument("query", help="words in the repository name")
-    s.add_argument("--sort", choices=SORT_KEYS, default="downloads")
-    s.add_argument("--limit", type=int, default=20)
+    s.add_argument("--sort", choices=SORT_KEYS, default="downloads", help="order of the results (default: downloads)")
+    s.add_argument("--limit", type=int, default=20, help="most repositories listed (default 20)")
 
     f = _command(cmds, "files", "list a repository's GGUF models by quantisation", _files)
     f.add_argument("repo", help="owner/name")
@@ -107,7 +108,7 @@ def _files(args: argparse.Namespace) -> int:
         for m in models:
             parts = f" ({len(m.parts)} parts{'' if m.complete else ', INCOMPLETE'})" if len(m.parts) > 1 else ""
             fit = f"  {_fit(client, args, m, memory)}" if memory is not None else ""
-            print(f"  {m.name:<56} {_size(m.size):>10}{parts}{fit}")
+            print(f"  {m.name:<56} {format_bytes(m.size):>10}{parts}{fit}")
     return 0
 
 
@@ -153,12 +154,12 @@ def _ls(args: argparse.Namespace) -> int:
         return _ls_partial(ModelLibrary(_models_dir(args)))
     for m in ModelLibrary(_models_dir(args)).models():
         if m.error:
-            print(f"{m.name:<60} {_size(m.size):>10}  [{m.source}] unreadable: {m.error}")
+            print(f"{m.name:<60} {format_bytes(m.size):>10}  [{m.source}] unreadable: {m.error}")
             continue
         tmpl = "chat template" if m.has_chat_template else "no chat template"
-        params = f"{m.n_params / 1e9:.2f}B" if m.n_params >= 1e8 else f"{m.n_params / 1e6:.0f}M"
+        params = format_params(m.n_params)
         print(
-            f"{m.name:<60} {_size(m.size):>10}  {m.architecture} {params} {m.quantization} "
+            f"{m.name:<60} {format_bytes(m.size):>10}  {m.architecture} {params} {m.quantization} "
             f"ctx {m.context_length}  {tmpl}  [{m.source}]"
         )
     return 0
@@ -167,11 +168,11 @@ def _ls(args: argparse.Namespace) -> int:
 def _ls_partial(library: ModelLibrary) -> int:
     found = library.abandoned()
     for a in found:
-        print(f"{a.name:<60} {_size(a.size):>10} of {_size(a.total):>10}  "
+        print(f"{a.name:<60} {format_bytes(a.size):>10} of {format_bytes(a.total):>10}  "
               f"last written {a.last_written.date().isoformat()}")
     if found:
         total = sum(a.size for a in found)
-        print(f"{len(found)} unfinished, {_size(total)} in all; remove with `prefill rm --partial [NAME]`",
+        print(f"{len(found)} unfinished, {format_bytes(total)} in all; remove with `prefill rm --partial [NAME]`",
               file=sys.stderr)
     else:
         print(f"no unfinished download untouched for a week in {library.models_dir}", file=sys.stderr)
@@ -186,13 +187,13 @@ def _rm_partial(args: argparse.Namespace) -> int:
         what = f"called {args.name!r}" if args.name else "untouched for a week"
         raise CliError(f"no unfinished download {what} (see `prefill ls --partial`)")
     if not args.yes and sys.stdin.isatty():
-        size = _size(sum(a.size for a in chosen))
+        size = format_bytes(sum(a.size for a in chosen))
         what = chosen[0].name if len(chosen) == 1 else f"{len(chosen)} unfinished downloads"
         if input(f"delete {what} ({size})? [y/N] ").strip().lower() not in ("y", "yes"):
             return 1
     for a in chosen:
         library.remove_abandoned(a.path.name)
-        print(f"deleted {a.name} ({_size(a.size)})")
+        print(f"deleted {a.name} ({format_bytes(a.size)})")
     return 0
 
 
@@ -204,7 +205,7 @@ def _rm(args: argparse.Namespace) -> int:
     library = ModelLibrary(_models_dir(args))
     model = library.find(args.name)
     if not args.yes and sys.stdin.isatty():
-        answer = input(f"delete {model.name} ({_size(model.size)})? [y/N] ")
+        answer = input(f"delete {model.name} ({format_bytes(model.size)})? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             return 1
     library.delete(model.name)
@@ -218,16 +219,6 @@ def _import(args: argparse.Namespace) -> int:
     model = ModelLibrary(_models_dir(args)).import_file(args.path, "symlink" if args.symlink else "copy")
     print(model.name)
     return 0
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "?"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
 
 
 class _Bar:
@@ -244,7 +235,8 @@ class _Bar:
         self._last = now
         pct = f"{100 * p.fraction:5.1f}%" if p.fraction is not None else "   ?  "
         eta = f"{int(p.eta) // 60}:{int(p.eta) % 60:02d} left" if p.eta is not None else ""
-        line = f"{self.name[:40]} {pct} {_size(p.done)}/{_size(p.total)} {_size(int(p.speed))}/s {eta} {p.stage}"
+        size = f"{format_bytes(p.done)}/{format_bytes(p.total)}"
+        line = f"{self.name[:40]} {pct} {size} {format_bytes(int(p.speed))}/s {eta} {p.stage}"
         sys.stderr.write("\r" + line.ljust(100)[:100])
         sys.stderr.flush()
 

@@ -19,10 +19,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 
-from prefill.engine.gguf_header import GGUFHeader, as_int
+from prefill.engine.gguf_header import GGUFHeader, as_int, read_header, split_paths
 from prefill.engine.hardware import MachineMemory
 from prefill.engine.kv import kv_bytes_per_cell
+from prefill.engine.units import format_bytes
 
 F32 = 4
 RUNTIME_OVERHEAD = 64 << 20  # vocabulary tables, threads, the Python side
@@ -83,12 +85,6 @@ class _Shape:
     n_embd: int
     n_head: int
     n_ff: int
-
-
-def compute_buffer(h: GGUFHeader, n_ctx: int, n_ubatch: int = 512, flash_attn: bool = False) -> int:
-    """Bytes of llama.cpp's compute buffer for one device (see the module docstring)."""
-    s = _shape([h])
-    return _compute(s, n_ctx, n_ubatch, flash_attn)
 
 
 def estimate_fit(
@@ -173,3 +169,41 @@ def _shape(hs: Sequence[GGUFHeader], kv_type: str = "f16") -> _Shape:
         tuple(layers), output, inputs, kv_bytes_per_cell(first, kv_type, kv_type),
         int(n_vocab), first.n_embd, first.n_head, n_ff,
     )
+
+
+# --- a model on disk, and its estimate against what a load used ------------------------------
+def estimate_local(path: str | Path, n_ctx: int, kv_type: str, memory: MachineMemory) -> FitEstimate:
+    """The fit estimate of a model on disk, every part of a split set read (reads headers)."""
+    first = read_header(path)
+    return estimate_fit([first, *(read_header(p) for p in split_paths(path, first)[1:])], n_ctx, memory, kv_type)
+
+
+def fit_breakdown(e: FitEstimate) -> str:
+    """The parts of an estimate, one line each (a tooltip)."""
+    return (f"weights {format_bytes(e.weights)}\n"
+            f"KV cache {format_bytes(e.kv_cache)} at {e.n_ctx} tokens\n"
+            f"compute buffers {format_bytes(e.compute)}\nGPU layers {e.gpu_layers} of {e.n_layer}\n"
+            f"free: VRAM {format_bytes(e.vram_free)}, RAM {format_bytes(e.ram_available)}")
+
+
+def fit_vs_actual(estimate: FitEstimate, model_bytes: int, kv_bytes_total: int, verdict: bool = True) -> str:
+    """One sentence: the estimated weights and KV cache beside what the loaded model uses.
+
+    Args:
+        estimate: the estimate at the context length the model was loaded with.
+        model_bytes: the loaded weights (llama.cpp's `llama_model_size`).
+        kv_bytes_total: the KV cache of every cell of the loaded context.
+        verdict: also say what the estimate predicted (only meaningful when memory was
+            measured before the load).
+    """
+
+    def pair(what: str, est: int, used: int) -> str:
+        diff = f" ({(used - est) / est:+.0%})" if est else ""
+        return f"{what} {format_bytes(est)} estimated, {format_bytes(used)} used{diff}"
+
+    text = (f"At {estimate.n_ctx} tokens: {pair('weights', estimate.weights, model_bytes)}; "
+            f"{pair('KV cache', estimate.kv_cache, kv_bytes_total)}; "
+            f"compute buffers {format_bytes(estimate.compute)} estimated (not measured).")
+    if verdict:
+        text += f" Predicted: {estimate.summary()}."
+    return text

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefill.engine.gguf_header import GGUFError, GGUFHeader, read_header
+from prefill.engine.gguf_header import GGUFError, GGUFHeader, read_header, split_paths
 
 GGUF_UINT16 = 2
 MAX_LAYERS = 512  # LLAMA_MAX_LAYERS, llama-hparams.h
@@ -164,12 +164,7 @@ def _check_vocabulary(h: GGUFHeader) -> None:
 def _check_split_parts(path: Path, h: GGUFHeader) -> None:
     """llama_model_loader reads `split.no` of every further part with gguf_get_val_u16, which
     asserts on any type but uint16 (a wrong count or name is an error llama.cpp returns)."""
-    n = h.metadata.get("split.count")
-    if not isinstance(n, int) or n < 2 or not path.name.endswith(f"-00001-of-{n:05d}.gguf"):
-        return
-    prefix = path.name[: -len(f"-00001-of-{n:05d}.gguf")]
-    for i in range(2, n + 1):
-        part = path.with_name(f"{prefix}-{i:05d}-of-{n:05d}.gguf")
+    for part in split_paths(path, h)[1:]:
         if not part.exists():
             continue  # llama.cpp says so itself
         types = read_header(part).types

@@ -78,7 +78,6 @@ class GGUFHeader:
     tokens: list[bytes] | None = None  # the vocabulary as stored, when asked for (`keep_tokens`)
     token_types: tuple[int, ...] | None = None  # and each token's type, when stored as integers
     types: dict[str, int] = field(default_factory=dict)  # each key's GGUF value type
-    extra: dict[str, object] = field(default_factory=dict)
 
     # --- model shape -------------------------------------------------------------
     @property
@@ -130,10 +129,6 @@ class GGUFHeader:
     @property
     def n_params(self) -> int:
         return sum(t.n_elements for t in self.tensors)
-
-    @property
-    def tensor_bytes(self) -> int:
-        return sum(t.nbytes for t in self.tensors)
 
     @property
     def quantization(self) -> str:
@@ -417,3 +412,15 @@ def read_header(path: str | Path, keep_tokens: bool = False) -> GGUFHeader:
             f"it has {size:,} ({missing:,} missing)"
         )
     return header
+
+
+def split_paths(path: str | Path, header: GGUFHeader) -> list[Path]:
+    """Every part of a split model whose first part is ``path`` (its header says how many);
+    ``[path]`` for a single file or for a part other than the first."""
+    first = Path(path)
+    n = header.metadata.get("split.count")
+    suffix = f"-00001-of-{n:05d}.gguf" if isinstance(n, int) else ""
+    if not isinstance(n, int) or n < 2 or not first.name.endswith(suffix):
+        return [first]
+    prefix = first.name[: -len(suffix)]
+    return [first.with_name(f"{prefix}-{i:05d}-of-{n:05d}.gguf") for i in range(1, n + 1)]

@@ -318,9 +318,6 @@ class LlamaRuntime:
     def model_bytes(self) -> int:
         return int(llama_cpp.llama_model_size(self.model))
 
-    def state_bytes(self) -> int:
-        return int(llama_cpp.llama_state_get_size(self.ctx))
-
     def close(self) -> None:
         if getattr(self, "ctx", None):
             llama_cpp.llama_free(self.ctx)

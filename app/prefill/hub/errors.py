@@ -6,6 +6,8 @@ the CLI word them further (a next step), they never need to parse them.
 
 from __future__ import annotations
 
+from prefill.engine.units import format_bytes
+
 
 class HubError(Exception):
     """Base of every error the hub package raises on purpose."""
@@ -107,8 +109,8 @@ class NotEnoughSpace(DownloadError):
             msg = f"the disk holding {folder} is full; free some space and resume the download"
         else:
             msg = (
-                f"not enough disk space in {folder}: the download needs {_mb(needed)}, "
-                f"{_mb(free)} is free"
+                f"not enough disk space in {folder}: the download needs {format_bytes(needed)}, "
+                f"{format_bytes(free)} is free"
             )
         super().__init__(msg)
 
@@ -132,7 +134,7 @@ class FileTooLarge(DownloadError):
     def __init__(self, folder: str, size: int | None):
         self.folder = folder
         self.size = size
-        what = f"a {_mb(size)} file" if size else "a file this large"
+        what = f"a {format_bytes(size)} file" if size else "a file this large"
         super().__init__(
             f"the file system holding {folder} cannot hold {what} (FAT32 stops at 4 GiB); "
             "choose a models folder on another drive"
@@ -146,8 +148,3 @@ class RemoteFileChanged(DownloadError):
 class TransferFailed(DownloadError):
     """The connection kept failing after every retry; the partial file is kept."""
 
-
-def _mb(n: int) -> str:
-    if n >= 1 << 30:
-        return f"{n / (1 << 30):.1f} GiB"
-    return f"{n / (1 << 20):.1f} MiB"

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from prefill.engine.units import format_bytes
 from prefill.hub.client import HubClient
 from prefill.hub.manager import DownloadEvent, DownloadManager, JobState
 from prefill.hub.quants import ModelFiles
@@ -34,18 +35,6 @@ from prefill.ui.plain_text import tooltip
 
 _COLUMNS = ("Model", "State", "Progress", "Speed", "Time left", "")
 _ACTIVE = (JobState.QUEUED, JobState.RUNNING)
-
-
-def format_bytes(n: float | None) -> str:
-    """`1.5 GiB`, `300.0 MiB`, `12 B`; `?` when unknown."""
-    if n is None:
-        return "?"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
 
 
 def format_eta(seconds: float | None) -> str:
@@ -75,17 +64,23 @@ class DownloadWorker(QObject):
     job_changed = Signal(object)
     command_done = Signal(str, int)
     error = Signal(str)
-    _from_thread = Signal(str, object)  # (which signal, its argument) from a queue thread
+    # The same three, emitted on a queue thread; a queued connection re-emits each on the GUI thread.
+    _event_from_thread = Signal(object)
+    _done_from_thread = Signal(str, int)
+    _error_from_thread = Signal(str)
 
     def __init__(self, client: HubClient, models_dir: Path, max_parallel: int = 1,
                  policy: RetryPolicy | None = None, parent: QObject | None = None):
         super().__init__(parent)
         # Every public signal is emitted on the GUI thread, so a lambda connected to one
         # runs there too (a plain callable would otherwise run on the emitting thread).
-        self._from_thread.connect(self._on_from_thread, Qt.ConnectionType.QueuedConnection)
+        queued = Qt.ConnectionType.QueuedConnection
+        self._event_from_thread.connect(self._on_thread_event, queued)
+        self._done_from_thread.connect(self._on_thread_done, queued)
+        self._error_from_thread.connect(self._on_thread_error, queued)
         self._commands = ThreadPoolExecutor(max_workers=1, thread_name_prefix="download-commands")
         self.manager = DownloadManager(
-            client, models_dir, on_event=lambda e: self._from_thread.emit("job_changed", e),
+            client, models_dir, on_event=self._event_from_thread.emit,
             max_parallel=max_parallel, policy=policy or RetryPolicy())
         self._closed = False
 
@@ -118,18 +113,23 @@ class DownloadWorker(QObject):
         try:
             result = fn(*args)
         except Exception as e:  # noqa: BLE001 - said to the user, never swallowed
-            self._from_thread.emit("error", f"The download queue could not {name} that job: {e!r}.")
+            self._error_from_thread.emit(f"The download queue could not {name} that job: {e!r}.")
             return
-        self._from_thread.emit("command_done", (name, result if name == "add" else args[0]))
+        job_id = result if name == "add" else args[0]
+        assert isinstance(job_id, int)
+        self._done_from_thread.emit(name, job_id)
 
-    @Slot(str, object)
-    def _on_from_thread(self, which: str, arg: object) -> None:
-        if which == "job_changed":
-            self.job_changed.emit(arg)
-        elif which == "error":
-            self.error.emit(arg)
-        else:
-            self.command_done.emit(*arg)  # type: ignore[misc]
+    @Slot(object)
+    def _on_thread_event(self, event: object) -> None:
+        self.job_changed.emit(event)
+
+    @Slot(str, int)
+    def _on_thread_done(self, name: str, job_id: int) -> None:
+        self.command_done.emit(name, job_id)
+
+    @Slot(str)
+    def _on_thread_error(self, message: str) -> None:
+        self.error.emit(message)
 
 
 class DownloadQueuePanel(QWidget):

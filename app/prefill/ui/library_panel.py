@@ -26,23 +26,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from prefill.engine.units import format_bytes, format_params
 from prefill.hub.abandoned import AbandonedDownload
 from prefill.hub.library import ImportMode, LocalModel, ModelLibrary
-from prefill.ui.download_worker import format_bytes
 from prefill.ui.plain_text import Button, ask, message_box, tooltip
 from prefill.ui.pool_jobs import PoolJobs
 
 _COLUMNS = ("Name", "Architecture", "Params", "Quant", "Context", "Template", "Size", "Source")
 _ABANDONED_COLUMNS = ("Unfinished download (untouched for a week)", "Downloaded", "Last written")
-
-
-def format_params(n: int) -> str:
-    """`1.24B`, `135M`, or an empty string when unknown."""
-    if n <= 0:
-        return ""
-    if n >= 1e8:
-        return f"{n / 1e9:.2f}B"
-    return f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n / 1e3:.0f}K"
 
 
 class LibraryPanel(QWidget):

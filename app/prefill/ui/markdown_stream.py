@@ -143,15 +143,6 @@ class MarkdownStream:
         self._commit(blocks + self._splitter.close(), final=True)
         self._finished = True
 
-    def set_palette(self, palette: CodePalette) -> None:
-        """Switch colours (a theme change): the answer so far is rendered again."""
-        self._palette = palette
-        self._mono.setFontFamilies(list(palette.mono_fonts))
-        if self._finished:
-            self.set_text(self.text)
-        else:
-            self._reopen(self.text)
-
     def _reopen(self, text: str) -> None:
         """Render ``text`` from scratch as an answer still streaming."""
         self._restart()

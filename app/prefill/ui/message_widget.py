@@ -17,12 +17,12 @@ from PySide6.QtWidgets import (
 
 from prefill.ui.link_guard import open_link
 from prefill.ui.markdown import code_blocks
+from prefill.ui.markdown_inline import SAFE_SCHEMES
 from prefill.ui.markdown_stream import MarkdownStream
 from prefill.ui.plain_text import plain_label
 from prefill.ui.thinking_section import ThinkingSection
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "notice": "Note"}
-SAFE_SCHEMES = ("http", "https")
 
 
 class SafeBrowser(QTextBrowser):

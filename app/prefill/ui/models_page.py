@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -31,14 +30,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from prefill.engine.fit import FitEstimate, estimate_fit
-from prefill.engine.gguf_header import read_header
+from prefill.engine.fit import FitEstimate, estimate_fit, estimate_local, fit_breakdown, fit_vs_actual
 from prefill.engine.hardware import MachineMemory, machine_memory
+from prefill.engine.units import format_bytes
 from prefill.hub.client import HubClient, RepoListing, RepoSummary, SortKey
 from prefill.hub.library import ModelLibrary
-from prefill.hub.quants import ModelFiles, group_by_quant, split_part
+from prefill.hub.quants import ModelFiles, group_by_quant
 from prefill.hub.remote_header import fetch_header
-from prefill.ui.download_worker import DownloadQueuePanel, DownloadWorker, format_bytes
+from prefill.ui.download_worker import DownloadQueuePanel, DownloadWorker
 from prefill.ui.engine_worker import LoadedModel
 from prefill.ui.library_panel import LibraryPanel
 from prefill.ui.plain_text import plain_label, tooltip
@@ -337,48 +336,3 @@ def _fit_placeholder(m: ModelFiles) -> str:
     if not m.complete:
         return "incomplete set: parts are missing"
     return "estimating…"
-
-
-# --- estimate against use (Qt-free) --------------------------------------------------------
-def estimate_local(path: str | Path, n_ctx: int, kv_type: str, memory: MachineMemory) -> FitEstimate:
-    """The fit estimate of a model on disk, every part of a split set read (reads headers)."""
-    first = Path(path)
-    found = split_part(first.name)
-    parts = [first]
-    if found is not None:
-        base, _index, total = found
-        parts = [first.with_name(f"{base}-{i:05d}-of-{total:05d}.gguf") for i in range(1, total + 1)]
-    return estimate_fit([read_header(p) for p in parts], n_ctx, memory, kv_type)
-
-
-def fit_breakdown(e: FitEstimate) -> str:
-    """The parts of an estimate, one line each (a tooltip)."""
-    return (f"weights {format_bytes(e.weights)}\n"
-            f"KV cache {format_bytes(e.kv_cache)} at {e.n_ctx} tokens\n"
-            f"compute buffers {format_bytes(e.compute)}\nGPU layers {e.gpu_layers} of {e.n_layer}\n"
-            f"free: VRAM {format_bytes(e.vram_free)}, RAM {format_bytes(e.ram_available)}")
-
-
-def fit_vs_actual(
-    estimate: FitEstimate, model_bytes: int, kv_bytes_total: int, verdict: bool = True
-) -> str:
-    """One sentence: the estimated weights and KV cache beside what the loaded model uses.
-
-    Args:
-        estimate: the estimate at the context length the model was loaded with.
-        model_bytes: the loaded weights (`LoadedModel.model_bytes`).
-        kv_bytes_total: the KV cache (`LoadedModel.n_ctx * LoadedModel.bytes_per_cell`).
-        verdict: also say what the estimate predicted (only meaningful when memory was
-            measured before the load).
-    """
-
-    def pair(what: str, est: int, used: int) -> str:
-        diff = f" ({(used - est) / est:+.0%})" if est else ""
-        return f"{what} {format_bytes(est)} estimated, {format_bytes(used)} used{diff}"
-
-    text = (f"At {estimate.n_ctx} tokens: {pair('weights', estimate.weights, model_bytes)}; "
-            f"{pair('KV cache', estimate.kv_cache, kv_bytes_total)}; "
-            f"compute buffers {format_bytes(estimate.compute)} estimated (not measured).")
-    if verdict:
-        text += f" Predicted: {estimate.summary()}."
-    return text

@@ -45,11 +45,9 @@ class PoolJobs(QObject):
 
     Signals:
         failed(object): a job raised and its caller gave no `error` handler.
-        idle(): the last pending job has reported (tests wait on it).
     """
 
     failed = Signal(object)
-    idle = Signal()
 
     def __init__(self, max_threads: int = 4, parent: QObject | None = None):
         super().__init__(parent)
@@ -85,14 +83,10 @@ class PoolJobs(QObject):
     @Slot(int, object, object)
     def _on_relay_done(self, job_id: int, result: object, error: object) -> None:
         then, on_error = self._pending.pop(job_id, (None, None))
-        try:
-            if isinstance(error, Exception):
-                if on_error is not None:
-                    on_error(error)
-                else:
-                    self.failed.emit(error)
-            elif then is not None:
-                then(result)
-        finally:
-            if not self._pending:
-                self.idle.emit()
+        if isinstance(error, Exception):
+            if on_error is not None:
+                on_error(error)
+            else:
+                self.failed.emit(error)
+        elif then is not None:
+            then(result)
