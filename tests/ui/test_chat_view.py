@@ -159,3 +159,24 @@ def test_a_new_palette_renders_again_only_what_is_live(qtbot, view: ChatView) ->
     settled(qtbot, view)
     assert len(view.live_rows()) < FEW
     assert not {id(w) for w in old} & {id(view.live_widget(r)) for r in view.live_rows()}
+
+
+def test_a_long_chat_opens_at_its_end_then_reads_the_rest(app, qtbot) -> None:
+    """The last messages show first; the earlier ones follow; a send waits for them."""
+    from prefill.store import HistoryStore
+    from prefill.ui.chat_controller import TAIL_ROWS
+
+    store = HistoryStore(app.data / "history.sqlite3")
+    conv = store.create_conversation("long")
+    for i in range(3 * TAIL_ROWS):
+        store.add_message(conv.id, "user" if i % 2 == 0 else "assistant", f"message {i}")
+    store.close()
+    w = app.open()
+    counts: list[int] = []
+    w.controller.conversation_opened.connect(lambda _cid: counts.append(w.transcript.rowCount()))
+    with qtbot.waitSignal(w.controller.conversation_opened, timeout=10_000):
+        w.controller.open_conversation(conv.id)
+    assert counts == [TAIL_ROWS]  # shown with its last screen's worth
+    qtbot.waitUntil(lambda: w.transcript.rowCount() == 3 * TAIL_ROWS, timeout=10_000)
+    assert [r.content for r in w.transcript.rows()] == [f"message {i}" for i in range(3 * TAIL_ROWS)]
+    assert [m.content for m in w.controller.messages()][0] == "message 0"

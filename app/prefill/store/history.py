@@ -170,15 +170,23 @@ class HistoryStore:
             raise ConversationNotFound(conversation_id)
         return conversation_from_row(row)
 
-    def messages(self, conversation_id: int) -> list[Message]:
-        """Return a chat's messages in order. Raises ConversationNotFound."""
+    def messages(
+        self, conversation_id: int, last: int | None = None, before: int | None = None
+    ) -> list[Message]:
+        """Return a chat's messages in order: all, the `last` N, or those before position `before`.
+        (A long chat opens with its last screen, then the rest.) Raises ConversationNotFound."""
         conn = self._db
         self._conversation(conn, conversation_id)
+        where, args = "conversation_id = ?", [conversation_id]
+        if before is not None:
+            where, args = where + " AND position < ?", [*args, before]
+        if last is None:
+            rows = conn.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE {where} ORDER BY position", args)
+            return [message_from_row(row) for row in rows]
         rows = conn.execute(
-            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY position",
-            (conversation_id,),
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE {where} ORDER BY position DESC LIMIT ?", [*args, last]
         )
-        return [message_from_row(row) for row in rows]
+        return [message_from_row(row) for row in reversed(rows.fetchall())]
 
     def message(self, message_id: int) -> Message:
         """Return one message. Raises MessageNotFound."""

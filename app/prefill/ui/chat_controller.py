@@ -27,6 +27,7 @@ from prefill.ui.store_worker import StoreProxy
 from prefill.ui.transcript_model import Row, TranscriptModel
 
 FLUSH_MS = 30
+TAIL_ROWS = 40  # a long chat opens with this many of its last messages, then reads the rest
 SAVE_EVERY_S = 0.5
 
 
@@ -61,6 +62,7 @@ class ChatController(QObject):
         self.conversation_id: int | None = None
         self.system_prompt = ""
         self.options = TemplateOptions()  # this conversation's thinking switch and effort
+        self._complete = True  # every row of the open conversation is in the model
         self.busy = False
         self._ids = itertools.count(1)
         self._request = 0
@@ -77,24 +79,42 @@ class ChatController(QObject):
 
     # --- conversations --------------------------------------------------------------------
     def open_conversation(self, cid: int, message_id: int = -1) -> None:
-        """Show a stored conversation: at its end, or at `message_id` if that is one of its messages."""
+        """Show a stored conversation: at its end, or at `message_id` if that is one of its messages.
+
+        Opened at its end, a long chat reads and shows its last TAIL_ROWS messages first, then the
+        rest (one more store call); until then nothing is sent from it, so no prompt misses them."""
         if self.busy:
             return
+        tail = None if message_id >= 0 else TAIL_ROWS
+        self._complete = False
 
         def show(result: tuple[Conversation, list[Row]]) -> None:
             conv, rows = result
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
             self._set_options(_stored_options(conv.settings))
             self.model.set_rows(rows)
-            # The engine saves the last chat's cache and restores this one's.
-            self.worker.request_resume.emit(self.messages())
+            if tail is None or len(rows) < tail:
+                complete()
+            else:
+                first = rows[0].position
+                self.store.call(lambda stores: _stored_rows(stores, cid, before=first)[1], then=earlier)
             self.conversation_opened.emit(conv.id)
             if message_id >= 0:
                 found = [i for i, r in enumerate(rows) if r.message_id == message_id]
                 if found:
                     self.row_requested.emit(found[0])
 
-        self.store.call(lambda stores: _stored_rows(stores, cid), then=show)
+        def earlier(rows: list[Row]) -> None:
+            if self.conversation_id == cid:
+                self.model.prepend_rows(rows)
+                complete()
+
+        def complete() -> None:
+            self._complete = True
+            # The engine saves the last chat's cache and restores this one's.
+            self.worker.request_resume.emit(self.messages())
+
+        self.store.call(lambda stores: _stored_rows(stores, cid, last=tail), then=show)
 
     def new_conversation(self, then: Callable[[int], None] | None = None,
                          error: Callable[[Exception], None] | None = None) -> None:
@@ -137,6 +157,9 @@ class ChatController(QObject):
     # --- a turn -------------------------------------------------------------------------
     def send(self, text: str) -> None:
         if self.busy:
+            return
+        if not self._complete:  # the chat's earlier messages are still being read: send after them
+            self.store.after_pending(lambda: self.send(text))
             return
         if self.conversation_id is None:
             self.new_conversation(then=lambda _cid: self.send(text), error=lambda e: self._unsent(text, e))
@@ -270,7 +293,7 @@ class ChatController(QObject):
     # --- actions on a message ----------------------------------------------------------------
     def regenerate(self, row: int) -> None:
         """Drop the answer at `row` (and anything after it) and answer again."""
-        if self.busy or row <= 0 or self.model.row(row).role != "assistant":
+        if self.busy or not self._complete or row <= 0 or self.model.row(row).role != "assistant":
             return
         mid = self.model.row(row).message_id
         self.model.remove_from(row)
@@ -281,13 +304,15 @@ class ChatController(QObject):
     def retry(self, row: int) -> None:
         """Ask again a question whose answer failed (the last row, a user message)."""
         rows = self.model.rows()
-        if self.busy or rows[row].role != "user" or any(r.role != "notice" for r in rows[row + 1 :]):
+        if self.busy or not self._complete or rows[row].role != "user" or any(
+            r.role != "notice" for r in rows[row + 1 :]
+        ):
             return
         self._generate()
 
     def edit(self, row: int, text: str) -> None:
         """Replace a user message; the answer after it is generated anew."""
-        if self.busy or self.model.row(row).role != "user" or not text.strip():
+        if self.busy or not self._complete or self.model.row(row).role != "user" or not text.strip():
             return
         mid = self.model.row(row).message_id
         self.model.remove_from(row + 1)
@@ -318,10 +343,13 @@ def _stored_options(settings: Any) -> TemplateOptions:
         return TemplateOptions()
 
 
-def _stored_rows(stores: Any, cid: int) -> tuple[Conversation, list[Row]]:
-    """On the store thread: a conversation and its transcript rows, so building them costs the GUI nothing."""
-    messages: list[StoredMessage] = stores.history.messages(cid)
+def _stored_rows(
+    stores: Any, cid: int, last: int | None = None, before: int | None = None
+) -> tuple[Conversation, list[Row]]:
+    """On the store thread: a conversation and its transcript rows (all, the last N, or those before
+    a position), so building them costs the GUI nothing."""
+    messages: list[StoredMessage] = stores.history.messages(cid, last=last, before=before)
     rows = [Row(m.role, [m.content], dict(m.figures or {}), m.finish_reason or "", False, m.id,
-                [m.reasoning] if m.reasoning else [])
+                [m.reasoning] if m.reasoning else [], position=m.position)
             for m in messages if m.role != "system"]
     return stores.history.conversation(cid), rows

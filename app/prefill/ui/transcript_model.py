@@ -34,6 +34,7 @@ class Row:
     streaming: bool = False
     message_id: int = -1
     reasoning_chunks: list[str] = field(default_factory=list)
+    position: int = -1  # its place in the stored chat (-1: not stored yet)
     _joined: str | None = None
 
     @property
@@ -86,6 +87,14 @@ class TranscriptModel(QAbstractListModel):
         self.beginResetModel()
         self._rows = list(rows)
         self.endResetModel()
+
+    def prepend_rows(self, rows: list[Row]) -> None:
+        """Put `rows` before the first row (the earlier part of a chat that opened at its end)."""
+        if not rows:
+            return
+        self.beginInsertRows(QModelIndex(), 0, len(rows) - 1)
+        self._rows[:0] = rows
+        self.endInsertRows()
 
     def append_row(self, row: Row) -> int:
         n = len(self._rows)
