@@ -139,6 +139,6 @@ def test_model_bundled_is_accepted_by_every_command_that_loads_a_model(tmp_path:
     assert chat.returncode == 0, chat.stderr
     assert json.loads(chat.stdout)["completion_tokens"] > 0
     bench = prefill(tmp_path, "bench", "--model", "bundled", "--prompt-tokens", "16", "--gen-tokens", "4",
-                    "--reps", "1", "--gpu-layers", "none", "--threads", "1")
+                    "--reps", "1", "--gpu-layers", "none", "--threads", "1", "--json")
     assert bench.returncode == 0, bench.stderr
     assert json.loads(bench.stdout)["engine"]["gen_tokens"] > 0
