@@ -27,7 +27,7 @@ PROMPT = "Write a long essay about how language models generate text, token by t
 def headless(model: Path, settings, gen: int) -> float:  # noqa: ANN001 - store Settings
     from prefill.engine.chat import ChatEngine
     from prefill.engine.events import Finished
-    from prefill.engine.template import Message
+    from prefill.engine.message import Message
 
     engine = ChatEngine.load(model, settings.model.load_settings())
     try:

@@ -41,7 +41,8 @@ HOSTILE_TEMPLATES = {
 TEMPLATES_CHILD = """
 import json, sys, time
 from prefill.engine.errors import TemplateError
-from prefill.engine.template import ChatTemplate, Message
+from prefill.engine.message import Message
+from prefill.engine.template import ChatTemplate
 cases = json.loads(sys.argv[1])
 for name, source in cases.items():
     t0 = time.perf_counter()

@@ -33,8 +33,8 @@ from prefill.bench.tiny_model import write_tiny_llama
 from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished
 from prefill.engine.kv_disk import KvDiskCache
+from prefill.engine.message import Message
 from prefill.engine.settings import LoadSettings, SamplingSettings
-from prefill.engine.template import Message
 from prefill.hub.bundled import bundled_model_path
 
 TURN = SamplingSettings(temperature=0.0, max_tokens=4)  # TTFT does not depend on the answer's length

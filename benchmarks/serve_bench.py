@@ -33,8 +33,8 @@ from prefill.bench.runner import bench
 from prefill.bench.serve_load import prompt_text, run_load
 from prefill.bench.tiny_model import write_tiny_llama
 from prefill.engine.batch_runtime import ServeSampling, load_batch_model
+from prefill.engine.message import Message
 from prefill.engine.settings import LoadSettings
-from prefill.engine.template import Message
 from prefill.hub.bundled import bundled_model_path
 from prefill.server.prompt import PromptBuilder
 

@@ -20,12 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
 
 from prefill.engine.errors import TemplateError  # noqa: E402
-from prefill.engine.template import (  # noqa: E402
-    ChatTemplate,
-    Message,
-    TemplateOptions,
-    template_variables,
-)
+from prefill.engine.message import Message
+from prefill.engine.template import ChatTemplate, TemplateOptions, template_variables
 
 MESSAGES = [
     Message("system", "You are a helpful assistant."),

@@ -3,7 +3,7 @@
     ui        -> hub, engine, store (and the top-level helpers)
     commands  -> hub, engine, store; the window command -> ui
     hub       -> engine
-    store     -> the engine's settings schema only (settings, setting_fields, errors)
+    store     -> the engine's leaf modules only (settings, setting_fields, errors, message)
     engine    -> nothing above it
 
 Only ui (and the window command, which starts it) imports Qt, and no two modules import each
@@ -18,7 +18,7 @@ from pathlib import Path
 APP = Path(__file__).resolve().parents[1] / "app" / "prefill"
 QT = ("PySide6", "PySide2", "PyQt5", "PyQt6", "shiboken6")
 TOP = {"prefill", "prefill.resources", "prefill.__main__"}
-SCHEMA = {"prefill.engine.settings", "prefill.engine.setting_fields", "prefill.engine.errors"}
+SCHEMA = {"prefill.engine.settings", "prefill.engine.setting_fields", "prefill.engine.errors", "prefill.engine.message"}
 
 
 def module_name(path: Path) -> str:

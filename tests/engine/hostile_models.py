@@ -167,8 +167,8 @@ def chat_once(path: Path, n_ctx: int, prompt: str) -> tuple[str, int]:
     from prefill.engine.chat import ChatEngine
     from prefill.engine.errors import EngineError
     from prefill.engine.events import PrefillDone
+    from prefill.engine.message import Message
     from prefill.engine.settings import LoadSettings, SamplingSettings
-    from prefill.engine.template import Message
 
     try:
         engine = ChatEngine.load(path, LoadSettings(n_ctx=n_ctx, n_gpu_layers="none"))

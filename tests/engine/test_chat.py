@@ -10,8 +10,8 @@ import pytest
 from prefill.engine import chat
 from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.message import Message
 from prefill.engine.settings import LoadSettings, SamplingSettings
-from prefill.engine.template import Message
 from tests.conftest import GREEDY
 
 

@@ -11,8 +11,8 @@ import pytest
 from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished, PrefillDone
 from prefill.engine.kv_disk import KvDiskCache, StateHeader
+from prefill.engine.message import Message
 from prefill.engine.settings import LoadSettings, SamplingSettings
-from prefill.engine.template import Message
 
 SETTINGS = LoadSettings(n_ctx=2048, n_gpu_layers="none")  # as the session's `engine`
 GREEDY = SamplingSettings(temperature=0.0, max_tokens=16)

@@ -9,9 +9,9 @@ import pytest
 from prefill.engine.chat import ChatEngine
 from prefill.engine.errors import ContextOverflow
 from prefill.engine.events import Finished, PrefillDone
+from prefill.engine.message import Message
 from prefill.engine.overflow import fit_messages
 from prefill.engine.settings import LoadSettings, OverflowSettings, SamplingSettings
-from prefill.engine.template import Message
 
 # A conversation whose messages cost 10 tokens each (the counter below), system prompt included.
 CHAT = [Message("system", "sys"), Message("user", "u1"), Message("assistant", "a1"),

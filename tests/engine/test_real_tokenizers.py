@@ -13,8 +13,9 @@ import pytest
 
 from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished, PrefillDone, Token
+from prefill.engine.message import Message
 from prefill.engine.settings import LoadSettings, SamplingSettings
-from prefill.engine.template import Message, TemplateOptions
+from prefill.engine.template import TemplateOptions
 from tests.engine.vocab_models import THINKING_TEMPLATE, Vocab, vocab_dir, write_scripted
 
 HOT = SamplingSettings(temperature=1.5, top_k=0, top_p=1.0, min_p=0.0, max_tokens=64, seed=7)

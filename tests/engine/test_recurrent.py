@@ -12,8 +12,8 @@ from gguf import GGUFWriter
 from prefill.bench.tiny_model import CHATML, _vocab
 from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished, PrefillDone
+from prefill.engine.message import Message
 from prefill.engine.settings import LoadSettings, SamplingSettings
-from prefill.engine.template import Message
 
 GREEDY = SamplingSettings(temperature=0.0, max_tokens=12)
 

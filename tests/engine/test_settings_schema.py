@@ -97,7 +97,8 @@ def test_arrows_point_down() -> None:
     for path in (APP / "engine").glob("*.py"):  # the engine imports nothing above it
         upward = {n for n in _imports(path) if not n.startswith("prefill.engine")}
         assert upward <= KNOWN_UPWARD.get(path.name, set()), path
-    leaf = {"prefill.engine.settings", "prefill.engine.setting_fields", "prefill.engine.errors"}
+    leaf = {"prefill.engine.settings", "prefill.engine.setting_fields", "prefill.engine.errors",
+            "prefill.engine.message"}
     for path in (APP / "store").glob("*.py"):  # the store takes the schema, never the runtime
         engine = {n for n in _imports(path) if n.startswith("prefill.engine")}
         assert engine <= leaf, path

@@ -11,8 +11,9 @@ from prefill.bench.tiny_model import write_tiny_llama
 from prefill.engine.chat import ChatEngine
 from prefill.engine.errors import TemplateError
 from prefill.engine.events import Finished, PrefillDone
+from prefill.engine.message import Message
 from prefill.engine.settings import LoadSettings, SamplingSettings
-from prefill.engine.template import ChatTemplate, Message, TemplateOptions, merge_turns
+from prefill.engine.template import ChatTemplate, TemplateOptions, merge_turns
 from tests.engine.template_cases import CASES, CONVERSATION, reference_render
 
 SPECIAL = {"bos_token": "<s>", "eos_token": "</s>"}

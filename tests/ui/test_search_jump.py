@@ -55,6 +55,7 @@ def test_a_title_hit_opens_the_chat_at_its_end(app, qtbot) -> None:
     with qtbot.waitSignal(w.controller.conversation_opened, timeout=5000):
         w.conversations.list.setCurrentRow(0)
     view = w.chat_view
+    qtbot.waitUntil(lambda: w.transcript.rowCount() == 200, timeout=5000)  # its last messages first, then the rest
     qtbot.waitUntil(view.screen_complete, timeout=5000)
     assert view.live_widget(199) is not None
     bar = view.verticalScrollBar()

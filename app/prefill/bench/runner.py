@@ -10,8 +10,8 @@ from pathlib import Path
 from prefill.bench.lean_loop import lean_generate
 from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished, PrefillDone, Token
+from prefill.engine.message import Message
 from prefill.engine.settings import LoadSettings, SamplingSettings
-from prefill.engine.template import Message
 
 WINDOW = 128  # tokens at the start and at the end of the answer compared per position
 

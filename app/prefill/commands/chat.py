@@ -25,8 +25,9 @@ from prefill.commands.options import (
     sampling_settings,
 )
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.message import Message
 from prefill.engine.settings import OverflowSettings, SamplingSettings
-from prefill.engine.template import REASONING_EFFORTS, Message, TemplateOptions
+from prefill.engine.template import REASONING_EFFORTS, TemplateOptions
 
 if TYPE_CHECKING:
     from prefill.engine.chat import ChatEngine

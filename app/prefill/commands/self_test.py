@@ -7,8 +7,8 @@ import sys
 
 from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished
+from prefill.engine.message import Message
 from prefill.engine.settings import LoadSettings, SamplingSettings
-from prefill.engine.template import Message
 from prefill.hub.bundled import bundled_model_path
 
 

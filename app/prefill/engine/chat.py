@@ -27,12 +27,13 @@ from prefill.engine.gguf_header import GGUFHeader
 from prefill.engine.kv import kv_bytes_per_cell
 from prefill.engine.kv_disk import KvDiskCache, SaveResult
 from prefill.engine.llama_runtime import LlamaRuntime
+from prefill.engine.message import Message
 from prefill.engine.metrics import RequestClock
 from prefill.engine.overflow import Fitted, fit_messages
 from prefill.engine.reasoning import ANSWER, ReasoningParser, detect_syntax, opened_in_prompt
 from prefill.engine.settings import LoadSettings, OverflowSettings, SamplingSettings
 from prefill.engine.stop_strings import StopMatcher
-from prefill.engine.template import Message, TemplateOptions, merge_turns
+from prefill.engine.template import TemplateOptions, merge_turns
 
 Event = PrefillDone | Token | MetricsSnapshot | Finished
 SNAPSHOT_EVERY_S = 0.25

@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from prefill.engine.errors import TemplateError, TemplateRefusal
-from prefill.engine.template import ChatTemplate, Message, TemplateOptions, fold_system
+from prefill.engine.message import Message
+from prefill.engine.template import ChatTemplate, TemplateOptions, fold_system
 
 # Turn markers of the formats in use; any that a model's template writes is a stop string.
 TURN_MARKERS = (

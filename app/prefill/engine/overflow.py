@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from prefill.engine.errors import ContextOverflow
-from prefill.engine.template import Message
+from prefill.engine.message import Message
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import jinja2
 from jinja2.exceptions import SecurityError
 
 from prefill.engine.errors import TemplateError, TemplateRefusal
+from prefill.engine.message import Message
 from prefill.engine.template_sandbox import (
     MAX_RENDER_SECONDS,
     TemplateRefused,
@@ -27,21 +28,7 @@ from prefill.engine.template_sandbox import (
     render_bounded,
 )
 
-ROLES = ("system", "user", "assistant")
 REASONING_EFFORTS = ("low", "medium", "high")
-
-
-@dataclass(frozen=True)
-class Message:
-    """One turn as the engine sends it. `reasoning`: an assistant's thinking, kept apart from its content."""
-
-    role: str
-    content: str
-    reasoning: str = ""
-
-    def __post_init__(self) -> None:
-        if self.role not in ROLES:
-            raise ValueError(f"unknown role {self.role!r}; a message is one of {', '.join(ROLES)}")
 
 
 @dataclass(frozen=True)

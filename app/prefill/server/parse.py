@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prefill.engine.batch_runtime import ServeSampling
-from prefill.engine.template import Message
+from prefill.engine.message import Message
 from prefill.server.errors import ApiError, bad_request, model_not_found
 
 MAX_STOPS = 16

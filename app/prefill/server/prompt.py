@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from prefill.engine import chat_format
 from prefill.engine.gguf_header import GGUFHeader
 from prefill.engine.llama_runtime import LlamaRuntime
+from prefill.engine.message import Message
 from prefill.engine.reasoning import detect_syntax
-from prefill.engine.template import Message, merge_turns
+from prefill.engine.template import merge_turns
 
 
 class PromptBuilder:

@@ -14,7 +14,7 @@ from prefill.store.errors import (
     StoreError,
 )
 from prefill.store.history import HistoryStore, default_history_path
-from prefill.store.records import Conversation, Message, Role, title_from_text
+from prefill.store.records import Conversation, MessageRecord, Role, title_from_text
 from prefill.store.search import SearchHit
 from prefill.store.settings import (
     HubSettings,
@@ -36,7 +36,7 @@ __all__ = [
     "ImportRejected",
     "ImportResult",
     "InvalidSetting",
-    "Message",
+    "MessageRecord",
     "MessageNotFound",
     "ModelSettings",
     "Role",

@@ -29,7 +29,7 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class ArchivedMessage:
-    """One turn of an exported or imported chat (see ``records.Message``)."""
+    """One turn of an exported or imported chat (see ``records.MessageRecord``)."""
 
     role: Role
     content: str

@@ -29,7 +29,7 @@ from prefill.store.records import (
     DEFAULT_TITLE,
     MESSAGE_COLUMNS,
     Conversation,
-    Message,
+    MessageRecord,
     check_role,
     conversation_from_row,
     message_from_row,
@@ -172,7 +172,7 @@ class HistoryStore:
 
     def messages(
         self, conversation_id: int, last: int | None = None, before: int | None = None
-    ) -> list[Message]:
+    ) -> list[MessageRecord]:
         """Return a chat's messages in order: all, the `last` N, or those before position `before`.
         (A long chat opens with its last screen, then the rest.) Raises ConversationNotFound."""
         conn = self._db
@@ -188,7 +188,7 @@ class HistoryStore:
         )
         return [message_from_row(row) for row in reversed(rows.fetchall())]
 
-    def message(self, message_id: int) -> Message:
+    def message(self, message_id: int) -> MessageRecord:
         """Return one message. Raises MessageNotFound."""
         return self._message(self._db, message_id)
 
@@ -202,7 +202,7 @@ class HistoryStore:
         figures: Mapping[str, Any] | None = None,
         complete: bool = True,
         reasoning: str = "",
-    ) -> Message:
+    ) -> MessageRecord:
         """Append a message to a chat and return it.
 
         The first user message of a chat still titled "New chat" also names the chat
@@ -221,7 +221,7 @@ class HistoryStore:
                 self._title_from_first_user_message(conn, conversation_id, content)
             return self._message(conn, message_id)
 
-    def edit_message(self, message_id: int, content: str) -> Message:
+    def edit_message(self, message_id: int, content: str) -> MessageRecord:
         """Replace a message's text and delete every message after it in its chat.
 
         The answer to an edited question is generated anew, so what followed is dropped.
@@ -281,7 +281,7 @@ class HistoryStore:
         finish_reason: str | None,
         figures: Mapping[str, Any] | None = None,
         reasoning: str = "",
-    ) -> Message:
+    ) -> MessageRecord:
         """Save the whole answer, its reasoning, why it ended and its figures; mark it complete.
 
         Raises:
@@ -397,7 +397,7 @@ class HistoryStore:
         )
 
     @staticmethod
-    def _message(conn: sqlite3.Connection, message_id: int) -> Message:
+    def _message(conn: sqlite3.Connection, message_id: int) -> MessageRecord:
         row = conn.execute(
             f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
         ).fetchone()

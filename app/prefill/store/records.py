@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from prefill.engine.message import Message
+
 Role = Literal["system", "user", "assistant"]
 ROLES: tuple[str, ...] = get_args(Role)
 
@@ -43,8 +45,9 @@ class Conversation:
 
 
 @dataclass(frozen=True)
-class Message:
-    """One turn of a chat.
+class MessageRecord:
+    """One stored turn of a chat: the turn itself (`turn`, the engine's one `Message`) and where
+    and when it was kept.
 
     Attributes:
         id: Row id.
@@ -71,6 +74,11 @@ class Message:
     figures: Mapping[str, Any] = field(default_factory=dict, hash=False)
     complete: bool = True
     reasoning: str = ""
+
+    @property
+    def turn(self) -> Message:
+        """The turn as the engine sends it."""
+        return Message(self.role, self.content, self.reasoning)
 
 
 CONVERSATION_COLUMNS = "id, title, created_at, updated_at, system_prompt, model, settings, uid"
@@ -125,9 +133,9 @@ def conversation_from_row(row: sqlite3.Row) -> Conversation:
     )
 
 
-def message_from_row(row: sqlite3.Row) -> Message:
-    """Build a Message from a row selected with MESSAGE_COLUMNS."""
-    return Message(
+def message_from_row(row: sqlite3.Row) -> MessageRecord:
+    """Build a MessageRecord from a row selected with MESSAGE_COLUMNS."""
+    return MessageRecord(
         id=row["id"],
         conversation_id=row["conversation_id"],
         position=row["position"],

@@ -16,9 +16,9 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
-from prefill.engine.template import Message, TemplateOptions
-from prefill.store import Conversation
-from prefill.store import Message as StoredMessage
+from prefill.engine.message import Message
+from prefill.engine.template import TemplateOptions
+from prefill.store import Conversation, MessageRecord
 from prefill.store.settings import Settings
 from prefill.ui.engine_worker import EngineWorker
 from prefill.ui.sidebar import EngineSidebar
@@ -348,7 +348,7 @@ def _stored_rows(
 ) -> tuple[Conversation, list[Row]]:
     """On the store thread: a conversation and its transcript rows (all, the last N, or those before
     a position), so building them costs the GUI nothing."""
-    messages: list[StoredMessage] = stores.history.messages(cid, last=last, before=before)
+    messages: list[MessageRecord] = stores.history.messages(cid, last=last, before=before)
     rows = [Row(m.role, [m.content], dict(m.figures or {}), m.finish_reason or "", False, m.id,
                 [m.reasoning] if m.reasoning else [], position=m.position)
             for m in messages if m.role != "system"]

@@ -21,8 +21,9 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from prefill.engine.errors import ContextOverflow, EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.kv_disk import KvDiskCache
+from prefill.engine.message import Message
 from prefill.engine.settings import LoadSettings, OverflowSettings, SamplingSettings
-from prefill.engine.template import Message, TemplateOptions
+from prefill.engine.template import TemplateOptions
 
 if TYPE_CHECKING:
     from prefill.engine.chat import ChatEngine

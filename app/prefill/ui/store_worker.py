@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from prefill.store import Conversation, HistoryStore, Message, SearchHit, SettingsFile
+from prefill.store import Conversation, HistoryStore, MessageRecord, SearchHit, SettingsFile
 from prefill.store.load_marker import LoadMarker
 from prefill.store.records import Role
 from prefill.store.settings import Settings
@@ -113,7 +113,7 @@ class StoreProxy(QObject):
         return self.call(lambda s: s.history.search(query), then, error)
 
     def open_conversation(
-        self, cid: int, then: Then[tuple[Conversation, list[Message]]] = None, error: OnError = None
+        self, cid: int, then: Then[tuple[Conversation, list[MessageRecord]]] = None, error: OnError = None
     ) -> int:
         """The conversation and its messages, read together."""
         return self.call(lambda s: (s.history.conversation(cid), s.history.messages(cid)), then, error)
@@ -145,11 +145,11 @@ class StoreProxy(QObject):
 
     # --- messages ---------------------------------------------------------------------
     def add_message(
-        self, cid: int, role: Role, text: str, then: Then[Message] = None, error: OnError = None
+        self, cid: int, role: Role, text: str, then: Then[MessageRecord] = None, error: OnError = None
     ) -> int:
         return self.call(lambda s: s.history.add_message(cid, role, text), then, error)
 
-    def edit_message(self, mid: int, text: str, then: Then[Message] = None, error: OnError = None) -> int:
+    def edit_message(self, mid: int, text: str, then: Then[MessageRecord] = None, error: OnError = None) -> int:
         return self.call(lambda s: s.history.edit_message(mid, text), then, error)
 
     def delete_message(self, mid: int, then: Then[None] = None, error: OnError = None) -> int:
@@ -174,7 +174,7 @@ class StoreProxy(QObject):
 
     def finish_answer(
         self, mid: int, text: str, reason: str, figures: Mapping[str, Any], reasoning: str = "",
-        then: Then[Message] = None, error: OnError = None,
+        then: Then[MessageRecord] = None, error: OnError = None,
     ) -> int:
         return self.call(lambda s: s.history.finish_answer(mid, text, reason, figures, reasoning), then, error)
 
