@@ -1,8 +1,9 @@
 """The layers: every import in app/prefill, module level or inside a function, points down.
 
-    ui        -> hub, engine, store (and the top-level helpers)
-    commands  -> hub, engine, store; the window command -> ui
+    ui        -> hub, engine, store, remote (and the top-level helpers)
+    commands  -> hub, engine, store, remote; the window command -> ui
     hub       -> engine
+    remote    -> engine (an OpenAI-compatible endpoint in place of a local model)
     store     -> the engine's settings schema only (settings, setting_fields, errors)
     engine    -> nothing above it
 
@@ -44,7 +45,7 @@ MODULES = {module_name(p): p for p in APP.rglob("*.py")}
 
 def layer(module: str) -> str:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in ("engine", "hub", "store", "ui", "commands", "bench") else "top"
+    return parts[1] if len(parts) > 1 and parts[1] in ("engine", "hub", "store", "ui", "commands", "bench", "remote") else "top"
 
 
 ALLOWED = {
@@ -52,8 +53,9 @@ ALLOWED = {
     "store": {"store"},
     "hub": {"hub", "engine"},
     "bench": {"bench", "engine"},
-    "ui": {"ui", "hub", "engine", "store", "top"},
-    "commands": {"commands", "hub", "engine", "store", "bench", "top"},
+    "remote": {"remote", "engine"},
+    "ui": {"ui", "hub", "engine", "store", "remote", "top"},
+    "commands": {"commands", "hub", "engine", "store", "bench", "remote", "top"},
     "top": {"top", "commands", "engine"},
 }
 
