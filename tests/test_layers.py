@@ -43,9 +43,12 @@ def imports(path: Path) -> set[str]:
 MODULES = {module_name(p): p for p in APP.rglob("*.py")}
 
 
+LAYERS = ("engine", "hub", "store", "remote", "ui", "commands", "bench")
+
+
 def layer(module: str) -> str:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in ("engine", "hub", "store", "ui", "commands", "bench", "remote") else "top"
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "top"
 
 
 ALLOWED = {
