@@ -3,8 +3,9 @@
 `RemoteEngine.stream()` yields what `ChatEngine.stream()` yields (PrefillDone, Token…,
 MetricsSnapshot…, Finished), measured from the client: TTFT, decode tok/s and inter-token
 latency from the arrival of each streamed chunk (one chunk is counted as one token until the
-final `usage` says how many there were). llama.cpp's server adds `timings`; where present,
-its prompt/cache counts and its own prefill and decode speeds replace the client's estimates.
+final `usage` says how many there were; then the decode rate counts usage's tokens).
+llama.cpp's server adds `timings`; where present, its prompt/cache counts and its own prefill
+and decode speeds replace the client's estimates.
 The KV cache of a remote is not visible: snapshots leave `kv_total` at 0, which
 `MetricsSnapshot.kv_known` reads as unknown.
 """
@@ -350,10 +351,15 @@ class _Reader:
         prefill_ms = _float(t.get("prompt_ms")) or snap.prefill_ms
         prefill_tps = _float(t.get("prompt_per_second")) or (evaluated / prefill_ms * 1000 if prefill_ms else 0.0)
         completion = _int(u.get("completion_tokens")) or snap.completion_tokens
+        decode_tps = snap.decode_tps
+        times = self.clock.token_times
+        if completion > len(times) > 1 and times[-1] > times[0]:
+            # A server that sends several tokens per chunk: rate the tokens usage counts, not the chunks.
+            decode_tps = (completion - 1) / (times[-1] - times[0])
         out = replace(
             snap, prompt_tokens=prompt, cached_tokens=cached, evaluated_tokens=evaluated,
             completion_tokens=completion, prefill_ms=prefill_ms, prefill_tps=prefill_tps,
-            decode_tps=_float(t.get("predicted_per_second")) or snap.decode_tps,
+            decode_tps=_float(t.get("predicted_per_second")) or decode_tps,
         )
         cdetails = u.get("completion_tokens_details")
         if isinstance(cdetails, dict) and "reasoning_tokens" in cdetails:
