@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from prefill.engine.errors import EngineBusy
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.settings import SamplingSettings
 from prefill.engine.template import Message
@@ -129,3 +130,13 @@ def test_the_api_root_is_added_only_to_a_bare_server() -> None:
 
 def test_snapshots_leave_the_kv_unknown() -> None:
     assert not MetricsSnapshot().kv_known and MetricsSnapshot(kv_total=10).kv_known
+
+
+def test_a_second_stream_while_one_runs_is_refused(fault_server: FaultServer) -> None:
+    e = RemoteEngine(fault_server.url, "fake-a")
+    first = e.stream(HI)
+    next(first)
+    with pytest.raises(EngineBusy):
+        next(e.stream(HI))
+    first.close()
+    assert isinstance(list(e.stream(HI))[-1], Finished)

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import httpx2 as httpx
 
+from prefill.engine.errors import EngineBusy
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.metrics import RequestClock
 from prefill.engine.settings import OverflowSettings, SamplingSettings
@@ -79,6 +80,7 @@ class RemoteEngine:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         timeout = httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
         self._client = httpx.Client(headers=headers, timeout=timeout, transport=transport)
+        self._busy = threading.Lock()
 
     def __repr__(self) -> str:  # no key in logs
         return f"RemoteEngine({self.base!r}, model={self.model!r})"
@@ -125,6 +127,7 @@ class RemoteEngine:
 
         Raises:
             RemoteError: a kind per failure; a StreamCut (or an error event) keeps the partial answer.
+            EngineBusy: another request is running.
         """
         sampling = sampling or SamplingSettings()
         body = {
@@ -134,9 +137,14 @@ class RemoteEngine:
             "stream_options": {"include_usage": True},
             **sampling_fields(sampling),
         }
-        clock = RequestClock()
-        with self._open("POST", "/chat/completions", body) as resp:
-            yield from _Reader(self.base, clock, cancel).read(resp)
+        if not self._busy.acquire(blocking=False):
+            raise EngineBusy("the engine is still answering another request")
+        try:
+            clock = RequestClock()
+            with self._open("POST", "/chat/completions", body) as resp:
+                yield from _Reader(self.base, clock, cancel).read(resp)
+        finally:
+            self._busy.release()
 
     # --- HTTP -----------------------------------------------------------------------
     def _open(self, method: str, path: str, body: dict[str, Any] | None = None) -> _Response:
