@@ -1,8 +1,9 @@
 """The layers: every import in app/prefill, module level or inside a function, points down.
 
-    ui        -> hub, engine, store (and the top-level helpers)
-    commands  -> hub, engine, store; the window command -> ui
+    ui        -> hub, engine, store, remote (and the top-level helpers)
+    commands  -> hub, engine, store, remote; the window command -> ui
     hub       -> engine
+    remote    -> engine (an OpenAI-compatible endpoint in place of a local model)
     store     -> the engine's leaf modules only (settings, setting_fields, errors, message)
     engine    -> nothing above it
 
@@ -42,9 +43,12 @@ def imports(path: Path) -> set[str]:
 MODULES = {module_name(p): p for p in APP.rglob("*.py")}
 
 
+LAYERS = ("engine", "hub", "store", "remote", "ui", "commands", "bench")
+
+
 def layer(module: str) -> str:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in ("engine", "hub", "store", "ui", "commands", "bench") else "top"
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "top"
 
 
 ALLOWED = {
@@ -52,8 +56,9 @@ ALLOWED = {
     "store": {"store"},
     "hub": {"hub", "engine"},
     "bench": {"bench", "engine"},
-    "ui": {"ui", "hub", "engine", "store", "top"},
-    "commands": {"commands", "hub", "engine", "store", "bench", "top"},
+    "remote": {"remote", "engine"},
+    "ui": {"ui", "hub", "engine", "store", "remote", "top"},
+    "commands": {"commands", "hub", "engine", "store", "bench", "remote", "top"},
     "top": {"top", "commands", "engine"},
 }
 

@@ -31,6 +31,7 @@ from prefill.engine.template import REASONING_EFFORTS, TemplateOptions
 
 if TYPE_CHECKING:
     from prefill.engine.chat import ChatEngine
+    from prefill.remote.engine import RemoteEngine
 
 JSON_FIELDS = (
     "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens", "evaluated_tokens",
@@ -50,6 +51,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="turn a reasoning model's thinking on or off (templates that take enable_thinking)")
     p.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, default="",
                    help="gpt-oss's reasoning effort")
+    p.add_argument("--remote", metavar="URL", default="",
+                   help="chat with an OpenAI-compatible server instead of a local file; --model is then its model id")
+    p.add_argument("--api-key", metavar="KEY", default="",
+                   help="the --remote server's key (default: the key saved with that URL, if any)")
     p.set_defaults(handler=run)
 
 
@@ -58,7 +63,8 @@ def metrics_line(m: MetricsSnapshot) -> str:
         f"[{m.finish_reason}] prompt {m.prompt_tokens} tok ({m.cached_tokens} cached, "
         f"{m.evaluated_tokens} evaluated) · TTFT {m.ttft_ms:.0f} ms · prefill {m.prefill_tps:.0f} tok/s · "
         f"decode {m.decode_tps:.1f} tok/s · ITL p50 {m.itl_p50_ms:.1f} / p95 {m.itl_p95_ms:.1f} ms · "
-        f"{m.completion_tokens} tok · KV {m.kv_used}/{m.kv_total} ({m.kv_bytes / 2**20:.1f} MiB)"
+        f"{m.completion_tokens} tok · "
+        + (f"KV {m.kv_used}/{m.kv_total} ({m.kv_bytes / 2**20:.1f} MiB)" if m.kv_known else "KV unknown")
     )
 
 
@@ -68,6 +74,8 @@ def turn_json(f: Finished, chat_format: str) -> dict[str, object]:
         "answer": f.text, "reasoning": f.reasoning, "finish_reason": f.reason, "chat_format": chat_format,
     }
     out.update({k: getattr(m, k) for k in JSON_FIELDS})
+    if not m.kv_known:  # a remote engine: its cache is not visible
+        out.update(kv_used=None, kv_total=None, kv_bytes=None)
     return out
 
 
@@ -77,7 +85,7 @@ def _prompts(args: argparse.Namespace) -> Iterable[str | Control]:
 
 
 def chat_turns(
-    engine: ChatEngine, system: str, prompts: Iterable[str | Control], sampling: SamplingSettings,
+    engine: ChatEngine | RemoteEngine, system: str, prompts: Iterable[str | Control], sampling: SamplingSettings,
     overflow: OverflowSettings, echo: bool, options: TemplateOptions | None = None,
     stopper: StopOnCtrlC | None = None,
 ) -> Iterator[Finished]:
@@ -122,11 +130,19 @@ def chat_turns(
 def run(args: argparse.Namespace) -> int:
     from prefill.engine.chat import ChatEngine
 
-    engine = ChatEngine.load(model_path(args), load_settings(args))
+    engine: ChatEngine | RemoteEngine
+    if args.remote:
+        from prefill.commands.remote_chat import keep_partial, open_remote
+
+        engine = open_remote(args)
+        chat_format = engine.chat_format
+    else:
+        engine = ChatEngine.load(model_path(args), load_settings(args))
+        chat_format = engine.format.name
     try:
-        if engine.backend.warning:
+        if isinstance(engine, ChatEngine) and engine.backend.warning:
             print(f"prefill: {engine.backend.warning}", file=sys.stderr)
-        if not engine.format.from_model:
+        if isinstance(engine, ChatEngine) and not engine.format.from_model:
             print(f"prefill: chat format: {engine.format.label}", file=sys.stderr)
         overflow = overflow_settings(args)
         options = TemplateOptions(think=args.think, reasoning_effort=args.reasoning_effort)
@@ -135,9 +151,11 @@ def run(args: argparse.Namespace) -> int:
             engine, args.system, _prompts(args), sampling_settings(args), overflow, not args.json, options,
             StopOnCtrlC() if interactive else None,
         )
+        if args.remote:
+            turns = keep_partial(turns, args.json)
         for f in turns:
             if args.json:
-                print(json.dumps(turn_json(f, engine.format.name), ensure_ascii=False), flush=True)
+                print(json.dumps(turn_json(f, chat_format), ensure_ascii=False), flush=True)
             else:
                 print()
                 print(metrics_line(f.metrics), file=sys.stderr, flush=True)

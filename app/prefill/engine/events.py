@@ -44,10 +44,15 @@ class MetricsSnapshot:
     itl_p50_ms: float = 0.0
     itl_p95_ms: float = 0.0
     kv_used: int = 0
-    kv_total: int = 0
+    kv_total: int = 0  # 0: the KV cache is not visible (a remote engine): its fill is unknown, not empty
     kv_bytes: int = 0
     kv_bytes_total: int = 0
     finish_reason: str = ""
+
+    @property
+    def kv_known(self) -> bool:
+        """Whether the KV figures were measured (a local model) rather than unknown (a remote one)."""
+        return self.kv_total > 0
 
     def as_dict(self) -> dict[str, float | int | str]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import platformdirs
 
 from prefill.engine.errors import InvalidSetting
 from prefill.store.errors import SettingsError
+from prefill.store.private_file import write_private
 from prefill.store.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -107,21 +107,9 @@ class SettingsFile:
             SettingsError: The folder or file cannot be written.
         """
         text = json.dumps(settings.to_dict(), indent=2, ensure_ascii=False) + "\n"
-        temp_name = ""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # mkstemp creates the file with mode 0600.
-            fd, temp_name = tempfile.mkstemp(
-                prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent
-            )
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp_name, self.path)
+            write_private(self.path, text)
         except OSError as exc:
-            if temp_name:
-                Path(temp_name).unlink(missing_ok=True)
             raise SettingsError(self.path, exc.strerror or str(exc)) from exc
 
     def _set_aside(self, why: str) -> SettingsRead:

@@ -1,0 +1,390 @@
+"""A chat served by an OpenAI-compatible endpoint, streamed with the local engine's events.
+
+`RemoteEngine.stream()` yields what `ChatEngine.stream()` yields (PrefillDone, Token…,
+MetricsSnapshot…, Finished), measured from the client: TTFT, decode tok/s and inter-token
+latency from the arrival of each streamed chunk (one chunk is counted as one token until the
+final `usage` says how many there were; then the decode rate counts usage's tokens).
+llama.cpp's server adds `timings`; where present, its prompt/cache counts and its own prefill
+and decode speeds replace the client's estimates.
+The KV cache of a remote is not visible: snapshots leave `kv_total` at 0, which
+`MetricsSnapshot.kv_known` reads as unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2 as httpx
+
+from prefill.engine.errors import EngineBusy
+from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.message import Message
+from prefill.engine.metrics import RequestClock
+from prefill.engine.settings import OverflowSettings, SamplingSettings
+from prefill.engine.template import TemplateOptions
+from prefill.remote.errors import (
+    BadResponse,
+    InvalidEndpoint,
+    ModelNotFound,
+    RateLimited,
+    RemoteError,
+    StreamCut,
+    TlsFailure,
+    Unauthorized,
+    Unreachable,
+)
+from prefill.remote.sse import sse_data
+
+Event = PrefillDone | Token | MetricsSnapshot | Finished
+SNAPSHOT_EVERY_S = 0.25
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 300.0  # a long prompt on a slow machine may take minutes before its first token
+
+
+def api_base(url: str) -> str:
+    """The API root for a URL a person typed: `http://host:8080` -> `http://host:8080/v1`.
+
+    A URL with a path of its own (`https://host/openai/v1`) is kept as it is.
+
+    Raises:
+        InvalidEndpoint: not http(s), or no host.
+    """
+    url = url.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidEndpoint(url, "an endpoint is an http:// or https:// URL with a host")
+    base = url.rstrip("/")
+    return base if parts.path.strip("/") else base + "/v1"
+
+
+class RemoteEngine:
+    """One OpenAI-compatible endpoint and the model it serves. One thread streams at a time.
+
+    Args:
+        url: The server (`http://127.0.0.1:8080`) or its API root (`…/v1`).
+        model: The model id to ask for ("" = the first that /v1/models lists, on first use).
+        api_key: Sent as a bearer token; never logged, never in an error.
+    """
+
+    chat_format = "remote"
+
+    def __init__(self, url: str, model: str = "", api_key: str = "", transport: httpx.BaseTransport | None = None):
+        self.base = api_base(url)
+        self.model = model
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        timeout = httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
+        self._client = httpx.Client(headers=headers, timeout=timeout, transport=transport)
+        self._busy = threading.Lock()
+
+    def __repr__(self) -> str:  # no key in logs
+        return f"RemoteEngine({self.base!r}, model={self.model!r})"
+
+    def close(self) -> None:
+        self._client.close()
+
+    # --- models ---------------------------------------------------------------------
+    def list_models(self) -> list[str]:
+        """The ids /v1/models lists, in its order.
+
+        Raises:
+            RemoteError: one of its kinds (unreachable, TLS, 401, 404, 429, a body not OpenAI's shape).
+        """
+        with self._open("GET", "/models") as resp:
+            body = self._json(resp.read())
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list):
+            raise BadResponse(self.base, "the /models answer has no `data` list", resp.status_code)
+        return [str(m["id"]) for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+    def resolve_model(self) -> str:
+        """The model to ask for: the one given, or the first the endpoint lists."""
+        if not self.model:
+            models = self.list_models()
+            if not models:
+                raise ModelNotFound(self.base, "the endpoint lists no models")
+            self.model = models[0]
+        return self.model
+
+    # --- chat -----------------------------------------------------------------------
+    def stream(
+        self,
+        messages: Sequence[Message],
+        sampling: SamplingSettings | None = None,
+        overflow: OverflowSettings | None = None,
+        cancel: threading.Event | None = None,
+        options: TemplateOptions | None = None,
+    ) -> Iterator[Event]:
+        """Send the conversation and stream the answer, as `ChatEngine.stream` does.
+
+        `overflow` and `options` are the local engine's: a remote fits and renders the prompt
+        itself, so they are accepted and not sent. Cancelling closes the HTTP stream at the next chunk.
+
+        Raises:
+            RemoteError: a kind per failure; a StreamCut (or an error event) keeps the partial answer.
+            EngineBusy: another request is running.
+        """
+        sampling = sampling or SamplingSettings()
+        body = {
+            "model": self.resolve_model(),
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **sampling_fields(sampling),
+        }
+        if not self._busy.acquire(blocking=False):
+            raise EngineBusy("the engine is still answering another request")
+        try:
+            clock = RequestClock()
+            with self._open("POST", "/chat/completions", body) as resp:
+                yield from _Reader(self.base, clock, cancel).read(resp)
+        finally:
+            self._busy.release()
+
+    # --- HTTP -----------------------------------------------------------------------
+    def _open(self, method: str, path: str, body: dict[str, Any] | None = None) -> _Response:
+        try:
+            req = self._client.build_request(method, self.base + path, json=body)
+            resp = self._client.send(req, stream=True)
+        except httpx.HTTPError as e:
+            raise transport_error(self.base, e) from e
+        if resp.status_code >= 400:
+            try:
+                text = resp.read().decode("utf-8", "replace")
+            except httpx.HTTPError:
+                text = ""
+            finally:
+                resp.close()
+            raise status_error(self.base, resp.status_code, text, resp.headers.get("retry-after", ""))
+        return _Response(self.base, resp)
+
+    def _json(self, raw: bytes) -> Any:
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise BadResponse(self.base, "the endpoint answered with something that is not JSON") from None
+
+
+class _Response:
+    """An open streamed response; closed on leaving the `with`, whatever happened."""
+
+    def __init__(self, base: str, resp: httpx.Response):
+        self.base = base
+        self.resp = resp
+        self.status_code = resp.status_code
+
+    def __enter__(self) -> _Response:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.resp.close()
+
+    def read(self) -> bytes:
+        try:
+            return self.resp.read()
+        except httpx.HTTPError as e:
+            raise transport_error(self.base, e) from e
+
+    def lines(self) -> Iterator[str]:
+        return self.resp.iter_lines()
+
+
+def sampling_fields(s: SamplingSettings) -> dict[str, Any]:
+    """The request's sampling fields: OpenAI's, plus llama.cpp's top_k, min_p and repeat_penalty
+    (which llama.cpp's, llama-cpp-python's and Prefill's servers read)."""
+    out: dict[str, Any] = {
+        "temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens,
+        "top_k": s.top_k, "min_p": s.min_p, "repeat_penalty": s.repeat_penalty,
+    }
+    if s.stop:
+        out["stop"] = list(s.stop)
+    if s.seed >= 0:
+        out["seed"] = s.seed
+    return out
+
+
+def transport_error(base: str, e: httpx.HTTPError, partial: str = "", reasoning: str = "") -> RemoteError:
+    """A typed error for a failure below HTTP (`partial` set: the stream broke after it)."""
+    cause: BaseException | None = e
+    while cause is not None:
+        if isinstance(cause, ssl.SSLError):
+            return TlsFailure(base, f"the TLS handshake with {base} failed: {cause.reason or cause}")
+        cause = cause.__cause__ or cause.__context__
+    if partial or reasoning or isinstance(e, (httpx.ReadError, httpx.RemoteProtocolError, httpx.ReadTimeout)):
+        return StreamCut(base, f"the stream from {base} broke off: {e}", partial, reasoning)
+    if "SSL" in str(e) or "TLS" in str(e):  # some TLS faults arrive without the SSLError attached
+        return TlsFailure(base, f"the TLS handshake with {base} failed: {e}")
+    return Unreachable(base, f"cannot reach {base}: {e}")
+
+
+def status_error(base: str, status: int, text: str, retry_after: str = "") -> RemoteError:
+    """A typed error for an HTTP error status, with the server's own message when it gave one."""
+    said = _error_message(text)
+    detail = f": {said}" if said else ""
+    if status in (401, 403):
+        return Unauthorized(base, f"{base} refused the key (HTTP {status}){detail}")
+    if status == 404:
+        return ModelNotFound(base, f"{base} does not serve this model or path (HTTP 404){detail}")
+    if status == 429:
+        try:
+            wait = max(0.0, float(retry_after))
+        except ValueError:
+            wait = 0.0
+        return RateLimited(base, f"{base} is rate-limiting requests (HTTP 429){detail}", wait)
+    return BadResponse(base, f"{base} answered HTTP {status}{detail}", status)
+
+
+def _error_message(text: str) -> str:
+    """The `error.message` (or `detail`) of an error body, else its first 200 characters."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text.strip()[:200]
+    if isinstance(body, dict):
+        err = body.get("error", body.get("detail"))
+        if isinstance(err, dict):
+            err = err.get("message")
+        if isinstance(err, str):
+            return err[:500]
+    return text.strip()[:200]
+
+
+class _Reader:
+    """Turns the chunks of one streamed answer into events, timing each on arrival."""
+
+    def __init__(self, base: str, clock: RequestClock, cancel: threading.Event | None):
+        self.base = base
+        self.clock = clock
+        self.cancel = cancel
+        self.answer: list[str] = []
+        self.thinking: list[str] = []
+        self.reason = ""
+        self.usage: dict[str, Any] = {}
+        self.timings: dict[str, Any] = {}
+        self.started = False
+
+    def read(self, resp: _Response) -> Iterator[Event]:
+        next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
+        done = False
+        try:
+            for data in sse_data(resp.lines()):
+                if self.cancel is not None and self.cancel.is_set():
+                    yield self._finished("cancelled")
+                    return
+                if data.strip() == "[DONE]":
+                    done = True
+                    break
+                yield from self._chunk(data)
+                if self.started and time.perf_counter() >= next_snapshot:
+                    next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
+                    yield self._snapshot("", live=True)
+        except httpx.HTTPError as e:
+            raise transport_error(self.base, e, "".join(self.answer), "".join(self.thinking)) from e
+        if self.cancel is not None and self.cancel.is_set():
+            yield self._finished("cancelled")
+            return
+        if not done and not self.reason:
+            raise StreamCut(
+                self.base, f"the stream from {self.base} ended before the answer was finished",
+                "".join(self.answer), "".join(self.thinking),
+            )
+        if not self.started:
+            yield self._prefill_done()
+        yield self._finished(self.reason or "stop")
+
+    def _chunk(self, data: str) -> Iterator[Event]:
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            raise self._bad("a streamed chunk is not JSON") from None
+        if not isinstance(obj, dict):
+            raise self._bad("a streamed chunk is not an object")
+        if "error" in obj:
+            raise self._bad(_error_message(data) or "the endpoint sent an error")
+        if isinstance(obj.get("usage"), dict):
+            self.usage = obj["usage"]
+        if isinstance(obj.get("timings"), dict):
+            self.timings = obj["timings"]
+        choices = obj.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return
+        choice = choices[0]
+        if not self.started:
+            self.started = True
+            yield self._prefill_done()
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            for key, thinking in (("reasoning_content", True), ("content", False)):
+                text = delta.get(key)
+                if isinstance(text, str) and text:
+                    yield self._token(text, thinking)
+        if isinstance(choice.get("finish_reason"), str):
+            self.reason = choice["finish_reason"]
+
+    def _token(self, text: str, thinking: bool) -> Token:
+        now = time.perf_counter()
+        clock = self.clock
+        clock.token_times.append(now)
+        if thinking:
+            clock.reasoning_tokens += 1
+            self.thinking.append(text)
+        else:
+            if not clock.t_first_answer:
+                clock.t_first_answer = now
+            self.answer.append(text)
+        return Token(text, len(clock.token_times), thinking)
+
+    def _prefill_done(self) -> PrefillDone:
+        # The remote's prompt pass ends, as far as a client can tell, when its first chunk arrives.
+        self.clock.t_prefill_end = time.perf_counter()
+        ms = (self.clock.t_prefill_end - self.clock.t_request) * 1000
+        self.clock.base = MetricsSnapshot(prefill_ms=ms)
+        return PrefillDone(0, 0, 0, ms)
+
+    def _snapshot(self, reason: str, live: bool = False) -> MetricsSnapshot:
+        snap = self.clock.snapshot(0, 0, 0, reason, live)  # kv_total 0: unknown
+        u, t = self.usage, self.timings
+        prompt = _int(u.get("prompt_tokens"))
+        details = u.get("prompt_tokens_details")
+        cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+        if "prompt_n" in t:  # llama.cpp's server: prompt_n is what it evaluated, cache_n what it reused
+            cached = _int(t.get("cache_n"))
+            prompt = prompt or _int(t.get("prompt_n")) + cached
+        evaluated = _int(t["prompt_n"]) if "prompt_n" in t else max(0, prompt - cached)
+        prefill_ms = _float(t.get("prompt_ms")) or snap.prefill_ms
+        prefill_tps = _float(t.get("prompt_per_second")) or (evaluated / prefill_ms * 1000 if prefill_ms else 0.0)
+        completion = _int(u.get("completion_tokens")) or snap.completion_tokens
+        decode_tps = snap.decode_tps
+        times = self.clock.token_times
+        if completion > len(times) > 1 and times[-1] > times[0]:
+            # A server that sends several tokens per chunk: rate the tokens usage counts, not the chunks.
+            decode_tps = (completion - 1) / (times[-1] - times[0])
+        out = replace(
+            snap, prompt_tokens=prompt, cached_tokens=cached, evaluated_tokens=evaluated,
+            completion_tokens=completion, prefill_ms=prefill_ms, prefill_tps=prefill_tps,
+            decode_tps=_float(t.get("predicted_per_second")) or decode_tps,
+        )
+        cdetails = u.get("completion_tokens_details")
+        if isinstance(cdetails, dict) and "reasoning_tokens" in cdetails:
+            out = replace(out, reasoning_tokens=_int(cdetails["reasoning_tokens"]))
+        return out
+
+    def _finished(self, reason: str) -> Finished:
+        return Finished(reason, "".join(self.answer), self._snapshot(reason), "".join(self.thinking))
+
+    def _bad(self, message: str) -> BadResponse:
+        return BadResponse(self.base, message, 0, "".join(self.answer), "".join(self.thinking))
+
+
+def _int(v: object) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+
+
+def _float(v: object) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else 0.0

@@ -1,0 +1,103 @@
+"""An OpenAI-shaped endpoint written with http.server, on 127.0.0.1, that fails on purpose.
+
+`mode` picks the answer: "ok" streams a full answer (reasoning_content, content, usage,
+llama.cpp-style `timings`, [DONE]); "cut" streams two chunks then drops the connection;
+"401", "404", "429" answer that status with an OpenAI error body; "error_event" sends an
+error as a stream event after one chunk. Each request's headers and body are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def chunk(delta: dict[str, str], finish: str | None = None, **extra: Any) -> bytes:
+    obj = {"id": "c1", "object": "chat.completion.chunk", "model": "fake",
+           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+    return f"data: {json.dumps(obj)}\n\n".encode()
+
+
+class FaultServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.mode = "ok"
+        self.requests: list[tuple[dict[str, str], Any]] = []
+        self.release = threading.Event()  # "hold" mode waits for it between chunks
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: FaultServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _status(self, code: int, message: str) -> None:
+        body = json.dumps({"error": {"message": message, "type": "test"}}).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        if code == 429:
+            self.send_header("Retry-After", "7")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        self.server.requests.append((dict(self.headers), None))
+        if self.server.mode in ("401", "404", "429"):
+            self._status(int(self.server.mode), f"fake {self.server.mode}")
+            return
+        body = json.dumps({"object": "list", "data": [{"id": "fake-a", "object": "model"},
+                                                       {"id": "fake-b", "object": "model"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        self.server.requests.append((dict(self.headers), json.loads(self.rfile.read(length))))
+        mode = self.server.mode
+        if mode in ("401", "404", "429"):
+            self._status(int(mode), f"fake {mode}")
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for part in self._parts(mode):
+            self.wfile.write(part)
+            self.wfile.flush()
+        self.close_connection = True
+
+    def _parts(self, mode: str) -> Iterator[bytes]:
+        yield b": ping\n\n"
+        yield chunk({"role": "assistant"})
+        yield chunk({"reasoning_content": "Let me think."})
+        yield chunk({"content": "Hello"})
+        if mode == "cut":
+            return
+        if mode == "error_event":
+            yield f"data: {json.dumps({'error': {'message': 'the model crashed'}})}\n\n".encode()
+            return
+        if mode == "hold":
+            self.server.release.wait(30)
+        yield chunk({"content": ", world"})
+        yield chunk({}, "stop")
+        usage = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
+        timings = {"prompt_n": 4, "cache_n": 8, "prompt_ms": 2.0, "prompt_per_second": 2000.0,
+                   "predicted_per_second": 55.5}
+        obj = {"id": "c1", "object": "chat.completion.chunk", "choices": [], "usage": usage, "timings": timings}
+        yield f"data: {json.dumps(obj)}\n\n".encode()
+        yield b"data: [DONE]\n\n"
