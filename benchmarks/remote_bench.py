@@ -58,8 +58,8 @@ def _figures(name: str, runs: list[object]) -> dict[str, object]:
 
 def _run(engine: object, reps: int) -> list[object]:
     from prefill.engine.events import Finished
+    from prefill.engine.message import Message
     from prefill.engine.settings import SamplingSettings
-    from prefill.engine.template import Message
 
     sampling = SamplingSettings(temperature=0.0, max_tokens=GEN, seed=1)
     out = []

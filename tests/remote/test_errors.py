@@ -9,8 +9,8 @@ import pytest
 
 from prefill.engine.errors import EngineBusy
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.message import Message
 from prefill.engine.settings import SamplingSettings
-from prefill.engine.template import Message
 from prefill.remote.engine import RemoteEngine, api_base
 from prefill.remote.errors import (
     BadResponse,

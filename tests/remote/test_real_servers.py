@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from prefill.engine.events import Finished, PrefillDone, Token
+from prefill.engine.message import Message
 from prefill.engine.settings import SamplingSettings
-from prefill.engine.template import Message
 from prefill.remote.engine import RemoteEngine
 from prefill.remote.errors import ModelNotFound, Unauthorized
 from prefill.store.endpoints import EndpointsFile, SavedEndpoint
