@@ -28,6 +28,7 @@ from prefill.ui.transcript_model import Row, TranscriptModel
 
 FLUSH_MS = 30
 TAIL_ROWS = 40  # a long chat opens with this many of its last messages, then reads the rest
+PREPEND_SLICE = 500  # the rest goes in this many rows a turn of the event loop
 SAVE_EVERY_S = 0.5
 
 
@@ -63,6 +64,7 @@ class ChatController(QObject):
         self.system_prompt = ""
         self.options = TemplateOptions()  # this conversation's thinking switch and effort
         self._complete = True  # every row of the open conversation is in the model
+        self._opening = 0
         self.busy = False
         self._ids = itertools.count(1)
         self._request = 0
@@ -87,6 +89,8 @@ class ChatController(QObject):
             return
         tail = None if message_id >= 0 else TAIL_ROWS
         self._complete = False
+        self._opening += 1
+        serial = self._opening  # a later open (even of this chat) supersedes this one's remainder
 
         def show(result: tuple[Conversation, list[Row]]) -> None:
             conv, rows = result
@@ -105,9 +109,16 @@ class ChatController(QObject):
                     self.row_requested.emit(found[0])
 
         def earlier(rows: list[Row]) -> None:
-            if self.conversation_id == cid:
-                self.model.prepend_rows(rows)
-                complete()
+            # Put in a slice per turn of the event loop, nearest first: the view measures what it
+            # gets, and thousands at once would stall the window as long as a whole open used to.
+            if self._opening != serial:
+                return
+            if len(rows) > PREPEND_SLICE:
+                self.model.prepend_rows(rows[-PREPEND_SLICE:])
+                QTimer.singleShot(0, lambda: earlier(rows[:-PREPEND_SLICE]))
+                return
+            self.model.prepend_rows(rows)
+            complete()
 
         def complete() -> None:
             self._complete = True
@@ -123,6 +134,8 @@ class ChatController(QObject):
 
         def made(conv: Conversation) -> None:
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
+            self._opening += 1  # what an earlier open still had to read is not for this chat
+            self._complete = True
             self.model.set_rows([])
             self.worker.request_resume.emit(self.messages())
             self.conversations_changed.emit()
