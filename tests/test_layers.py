@@ -4,7 +4,7 @@
     commands  -> hub, engine, store, remote; the window command -> ui
     hub       -> engine
     remote    -> engine (an OpenAI-compatible endpoint in place of a local model)
-    store     -> the engine's leaf modules only (settings, setting_fields, errors, message)
+    store     -> the engine's leaf modules only (settings, setting_fields, errors, message, units)
     engine    -> nothing above it
 
 Only ui (and the window command, which starts it) imports Qt, and no two modules import each
@@ -19,7 +19,8 @@ from pathlib import Path
 APP = Path(__file__).resolve().parents[1] / "app" / "prefill"
 QT = ("PySide6", "PySide2", "PyQt5", "PyQt6", "shiboken6")
 TOP = {"prefill", "prefill.resources", "prefill.__main__"}
-SCHEMA = {"prefill.engine.settings", "prefill.engine.setting_fields", "prefill.engine.errors", "prefill.engine.message"}
+SCHEMA = {"prefill.engine.settings", "prefill.engine.setting_fields", "prefill.engine.errors", "prefill.engine.message",
+          "prefill.engine.units"}
 
 
 def module_name(path: Path) -> str:

@@ -206,7 +206,7 @@ def test_a_bad_file_is_refused_with_a_reason_and_changes_nothing(
 def test_a_file_over_the_cap_is_refused_before_it_is_read(tmp_path: Path) -> None:
     big = tmp_path / "big.json"
     big.write_bytes(WEBUI_EXPORT.read_bytes())
-    with pytest.raises(ImportRejected, match="larger than 1000 bytes, the most an import takes"):
+    with pytest.raises(ImportRejected, match="larger than 1000 B, the most an import takes"):
         read_import_file(big, max_bytes=1000)
     assert read_import_file(big, max_bytes=big.stat().st_size).conversations
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from prefill.engine.units import format_bytes
 from prefill.store.archive import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -73,14 +74,9 @@ def read_import_file(path: Path, max_bytes: int = MAX_IMPORT_BYTES) -> ImportFil
         raise ImportRejected(path, exc.strerror or str(exc)) from exc
     if len(data) > max_bytes:
         raise ImportRejected(
-            path, f"it is larger than {_size(max_bytes)}, the most an import takes"
+            path, f"it is larger than {format_bytes(max_bytes)}, the most an import takes"
         )
     return parse_import(data, path)
-
-
-def _size(n: int) -> str:
-    mib = 1024 * 1024
-    return f"{n / mib:g} MiB" if n >= mib else f"{n} bytes"
 
 
 def parse_import(data: bytes, path: Path) -> ImportFile:
