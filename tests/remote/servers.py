@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import queue
 import signal
 import socket
@@ -11,6 +10,8 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.llama_as_prefill import child_env
 
 START_S = 120
 ALIAS = "smollm2"
@@ -34,7 +35,7 @@ def start_llama_cpp_server(model: Path) -> LlamaCppServer:
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", ALIAS,
            "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1", "--n_ctx", "2048", "--verbose", "false"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                            env=child_env(PYTHONUNBUFFERED="1"))
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
     seen: list[str] = []

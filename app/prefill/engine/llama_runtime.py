@@ -130,7 +130,7 @@ class LlamaRuntime:
         mp.n_gpu_layers = n_gpu_layers
         # ggml's AMX kernels die with SIGILL on Sapphire Rapids VMs (reproduced here, while plain AMX
         # instructions run fine), and they live in the extra buffer types: off where AMX is.
-        mp.use_extra_bufts = not _cpu_has_amx()
+        mp.use_extra_bufts = extra_buffer_types_safe()
         if progress is not None:  # return False from it to abandon the load
             keep_alive = llama_cpp.llama_progress_callback(lambda p, _user: bool(progress(float(p))))
             mp.progress_callback = keep_alive
@@ -328,6 +328,12 @@ class LlamaRuntime:
 
     def __del__(self) -> None:
         self.close()
+
+
+def extra_buffer_types_safe() -> bool:
+    """Whether llama.cpp may put weights in its extra buffer types (repacked, AMX): not on a CPU
+    with AMX, whose ggml kernels die with SIGILL (seen on Sapphire Rapids VMs)."""
+    return not _cpu_has_amx()
 
 
 @functools.cache
