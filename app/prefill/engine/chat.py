@@ -30,10 +30,10 @@ from prefill.engine.llama_runtime import LlamaRuntime
 from prefill.engine.message import Message
 from prefill.engine.metrics import RequestClock
 from prefill.engine.overflow import Fitted, fit_messages
-from prefill.engine.reasoning import ANSWER, ReasoningParser, detect_syntax, opened_in_prompt
+from prefill.engine.reasoning import ANSWER, ReasoningParser, opened_in_prompt
 from prefill.engine.settings import LoadSettings, OverflowSettings, SamplingSettings
 from prefill.engine.stop_strings import StopMatcher
-from prefill.engine.template import TemplateOptions, merge_turns
+from prefill.engine.template import TemplateOptions
 
 Event = PrefillDone | Token | MetricsSnapshot | Finished
 SNAPSHOT_EVERY_S = 0.25
@@ -55,13 +55,7 @@ class ChatEngine:
         self.backend = backend
         self.settings = runtime.settings
         self.bytes_per_cell = kv_bytes_per_cell(header, self.settings.kv_type, self.settings.kv_type)
-        bos = runtime.token_text(runtime.bos_id) if runtime.bos_id >= 0 else ""
-        eos = runtime.token_text(runtime.eos_id) if runtime.eos_id >= 0 else ""
-        self.format = chat_format.choose_format(
-            header.chat_template, {"bos_token": bos, "eos_token": eos}, runtime.is_single_token
-        )
-        self.reasoning = detect_syntax(header.chat_template or "", runtime.is_single_token)
-        runtime.render_as_text(self.reasoning.markers)  # the parser must see them, special or not
+        self.format, self.reasoning = chat_format.for_model(header.chat_template, runtime)
         self._tokens: list[int] = []  # exactly what is in the KV cache, in order
         self._segments: list[_Segment] = []
         # The last _prepare answer; it depends on the segments, so it is dropped when they change.
@@ -160,11 +154,7 @@ class ChatEngine:
 
     def render(self, messages: Sequence[Message], options: TemplateOptions | None = None) -> str:
         """The prompt text, in the model's format; consecutive messages of one role are merged first."""
-        text = chat_format.render(self.format, merge_turns(messages), options)
-        bos = self.format.template.bos_token if self.format.template is not None else ""
-        if self.runtime.add_bos and bos and text.startswith(bos):
-            text = text[len(bos) :]  # llama.cpp adds BOS itself
-        return text
+        return chat_format.prompt_text(self.format, messages, options, self.runtime.add_bos)
 
     def _prompt(self, text: str) -> tuple[list[int], int, str]:
         """Tokens for `text`, the number of leading segments reused, and the remainder."""

@@ -17,10 +17,15 @@ import ctypes
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from prefill.engine.errors import TemplateError, TemplateRefusal
 from prefill.engine.message import Message
-from prefill.engine.template import ChatTemplate, TemplateOptions, fold_system
+from prefill.engine.reasoning import ReasoningSyntax, detect_syntax
+from prefill.engine.template import ChatTemplate, TemplateOptions, fold_system, merge_turns
+
+if TYPE_CHECKING:
+    from prefill.engine.llama_runtime import LlamaRuntime
 
 # Turn markers of the formats in use; any that a model's template writes is a stop string.
 TURN_MARKERS = (
@@ -170,3 +175,26 @@ def render(
     if fmt.is_base:
         return render_base(messages)
     return render_builtin(fmt.name, messages)
+
+
+def for_model(template_source: str | None, runtime: LlamaRuntime) -> tuple[ChatFormat, ReasoningSyntax]:
+    """A loaded model's chat format and reasoning syntax; the syntax's marker tokens are then
+    rendered as text, so the reasoning parser sees them even where they are control tokens."""
+    bos = runtime.token_text(runtime.bos_id) if runtime.bos_id >= 0 else ""
+    eos = runtime.token_text(runtime.eos_id) if runtime.eos_id >= 0 else ""
+    fmt = choose_format(template_source, {"bos_token": bos, "eos_token": eos}, runtime.is_single_token)
+    syntax = detect_syntax(template_source or "", runtime.is_single_token)
+    runtime.render_as_text(syntax.markers)
+    return fmt, syntax
+
+
+def prompt_text(
+    fmt: ChatFormat, messages: Sequence[Message], options: TemplateOptions | None, add_bos: bool
+) -> str:
+    """The prompt text: consecutive messages of one role merged, then rendered; the template's own
+    BOS is cut when llama.cpp adds one itself (`add_bos`)."""
+    text = render(fmt, merge_turns(messages), options)
+    bos = fmt.template.bos_token if fmt.template is not None else ""
+    if add_bos and bos and text.startswith(bos):
+        text = text[len(bos) :]
+    return text

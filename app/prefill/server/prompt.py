@@ -14,28 +14,17 @@ from prefill.engine import chat_format
 from prefill.engine.gguf_header import GGUFHeader
 from prefill.engine.llama_runtime import LlamaRuntime
 from prefill.engine.message import Message
-from prefill.engine.reasoning import detect_syntax
-from prefill.engine.template import merge_turns
 
 
 class PromptBuilder:
     def __init__(self, runtime: LlamaRuntime, header: GGUFHeader):
         self.runtime = runtime
-        bos = runtime.token_text(runtime.bos_id) if runtime.bos_id >= 0 else ""
-        eos = runtime.token_text(runtime.eos_id) if runtime.eos_id >= 0 else ""
-        self.format = chat_format.choose_format(
-            header.chat_template, {"bos_token": bos, "eos_token": eos}, runtime.is_single_token
-        )
-        self.reasoning = detect_syntax(header.chat_template or "", runtime.is_single_token)
-        runtime.render_as_text(self.reasoning.markers)
+        self.format, self.reasoning = chat_format.for_model(header.chat_template, runtime)
 
     def chat_prompt(self, messages: Sequence[Message]) -> tuple[list[int], str]:
         """The tokens and the text of a chat's prompt. Raises TemplateError when the template
         refuses the conversation."""
-        text = chat_format.render(self.format, merge_turns(messages))
-        bos = self.format.template.bos_token if self.format.template is not None else ""
-        if self.runtime.add_bos and bos and text.startswith(bos):
-            text = text[len(bos):]  # llama.cpp adds BOS itself
+        text = chat_format.prompt_text(self.format, messages, None, self.runtime.add_bos)
         return self.runtime.tokenize(text, add_special=self.runtime.add_bos), text
 
     def chat(self, messages: Sequence[Message]) -> list[int]:
