@@ -97,32 +97,8 @@ class BatchRuntime(LlamaRuntime):
         return int(llama_cpp.llama_sampler_sample(sampler, self.ctx, index))
 
     def new_serve_sampler(self, s: ServeSampling, seed: int) -> ctypes.c_void_p:
-        """llama.cpp's chain for one request: logit bias, penalties, top-k, top-p, min-p, temperature.
-
-        (LlamaRuntime.new_sampler with frequency/presence penalties would make this one unnecessary.)
-        """
-        chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
-        add = llama_cpp.llama_sampler_chain_add
-        if s.ignore_eos and self.eog:
-            bias = (llama_cpp.llama_logit_bias * len(self.eog))()
-            for i, t in enumerate(sorted(self.eog)):
-                bias[i].token, bias[i].bias = t, float("-inf")  # type: ignore[assignment]
-            add(chain, llama_cpp.llama_sampler_init_logit_bias(self.n_vocab, len(self.eog), bias))
-        if s.repeat_penalty != 1.0 or s.frequency_penalty or s.presence_penalty:
-            add(chain, llama_cpp.llama_sampler_init_penalties(
-                self.n_vocab, s.repeat_last_n, s.repeat_penalty, s.frequency_penalty, s.presence_penalty))
-        if s.temperature <= 0:
-            add(chain, llama_cpp.llama_sampler_init_greedy())
-            return chain  # type: ignore[no-any-return]
-        if s.top_k > 0:
-            add(chain, llama_cpp.llama_sampler_init_top_k(s.top_k))
-        if s.top_p < 1.0:
-            add(chain, llama_cpp.llama_sampler_init_top_p(s.top_p, 1))
-        if s.min_p > 0:
-            add(chain, llama_cpp.llama_sampler_init_min_p(s.min_p, 1))
-        add(chain, llama_cpp.llama_sampler_init_temp(s.temperature))
-        add(chain, llama_cpp.llama_sampler_init_dist(seed & 0xFFFFFFFF))
-        return chain  # type: ignore[no-any-return]
+        """The sampler chain for one request, with what an OpenAI request adds to the settings."""
+        return self.new_sampler(s, seed, s.frequency_penalty, s.presence_penalty, ban_eog=s.ignore_eos)
 
 
 class TokenBatch:

@@ -277,12 +277,22 @@ class LlamaRuntime:
         self._has_logits = rc == 0
         return rc
 
-    def new_sampler(self, s: SamplingSettings, seed: int) -> ctypes.c_void_p:
+    def new_sampler(
+        self, s: SamplingSettings, seed: int, frequency_penalty: float = 0.0, presence_penalty: float = 0.0,
+        ban_eog: bool = False,
+    ) -> ctypes.c_void_p:
+        """llama.cpp's chain: (end-of-generation banned), penalties, top-k, top-p, min-p, temperature.
+        The frequency and presence penalties and the ban are what an OpenAI request may add."""
         chain: ctypes.c_void_p = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
         add = llama_cpp.llama_sampler_chain_add
-        if s.repeat_penalty != 1.0:
+        if ban_eog and self.eog:
+            bias = (llama_cpp.llama_logit_bias * len(self.eog))()
+            for i, t in enumerate(sorted(self.eog)):
+                bias[i].token, bias[i].bias = t, float("-inf")  # type: ignore[assignment]
+            add(chain, llama_cpp.llama_sampler_init_logit_bias(self.n_vocab, len(self.eog), bias))
+        if s.repeat_penalty != 1.0 or frequency_penalty or presence_penalty:
             penalties = llama_cpp.llama_sampler_init_penalties(
-                self.n_vocab, s.repeat_last_n, s.repeat_penalty, 0.0, 0.0
+                self.n_vocab, s.repeat_last_n, s.repeat_penalty, frequency_penalty, presence_penalty
             )
             add(chain, penalties)
         if s.temperature <= 0:
