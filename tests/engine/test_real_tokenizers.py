@@ -81,7 +81,7 @@ def test_think_tags_split_across_tokens_with_an_opened_prompt(tmp_path: Path, vo
     m = fin.metrics
     assert 0 < m.reasoning_tokens < m.completion_tokens
     assert m.answer_ttft_ms > m.ttft_ms > 0
-    assert e.takes_thinking_switch
+    assert e.format.takes_thinking_switch
 
 
 def test_thinking_switched_off_goes_straight_to_the_answer(tmp_path: Path, vocabs: Path, closing: list) -> None:

@@ -12,6 +12,7 @@ from PySide6.QtGui import QGuiApplication
 from prefill.engine.batch_snapshot import BatchSnapshot, SlotSnapshot
 from prefill.engine.settings import LoadSettings
 from prefill.server.runner import ServeOptions
+from prefill.ui.engine_worker import EngineThread, EngineWorker
 from prefill.ui.server_panel import ServerController, ServerPanel, SlotTableModel
 
 START_MS = 60_000
@@ -37,14 +38,30 @@ def test_slot_model_signals_only_changed_rows(qtbot) -> None:
 
 
 @pytest.fixture
-def panel(qtbot, tiny_model: Path):
-    controller = ServerController()
-    options = ServeOptions(tiny_model, LoadSettings(n_ctx=2048, n_gpu_layers="none", n_threads=1),
-                           port=0, parallel=2)
+def engine_thread():
+    thread = EngineThread()
+    yield thread
+    thread.stop()  # stops a server still running, then frees the model
+
+
+def loaded_worker(qtbot, thread: EngineThread, model: Path, settings: LoadSettings) -> EngineWorker:
+    loaded: list[object] = []
+    thread.worker.loaded.connect(loaded.append)  # runs on the engine thread: a list, not a waitSignal
+    thread.worker.load(str(model), settings)
+    qtbot.waitUntil(lambda: bool(loaded), timeout=START_MS)
+    return thread.worker
+
+
+TINY = LoadSettings(n_ctx=2048, n_gpu_layers="none", n_threads=1)
+
+
+@pytest.fixture
+def panel(qtbot, tiny_model: Path, engine_thread: EngineThread):
+    controller = ServerController(loaded_worker(qtbot, engine_thread, tiny_model, TINY))
+    options = ServeOptions(tiny_model, TINY, port=0, parallel=2)
     w = ServerPanel(controller, lambda: options)
     qtbot.addWidget(w)
-    yield w
-    controller.shutdown()
+    return w
 
 
 def test_the_switch_serves_and_the_slots_show_a_request(qtbot, panel: ServerPanel) -> None:
@@ -72,47 +89,31 @@ def test_the_switch_serves_and_the_slots_show_a_request(qtbot, panel: ServerPane
     assert panel.address.text() == "Off" and not panel.copy.isEnabled() and panel.slots.rowCount() == 0
 
 
-def test_a_failed_start_says_why_and_turns_the_switch_off(qtbot, tiny_model: Path) -> None:
-    controller = ServerController()
+def test_a_failed_start_says_why_and_turns_the_switch_off(qtbot, tiny_model: Path, engine_thread) -> None:
+    controller = ServerController(loaded_worker(qtbot, engine_thread, tiny_model, TINY))
     bad = ServeOptions(tiny_model, LoadSettings(n_ctx=256, n_gpu_layers="none"), host="0.0.0.0", port=0)
     w = ServerPanel(controller, lambda: bad)
     qtbot.addWidget(w)
     with qtbot.waitSignal(controller.failed, timeout=START_MS):
         w.switch.setChecked(True)
     assert "api-key" in w.address.text() and not w.switch.isChecked() and w.switch.isEnabled()
-    controller.shutdown()
+    assert type(engine_thread.worker.engine).__name__ == "ChatEngine"  # the chat kept its model
 
 
-def test_no_model_no_server(qtbot) -> None:
-    controller = ServerController()
+def test_no_model_no_server(qtbot, engine_thread) -> None:
+    controller = ServerController(engine_thread.worker)
     w = ServerPanel(controller, lambda: None)
     qtbot.addWidget(w)
     w.switch.setChecked(True)
-    assert not w.switch.isChecked() and w.address.text() == "Load a model first."
+    assert not w.switch.isChecked() and w.address.text() == "Load a local model first."
     assert not controller.running
 
 
-def test_snapshot_text(qtbot) -> None:
-    controller = ServerController()
+def test_snapshot_text(qtbot, engine_thread) -> None:
+    controller = ServerController(engine_thread.worker)
     w = ServerPanel(controller, lambda: None)
     qtbot.addWidget(w)
     controller.snapshot.emit(BatchSnapshot(slots=(SlotSnapshot(0, "decode", "#1", 3, 4, 7, 50.0),),
                                            queued=2, aggregate_tps=123.4, served=9))
     assert w.status.text() == "3 in flight · 2 queued · 123 tok/s in all · 9 served"
     assert w.slots.rowCount() == 1
-
-
-def test_the_window_shows_the_server_panel_and_serves_its_model(app, qtbot, smollm2) -> None:
-    from tests.ui.conftest import load, small_settings
-
-    w = app.open(small_settings())
-    load(qtbot, w, smollm2)
-    w.serve_port = 0  # any free port: 8080 may be taken on a test machine
-    w.serve_action.setChecked(True)
-    assert w.server_dock is not None and w.server_dock.isVisible()
-    panel = w.server_dock.widget()
-    with qtbot.waitSignal(panel.controller.started, timeout=60_000) as started:
-        panel.switch.setChecked(True)
-    assert started.args[0].startswith("http://127.0.0.1:")
-    with qtbot.waitSignal(panel.controller.stopped, timeout=30_000):
-        panel.switch.setChecked(False)

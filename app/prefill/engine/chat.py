@@ -141,17 +141,6 @@ class ChatEngine:
         return found
 
     # --- prompts --------------------------------------------------------------------
-    @property
-    def takes_thinking_switch(self) -> bool:
-        """Whether the model's template reads `enable_thinking` (Qwen3, SmolLM3, Granite…)."""
-        t = self.format.template
-        return t is not None and t.takes_thinking_switch
-
-    @property
-    def takes_reasoning_effort(self) -> bool:
-        t = self.format.template
-        return t is not None and t.takes_reasoning_effort
-
     def render(self, messages: Sequence[Message], options: TemplateOptions | None = None) -> str:
         """The prompt text, in the model's format; consecutive messages of one role are merged first."""
         return chat_format.prompt_text(self.format, messages, options, self.runtime.add_bos)

@@ -87,6 +87,16 @@ class ChatFormat:
     def from_model(self) -> bool:
         return self.template is not None
 
+    @property
+    def takes_thinking_switch(self) -> bool:
+        """Whether the model's template reads `enable_thinking` (Qwen3, SmolLM3, Granite…)."""
+        return self.template is not None and self.template.takes_thinking_switch
+
+    @property
+    def takes_reasoning_effort(self) -> bool:
+        """Whether the model's template reads `reasoning_effort` (gpt-oss)."""
+        return self.template is not None and self.template.takes_reasoning_effort
+
 
 def template_stops(source: str, eos_text: str) -> tuple[str, ...]:
     """The turn markers a template writes, and the EOS text: the model ends its turn with one of them."""

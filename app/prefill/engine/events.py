@@ -60,7 +60,8 @@ class MetricsSnapshot:
 
 @dataclass(frozen=True)
 class Finished:
-    reason: str  # "stop", "length", "cancelled", "context_full"
-    text: str  # the answer, without the thinking
+    reason: str  # "stop", "length", "cancelled", "context_full", or "error" (cut short: see `error`)
+    text: str  # the answer, without the thinking (with "error": what came before the failure)
     metrics: MetricsSnapshot = field(default_factory=MetricsSnapshot)
     reasoning: str = ""  # the thinking, apart
+    error: str = ""  # with reason "error": what cut the answer short, in words

@@ -89,6 +89,14 @@ class RemoteEngine:
     def close(self) -> None:
         self._client.close()
 
+    def count_tokens(self, messages: Sequence[Message], options: TemplateOptions | None = None) -> None:
+        """Unknown here: the remote writes and tokenises the prompt itself."""
+        return None
+
+    def kv_snapshot(self) -> MetricsSnapshot:
+        """Unknown here (`kv_total` 0): a remote's cache is not visible to its clients."""
+        return MetricsSnapshot()
+
     # --- models ---------------------------------------------------------------------
     def list_models(self) -> list[str]:
         """The ids /v1/models lists, in its order.

@@ -257,12 +257,14 @@ class ChatController(QObject):
         self.flush()
         self._timer.stop()
         row = self._row
-        figures = f.metrics.as_dict()
+        figures = f.metrics.as_dict() if not f.error else {}  # cut short: nothing was measured to the end
         self.model.update_row(row, content=f.text, reasoning=f.reasoning, streaming=False, figures=figures,
                               finish_reason=f.reason)
         self.sidebar.on_finished(f)
         self._finish_in_store(row, f.text, f.reason, figures, f.reasoning)
         self._end()
+        if f.error:
+            self.notice.emit(f.error)
         self.answer_finished.emit(f)
 
     def _finish_in_store(self, row: int, text: str, reason: str, figures: dict[str, Any], reasoning: str) -> None:

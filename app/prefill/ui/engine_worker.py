@@ -18,15 +18,21 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from prefill.engine.chat_backend import ChatBackend
 from prefill.engine.errors import ContextOverflow, EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.kv_disk import KvDiskCache
 from prefill.engine.message import Message
 from prefill.engine.settings import LoadSettings, OverflowSettings, SamplingSettings
 from prefill.engine.template import TemplateOptions
+from prefill.remote.errors import RemoteError
+from prefill.store.endpoints import SavedEndpoint
+from prefill.ui.remote_messages import remote_error_text
 
 if TYPE_CHECKING:
     from prefill.engine.chat import ChatEngine
+    from prefill.remote.engine import RemoteEngine
+    from prefill.server.runner import RunningServer, ServeOptions
 
 
 @dataclass(frozen=True)
@@ -46,10 +52,17 @@ class LoadedModel:
     takes_thinking_switch: bool = False  # the template reads enable_thinking
     takes_reasoning_effort: bool = False  # the template reads reasoning_effort (gpt-oss)
     reasons: bool = False  # the model has reasoning markers (its thinking is shown apart)
+    remote: str = ""  # served by this endpoint (its API root); path is then empty
+    endpoint: str = ""  # the saved endpoint's name
 
     @property
     def format_from_model(self) -> bool:
         return self.chat_format == "template"
+
+    @property
+    def source(self) -> str:
+        """Where the answers come from: the model file, or the endpoint and its model."""
+        return f"{self.remote} · {self.name}" if self.remote else str(self.path)
 
 
 class TextBuffer:
@@ -80,8 +93,10 @@ class TextBuffer:
 class EngineWorker(QObject):
     """Owns the ChatEngine; lives on the engine thread.
 
-    The GUI thread asks through the typed methods (`load`, `cancel_load`, `generate`,
-    `unload`, `ask_count`); each queues one request signal into the engine thread.
+    The GUI thread asks through the typed methods (`load`, `load_remote`, `cancel_load`, `generate`,
+    `unload`, `ask_count`, `serve`, `stop_serving`); each queues one request signal into the engine
+    thread. What answers is a `ChatBackend`: the local model, a slot of the server's batch while
+    the model is served (the window's chat is then one of the server's requests), or a remote endpoint.
 
     Signals:
         load_progress(float): 0..1 while a model loads.
@@ -97,6 +112,10 @@ class EngineWorker(QObject):
         kv_state(object): MetricsSnapshot with the KV fill, when idle.
         disk_cache(object): kv_disk.Usage of the saved-cache folder, after it changed.
         cache_note(str): a saved cache was discarded or could not be saved, and why.
+        serving(str): the server's base address (http://host:port); the chat now runs in one of its slots.
+        serve_failed(str): why the server could not start, in words (the chat goes on as before).
+        serve_stopped(): the server stopped; the chat has the model to itself again.
+        server_snapshot(object): a BatchSnapshot, a few times a second while the server runs.
     """
 
     load_progress = Signal(float)
@@ -111,9 +130,16 @@ class EngineWorker(QObject):
     kv_state = Signal(object)
     disk_cache = Signal(object)
     cache_note = Signal(str)
+    serving = Signal(str)
+    serve_failed = Signal(str)
+    serve_stopped = Signal()
+    server_snapshot = Signal(object)
 
     # requests, queued into the worker's thread: use the typed methods below
     _request_load = Signal(int, str, object)
+    _request_load_remote = Signal(int, object)
+    _request_serve = Signal(object)
+    _request_stop_serving = Signal()
     _request_generate = Signal(int, object, object, object, object)
     _request_count = Signal(int, object)
     _request_unload = Signal()
@@ -124,7 +150,9 @@ class EngineWorker(QObject):
 
     def __init__(self, disk: KvDiskCache | None = None) -> None:
         super().__init__()
-        self.engine: ChatEngine | None = None
+        self.engine: ChatBackend | None = None
+        self.server: RunningServer | None = None  # while the model is served; the chat is then its slot
+        self._local: tuple[str, LoadSettings] | None = None  # the local model loaded (to serve and reload it)
         self.disk = disk  # None: no saved caches (tests, or a caller that wants none)
         self._shown: list[Message] | None = None  # the conversation the user is in, for after a load
         self.cancel = threading.Event()  # set from the GUI thread: stop after the current token
@@ -135,6 +163,9 @@ class EngineWorker(QObject):
         # progress callback reads it: llama.cpp abandons a load when the callback says False.
         self._wanted_load = 0
         self._request_load.connect(self._on_request_load)
+        self._request_load_remote.connect(self._on_request_load_remote)
+        self._request_serve.connect(self._on_request_serve)
+        self._request_stop_serving.connect(self._on_request_stop_serving)
         self._request_generate.connect(self._on_request_generate)
         self._request_count.connect(self._on_request_count)
         self._request_unload.connect(self._on_request_unload)
@@ -154,6 +185,22 @@ class EngineWorker(QObject):
         self._wanted_load = tag
         self._request_load.emit(tag, path, settings)
         return tag
+
+    def load_remote(self, endpoint: SavedEndpoint) -> int:
+        """Chat through a remote endpoint (after unloading the local model); as `load`, a newer load
+        supersedes it. `loaded` then carries `remote` and `n_ctx` 0 (the remote's context is not known)."""
+        tag = next(self._load_tags)
+        self._wanted_load = tag
+        self._request_load_remote.emit(tag, endpoint)
+        return tag
+
+    def serve(self, options: ServeOptions) -> None:
+        """Serve the loaded local model over HTTP; the window's chat becomes one of its slots."""
+        self._request_serve.emit(options)
+
+    def stop_serving(self) -> None:
+        """Stop the server (streams in flight get a few seconds) and give the chat the model back."""
+        self._request_stop_serving.emit()
 
     def cancel_load(self) -> None:
         """Stop the load in progress at its next progress report (and any queued one)."""
@@ -203,6 +250,7 @@ class EngineWorker(QObject):
             self.load_cancelled.emit(tag)
             return
         self.engine = engine
+        self._local = (path, settings)
         self.loaded.emit(
             LoadedModel(
                 path=Path(path),
@@ -217,20 +265,113 @@ class EngineWorker(QObject):
                 model_bytes=engine.runtime.model_bytes(),
                 chat_format=engine.format.name,
                 chat_format_label=engine.format.label,
-                takes_thinking_switch=engine.takes_thinking_switch,
-                takes_reasoning_effort=engine.takes_reasoning_effort,
+                takes_thinking_switch=engine.format.takes_thinking_switch,
+                takes_reasoning_effort=engine.format.takes_reasoning_effort,
                 reasons=bool(engine.reasoning),
             )
         )
         self._restore()
         self.kv_state.emit(engine.kv_snapshot())
 
+    @Slot(int, object)
+    def _on_request_load_remote(self, tag: int, endpoint: SavedEndpoint) -> None:
+        self._on_request_unload()
+        if tag != self._wanted_load:
+            self.load_cancelled.emit(tag)
+            return
+        t0 = time.perf_counter()
+        from prefill.remote.engine import RemoteEngine  # the HTTP client loads here, off the GUI thread
+
+        try:
+            engine = RemoteEngine(endpoint.url, endpoint.model, endpoint.api_key)
+        except RemoteError as e:
+            self.load_failed.emit(remote_error_text(e))
+            return
+        try:
+            model = engine.resolve_model()
+        except RemoteError as e:
+            engine.close()
+            self.load_failed.emit(remote_error_text(e))
+            return
+        if tag != self._wanted_load:
+            engine.close()
+            self.load_cancelled.emit(tag)
+            return
+        self.engine = engine
+        self.loaded.emit(remote_model(engine, model, endpoint.name, (time.perf_counter() - t0) * 1000))
+        self.kv_state.emit(engine.kv_snapshot())
+
     @Slot()
     def _on_request_unload(self) -> None:
+        self._stop_server()
         if self.engine is not None:
             self._save()
             self.engine.close()
             self.engine = None
+        self._local = None
+
+    # --- serving the model: the window's chat as one of the server's slots -----------------
+    @Slot(object)
+    def _on_request_serve(self, options: ServeOptions) -> None:
+        if self.server is not None:
+            self.serving.emit(self.server.url)
+            return
+        if self._local is None or self.engine is None:
+            self.serve_failed.emit("Load a local model first: a remote endpoint is served by its own machine.")
+            return
+        from prefill.engine.slot_chat import SlotChat
+        from prefill.server.runner import ExposureError, RunningServer, check_exposure
+
+        try:
+            check_exposure(options.host, options.api_key)
+        except ExposureError as e:
+            self.serve_failed.emit(f"The server could not start: {e}")
+            return
+        path, settings = self._local
+        self._save()
+        self.engine.close()  # one copy of the model: the server's, with a slot for this chat
+        self.engine = None
+        try:
+            server = RunningServer.open(options, on_snapshot=self.server_snapshot.emit)
+        except (EngineError, OSError, ValueError) as e:
+            self.serve_failed.emit(f"The server could not start: {e}")
+            self._reload_local(path, settings)
+            return
+        server.start_thread()
+        self.server = server
+        self.engine = SlotChat(server.scheduler)
+        self.serving.emit(server.url)
+        self.kv_state.emit(self.engine.kv_snapshot())
+
+    @Slot()
+    def _on_request_stop_serving(self) -> None:
+        if self.server is None:
+            self.serve_stopped.emit()
+            return
+        self._stop_server()
+        if self._local is not None:
+            self._reload_local(*self._local)
+
+    def _stop_server(self) -> None:
+        server, self.server = self.server, None
+        if server is None:
+            return
+        self.engine = None  # its slot goes with the scheduler
+        server.stop()  # frees the model
+        self.serve_stopped.emit()
+
+    def _reload_local(self, path: str, settings: LoadSettings) -> None:
+        """The chat's own copy of the model again, after serving (or a server that failed to start)."""
+        from prefill.engine.chat import ChatEngine
+
+        try:
+            self.engine = ChatEngine.load(path, settings)
+        except (EngineError, OSError, ValueError) as e:
+            self._local = None
+            self.load_failed.emit(str(e))
+            return
+        self._restore()
+        self.kv_state.emit(self.engine.kv_snapshot())
 
     # --- the KV cache on disk: saved as the user leaves a conversation, restored on return ----
     @Slot(object)
@@ -242,11 +383,18 @@ class EngineWorker(QObject):
             self._restore()
             self.kv_state.emit(self.engine.kv_snapshot())
 
+    def _local_engine(self) -> ChatEngine | None:
+        """The chat's own copy of the model, when that is what answers (it has a cache to save)."""
+        from prefill.engine.chat import ChatEngine
+
+        return self.engine if isinstance(self.engine, ChatEngine) else None
+
     def _save(self) -> None:
-        if self.engine is None or self.disk is None:
+        engine = self._local_engine()
+        if engine is None or self.disk is None:
             return
         try:
-            result = self.engine.save_state(self.disk)
+            result = engine.save_state(self.disk)
         except OSError as e:  # the folder itself cannot be made or read
             self.cache_note.emit(f"The chat's cache could not be saved to disk: {e}")
             return
@@ -256,10 +404,11 @@ class EngineWorker(QObject):
             self._report_usage()
 
     def _restore(self) -> None:
-        if self.engine is None or self.disk is None or self._shown is None:
+        engine = self._local_engine()
+        if engine is None or self.disk is None or self._shown is None:
             return
         try:
-            found = self.engine.restore_state(self.disk, self._shown)
+            found = engine.restore_state(self.disk, self._shown)
         except (EngineError, OSError) as e:
             self.cache_note.emit(f"The chat's saved cache could not be read: {e}")
             return
@@ -320,6 +469,13 @@ class EngineWorker(QObject):
             )
         except TemplateError as e:
             self.failed.emit(request_id, f"The model's chat template could not write this prompt: {e}")
+        except RemoteError as e:
+            if e.partial or e.partial_reasoning:  # kept, and marked as cut short
+                cut = Finished("error", e.partial, MetricsSnapshot(finish_reason="error"), e.partial_reasoning,
+                               remote_error_text(e))
+                self.finished.emit(request_id, cut)
+            else:
+                self.failed.emit(request_id, remote_error_text(e))
         except EngineError as e:
             self.failed.emit(request_id, f"Generation failed: {e}")
         self.kv_state.emit(engine.kv_snapshot())
@@ -332,7 +488,8 @@ class EngineWorker(QObject):
             n = self.engine.count_tokens(messages)
         except (EngineError, ValueError):
             return
-        self.token_count.emit(tag, n)
+        if n is not None:  # None: a remote writes its own prompt
+            self.token_count.emit(tag, n)
 
 
 class EngineThread:
@@ -352,3 +509,13 @@ class EngineThread:
         self.worker.cancel.set()
         self.worker.request_shutdown.emit()
         self.thread.wait()
+
+
+def remote_model(engine: RemoteEngine, model: str, endpoint: str, load_ms: float) -> LoadedModel:
+    """What the window shows of a remote endpoint: its model and address; what it cannot see is 0."""
+    return LoadedModel(
+        path=Path(), name=model, n_ctx=0, n_layer=0, backend_summary=f"remote: {engine.base}",
+        backend_warning="", gpu_build=False, load_ms=load_ms, bytes_per_cell=0, model_bytes=0,
+        chat_format="remote", chat_format_label="written by the remote server", remote=engine.base,
+        endpoint=endpoint,
+    )

@@ -10,7 +10,6 @@ from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
-    QComboBox,
     QDialog,
     QDockWidget,
     QFileDialog,
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from prefill.engine.events import MetricsSnapshot
 from prefill.engine.kv_disk import Usage
+from prefill.store.endpoints import SavedEndpoint
 from prefill.store.settings import Settings
 from prefill.ui.chat_controller import ChatController
 from prefill.ui.chat_view import ChatView
@@ -32,6 +32,7 @@ from prefill.ui.conversation_list import ConversationList
 from prefill.ui.engine_worker import EngineThread, LoadedModel
 from prefill.ui.history_menu import HistoryMenu
 from prefill.ui.input_box import InputBox
+from prefill.ui.model_picker import REMOTE, ModelPicker
 from prefill.ui.plain_text import inform, plain_label
 from prefill.ui.reasoning_controls import ReasoningControls
 from prefill.ui.settings_dialog import SettingsDialog, needs_reload
@@ -104,7 +105,7 @@ class MainWindow(QMainWindow):
         self._problems: list[str] = []
         self.welcome = Welcome(bundled)
         self.controller = ChatController(store, engine.worker, self.transcript, self.sidebar, lambda: self.settings,
-                                         lambda: str(self.loaded.path) if self.loaded else "")
+                                         lambda: self.loaded.source if self.loaded else "")
 
         self.stack = QStackedWidget()
         self.stack.addWidget(self.welcome)
@@ -134,9 +135,8 @@ class MainWindow(QMainWindow):
         bar.setMovable(False)
         self.addToolBar(bar)
         bar.addWidget(plain_label(" Model: "))
-        self.model_combo = QComboBox()
-        self.model_combo.setMinimumWidth(280)
-        self.model_combo.setObjectName("model-picker")
+        self.picker = ModelPicker(self)
+        self.model_combo = self.picker.combo
         bar.addWidget(self.model_combo)
         self._fill_model_combo()
         self.load_state = plain_label("  no model loaded")
@@ -165,19 +165,9 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.history_menu.button)
 
     def _fill_model_combo(self) -> None:
-        self.model_combo.blockSignals(True)
-        self.model_combo.clear()
-        self.model_combo.addItem("Choose a model…", "")
-        paths = []
-        if self.bundled is not None:
-            paths.append(str(self.bundled))
-        last = self.settings.model.last_model_path
-        if last and last not in paths:
-            paths.append(last)
-        for p in paths:
-            self.model_combo.addItem(Path(p).name, p)
-        self.model_combo.addItem("Open a .gguf file…", "<open>")
-        self.model_combo.blockSignals(False)
+        paths = [str(self.bundled)] if self.bundled is not None else []
+        self.picker.set_paths([*paths, self.settings.model.last_model_path] if self.settings.model.last_model_path
+                              else paths)
 
     def _wire(self) -> None:
         w = self.engine.worker
@@ -190,7 +180,12 @@ class MainWindow(QMainWindow):
         w.cache_note.connect(self.show_notice)
         w.disk_cache.connect(self._on_worker_disk_cache)
         w.request_cache_budget.emit(self.settings.model.kv_disk_budget_mb * MIB)  # and report its use
-        self.model_combo.activated.connect(self._on_model_combo_activated)
+        self.picker.local_chosen.connect(self.load_model)
+        self.picker.remote_chosen.connect(self.load_remote)
+        self.picker.open_file_requested.connect(self._open_file)
+        self.picker.add_remote_requested.connect(self._add_remote)
+        self.store.call(lambda s: s.endpoints.load(), then=self.picker.set_endpoints)
+        w.serving.connect(self._on_worker_serving)
         self.welcome.use_model.connect(self.load_model)
         self.welcome.open_file.connect(self._open_file)
         self.input.send.connect(self._on_input_send)
@@ -239,12 +234,34 @@ class MainWindow(QMainWindow):
         self.store.call(lambda s: s.load_marker.begin(path))  # runs before any later store call
         self._load_tag = self.engine.worker.load(path, self.settings.model.load_settings())
 
-    def _on_model_combo_activated(self, index: int) -> None:
-        data = self.model_combo.itemData(index)
-        if data == "<open>":
-            self._open_file()
-        elif data:
-            self.load_model(data)
+    def load_remote(self, endpoint: SavedEndpoint) -> None:
+        """Chat through a saved remote endpoint instead of a local model."""
+        self.loaded = None
+        self.sidebar.set_loading(endpoint.name)
+        self.load_state.setText(f"  connecting to {endpoint.name}…")
+        self.cancel_load_action.setVisible(True)
+        self._load_tag = self.engine.worker.load_remote(endpoint)
+
+    def _add_remote(self) -> None:
+        from prefill.ui.endpoint_dialog import EndpointDialog
+
+        dialog = EndpointDialog(self.picker.endpoint_names(), self)
+        if not dialog.exec():
+            self.picker.show_current(self._loaded_data())
+            return
+        endpoint = dialog.endpoint()
+
+        def saved(endpoints: list[SavedEndpoint]) -> None:
+            self.picker.set_endpoints(endpoints)
+            self.load_remote(endpoint)
+
+        self.store.call(lambda s: (s.endpoints.put(endpoint), s.endpoints.load())[1], then=saved)
+
+    def _loaded_data(self) -> str:
+        """The picker's entry for what is loaded ("" for nothing)."""
+        if self.loaded is None:
+            return ""
+        return REMOTE + self.loaded.endpoint if self.loaded.remote else str(self.loaded.path)
 
     def _open_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open a model", str(Path.home()), "GGUF models (*.gguf)")
@@ -255,7 +272,8 @@ class MainWindow(QMainWindow):
         self.store.call(lambda s: s.load_marker.end())
 
     def _on_worker_loaded(self, m: LoadedModel) -> None:
-        self._load_ended()
+        if not m.remote:
+            self._load_ended()
         self.loaded = m
         self.sidebar.set_model(m)
         self.load_state.setText(f"  {m.name} · {m.backend_summary}")
@@ -264,12 +282,11 @@ class MainWindow(QMainWindow):
         self.stack.setCurrentWidget(self.chat_view)
         if not m.format_from_model:  # said once in the chat, and kept in the sidebar
             self.transcript.append_row(Row("notice", [f"{m.name}: {m.chat_format_label}."]))
-        if self.settings.model.last_model_path != str(m.path):
+        if not m.remote and self.settings.model.last_model_path != str(m.path):
             self.settings = replace(self.settings, model=replace(self.settings.model, last_model_path=str(m.path)))
             self.store.save_settings(self.settings)
             self._fill_model_combo()
-        i = self.model_combo.findData(str(m.path))
-        self.model_combo.setCurrentIndex(max(i, 0))
+        self.picker.show_current(self._loaded_data())
         if m.backend_warning:
             self.show_notice(f"⚠ {m.backend_warning}")
         self.input.editor.setFocus()  # the model was picked from a list or a button: now type
@@ -342,6 +359,9 @@ class MainWindow(QMainWindow):
     def _ask_count(self) -> None:
         if self.loaded is None:
             return
+        if self.loaded.remote:  # the remote writes and counts its prompt: its usage says, after the answer
+            self.input.count.setText("prompt tokens: counted by the remote server")
+            return
         self._count_tag += 1
         pending = self.input.editor.toPlainText().strip()
         self.engine.worker.ask_count(self._count_tag, self.controller.messages(pending or "…"))
@@ -356,17 +376,21 @@ class MainWindow(QMainWindow):
             from prefill.ui.server_panel import ServerController, ServerPanel
 
             def options() -> ServeOptions | None:
-                if self.loaded is None:
+                if self.loaded is None or self.loaded.remote:
                     return None
                 return ServeOptions(model=self.loaded.path, settings=self.settings.model.load_settings(),
                                     port=self.serve_port)
 
             self.server_dock = QDockWidget("Server", self)
             self.server_dock.setObjectName("server-dock")
-            self.server_dock.setWidget(ServerPanel(ServerController(self), options))
+            self.server_dock.setWidget(ServerPanel(ServerController(self.engine.worker, self), options))
             self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.server_dock)
             self.server_dock.visibilityChanged.connect(self.serve_action.setChecked)
         self.server_dock.setVisible(shown)
+
+    def _on_worker_serving(self, url: str) -> None:
+        self.show_notice(f"Serving this model at {url}/v1. This chat is now one of the server's requests: "
+                         "its answers share the batch with the server's clients.")
 
     def _on_chat_message_action(self, name: str, row: int) -> None:
         if name == "regenerate":
@@ -514,8 +538,6 @@ class MainWindow(QMainWindow):
             self.models_page.close_jobs(2000)
         if self.downloads is not None:
             self.downloads.close(wait=False)  # a download killed mid-way resumes on the next run
-        if self.server_dock is not None:
-            self.server_dock.widget().controller.shutdown()
         self.settings = self.window_state_settings()
         self.store.save_settings(self.settings)
         super().closeEvent(event)

@@ -49,9 +49,13 @@ class SafeBrowser(QTextBrowser):
         self.setFixedHeight(int(size.height()) + 4)
 
 
+REASONS = {"stop": "finished", "length": "hit max tokens", "cancelled": "stopped", "context_full": "context full",
+           "error": "⚠ incomplete: the answer was cut short"}
+
+
 def figures_line(figures: dict[str, Any], reason: str) -> str:
     if not figures:
-        return reason
+        return REASONS.get(reason, reason)
     thinking = figures.get("reasoning_tokens", 0)
     parts = [
         f"{figures.get('completion_tokens', 0)} tokens" + (f" ({thinking} thinking)" if thinking else ""),
@@ -61,8 +65,7 @@ def figures_line(figures: dict[str, Any], reason: str) -> str:
     if figures.get("cached_tokens"):
         parts.append(f"{figures['cached_tokens']} prompt tokens reused")
     if reason:
-        parts.append({"stop": "finished", "length": "hit max tokens", "cancelled": "stopped",
-                      "context_full": "context full"}.get(reason, reason))
+        parts.append(REASONS.get(reason, reason))
     return " · ".join(parts)
 
 

@@ -3,13 +3,12 @@
 `ServerController` starts and stops the server off the GUI thread and turns the
 scheduler's snapshots into a signal; `SlotTableModel` holds the slots for a view;
 `ServerPanel` is the switch, the address with a copy button, the requests in flight
-and queued, the batch's aggregate rate, and the slots table. The lead wires the panel
-into the window; the window's chat as one of the slots is a later step (part 2).
+and queued, the batch's aggregate rate, and the slots table. The window's chat is one of
+the slots: the engine worker serves the model it holds (`EngineWorker.serve`).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from PySide6.QtCore import (
@@ -33,19 +32,20 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.engine.batch_snapshot import BatchSnapshot, SlotSnapshot
-from prefill.engine.errors import EngineError
-from prefill.server.runner import ExposureError, RunningServer, ServeOptions
+from prefill.server.runner import ServeOptions
+from prefill.ui.engine_worker import EngineWorker
 from prefill.ui.plain_text import plain_label
 
 Index = QModelIndex | QPersistentModelIndex
 
 
 class ServerController(QObject):
-    """Runs a `RunningServer` for the window. Loading and stopping happen on threads of their own.
+    """The window's server, run by the engine worker: it serves the model the window has loaded, with
+    one copy of it in memory, and the window's chat becomes one of the server's requests.
 
     Signals:
         started(str): the base address (http://host:port), once listening.
-        stopped(): the server has stopped and freed its model.
+        stopped(): the server has stopped; the chat has the model to itself again.
         failed(str): why it could not start, in words.
         snapshot(object): a BatchSnapshot, a few times a second while requests run.
     """
@@ -55,48 +55,29 @@ class ServerController(QObject):
     failed = Signal(str)
     snapshot = Signal(object)
 
-    def __init__(self, parent: QObject | None = None):
+    def __init__(self, worker: EngineWorker, parent: QObject | None = None):
         super().__init__(parent)
-        self._server: RunningServer | None = None
-        self._threads: list[threading.Thread] = []  # kept until joined: never collected running
-
-    @property
-    def running(self) -> bool:
-        return self._server is not None
+        self.worker = worker
+        self.running = False
+        worker.serving.connect(self._on_worker_serving)
+        worker.serve_stopped.connect(self._on_worker_serve_stopped)
+        worker.serve_failed.connect(self.failed)
+        worker.server_snapshot.connect(self.snapshot)
 
     def start(self, options: ServeOptions) -> None:
-        self._spawn(self._open, options)
+        self.worker.serve(options)
 
     def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            self._spawn(self._close, server)
+        self.worker.stop_serving()
 
-    def shutdown(self) -> None:
-        """On quit: stop and wait for every thread (blocks; call once, at the end)."""
-        self.stop()
-        for t in self._threads:
-            t.join()
-        self._threads.clear()
+    @Slot(str)
+    def _on_worker_serving(self, url: str) -> None:
+        self.running = True
+        self.started.emit(url)
 
-    def _spawn(self, target: Callable[..., None], arg: object) -> None:
-        self._threads = [t for t in self._threads if t.is_alive()]
-        t = threading.Thread(target=target, args=(arg,), name="prefill-serve-control", daemon=True)
-        self._threads.append(t)
-        t.start()
-
-    def _open(self, options: ServeOptions) -> None:
-        try:
-            server = RunningServer.open(options, on_snapshot=self.snapshot.emit)
-        except (EngineError, ExposureError, OSError) as e:
-            self.failed.emit(f"The server could not start: {e}")
-            return
-        server.start_thread()
-        self._server = server
-        self.started.emit(server.url)
-
-    def _close(self, server: RunningServer) -> None:
-        server.stop()
+    @Slot()
+    def _on_worker_serve_stopped(self) -> None:
+        self.running = False
         self.stopped.emit()
 
 
@@ -193,7 +174,7 @@ class ServerPanel(QWidget):
         if on and not self.controller.running:
             options = self._options()
             if options is None:
-                self._set_off("Load a model first.")
+                self._set_off("Load a local model first.")
                 return
             self.switch.setEnabled(False)  # until it has started or failed
             self.address.setText(f"Starting on {options.host}…")

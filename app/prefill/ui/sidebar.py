@@ -131,6 +131,7 @@ class EngineSidebar(QWidget):
         lay.addWidget(speed_box)
         lay.addStretch(1)
         self.last: MetricsSnapshot | None = None
+        self.remote = False  # a remote endpoint answers: what it does not report is unknown
 
     def _add(self, form: QFormLayout, key: str, title: str, value: str) -> None:
         label = plain_label(value)
@@ -153,6 +154,7 @@ class EngineSidebar(QWidget):
 
     def set_model(self, m: LoadedModel | None, error: str = "") -> None:
         self.load_bar.hide()
+        self.remote = m is not None and bool(m.remote)
         if m is None:
             self.labels["model"].setText("none loaded" if not error else "failed to load")
             self.labels["backend"].setText("—")
@@ -160,7 +162,11 @@ class EngineSidebar(QWidget):
             self.warning.setText(error)
             self.warning.setVisible(bool(error))
             return
-        self.labels["model"].setText(f"{m.name} · {m.model_bytes / MIB:.0f} MiB · loaded in {m.load_ms:.0f} ms")
+        if m.remote:
+            self.labels["model"].setText(f"{m.name} · at {m.remote} · answered in {m.load_ms:.0f} ms")
+            self.set_kv(MetricsSnapshot())
+        else:
+            self.labels["model"].setText(f"{m.name} · {m.model_bytes / MIB:.0f} MiB · loaded in {m.load_ms:.0f} ms")
         self.labels["backend"].setText(m.backend_summary)
         self.labels["format"].setText("the model's own template" if m.format_from_model else m.chat_format_label)
         self.warning.setText(f"⚠ {m.backend_warning}" if m.backend_warning else "")
@@ -174,9 +180,13 @@ class EngineSidebar(QWidget):
         self.cache_note.hide()
 
     def on_prefill(self, p: PrefillDone) -> None:
-        self.labels["prompt"].setText(f"{p.prompt_tokens} tokens")
-        self.labels["reused"].setText(f"{p.cached_tokens}")
-        self.labels["evaluated"].setText(f"{p.evaluated_tokens}")
+        if self.remote and not p.prompt_tokens:  # a remote reports its prompt in `usage`, at the end
+            for key in ("prompt", "reused", "evaluated"):
+                self.labels[key].setText("not reported yet")
+        else:
+            self.labels["prompt"].setText(f"{p.prompt_tokens} tokens")
+            self.labels["reused"].setText(f"{p.cached_tokens}")
+            self.labels["evaluated"].setText(f"{p.evaluated_tokens}")
         self.labels["restored"].setText(f"restored {p.restored_tokens:,} tokens from disk in {p.restore_ms:.0f} ms"
                                         if p.restored_tokens else "—")
         tps = p.evaluated_tokens / p.prefill_ms * 1000 if p.prefill_ms else 0.0
@@ -206,7 +216,11 @@ class EngineSidebar(QWidget):
         self.on_metrics(f.metrics)
 
     def set_kv(self, m: MetricsSnapshot) -> None:
-        if not m.kv_total:
+        if not m.kv_known:
+            if self.remote:  # not zero: the remote's cache is out of sight
+                self.kv_bar.setValue(0)
+                self.kv_bar.setStyleSheet(kv_bar_style(0.0, self.theme))
+                self.labels["kv"].setText("unknown: the remote server does not report its cache")
             return
         frac = m.kv_used / m.kv_total
         self.kv_bar.setValue(int(frac * 1000))

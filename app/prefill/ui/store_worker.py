@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from prefill.store import Conversation, HistoryStore, MessageRecord, SearchHit, SettingsFile
+from prefill.store.endpoints import ENDPOINTS_FILE, EndpointsFile
 from prefill.store.load_marker import LoadMarker
 from prefill.store.records import Role
 from prefill.store.settings import Settings
@@ -27,8 +28,8 @@ OnError = Callable[[Exception], None] | None
 
 
 class Stores:
-    """What the store thread owns: the history database, the settings file, and the marker of a
-    model load in progress (beside the settings).
+    """What the store thread owns: the history database, the settings file, and beside it the marker
+    of a model load in progress and the saved remote endpoints.
 
     Args:
         history: The chat history.
@@ -42,6 +43,7 @@ class Stores:
         self.settings_file = settings_file
         self.saves_settings = save_settings
         self.load_marker = LoadMarker(settings_file.path.with_name("loading.json"))
+        self.endpoints = EndpointsFile(settings_file.path.with_name(ENDPOINTS_FILE))
 
     def save_settings(self, settings: Settings) -> None:
         if self.saves_settings:

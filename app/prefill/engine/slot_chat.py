@@ -1,0 +1,172 @@
+"""The window's chat as one request among the server's: a conversation streamed through one slot
+of the `BatchScheduler` that also serves HTTP clients.
+
+`SlotChat.stream` yields what `ChatEngine.stream` yields, so the window cannot tell them apart
+except by the figures: the KV fill it reports is the whole shared cache (every slot's cells out
+of every slot's context), since that is what the window's answer competes for. Prefix reuse is
+the scheduler's: a continued conversation goes back to the slot that holds its start.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import fields, replace
+
+from prefill.engine import chat_format
+from prefill.engine.batch_request import BatchEvent, BatchRequest, Failed, RequestHandle
+from prefill.engine.batch_runtime import ServeSampling
+from prefill.engine.batch_scheduler import BatchScheduler
+from prefill.engine.chat_backend import Event
+from prefill.engine.errors import EngineBusy, EngineError, TemplateError
+from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.message import Message
+from prefill.engine.overflow import fit_messages
+from prefill.engine.reasoning import ANSWER, ReasoningParser, opened_in_prompt
+from prefill.engine.settings import OverflowSettings, SamplingSettings
+from prefill.engine.template import TemplateOptions
+
+LABEL = "window"  # how the slots table names the window's request
+SNAPSHOT_EVERY_S = 0.25
+POLL_S = 0.05  # how often a waiting stream looks at its cancel flag
+
+
+class SlotChat:
+    """A chat served by `scheduler`, which someone else owns and closes. One thread streams at a time."""
+
+    def __init__(self, scheduler: BatchScheduler):
+        self.scheduler = scheduler
+        model = scheduler.model
+        self.path, self.header, self.runtime, self.backend = model.path, model.header, model.runtime, model.backend
+        self.bytes_per_cell = model.bytes_per_cell
+        self.n_ctx = scheduler.n_ctx_seq
+        self.format, self.reasoning = chat_format.for_model(self.header.chat_template, self.runtime)
+        self._busy = threading.Lock()
+
+    def close(self) -> None:
+        """Nothing of its own to free: the scheduler (and the model) belong to the server."""
+
+    def render(self, messages: Sequence[Message], options: TemplateOptions | None = None) -> str:
+        return chat_format.prompt_text(self.format, messages, options, self.runtime.add_bos)
+
+    def _tokens(self, messages: Sequence[Message], options: TemplateOptions | None) -> tuple[str, list[int]]:
+        # llama.cpp's tokenizer reads the vocabulary only: safe beside the decoding thread.
+        text = self.render(messages, options)
+        return text, self.runtime.tokenize(text, add_special=self.runtime.add_bos)
+
+    def count_tokens(self, messages: Sequence[Message], options: TemplateOptions | None = None) -> int:
+        return len(self._tokens(messages, options)[1])
+
+    def kv_snapshot(self) -> MetricsSnapshot:
+        snap = self.scheduler.snapshot()
+        used = sum(s.kv_cells for s in snap.slots)
+        total = self.n_ctx * len(snap.slots)
+        return MetricsSnapshot(kv_used=used, kv_total=total, kv_bytes=used * self.bytes_per_cell,
+                               kv_bytes_total=total * self.bytes_per_cell)
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        sampling: SamplingSettings | None = None,
+        overflow: OverflowSettings | None = None,
+        cancel: threading.Event | None = None,
+        options: TemplateOptions | None = None,
+    ) -> Iterator[Event]:
+        """As `ChatEngine.stream`, through a slot of the shared batch.
+
+        Raises:
+            ContextOverflow: the prompt does not fit one slot and the policy is `stop`.
+            TemplateError: the chat template refused or failed.
+            EngineError: the scheduler failed the request (or is shutting down).
+            EngineBusy: another request of this chat is running.
+        """
+        if not self._busy.acquire(blocking=False):
+            raise EngineBusy("the engine is still answering another request")
+        try:
+            yield from self._stream(messages, sampling or SamplingSettings(), overflow or OverflowSettings(),
+                                    cancel, options or TemplateOptions())
+        finally:
+            self._busy.release()
+
+    def _stream(
+        self, messages: Sequence[Message], sampling: SamplingSettings, overflow: OverflowSettings,
+        cancel: threading.Event | None, options: TemplateOptions,
+    ) -> Iterator[Event]:
+        if not messages or messages[-1].role != "user":
+            raise TemplateError("a chat request must end with a user message")
+        reserve = overflow.reserve or min(sampling.max_tokens, self.n_ctx // 4)
+        fitted = fit_messages(messages, lambda ms: self.count_tokens(ms, options), self.n_ctx, reserve,
+                              overflow.policy)
+        text, prompt = self._tokens(fitted.messages, options)
+        if not prompt or not text.strip():
+            raise TemplateError("the chat template rendered an empty prompt: there is nothing to send")
+        events: queue.SimpleQueue[BatchEvent] = queue.SimpleQueue()
+        handle = self.scheduler.submit(BatchRequest(tuple(prompt), _serve_sampling(sampling, self.format.stops),
+                                                    events.put, LABEL))
+        try:
+            yield from self._relay(handle, events, cancel, fitted.dropped, fitted.note,
+                                   ReasoningParser(self.reasoning, opened_in_prompt(self.reasoning, text)))
+        finally:
+            handle.cancel()  # a no-op once it ended; frees the slot if the caller stopped reading
+
+    def _relay(
+        self, handle: RequestHandle, events: queue.SimpleQueue[BatchEvent], cancel: threading.Event | None,
+        dropped: tuple[int, ...], note: str, parser: ReasoningParser,
+    ) -> Iterator[Event]:
+        clock = handle.clock
+        answer: list[str] = []
+        thinking: list[str] = []
+        reasoning_tokens = 0
+        t_first_answer = 0.0
+        next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
+        while True:
+            try:
+                ev = events.get(timeout=POLL_S)
+            except queue.Empty:
+                ev = None
+            if cancel is not None and cancel.is_set():
+                handle.cancel()  # the scheduler ends it with Finished("cancelled") at its next step
+            if ev is None:
+                continue
+            if type(ev) is Token:
+                was_thinking = parser.in_reasoning
+                gave_answer = False
+                for kind, piece in parser.feed(ev.text):
+                    gave_answer = gave_answer or kind == ANSWER
+                    (answer if kind == ANSWER else thinking).append(piece)
+                    yield Token(piece, ev.n_tokens, kind != ANSWER)
+                if gave_answer and not t_first_answer:
+                    t_first_answer = time.perf_counter()
+                if not gave_answer and (was_thinking or parser.in_reasoning):
+                    reasoning_tokens += 1
+                now = time.perf_counter()
+                if now >= next_snapshot:
+                    next_snapshot = now + SNAPSHOT_EVERY_S
+                    snap = clock.snapshot(0, 0, 0, live=True)
+                    yield self._with_kv(replace(snap, reasoning_tokens=reasoning_tokens))
+            elif isinstance(ev, PrefillDone):
+                yield replace(ev, dropped_messages=dropped, overflow_note=note)
+            elif isinstance(ev, Failed):
+                raise EngineError(ev.message)
+            elif isinstance(ev, Finished):
+                for kind, piece in parser.flush():
+                    (answer if kind == ANSWER else thinking).append(piece)
+                    yield Token(piece, ev.metrics.completion_tokens, kind != ANSWER)
+                ttfa = (t_first_answer - clock.t_request) * 1000 if t_first_answer else 0.0
+                metrics = replace(self._with_kv(ev.metrics), reasoning_tokens=reasoning_tokens, answer_ttft_ms=ttfa)
+                yield Finished(ev.reason, "".join(answer), metrics, "".join(thinking).strip())
+                return
+
+    def _with_kv(self, m: MetricsSnapshot) -> MetricsSnapshot:
+        kv = self.kv_snapshot()
+        return replace(m, kv_used=kv.kv_used, kv_total=kv.kv_total, kv_bytes=kv.kv_bytes,
+                       kv_bytes_total=kv.kv_bytes_total)
+
+
+def _serve_sampling(s: SamplingSettings, format_stops: tuple[str, ...]) -> ServeSampling:
+    """The window's sampling settings as a scheduler request takes them, with the format's turn markers."""
+    values = {f.name: getattr(s, f.name) for f in fields(SamplingSettings)}
+    values["stop"] = (*s.stop, *format_stops)
+    return ServeSampling(**values)

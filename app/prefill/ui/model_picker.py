@@ -1,0 +1,82 @@
+"""The model picker: model files beside saved remote endpoints, and the ways to add either.
+
+Signals:
+    local_chosen(str): a model file's path.
+    remote_chosen(object): a SavedEndpoint.
+    open_file_requested(): "Open a .gguf file…" was picked.
+    add_remote_requested(): "Add a remote endpoint…" was picked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QComboBox
+
+from prefill.store.endpoints import SavedEndpoint
+
+OPEN_FILE = "<open>"
+ADD_REMOTE = "<remote>"
+REMOTE = "endpoint:"  # item data: REMOTE + the endpoint's name
+
+
+class ModelPicker(QObject):
+    """Keeps the toolbar's combo box: files, endpoints, then the two actions."""
+
+    local_chosen = Signal(str)
+    remote_chosen = Signal(object)
+    open_file_requested = Signal()
+    add_remote_requested = Signal()
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.combo = QComboBox()
+        self.combo.setMinimumWidth(280)
+        self.combo.setObjectName("model-picker")
+        self.paths: list[str] = []
+        self.endpoints: list[SavedEndpoint] = []
+        self.combo.activated.connect(self._on_combo_activated)
+        self.fill()
+
+    def set_paths(self, paths: list[str]) -> None:
+        self.paths = list(dict.fromkeys(paths))
+        self.fill()
+
+    def set_endpoints(self, endpoints: list[SavedEndpoint]) -> None:
+        self.endpoints = list(endpoints)
+        self.fill()
+
+    def endpoint_names(self) -> set[str]:
+        return {e.name for e in self.endpoints}
+
+    def fill(self) -> None:
+        current = self.combo.currentData()
+        self.combo.blockSignals(True)
+        self.combo.clear()
+        self.combo.addItem("Choose a model…", "")
+        for p in self.paths:
+            self.combo.addItem(Path(p).name, p)
+        for e in self.endpoints:
+            self.combo.addItem(f"⇄ {e.name} · {e.model or 'its first model'}", REMOTE + e.name)
+        self.combo.addItem("Open a .gguf file…", OPEN_FILE)
+        self.combo.addItem("Add a remote endpoint…", ADD_REMOTE)
+        self.combo.setCurrentIndex(max(self.combo.findData(current), 0))
+        self.combo.blockSignals(False)
+
+    def show_current(self, data: str) -> None:
+        """Select the entry of what is loaded (a path, or REMOTE + an endpoint's name)."""
+        self.combo.setCurrentIndex(max(self.combo.findData(data), 0))
+
+    def _on_combo_activated(self, index: int) -> None:
+        data = self.combo.itemData(index)
+        if data == OPEN_FILE:
+            self.open_file_requested.emit()
+        elif data == ADD_REMOTE:
+            self.add_remote_requested.emit()
+        elif isinstance(data, str) and data.startswith(REMOTE):
+            found = [e for e in self.endpoints if REMOTE + e.name == data]
+            if found:
+                self.remote_chosen.emit(found[0])
+        elif data:
+            self.local_chosen.emit(data)

@@ -1,0 +1,65 @@
+"""The window's chat as one of the server's slots: one copy of the model, shared by the window and
+HTTP clients in one batch, and the chat's own engine back when the server stops."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from openai import OpenAI
+
+from prefill.engine.slot_chat import LABEL, SlotChat
+from tests.ui.conftest import load, send, small_settings
+
+START_MS = 60_000
+
+
+def request_labels(panel) -> set[str]:
+    m = panel.slots
+    return {m.data(m.index(r, 2)) for r in range(m.rowCount())}
+
+
+def test_the_window_chat_is_a_slot_beside_a_client(app, qtbot, smollm2: Path) -> None:
+    w = app.open(small_settings(max_tokens=60))
+    load(qtbot, w, smollm2)
+    before = send(qtbot, w, "Name a colour.")
+    assert before.reason in ("stop", "length") and before.text
+
+    w.serve_port = 0  # any free port: 8080 may be taken on a test machine
+    w.serve_action.setChecked(True)
+    assert w.server_dock is not None and w.server_dock.isVisible()
+    panel = w.server_dock.widget()
+    with qtbot.waitSignal(panel.controller.started, timeout=START_MS) as started:
+        panel.switch.setChecked(True)
+    url = started.args[0]
+    assert url.startswith("http://127.0.0.1:")
+    worker = w.engine.worker
+    qtbot.waitUntil(lambda: isinstance(worker.engine, SlotChat), timeout=START_MS)
+    assert worker.engine.scheduler is worker.server.scheduler  # one copy of the model, the server's
+    assert "one of the server's requests" in w.notice.text()
+
+    # An HTTP client keeps a slot decoding while the window asks its question.
+    client = OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+    stream = client.chat.completions.create(
+        model=client.models.list().data[0].id, messages=[{"role": "user", "content": "Count to a thousand."}],
+        stream=True, max_tokens=100_000, extra_body={"ignore_eos": True})
+    first = threading.Event()
+    reader = threading.Thread(target=lambda: (next(iter(stream)), first.set()), daemon=True)
+    reader.start()
+    assert first.wait(60)
+    seen: set[str] = set()
+    panel.controller.snapshot.connect(lambda snap: seen.update(s.label for s in snap.slots if s.state != "idle"))
+    answer = send(qtbot, w, "And another colour?")
+    assert answer.reason in ("stop", "length") and answer.text
+    assert answer.metrics.prompt_tokens > 0 and answer.metrics.kv_total > 0  # measured, in the shared cache
+    assert LABEL in seen and len(seen) >= 2  # the window's request and the client's, slots side by side
+    assert worker.server.scheduler.snapshot().peak_batch_seqs >= 2  # decoded in one batch
+    assert w.transcript.row(w.transcript.rowCount() - 1).content == answer.text
+    stream.close()
+    qtbot.waitUntil(lambda: panel.status.text().startswith("0 in flight"), timeout=START_MS)
+
+    with qtbot.waitSignal(panel.controller.stopped, timeout=30_000):
+        panel.switch.setChecked(False)
+    qtbot.waitUntil(lambda: type(worker.engine).__name__ == "ChatEngine", timeout=START_MS)
+    after = send(qtbot, w, "One more colour.")
+    assert after.reason in ("stop", "length") and after.text
