@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from prefill.bench.tiny_model import write_tiny_llama  # noqa: E402
 from prefill.engine.chat import ChatEngine  # noqa: E402
 from prefill.engine.settings import LoadSettings, SamplingSettings  # noqa: E402
 from prefill.hub.bundled import bundled_model_path  # noqa: E402
+from tests.remote.fault_server import FaultServer  # noqa: E402
 
 GREEDY = SamplingSettings(temperature=0.0, max_tokens=48)
 
@@ -52,3 +54,16 @@ def closed_endpoint() -> Iterator[str]:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         yield f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+@pytest.fixture
+def fault_server() -> Iterator[FaultServer]:
+    """An OpenAI-shaped endpoint on 127.0.0.1 that fails on purpose (remote engines, the window)."""
+    s = FaultServer()
+    t = threading.Thread(target=s.serve_forever, daemon=True)
+    t.start()
+    yield s
+    s.release.set()
+    s.shutdown()
+    s.server_close()
+    t.join()

@@ -29,6 +29,7 @@ class FaultServer(ThreadingHTTPServer):
         self.mode = "ok"
         self.requests: list[tuple[dict[str, str], Any]] = []
         self.release = threading.Event()  # "hold" mode waits for it between chunks
+        self.holding = threading.Event()  # set while "hold" mode waits
 
     @property
     def url(self) -> str:
@@ -92,7 +93,9 @@ class _Handler(BaseHTTPRequestHandler):
             yield f"data: {json.dumps({'error': {'message': 'the model crashed'}})}\n\n".encode()
             return
         if mode == "hold":
+            self.server.holding.set()
             self.server.release.wait(30)
+            self.server.holding.clear()
         yield chunk({"content": ", world"})
         yield chunk({}, "stop")
         usage = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}

@@ -100,6 +100,19 @@ def test_cancel_closes_the_stream_at_the_next_chunk(fault_server: FaultServer) -
     assert not any(isinstance(ev, Token) and ev.text == ", world" for ev in events)
 
 
+def test_a_stop_ends_a_stalled_stream_without_waiting_for_its_next_chunk(fault_server: FaultServer) -> None:
+    fault_server.mode = "hold"  # the server sends nothing more until `release` (or 30 s)
+    cancel = threading.Event()
+    events = []
+    for ev in RemoteEngine(fault_server.url, "fake-a").stream(HI, cancel=cancel):
+        events.append(ev)
+        if isinstance(ev, Token) and ev.text == "Hello":
+            cancel.set()  # and the server stays silent: only closing the socket can end the read
+    f = events[-1]
+    assert isinstance(f, Finished) and f.reason == "cancelled" and f.text == "Hello"
+    assert fault_server.holding.is_set()  # it ended while the server was still silent
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -12,7 +12,9 @@ The KV cache of a remote is not visible: snapshots leave `kv_total` at 0, which
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import ssl
 import threading
 import time
@@ -45,6 +47,7 @@ from prefill.remote.sse import sse_data
 Event = PrefillDone | Token | MetricsSnapshot | Finished
 SNAPSHOT_EVERY_S = 0.25
 CONNECT_TIMEOUT_S = 10.0
+CANCEL_POLL_S = 0.05
 READ_TIMEOUT_S = 300.0  # a long prompt on a slow machine may take minutes before its first token
 
 
@@ -150,7 +153,7 @@ class RemoteEngine:
             raise EngineBusy("the engine is still answering another request")
         try:
             clock = RequestClock()
-            with self._open("POST", "/chat/completions", body) as resp:
+            with self._open("POST", "/chat/completions", body) as resp, _closed_on(cancel, resp):
                 yield from _Reader(self.base, clock, cancel).read(resp)
         finally:
             self._busy.release()
@@ -179,6 +182,30 @@ class RemoteEngine:
             raise BadResponse(self.base, "the endpoint answered with something that is not JSON") from None
 
 
+@contextlib.contextmanager
+def _closed_on(cancel: threading.Event | None, resp: _Response) -> Iterator[None]:
+    """Close `resp` as soon as `cancel` is set, from a watcher thread: a stream that stalls (a long
+    prompt, a stuck server) sends no chunk at which the reader could notice the stop."""
+    if cancel is None:
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(CANCEL_POLL_S):
+            if cancel.is_set():
+                resp.abort()
+                return
+
+    watcher = threading.Thread(target=watch, name="prefill-remote-cancel", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+
+
 class _Response:
     """An open streamed response; closed on leaving the `with`, whatever happened."""
 
@@ -192,6 +219,15 @@ class _Response:
 
     def __exit__(self, *exc: object) -> None:
         self.resp.close()
+
+    def abort(self) -> None:
+        """From another thread: wake a read blocked on the socket (closing the response alone would
+        wait for it), so the stream ends now."""
+        stream = self.resp.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(sock, socket.socket):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def read(self) -> bytes:
         try:
@@ -292,7 +328,12 @@ class _Reader:
                 if self.started and time.perf_counter() >= next_snapshot:
                     next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
                     yield self._snapshot("", live=True)
-        except httpx.HTTPError as e:
+        except (httpx.HTTPError, httpx.StreamError, OSError) as e:
+            if self.cancel is not None and self.cancel.is_set():  # closed by the stop: not a failure
+                yield self._finished("cancelled")
+                return
+            if not isinstance(e, httpx.HTTPError):
+                raise
             raise transport_error(self.base, e, "".join(self.answer), "".join(self.thinking)) from e
         if self.cancel is not None and self.cancel.is_set():
             yield self._finished("cancelled")

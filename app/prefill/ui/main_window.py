@@ -78,6 +78,7 @@ class MainWindow(QMainWindow):
         self.downloads: DownloadWorker | None = None
         self._count_tag = 0
         self._load_tag = 0
+        self._loading_remote = False  # the load in progress is a remote endpoint's
         self._closing = False  # a close is waiting for the answer to stop (a second close does not)
         self._closed = False
         self._grace = QTimer(self)
@@ -232,6 +233,7 @@ class MainWindow(QMainWindow):
         self.load_state.setText(f"  loading {Path(path).name}…")
         self.cancel_load_action.setVisible(True)
         self.store.call(lambda s: s.load_marker.begin(path))  # runs before any later store call
+        self._loading_remote = False
         self._load_tag = self.engine.worker.load(path, self.settings.model.load_settings())
 
     def load_remote(self, endpoint: SavedEndpoint) -> None:
@@ -240,6 +242,7 @@ class MainWindow(QMainWindow):
         self.sidebar.set_loading(endpoint.name)
         self.load_state.setText(f"  connecting to {endpoint.name}…")
         self.cancel_load_action.setVisible(True)
+        self._loading_remote = True
         self._load_tag = self.engine.worker.load_remote(endpoint)
 
     def _add_remote(self) -> None:
@@ -294,10 +297,14 @@ class MainWindow(QMainWindow):
         self.model_loaded.emit(m)
 
     def _on_worker_load_failed(self, reason: str) -> None:
-        self._load_ended()
         self.sidebar.set_model(None, reason)
-        self.load_state.setText("  model failed to load")
         self.cancel_load_action.setVisible(False)
+        if self._loading_remote:  # the reason is worded with its next step already
+            self.load_state.setText("  endpoint failed to connect")
+            self.show_notice(f"The endpoint could not be used. {reason} The app is still usable.")
+            return
+        self._load_ended()
+        self.load_state.setText("  model failed to load")
         self.show_notice(f"The model could not be loaded: {reason}. Pick another file; the app is still usable.")
 
     def _on_cancel_load_triggered(self) -> None:

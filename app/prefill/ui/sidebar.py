@@ -214,6 +214,9 @@ class EngineSidebar(QWidget):
 
     def on_finished(self, f: Finished) -> None:
         self.on_metrics(f.metrics)
+        if self.remote and not f.metrics.prompt_tokens:  # a server that sends no `usage`
+            for key in ("prompt", "reused", "evaluated"):
+                self.labels[key].setText("not reported by the server")
 
     def set_kv(self, m: MetricsSnapshot) -> None:
         if not m.kv_known:
