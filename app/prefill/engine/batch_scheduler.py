@@ -113,6 +113,11 @@ class BatchScheduler:
             self._cv.notify()
         return handle
 
+    @property
+    def closed(self) -> bool:
+        """Closing or closed: the model may be freed, so nothing may use its runtime."""
+        return self._stopping
+
     def snapshot(self) -> BatchSnapshot:
         """The latest published state (at most PUBLISH_EVERY_S old while busy)."""
         return self._snapshot

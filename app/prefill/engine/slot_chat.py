@@ -52,7 +52,10 @@ class SlotChat:
         return chat_format.prompt_text(self.format, messages, options, self.runtime.add_bos)
 
     def _tokens(self, messages: Sequence[Message], options: TemplateOptions | None) -> tuple[str, list[int]]:
-        # llama.cpp's tokenizer reads the vocabulary only: safe beside the decoding thread.
+        # llama.cpp's tokenizer reads the vocabulary only: safe beside the decoding thread, not
+        # after the server freed the model.
+        if self.scheduler.closed:
+            raise EngineError("the server is shutting down")
         text = self.render(messages, options)
         return text, self.runtime.tokenize(text, add_special=self.runtime.add_bos)
 
