@@ -10,13 +10,12 @@ Needs Xvfb (`apt-get install xvfb`). User data goes to a temporary folder.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scripts.xvfb import under_xvfb  # noqa: E402
 
 
 def main() -> int:
@@ -26,22 +25,7 @@ def main() -> int:
     ap.add_argument("--message", default="Write a short Python function that checks if a number is prime, "
                                          "then explain it in two sentences.")
     args = ap.parse_args()
-    if not shutil.which("Xvfb"):
-        print("Xvfb is missing: apt-get install xvfb", file=sys.stderr)
-        return 1
-    display = ":97"
-    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1400x900x24", "-nolisten", "tcp"])
-    home = tempfile.mkdtemp(prefix="prefill-shot-")
-    try:
-        time.sleep(1.0)
-        env = dict(os.environ, DISPLAY=display, QT_QPA_PLATFORM="xcb",
-                   XDG_DATA_HOME=f"{home}/data", XDG_CONFIG_HOME=f"{home}/config")
-        args.out.mkdir(parents=True, exist_ok=True)
-        return subprocess.call([sys.executable, __file__, "--inside", str(args.out.resolve()), args.theme,
-                                args.message], env=env)
-    finally:
-        xvfb.terminate()
-        shutil.rmtree(home, ignore_errors=True)
+    return under_xvfb(__file__, args.out, lambda _home: [args.theme, args.message])
 
 
 def inside(out: Path, theme: str, message: str) -> int:

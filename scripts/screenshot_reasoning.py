@@ -11,46 +11,27 @@ it writes a fixed thinking and answer through a template that opens `<think>`. S
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scripts.xvfb import under_xvfb  # noqa: E402
+
 THINK = "Multiply tens part first, then add what ones contribute; finally double-check using reversed order."
 ANSWER = "It is **391**."
 
 
-def write_model(path: Path) -> Path:
-    sys.path.insert(0, str(ROOT))
+def write_model(home: Path) -> list[str]:
     from tests.engine.vocab_models import write_thinker
 
-    return write_thinker(path, THINK, ANSWER)
+    return [str(write_thinker(home / "thinker.gguf", THINK, ANSWER))]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=Path("screenshots"))
-    args = ap.parse_args()
-    if not shutil.which("Xvfb"):
-        print("Xvfb is missing: apt-get install xvfb", file=sys.stderr)
-        return 1
-    display = ":96"
-    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1400x900x24", "-nolisten", "tcp"])
-    home = tempfile.mkdtemp(prefix="prefill-shot-")
-    try:
-        time.sleep(1.0)
-        model = write_model(Path(home) / "thinker.gguf")
-        env = dict(os.environ, DISPLAY=display, QT_QPA_PLATFORM="xcb",
-                   XDG_DATA_HOME=f"{home}/data", XDG_CONFIG_HOME=f"{home}/config")
-        args.out.mkdir(parents=True, exist_ok=True)
-        return subprocess.call([sys.executable, __file__, "--inside", str(args.out.resolve()), str(model)], env=env)
-    finally:
-        xvfb.terminate()
-        shutil.rmtree(home, ignore_errors=True)
+    return under_xvfb(__file__, ap.parse_args().out, write_model)
 
 
 def inside(out: Path, model: str) -> int:

@@ -44,7 +44,10 @@ class EventStream:
         self._pending.append(event)
         if not self._wake_pending:
             self._wake_pending = True
-            self.loop.call_soon_threadsafe(self._wake)
+            try:
+                self.loop.call_soon_threadsafe(self._wake)
+            except RuntimeError:  # the loop has closed (the server stopped): nobody reads this stream
+                pass
 
     def _wake(self) -> None:  # on the loop; cleared first, so a later event schedules its own wake
         self._wake_pending = False

@@ -1,0 +1,124 @@
+"""Screenshots of the window serving its model, and of a chat served by a remote endpoint, under Xvfb.
+
+serving-window-slot.png: the server panel on, an HTTP client streaming in one slot while the
+window's own question streams in another (the slots table names it `window`).
+remote-endpoint.png: the window chatting through `prefill serve` (another process) as a remote:
+the sidebar's KV cache reads "unknown". Uses the bundled SmolLM2.
+
+    python scripts/screenshot_serving.py [--out screenshots]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scripts.xvfb import under_xvfb  # noqa: E402
+
+QUESTION = "Write a haiku about the sea."
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, default=Path("screenshots"))
+    return under_xvfb(__file__, ap.parse_args().out)
+
+
+def client_stream(url: str, started: threading.Event) -> None:
+    """An OpenAI client keeping one slot busy (until the window's answer is done)."""
+    from openai import OpenAI
+
+    client = OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+    stream = client.chat.completions.create(
+        model=client.models.list().data[0].id, stream=True, max_tokens=600, extra_body={"ignore_eos": True},
+        messages=[{"role": "user", "content": "Tell me a long story about a lighthouse keeper."}])
+    for _ in stream:
+        started.set()
+
+
+def inside(out: Path) -> int:
+    from dataclasses import replace
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from prefill.hub.bundled import bundled_model_path
+    from prefill.store import HistoryStore, SettingsFile
+    from prefill.store.endpoints import SavedEndpoint
+    from prefill.ui.engine_worker import EngineThread
+    from prefill.ui.main_window import MainWindow
+    from prefill.ui.store_worker import StoreProxy, Stores
+    from prefill.ui.theme import apply_theme
+
+    app = QApplication(sys.argv[:1])
+    settings_file = SettingsFile()
+    settings = settings_file.load()
+    settings = replace(settings, sampling=replace(settings.sampling, max_tokens=120, seed=3))
+    store = StoreProxy(Stores(HistoryStore(), settings_file))
+    engine = EngineThread()
+    w = MainWindow(settings, store, engine, bundled_model_path(), apply_theme(app, "light"))
+    w.resize(1380, 880)
+    w.move(10, 10)
+    w.show()
+    w.serve_port = 0
+    shots: list[str] = []
+    remote: list[subprocess.Popen[str]] = []
+
+    def shoot(name: str) -> None:
+        app.processEvents()
+        app.primaryScreen().grabWindow(0).save(str(out / name))
+        shots.append(name)
+        print(f"saved {out / name}", flush=True)
+
+    def on_loaded(m: object) -> None:
+        w.model_loaded.disconnect(on_loaded)
+        w.serve_action.setChecked(True)
+        panel = w.server_dock.widget()  # type: ignore[union-attr]
+        panel.controller.started.connect(on_serving)
+        panel.switch.setChecked(True)
+
+    def on_serving(url: str) -> None:
+        started = threading.Event()
+        threading.Thread(target=client_stream, args=(url, started), daemon=True).start()
+        started.wait(60)
+        w.input.editor.setPlainText(QUESTION)
+        w.input._on_editor_submit()
+        QTimer.singleShot(1500, lambda: shoot("serving-window-slot.png"))
+        w.controller.answer_finished.connect(on_served_answer)
+
+    def on_served_answer(_f: object) -> None:
+        w.controller.answer_finished.disconnect(on_served_answer)
+        proc = subprocess.Popen([sys.executable, "-m", "prefill", "serve", "--model", "bundled", "--port", "0",
+                                 "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        remote.append(proc)
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        url = line.split(" at ")[1].split()[0].removesuffix("/v1")
+        w.model_loaded.connect(on_remote)
+        w.load_remote(SavedEndpoint("prefill serve", url))
+
+    def on_remote(_m: object) -> None:
+        w.controller.new_conversation(then=lambda _cid: w.controller.send("What is a lighthouse?"))
+        w.controller.answer_finished.connect(lambda _f: QTimer.singleShot(300, lambda: (
+            shoot("remote-endpoint.png"), app.quit())))
+
+    w.model_loaded.connect(on_loaded)
+    QTimer.singleShot(500, lambda: w.load_model(str(bundled_model_path())))
+    QTimer.singleShot(180_000, app.quit)
+    app.exec()
+    engine.stop()
+    store.stop()
+    for proc in remote:
+        proc.terminate()
+        proc.wait()
+    return 0 if len(shots) == 2 else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--inside":
+        raise SystemExit(inside(Path(sys.argv[2])))
+    raise SystemExit(main())
