@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.xvfb import under_xvfb  # noqa: E402
+from scripts.xvfb import Shots, under_xvfb  # noqa: E402
 
 
 def main() -> int:
@@ -32,34 +32,12 @@ def inside(out: Path, theme: str, message: str) -> int:
     from dataclasses import replace
 
     from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication
 
     from prefill.hub.bundled import bundled_model_path
-    from prefill.store import HistoryStore, SettingsFile
-    from prefill.ui.engine_worker import EngineThread
-    from prefill.ui.main_window import MainWindow
-    from prefill.ui.store_worker import StoreProxy, Stores
-    from prefill.ui.theme import apply_theme
 
-    app = QApplication(sys.argv[:1])
-    settings_file = SettingsFile()
-    settings = settings_file.load()
-    settings = replace(settings, ui=replace(settings.ui, theme=theme),
-                       sampling=replace(settings.sampling, max_tokens=220, temperature=0.2, seed=7))
-    effective = apply_theme(app, theme)
-    store = StoreProxy(Stores(HistoryStore(), settings_file))
-    engine = EngineThread()
-    w = MainWindow(settings, store, engine, bundled_model_path(), effective)
-    w.resize(1380, 880)
-    w.move(10, 10)
-    w.show()
-
-    def shoot(name: str) -> None:
-        app.processEvents()
-        pix = app.primaryScreen().grabWindow(0)  # the X server's framebuffer, as a person sees it
-        pix.save(str(out / name))
-        print(f"saved {out / name}", flush=True)
-
+    shots = Shots(out, lambda s: replace(s, ui=replace(s.ui, theme=theme), sampling=replace(
+        s.sampling, max_tokens=220, temperature=0.2, seed=7)), bundled_model_path(), theme)
+    w, shoot = shots.window, shots.shoot
     shoot("window-welcome.png")
     state = {"mid": False}
 
@@ -75,7 +53,7 @@ def inside(out: Path, theme: str, message: str) -> int:
 
     def models_page() -> None:
         w.open_models()
-        QTimer.singleShot(1500, lambda: (shoot("models-page.png"), app.quit()))
+        QTimer.singleShot(1500, lambda: (shoot("models-page.png"), shots.app.quit()))
 
     def done(_f: object) -> None:
         QTimer.singleShot(300, lambda: (shoot("window-answered.png"), models_page()))
@@ -86,10 +64,7 @@ def inside(out: Path, theme: str, message: str) -> int:
     timer.timeout.connect(poll)
     timer.start(50)
     QTimer.singleShot(500, lambda: w.load_model(str(bundled_model_path())))
-    QTimer.singleShot(180_000, app.quit)
-    app.exec()
-    engine.stop()
-    store.stop()
+    shots.run(180_000)
     return 0
 
 

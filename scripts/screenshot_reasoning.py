@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.xvfb import under_xvfb  # noqa: E402
+from scripts.xvfb import Shots, under_xvfb  # noqa: E402
 
 THINK = "Multiply tens part first, then add what ones contribute; finally double-check using reversed order."
 ANSWER = "It is **391**."
@@ -38,31 +38,12 @@ def inside(out: Path, model: str) -> int:
     from dataclasses import replace
 
     from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication
 
-    from prefill.store import HistoryStore, SettingsFile
-    from prefill.ui.engine_worker import EngineThread
-    from prefill.ui.main_window import MainWindow
-    from prefill.ui.store_worker import StoreProxy, Stores
-    from prefill.ui.theme import apply_theme
     from prefill.ui.transcript_model import Roles
 
-    app = QApplication(sys.argv[:1])
-    settings_file = SettingsFile()
-    settings = settings_file.load()
-    settings = replace(settings, sampling=replace(settings.sampling, temperature=0.7, seed=7))
-    store = StoreProxy(Stores(HistoryStore(), settings_file))
-    engine = EngineThread()
-    w = MainWindow(settings, store, engine, None, apply_theme(app, "light"))
-    w.resize(1380, 880)
-    w.move(10, 10)
-    w.show()
+    shots = Shots(out, lambda s: replace(s, sampling=replace(s.sampling, temperature=0.7, seed=7)), None)
+    w, shoot = shots.window, shots.shoot
     state = {"streaming": False}
-
-    def shoot(name: str) -> None:
-        app.processEvents()
-        app.primaryScreen().grabWindow(0).save(str(out / name))
-        print(f"saved {out / name}", flush=True)
 
     def on_changed(top: object, _bottom: object, roles: list[int]) -> None:
         row = w.transcript.row(top.row())  # type: ignore[attr-defined]
@@ -76,13 +57,10 @@ def inside(out: Path, model: str) -> int:
 
     w.transcript.dataChanged.connect(on_changed)
     w.model_loaded.connect(on_loaded)
-    w.controller.answer_finished.connect(lambda _f: QTimer.singleShot(300, lambda: (shoot("reasoning-finished.png"),
-                                                                                  app.quit())))
+    w.controller.answer_finished.connect(lambda _f: QTimer.singleShot(300, lambda: (
+        shoot("reasoning-finished.png"), shots.app.quit())))
     QTimer.singleShot(500, lambda: w.load_model(model))
-    QTimer.singleShot(120_000, app.quit)
-    app.exec()
-    engine.stop()
-    store.stop()
+    shots.run(120_000)
     return 0 if state["streaming"] else 1
 
 

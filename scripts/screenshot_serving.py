@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.xvfb import under_xvfb  # noqa: E402
+from scripts.xvfb import Shots, under_xvfb  # noqa: E402
 
 QUESTION = "Write a haiku about the sea."
 
@@ -45,35 +45,14 @@ def inside(out: Path) -> int:
     from dataclasses import replace
 
     from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication
 
     from prefill.hub.bundled import bundled_model_path
-    from prefill.store import HistoryStore, SettingsFile
     from prefill.store.endpoints import SavedEndpoint
-    from prefill.ui.engine_worker import EngineThread
-    from prefill.ui.main_window import MainWindow
-    from prefill.ui.store_worker import StoreProxy, Stores
-    from prefill.ui.theme import apply_theme
 
-    app = QApplication(sys.argv[:1])
-    settings_file = SettingsFile()
-    settings = settings_file.load()
-    settings = replace(settings, sampling=replace(settings.sampling, max_tokens=120, seed=3))
-    store = StoreProxy(Stores(HistoryStore(), settings_file))
-    engine = EngineThread()
-    w = MainWindow(settings, store, engine, bundled_model_path(), apply_theme(app, "light"))
-    w.resize(1380, 880)
-    w.move(10, 10)
-    w.show()
+    shots = Shots(out, lambda s: replace(s, sampling=replace(s.sampling, max_tokens=120, seed=3)), bundled_model_path())
+    w, shoot = shots.window, shots.shoot
     w.serve_port = 0
-    shots: list[str] = []
     remote: list[subprocess.Popen[str]] = []
-
-    def shoot(name: str) -> None:
-        app.processEvents()
-        app.primaryScreen().grabWindow(0).save(str(out / name))
-        shots.append(name)
-        print(f"saved {out / name}", flush=True)
 
     def on_loaded(m: object) -> None:
         w.model_loaded.disconnect(on_loaded)
@@ -104,18 +83,15 @@ def inside(out: Path) -> int:
     def on_remote(_m: object) -> None:
         w.controller.new_conversation(then=lambda _cid: w.controller.send("What is a lighthouse?"))
         w.controller.answer_finished.connect(lambda _f: QTimer.singleShot(300, lambda: (
-            shoot("remote-endpoint.png"), app.quit())))
+            shoot("remote-endpoint.png"), shots.app.quit())))
 
     w.model_loaded.connect(on_loaded)
     QTimer.singleShot(500, lambda: w.load_model(str(bundled_model_path())))
-    QTimer.singleShot(180_000, app.quit)
-    app.exec()
-    engine.stop()
-    store.stop()
+    shots.run(180_000)
     for proc in remote:
         proc.terminate()
         proc.wait()
-    return 0 if len(shots) == 2 else 1
+    return 0 if len(shots.saved) == 2 else 1
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,3 +34,46 @@ def under_xvfb(script: str, out: Path, prepare: Callable[[Path], list[str]] = la
     finally:
         xvfb.terminate()
         shutil.rmtree(home, ignore_errors=True)
+
+
+class Shots:
+    """The window on the throw-away folders (inside Xvfb), and `shoot(name)` to save the screen as PNG.
+
+    `adjust(settings)` returns the settings to open with (sampling for a steady picture, a theme…).
+    """
+
+    def __init__(self, out: Path, adjust: Callable[[Any], Any], bundled: Path | None, theme: str = "light"):
+        from PySide6.QtWidgets import QApplication
+
+        from prefill.store import HistoryStore, SettingsFile
+        from prefill.ui.engine_worker import EngineThread
+        from prefill.ui.main_window import MainWindow
+        from prefill.ui.store_worker import StoreProxy, Stores
+        from prefill.ui.theme import apply_theme
+
+        self.out = out
+        self.app = QApplication(sys.argv[:1])
+        settings_file = SettingsFile()
+        settings = adjust(settings_file.load())
+        self.store = StoreProxy(Stores(HistoryStore(), settings_file))
+        self.engine = EngineThread()
+        self.window = MainWindow(settings, self.store, self.engine, bundled, apply_theme(self.app, theme))
+        self.window.resize(1380, 880)
+        self.window.move(10, 10)
+        self.window.show()
+        self.saved: list[str] = []
+
+    def shoot(self, name: str) -> None:
+        self.app.processEvents()
+        self.app.primaryScreen().grabWindow(0).save(str(self.out / name))  # the framebuffer, as a person sees it
+        self.saved.append(name)
+        print(f"saved {self.out / name}", flush=True)
+
+    def run(self, limit_ms: int) -> None:
+        """Run the event loop until `app.quit()` or `limit_ms`, then stop the threads."""
+        from PySide6.QtCore import QTimer
+
+        QTimer.singleShot(limit_ms, self.app.quit)
+        self.app.exec()
+        self.engine.stop()
+        self.store.stop()

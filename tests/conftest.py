@@ -17,6 +17,8 @@ from prefill.engine.chat import ChatEngine  # noqa: E402
 from prefill.engine.settings import LoadSettings, SamplingSettings  # noqa: E402
 from prefill.hub.bundled import bundled_model_path  # noqa: E402
 from tests.remote.fault_server import FaultServer  # noqa: E402
+from tests.remote.servers import LlamaCppServer, start_llama_cpp_server, stop_llama_cpp_server  # noqa: E402
+from tests.server.conftest import Served, start_server, stop_server  # noqa: E402
 
 GREEDY = SamplingSettings(temperature=0.0, max_tokens=48)
 
@@ -67,3 +69,19 @@ def fault_server() -> Iterator[FaultServer]:
     s.shutdown()
     s.server_close()
     t.join()
+
+
+@pytest.fixture(scope="module")
+def llama_cpp(smollm2: Path) -> Iterator[LlamaCppServer]:
+    """llama-cpp-python's own OpenAI server serving SmolLM2: a remote engine nobody here wrote."""
+    s = start_llama_cpp_server(smollm2)
+    yield s
+    stop_llama_cpp_server(s)
+
+
+@pytest.fixture(scope="module")
+def prefill_server(smollm2: Path) -> Iterator[Served]:
+    """`prefill serve` on SmolLM2, in a process of its own, with the key "sk-test"."""
+    s = start_server(smollm2, "--ctx", "2048", "--api-key", "sk-test")
+    yield s
+    stop_server(s)

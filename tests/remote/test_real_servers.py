@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,25 +20,11 @@ from prefill.engine.settings import SamplingSettings
 from prefill.remote.engine import RemoteEngine
 from prefill.remote.errors import ModelNotFound, Unauthorized
 from prefill.store.endpoints import EndpointsFile, SavedEndpoint
-from tests.remote.servers import ALIAS, LlamaCppServer, start_llama_cpp_server, stop_llama_cpp_server
-from tests.server.conftest import Served, start_server, stop_server
+from tests.remote.servers import ALIAS, LlamaCppServer
+from tests.server.conftest import Served
 
 GREEDY = SamplingSettings(temperature=0.0, max_tokens=24)
 CAPITAL = [Message("system", "Answer briefly."), Message("user", "What is the capital of France?")]
-
-
-@pytest.fixture(scope="module")
-def llama_cpp(smollm2: Path) -> Iterator[LlamaCppServer]:
-    s = start_llama_cpp_server(smollm2)
-    yield s
-    stop_llama_cpp_server(s)
-
-
-@pytest.fixture(scope="module")
-def prefill_server(smollm2: Path) -> Iterator[Served]:
-    s = start_server(smollm2, "--ctx", "2048", "--api-key", "sk-test")
-    yield s
-    stop_server(s)
 
 
 def _chat(engine: RemoteEngine, messages: list[Message]) -> tuple[list[object], Finished]:

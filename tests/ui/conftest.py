@@ -75,6 +75,17 @@ def load(qtbot, w: MainWindow, path: Path) -> None:
         w.load_model(str(path))
 
 
+def send_and_stop(qtbot, w: MainWindow, text: str):
+    """Send `text`, stop the answer once some of it has streamed; returns its Finished event."""
+    c = w.controller
+    with qtbot.waitSignal(c.answer_finished, timeout=ANSWER_TIMEOUT) as blocker:
+        c.send(text)
+        qtbot.waitUntil(lambda: w.transcript.rowCount() >= 2 and len(w.transcript.row(w.transcript.rowCount() - 1)
+                                                                    .content) > 10, timeout=ANSWER_TIMEOUT)
+        c.stop()
+    return blocker.args[0]
+
+
 def send(qtbot, w: MainWindow, text: str):
     with qtbot.waitSignal(w.controller.answer_finished, timeout=ANSWER_TIMEOUT) as blocker:
         w.controller.send(text)

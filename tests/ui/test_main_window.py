@@ -7,7 +7,7 @@ from pathlib import Path
 
 from prefill.engine.events import Finished
 from prefill.store import HistoryStore
-from tests.ui.conftest import ANSWER_TIMEOUT, load, send, small_settings
+from tests.ui.conftest import ANSWER_TIMEOUT, load, send, send_and_stop, small_settings
 
 
 def test_streams_an_answer_and_sidebar_matches_the_engine(app, qtbot, smollm2: Path) -> None:
@@ -35,12 +35,7 @@ def test_stop_regenerate_edit_delete(app, qtbot, smollm2: Path) -> None:
     w = app.open(small_settings(max_tokens=400))
     load(qtbot, w, smollm2)
     c = w.controller
-    with qtbot.waitSignal(c.answer_finished, timeout=ANSWER_TIMEOUT) as blocker:
-        c.send("Write a very long story about a dragon and a knight.")
-        qtbot.waitUntil(lambda: w.transcript.rowCount() == 2 and len(w.transcript.row(1).content) > 10,
-                        timeout=ANSWER_TIMEOUT)
-        c.stop()
-    stopped: Finished = blocker.args[0]
+    stopped: Finished = send_and_stop(qtbot, w, "Write a very long story about a dragon and a knight.")
     assert stopped.reason == "cancelled" and stopped.metrics.completion_tokens < 400
     w.settings = small_settings(max_tokens=24)
 

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from prefill.engine.events import Finished
 from prefill.store import HistoryStore
@@ -16,23 +12,9 @@ from prefill.store.endpoints import EndpointsFile, SavedEndpoint
 from prefill.ui.endpoint_dialog import EndpointDialog
 from prefill.ui.model_picker import ADD_REMOTE, REMOTE
 from tests.remote.fault_server import FaultServer
-from tests.remote.servers import ALIAS, LlamaCppServer, start_llama_cpp_server, stop_llama_cpp_server
-from tests.server.conftest import Served, start_server, stop_server
-from tests.ui.conftest import ANSWER_TIMEOUT, LOAD_TIMEOUT, send, small_settings
-
-
-@pytest.fixture(scope="module")
-def llama_cpp(smollm2: Path) -> Iterator[LlamaCppServer]:
-    s = start_llama_cpp_server(smollm2)
-    yield s
-    stop_llama_cpp_server(s)
-
-
-@pytest.fixture(scope="module")
-def prefill_server(smollm2: Path) -> Iterator[Served]:
-    s = start_server(smollm2, "--ctx", "2048", "--api-key", "sk-window")
-    yield s
-    stop_server(s)
+from tests.remote.servers import ALIAS, LlamaCppServer
+from tests.server.conftest import Served
+from tests.ui.conftest import ANSWER_TIMEOUT, LOAD_TIMEOUT, send, send_and_stop, small_settings
 
 
 def connect(qtbot, w, endpoint: SavedEndpoint):
@@ -58,12 +40,7 @@ def test_llama_cpp_server_streams_stops_regenerates_edits_and_keeps_history(
     assert "counted by the remote" in w.input.count.text()
     c = w.controller
 
-    with qtbot.waitSignal(c.answer_finished, timeout=ANSWER_TIMEOUT) as blocker:
-        c.send("Write a very long story about a dragon and a knight.")
-        qtbot.waitUntil(lambda: w.transcript.rowCount() == 2 and len(w.transcript.row(1).content) > 10,
-                        timeout=ANSWER_TIMEOUT)
-        c.stop()
-    stopped: Finished = blocker.args[0]
+    stopped: Finished = send_and_stop(qtbot, w, "Write a very long story about a dragon and a knight.")
     assert stopped.reason == "cancelled" and stopped.text and stopped.metrics.ttft_ms > 0
     assert w.sidebar.text("kv").startswith("unknown")
 
