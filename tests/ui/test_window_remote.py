@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import stat
 
+from PySide6.QtWidgets import QDialog
+
 from prefill.engine.events import Finished
 from prefill.store import HistoryStore
 from prefill.store.endpoints import EndpointsFile, SavedEndpoint
-from prefill.ui.endpoint_dialog import EndpointDialog
-from prefill.ui.model_picker import ADD_REMOTE, REMOTE
+from prefill.ui.endpoint_dialog import REMOVED, EndpointDialog
+from prefill.ui.model_picker import ADD_REMOTE, EDIT_REMOTE, REMOTE
 from tests.remote.fault_server import FaultServer
 from tests.remote.servers import ALIAS, LlamaCppServer
 from tests.server.conftest import Served
@@ -122,7 +124,7 @@ def test_an_unreachable_endpoint_says_what_to_do(app, qtbot) -> None:
 
 
 def test_the_dialog_lists_models_saves_the_endpoint_and_the_picker_offers_it(
-        app, qtbot, fault_server: FaultServer) -> None:
+        app, qtbot, fault_server: FaultServer, monkeypatch) -> None:
     w = app.open(small_settings())
     dialog = EndpointDialog(set(), w)
     qtbot.addWidget(dialog)
@@ -143,17 +145,10 @@ def test_the_dialog_lists_models_saves_the_endpoint_and_the_picker_offers_it(
     assert "sk-secret" not in repr(dialog.endpoint())
 
     # What the window does with an accepted dialog: save it (0600), offer it, connect to it.
-    from PySide6.QtWidgets import QDialog
     endpoint = dialog.endpoint()
-    original = EndpointDialog.exec
-    EndpointDialog.exec = lambda self: (self.name.setText(endpoint.name), self.url.setText(endpoint.url),  # type: ignore[method-assign]
-                                        self.key.setText(endpoint.api_key),
-                                        self.model.setEditText(endpoint.model), QDialog.DialogCode.Accepted)[-1]
-    try:
-        with qtbot.waitSignal(w.model_loaded, timeout=LOAD_TIMEOUT) as loaded:
-            w.model_combo.activated.emit(w.model_combo.findData(ADD_REMOTE))
-    finally:
-        EndpointDialog.exec = original  # type: ignore[method-assign]
+    answer_dialog(monkeypatch, lambda d: fill(d, endpoint))
+    with qtbot.waitSignal(w.model_loaded, timeout=LOAD_TIMEOUT) as loaded:
+        w.model_combo.activated.emit(w.model_combo.findData(ADD_REMOTE))
     assert loaded.args[0].name == "fake-b" and loaded.args[0].endpoint == "Fake box"
     path = app.data / "endpoints.json"
     assert EndpointsFile(path).load() == [endpoint]
@@ -166,3 +161,34 @@ def test_the_dialog_lists_models_saves_the_endpoint_and_the_picker_offers_it(
     with qtbot.waitSignal(w2.model_loaded, timeout=LOAD_TIMEOUT):
         w2.model_combo.activated.emit(w2.model_combo.findData(REMOTE + "Fake box"))
     assert send(qtbot, w2, "Hi").text == "Hello, world"
+
+    # Edit it (renamed, the other model), then remove it.
+    renamed = SavedEndpoint("Fake box 2", fault_server.url, "fake-a", "sk-secret")
+    seen: list[tuple[str, str]] = []
+    answer_dialog(monkeypatch, lambda d: (seen.append((d.name.text(), d.key.text())), fill(d, renamed)))
+    with qtbot.waitSignal(w2.model_loaded, timeout=LOAD_TIMEOUT) as loaded:
+        w2.model_combo.activated.emit(w2.model_combo.findData(EDIT_REMOTE + "Fake box"))
+    assert seen == [("Fake box", "sk-secret")]  # the dialog opened filled in
+    assert loaded.args[0].name == "fake-a" and EndpointsFile(path).load() == [renamed]
+    assert w2.model_combo.findData(REMOTE + "Fake box") < 0 <= w2.model_combo.findData(REMOTE + "Fake box 2")
+    answer_dialog(monkeypatch, lambda d: REMOVED)
+    w2.model_combo.activated.emit(w2.model_combo.findData(EDIT_REMOTE + "Fake box 2"))
+    qtbot.waitUntil(lambda: w2.model_combo.findData(REMOTE + "Fake box 2") < 0, timeout=5000)
+    assert EndpointsFile(path).load() == []
+
+
+def fill(dialog: EndpointDialog, e: SavedEndpoint) -> QDialog.DialogCode:
+    dialog.name.setText(e.name)
+    dialog.url.setText(e.url)
+    dialog.key.setText(e.api_key)
+    dialog.model.setEditText(e.model)
+    return QDialog.DialogCode.Accepted
+
+
+def answer_dialog(monkeypatch, answer) -> None:
+    """The next endpoint dialog is answered by `answer(dialog)` instead of a person."""
+    def exec_(self: EndpointDialog) -> int:
+        result = answer(self)
+        return result[-1] if isinstance(result, tuple) else result
+
+    monkeypatch.setattr(EndpointDialog, "exec", exec_)

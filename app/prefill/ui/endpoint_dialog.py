@@ -36,13 +36,20 @@ def list_models(url: str, key: str) -> list[str]:
         engine.close()
 
 
-class EndpointDialog(QDialog):
-    """Name, URL, key and model of a remote endpoint; `endpoint()` once accepted."""
+REMOVED = 2  # the dialog's result when "Remove" was pressed
 
-    def __init__(self, taken: set[str], parent: QWidget | None = None):
+
+class EndpointDialog(QDialog):
+    """Name, URL, key and model of a remote endpoint; `endpoint()` once accepted.
+
+    With `existing`, it edits that endpoint (its fields filled in) and offers "Remove"; `exec()`
+    then returns REMOVED if the user removed it.
+    """
+
+    def __init__(self, taken: set[str], parent: QWidget | None = None, existing: SavedEndpoint | None = None):
         super().__init__(parent)
-        self.setWindowTitle("Add a remote endpoint")
-        self._taken = taken
+        self.setWindowTitle("Edit a remote endpoint" if existing else "Add a remote endpoint")
+        self._taken = taken - {existing.name} if existing else taken
         self._jobs = PoolJobs(1, self)
         self.name = QLineEdit()
         self.name.setPlaceholderText("GPU box")
@@ -71,6 +78,13 @@ class EndpointDialog(QDialog):
         self.list_button.clicked.connect(self._on_list_button_clicked)
         self.buttons.accepted.connect(self._on_buttons_accepted)
         self.buttons.rejected.connect(self.reject)
+        if existing is not None:
+            self.name.setText(existing.name)
+            self.url.setText(existing.url)
+            self.key.setText(existing.api_key)
+            self.model.setEditText(existing.model)
+            remove = self.buttons.addButton("Remove", QDialogButtonBox.ButtonRole.DestructiveRole)
+            remove.clicked.connect(lambda: self.done(REMOVED))
 
     def endpoint(self) -> SavedEndpoint:
         return SavedEndpoint(self.name.text().strip(), self.url.text().strip(), self.model.currentText().strip(),

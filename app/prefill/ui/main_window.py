@@ -37,7 +37,7 @@ from prefill.ui.plain_text import inform, plain_label
 from prefill.ui.reasoning_controls import ReasoningControls
 from prefill.ui.settings_dialog import SettingsDialog, needs_reload
 from prefill.ui.sidebar import EngineSidebar
-from prefill.ui.store_worker import StoreProxy
+from prefill.ui.store_worker import StoreProxy, Stores
 from prefill.ui.theme import ThemeFollower, apply_theme, code_palette
 from prefill.ui.transcript_model import Row, TranscriptModel
 from prefill.ui.welcome import Welcome
@@ -184,7 +184,8 @@ class MainWindow(QMainWindow):
         self.picker.local_chosen.connect(self.load_model)
         self.picker.remote_chosen.connect(self.load_remote)
         self.picker.open_file_requested.connect(self._open_file)
-        self.picker.add_remote_requested.connect(self._add_remote)
+        self.picker.add_remote_requested.connect(lambda: self._add_remote())
+        self.picker.edit_remote_requested.connect(self._edit_remote)
         self.store.call(lambda s: s.endpoints.load(), then=self.picker.set_endpoints)
         w.serving.connect(self._on_worker_serving)
         self.welcome.use_model.connect(self.load_model)
@@ -245,12 +246,17 @@ class MainWindow(QMainWindow):
         self._loading_remote = True
         self._load_tag = self.engine.worker.load_remote(endpoint)
 
-    def _add_remote(self) -> None:
-        from prefill.ui.endpoint_dialog import EndpointDialog
+    def _add_remote(self, existing: SavedEndpoint | None = None) -> None:
+        from prefill.ui.endpoint_dialog import REMOVED, EndpointDialog
 
-        dialog = EndpointDialog(self.picker.endpoint_names(), self)
-        if not dialog.exec():
-            self.picker.show_current(self._loaded_data())
+        dialog = EndpointDialog(self.picker.endpoint_names(), self, existing)
+        result = dialog.exec()
+        self.picker.show_current(self._loaded_data())
+        if not result:
+            return
+        old = existing.name if existing else ""
+        if result == REMOVED:
+            self.store.call(lambda s: (s.endpoints.remove(old), s.endpoints.load())[1], then=self.picker.set_endpoints)
             return
         endpoint = dialog.endpoint()
 
@@ -258,7 +264,16 @@ class MainWindow(QMainWindow):
             self.picker.set_endpoints(endpoints)
             self.load_remote(endpoint)
 
-        self.store.call(lambda s: (s.endpoints.put(endpoint), s.endpoints.load())[1], then=saved)
+        def put(s: Stores) -> list[SavedEndpoint]:
+            if old and old != endpoint.name:
+                s.endpoints.remove(old)  # renamed
+            s.endpoints.put(endpoint)
+            return s.endpoints.load()
+
+        self.store.call(put, then=saved)
+
+    def _edit_remote(self, endpoint: SavedEndpoint) -> None:
+        self._add_remote(endpoint)
 
     def _loaded_data(self) -> str:
         """The picker's entry for what is loaded ("" for nothing)."""

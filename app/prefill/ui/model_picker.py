@@ -5,6 +5,7 @@ Signals:
     remote_chosen(object): a SavedEndpoint.
     open_file_requested(): "Open a .gguf file…" was picked.
     add_remote_requested(): "Add a remote endpoint…" was picked.
+    edit_remote_requested(object): "Edit or remove ‹name›…" was picked: that SavedEndpoint.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from prefill.store.endpoints import SavedEndpoint
 
 OPEN_FILE = "<open>"
 ADD_REMOTE = "<remote>"
+EDIT_REMOTE = "edit:"  # item data: EDIT_REMOTE + the endpoint's name
 REMOTE = "endpoint:"  # item data: REMOTE + the endpoint's name
 
 
@@ -28,6 +30,7 @@ class ModelPicker(QObject):
     remote_chosen = Signal(object)
     open_file_requested = Signal()
     add_remote_requested = Signal()
+    edit_remote_requested = Signal(object)
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -61,6 +64,8 @@ class ModelPicker(QObject):
             self.combo.addItem(f"⇄ {e.name} · {e.model or 'its first model'}", REMOTE + e.name)
         self.combo.addItem("Open a .gguf file…", OPEN_FILE)
         self.combo.addItem("Add a remote endpoint…", ADD_REMOTE)
+        for e in self.endpoints:
+            self.combo.addItem(f"Edit or remove {e.name}…", EDIT_REMOTE + e.name)
         self.combo.setCurrentIndex(max(self.combo.findData(current), 0))
         self.combo.blockSignals(False)
 
@@ -74,9 +79,10 @@ class ModelPicker(QObject):
             self.open_file_requested.emit()
         elif data == ADD_REMOTE:
             self.add_remote_requested.emit()
-        elif isinstance(data, str) and data.startswith(REMOTE):
-            found = [e for e in self.endpoints if REMOTE + e.name == data]
+        elif isinstance(data, str) and data.startswith((REMOTE, EDIT_REMOTE)):
+            name = data.partition(":")[2]
+            found = [e for e in self.endpoints if e.name == name]
             if found:
-                self.remote_chosen.emit(found[0])
+                (self.remote_chosen if data.startswith(REMOTE) else self.edit_remote_requested).emit(found[0])
         elif data:
             self.local_chosen.emit(data)
