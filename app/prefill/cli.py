@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from prefill.commands.errors import CliError
 from prefill.engine.errors import EngineError
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
         print(f"prefill: {message}", file=sys.stderr)
         raise SystemExit(2)
 
@@ -37,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if _window_only(argv):
         from prefill.commands import window
 
-        parser = _Parser(prog="prefill", description="Chat with local LLMs and watch the engine work.")
+        parser: argparse.ArgumentParser = _Parser(
+            prog="prefill", description="Chat with local LLMs and watch the engine work.")
         window.add_arguments(parser)
     else:
         parser = build_parser()

@@ -73,6 +73,7 @@ def _prefill(rt: BatchRuntime, batch: llama_cpp.llama_batch, group: Sequence[Seq
 
 def _fill(batch: llama_cpp.llama_batch, entries: Sequence[tuple[int, int, int]], logits: bool) -> None:
     for row, (s, i, t) in enumerate(entries):
-        batch.token[row], batch.pos[row], batch.n_seq_id[row] = t, i, 1
+        batch.token[row], batch.n_seq_id[row] = t, 1
+        batch.pos[row] = i  # type: ignore[call-overload]  # llama-cpp-python's stubs mistype `pos`
         batch.seq_id[row][0], batch.logits[row] = s, logits
     batch.n_tokens = len(entries)

@@ -9,7 +9,7 @@ from typing import Any
 from prefill.commands.options import add_model_options, load_settings, model_path
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("bench", help="measure the engine against a lean llama.cpp loop")
     add_model_options(p)
     p.add_argument("--prompt-tokens", type=int, default=512, help="prompt length (default 512)")

@@ -40,7 +40,7 @@ JSON_FIELDS = (
 )
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("chat", help="chat in the terminal")
     add_model_options(p)
     add_sampling_options(p)

@@ -20,7 +20,7 @@ from prefill.store.history_import import read_import_file
 GGUF_MAGIC = b"GGUF"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e = sub.add_parser("export", help="write chats to a Markdown or JSON file (JSON imports back)")
     which = e.add_mutually_exclusive_group()
     which.add_argument(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from prefill.commands import history_io
@@ -25,7 +26,7 @@ from prefill.hub.progress import DownloadProgress
 from prefill.hub.quants import ModelFiles
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmds = sub  # top level: prefill search|files|get|ls|rm|import
 
     s = _command(cmds, "search", "search the hub for GGUF models", _search)
@@ -61,14 +62,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     history_io.add_history_option(i)
 
 
-def _command(cmds: argparse._SubParsersAction, name: str, help: str, handler: object) -> argparse.ArgumentParser:
+def _command(cmds: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str,
+             handler: object) -> argparse.ArgumentParser:
     c = cmds.add_parser(name, help=help)
     c.add_argument("--models-dir", type=Path, default=None, help="models folder (default: the user data folder)")
     c.set_defaults(handler=_guarded(handler))
     return c
 
 
-def _guarded(handler: object):  # noqa: ANN202 - wraps a handler
+def _guarded(handler: object) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         try:
             return int(handler(args) or 0)  # type: ignore[operator]

@@ -9,7 +9,7 @@ from prefill.commands.errors import CliError
 from prefill.commands.options import add_model_options, load_settings, model_path
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve", help="serve the model over an OpenAI-compatible HTTP API",
         description="Serve a model over an OpenAI-compatible HTTP API. --ctx is the context of each of "

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from prefill.engine.events import MetricsSnapshot
 from prefill.engine.kv_disk import Usage
+from prefill.store import Conversation
 from prefill.store.endpoints import SavedEndpoint
 from prefill.store.settings import Settings
 from prefill.ui.chat_controller import ChatController
@@ -171,6 +172,10 @@ class MainWindow(QMainWindow):
                               else paths)
 
     def _wire(self) -> None:
+        self._count_timer = QTimer(self)
+        self._count_timer.setSingleShot(True)
+        self._count_timer.setInterval(150)
+        self._count_timer.timeout.connect(self._ask_count)
         w = self.engine.worker
         w.loaded.connect(self._on_worker_loaded)
         w.load_failed.connect(self._on_worker_load_failed)
@@ -217,15 +222,11 @@ class MainWindow(QMainWindow):
         self.store.error.connect(self.show_problem)
         self.history_menu.notice.connect(self.show_notice)
         self.history_menu.imported.connect(self.refresh_conversations)
-        self._count_timer = QTimer(self)
-        self._count_timer.setSingleShot(True)
-        self._count_timer.setInterval(150)
-        self._count_timer.timeout.connect(self._ask_count)
         for keys, slot in ((QKeySequence.StandardKey.New, lambda: self.controller.new_conversation()),
                            (QKeySequence.StandardKey.Find, self.conversations.search.setFocus),
                            ("Ctrl+L", self.input.editor.setFocus),
                            ("Ctrl+.", self.controller.stop)):
-            QShortcut(QKeySequence(keys), self, activated=slot)
+            QShortcut(QKeySequence(keys), self).activated.connect(slot)
 
     # --- models ---------------------------------------------------------------------------
     def load_model(self, path: str) -> None:
@@ -256,7 +257,11 @@ class MainWindow(QMainWindow):
             return
         old = existing.name if existing else ""
         if result == REMOVED:
-            self.store.call(lambda s: (s.endpoints.remove(old), s.endpoints.load())[1], then=self.picker.set_endpoints)
+            def remove(s: Stores) -> list[SavedEndpoint]:
+                s.endpoints.remove(old)
+                return s.endpoints.load()
+
+            self.store.call(remove, then=self.picker.set_endpoints)
             return
         endpoint = dialog.endpoint()
 
@@ -441,7 +446,7 @@ class MainWindow(QMainWindow):
 
     # --- conversations ---------------------------------------------------------------------------
     def refresh_conversations(self) -> None:
-        def fill(convs: list) -> None:
+        def fill(convs: list[Conversation]) -> None:
             self._conversations = {c.id: c.title for c in convs}
             if not self.conversations.search.text().strip():
                 self.conversations.set_conversations(convs, self.controller.conversation_id)

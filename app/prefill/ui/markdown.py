@@ -219,7 +219,7 @@ def highlight_code(code: str, lang: str, palette: CodePalette) -> str:
     lexer = _lexer(lang)
     if lexer is None:
         return html.escape(code, quote=False)
-    coloured = highlight(code, lexer, _formatter(palette.pygments_style))
+    coloured: str = highlight(code, lexer, _formatter(palette.pygments_style))
     # Pygments ends the output with a newline the code may not have: Qt would show an empty line.
     return coloured[:-1] if coloured.endswith("\n") and not code.endswith("\n") else coloured
 

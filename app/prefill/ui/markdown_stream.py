@@ -57,6 +57,13 @@ class MarkdownStream:
         self._mono = QTextCharFormat()
         self._mono.setFontFamilies(list(self._palette.mono_fonts))
         self._mono.setFontFixedPitch(True)
+        self._chunks: list[str]
+        self._splitter: BlockSplitter
+        self._renderer: BlockRenderer
+        self._tail_start: int
+        self._tail_run: int
+        self._finished: bool
+        self._failed: bool
         self._restart()
 
     @property
@@ -150,7 +157,7 @@ class MarkdownStream:
             self.append(text)
 
     def _restart(self) -> None:
-        self._chunks: list[str] = []
+        self._chunks = []
         self._splitter = BlockSplitter()
         self._renderer = BlockRenderer(self._palette)
         self._tail_start = 0

@@ -42,7 +42,7 @@ class SafeBrowser(QTextBrowser):
         self.document().documentLayout().documentSizeChanged.connect(self._on_document_size_changed)
         self.document().setDocumentMargin(2)
 
-    def loadResource(self, type: int, name: QUrl) -> Any:
+    def loadResource(self, type: int, name: QUrl | str) -> Any:
         return None  # never fetch what a model's answer points at
 
     def _on_document_size_changed(self, size: QSizeF) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QPersistentModelIndex, Qt
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -79,8 +79,8 @@ class TranscriptModel(QAbstractListModel):
             return r.reasoning
         return None
 
-    def roleNames(self) -> dict[int, bytes]:
-        return {int(r): r.name.lower().encode() for r in Roles}
+    def roleNames(self) -> dict[int, QByteArray]:
+        return {int(r): QByteArray(r.name.lower().encode()) for r in Roles}
 
     # --- edits from the GUI thread -----------------------------------------------------
     def set_rows(self, rows: list[Row]) -> None:
