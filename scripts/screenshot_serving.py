@@ -51,7 +51,6 @@ def inside(out: Path) -> int:
 
     shots = Shots(out, lambda s: replace(s, sampling=replace(s.sampling, max_tokens=120, seed=3)), bundled_model_path())
     w, shoot = shots.window, shots.shoot
-    w.serve_port = 0
     remote: list[subprocess.Popen[str]] = []
 
     def on_loaded(m: object) -> None:
@@ -59,6 +58,7 @@ def inside(out: Path) -> int:
         w.serve_action.setChecked(True)
         panel = w.server_dock.widget()  # type: ignore[union-attr]
         panel.controller.started.connect(on_serving)
+        panel.port.setValue(0)
         panel.switch.setChecked(True)
 
     def on_serving(url: str) -> None:

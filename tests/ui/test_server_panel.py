@@ -58,9 +58,11 @@ TINY = LoadSettings(n_ctx=2048, n_gpu_layers="none", n_threads=1)
 @pytest.fixture
 def panel(qtbot, tiny_model: Path, engine_thread: EngineThread):
     controller = ServerController(loaded_worker(qtbot, engine_thread, tiny_model, TINY))
-    options = ServeOptions(tiny_model, TINY, port=0, parallel=2)
-    w = ServerPanel(controller, lambda: options)
+    w = ServerPanel(controller, lambda: ServeOptions(tiny_model, TINY))
     qtbot.addWidget(w)
+    assert (w.port.value(), w.parallel.value()) == (8080, 4)  # the defaults OpenAI clients expect
+    w.port.setValue(0)  # any free port
+    w.parallel.setValue(2)
     return w
 
 
@@ -68,6 +70,8 @@ def test_the_switch_serves_and_the_slots_show_a_request(qtbot, panel: ServerPane
     with qtbot.waitSignal(panel.controller.started, timeout=START_MS):
         panel.switch.setChecked(True)
     assert panel.address.text().startswith("http://127.0.0.1:") and panel.address.text().endswith("/v1")
+    assert panel.slots.rowCount() == 0 or panel.slots.rowCount() == 2
+    assert not panel.port.isEnabled() and not panel.parallel.isEnabled()  # fixed while it serves
     panel.copy.click()
     assert QGuiApplication.clipboard().text() == panel.address.text()
 
@@ -87,6 +91,7 @@ def test_the_switch_serves_and_the_slots_show_a_request(qtbot, panel: ServerPane
     with qtbot.waitSignal(panel.controller.stopped, timeout=START_MS):
         panel.switch.setChecked(False)
     assert panel.address.text() == "Off" and not panel.copy.isEnabled() and panel.slots.rowCount() == 0
+    assert panel.port.isEnabled() and panel.parallel.isEnabled()
 
 
 def test_a_failed_start_says_why_and_turns_the_switch_off(qtbot, tiny_model: Path, engine_thread) -> None:

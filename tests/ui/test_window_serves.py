@@ -25,10 +25,10 @@ def test_the_window_chat_is_a_slot_beside_a_client(app, qtbot, smollm2: Path) ->
     before = send(qtbot, w, "Name a colour.")
     assert before.reason in ("stop", "length") and before.text
 
-    w.serve_port = 0  # any free port: 8080 may be taken on a test machine
     w.serve_action.setChecked(True)
     assert w.server_dock is not None and w.server_dock.isVisible()
     panel = w.server_dock.widget()
+    panel.port.setValue(0)  # any free port: 8080 may be taken on a test machine
     with qtbot.waitSignal(panel.controller.started, timeout=START_MS) as started:
         panel.switch.setChecked(True)
     url = started.args[0]
@@ -63,3 +63,40 @@ def test_the_window_chat_is_a_slot_beside_a_client(app, qtbot, smollm2: Path) ->
     qtbot.waitUntil(lambda: type(worker.engine).__name__ == "ChatEngine", timeout=START_MS)
     after = send(qtbot, w, "One more colour.")
     assert after.reason in ("stop", "length") and after.text
+
+
+def test_with_one_slot_the_window_waits_in_the_queue_and_can_stop_there(app, qtbot, smollm2: Path) -> None:
+    w = app.open(small_settings(max_tokens=30))
+    load(qtbot, w, smollm2)
+    w.serve_action.setChecked(True)
+    panel = w.server_dock.widget()
+    panel.port.setValue(0)
+    panel.parallel.setValue(1)
+    with qtbot.waitSignal(panel.controller.started, timeout=START_MS) as started:
+        panel.switch.setChecked(True)
+    client = OpenAI(base_url=started.args[0] + "/v1", api_key="none", max_retries=0)
+    stream = client.chat.completions.create(
+        model=client.models.list().data[0].id, messages=[{"role": "user", "content": "Count to a thousand."}],
+        stream=True, max_tokens=100_000, extra_body={"ignore_eos": True})
+    first = threading.Event()
+    threading.Thread(target=lambda: (next(iter(stream)), first.set()), daemon=True).start()
+    assert first.wait(60)
+
+    c = w.controller
+    with qtbot.waitSignal(c.answer_finished, timeout=START_MS) as finished:
+        c.send("Name a colour.")
+        qtbot.waitUntil(lambda: "1 queued" in panel.status.text(), timeout=START_MS)  # the window waits its turn
+        assert w.transcript.row(1).streaming and not w.transcript.row(1).content
+        c.stop()
+    f = finished.args[0]
+    assert f.reason == "cancelled" and f.text == "" and f.metrics.completion_tokens == 0
+    qtbot.waitUntil(lambda: "0 queued" in panel.status.text(), timeout=START_MS)
+    assert worker_slots_busy(w) == 1  # the client's request went on
+
+    stream.close()  # its slot frees; the window's next question gets it
+    answer = send(qtbot, w, "What is the capital of France?")
+    assert answer.reason in ("stop", "length") and answer.metrics.prompt_tokens > 0
+
+
+def worker_slots_busy(w) -> int:
+    return sum(1 for s in w.engine.worker.server.scheduler.snapshot().slots if s.state != "idle")

@@ -160,7 +160,6 @@ class MainWindow(QMainWindow):
         self.serve_action.setToolTip("Serve the loaded model over an OpenAI-compatible API, with its slots live")
         bar.addAction(self.serve_action)
         self.server_dock: QDockWidget | None = None  # built on first use: the HTTP stack loads then
-        self.serve_port = 8080  # where OpenAI clients look first (llama.cpp's server's too)
         bar.addAction(self.system_action)
         bar.addAction(self.settings_action)
         self.history_menu = HistoryMenu(self, self.store, lambda: self.controller.conversation_id)
@@ -405,8 +404,7 @@ class MainWindow(QMainWindow):
             def options() -> ServeOptions | None:
                 if self.loaded is None or self.loaded.remote:
                     return None
-                return ServeOptions(model=self.loaded.path, settings=self.settings.model.load_settings(),
-                                    port=self.serve_port)
+                return ServeOptions(model=self.loaded.path, settings=self.settings.model.load_settings())
 
             self.server_dock = QDockWidget("Server", self)
             self.server_dock.setObjectName("server-dock")

@@ -10,6 +10,7 @@ the slots: the engine worker serves the model it holds (`EngineWorker.serve`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from PySide6.QtCore import (
     QAbstractTableModel,
@@ -26,17 +27,21 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QPushButton,
+    QSpinBox,
     QTableView,
     QVBoxLayout,
     QWidget,
 )
 
+from prefill.engine.batch_runtime import MAX_SEQUENCES
 from prefill.engine.batch_snapshot import BatchSnapshot, SlotSnapshot
 from prefill.server.runner import ServeOptions
 from prefill.ui.engine_worker import EngineWorker
 from prefill.ui.plain_text import plain_label
 
 Index = QModelIndex | QPersistentModelIndex
+DEFAULT_PORT = 8080  # where OpenAI clients look first (llama.cpp's server's too)
+DEFAULT_PARALLEL = 4
 
 
 class ServerController(QObject):
@@ -132,7 +137,8 @@ class ServerPanel(QWidget):
     """The switch, the address with a copy button, requests in flight, the slots table.
 
     `options` gives the ServeOptions for the model loaded in the window, or None when
-    there is none (the switch then says so and stays off).
+    there is none (the switch then says so and stays off); the panel's port and slot boxes
+    set its port and its parallel requests.
     """
 
     def __init__(self, controller: ServerController, options: Callable[[], ServeOptions | None],
@@ -142,6 +148,15 @@ class ServerPanel(QWidget):
         self._options = options
         self.url = ""
         self.switch = QCheckBox("Serve this model over HTTP (OpenAI API)")
+        self.port = QSpinBox()
+        self.port.setRange(0, 65535)
+        self.port.setValue(DEFAULT_PORT)
+        self.port.setSpecialValueText("any free")
+        self.port.setToolTip("The port on 127.0.0.1 (8080 is where OpenAI clients look first)")
+        self.parallel = QSpinBox()
+        self.parallel.setRange(1, MAX_SEQUENCES)
+        self.parallel.setValue(DEFAULT_PARALLEL)
+        self.parallel.setToolTip("Requests decoded together, this chat's included; more wait in a queue")
         self.address = plain_label("Off")
         self.address.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.copy = QPushButton("Copy")
@@ -156,8 +171,14 @@ class ServerPanel(QWidget):
         row = QHBoxLayout()
         row.addWidget(self.address, 1)
         row.addWidget(self.copy)
+        top = QHBoxLayout()
+        top.addWidget(self.switch, 1)
+        top.addWidget(plain_label("Port"))
+        top.addWidget(self.port)
+        top.addWidget(plain_label("Slots"))
+        top.addWidget(self.parallel)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.switch)
+        layout.addLayout(top)
         layout.addLayout(row)
         layout.addWidget(self.status)
         layout.addWidget(self.table)
@@ -176,11 +197,12 @@ class ServerPanel(QWidget):
             if options is None:
                 self._set_off("Load a local model first.")
                 return
-            self.switch.setEnabled(False)  # until it has started or failed
+            options = replace(options, port=self.port.value(), parallel=self.parallel.value())
+            self._set_editable(False)  # until it has started or failed
             self.address.setText(f"Starting on {options.host}…")
             self.controller.start(options)
         elif not on and self.controller.running:
-            self.switch.setEnabled(False)
+            self._set_editable(False)
             self.address.setText("Stopping…")
             self.controller.stop()
 
@@ -193,7 +215,7 @@ class ServerPanel(QWidget):
         self.url = url
         self.address.setText(f"{url}/v1")
         self.copy.setEnabled(True)
-        self.switch.setEnabled(True)
+        self.switch.setEnabled(True)  # the port and slots stay as they are while it serves
 
     @Slot()
     def _on_controller_stopped(self) -> None:
@@ -219,4 +241,8 @@ class ServerPanel(QWidget):
         self.switch.blockSignals(True)
         self.switch.setChecked(False)
         self.switch.blockSignals(False)
-        self.switch.setEnabled(True)
+        self._set_editable(True)
+
+    def _set_editable(self, on: bool) -> None:
+        for w in (self.switch, self.port, self.parallel):
+            w.setEnabled(on)
