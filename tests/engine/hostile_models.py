@@ -180,6 +180,18 @@ def _ssm_keys(arch: str, inner: int) -> Edit:
         ("conv_kernel", 4), ("inner_size", inner), ("state_size", 8), ("time_step_rank", 4), ("group_count", 1))))
 
 
+
+def _minimax_m2(gating: int) -> Edit:
+    """Two experts, one used per token, routed by `gating` (llama-hparams.h: 1 to 4)."""
+    experts = _each_layer(("attn_q_norm.weight", (N_EMBD,)), ("attn_k_norm.weight", (N_EMBD,)),
+                          ("ffn_gate_inp.weight", (2, N_EMBD)), ("ffn_gate_exps.weight", (2, 128, N_EMBD)),
+                          ("ffn_down_exps.weight", (2, N_EMBD, 128)), ("ffn_up_exps.weight", (2, 128, N_EMBD)),
+                          ("exp_probs_b.bias", (2,)))
+    dense = [_drop_tensor(f"blk.{i}.ffn_{n}.weight") for i in range(N_LAYER) for n in ("gate", "up", "down")]
+    return _as_arch("minimax-m2", *dense, experts, *(_set(f"minimax-m2.{k}", v, U32) for k, v in (
+        ("expert_count", 2), ("expert_used_count", 1), ("expert_feed_forward_length", 128),
+        ("expert_gating_func", gating))))
+
 def _deepseek2(rope: int) -> Edit:
     return _as_arch("deepseek2", *(_set(f"deepseek2.{k}", v, U32) for k, v in (
         ("attention.q_lora_rank", 16), ("attention.kv_lora_rank", 16), ("expert_feed_forward_length", 32),
@@ -265,6 +277,17 @@ CASES: tuple[Case, ...] = (
          _mamba2(dt_rank=7), "width 128 does not split into 7 heads"),
     Case("deepseek2_all_rope", "deepseek2 RoPE on the whole key (GGML_ASSERT(n_embd_head_qk_nope >= 1) at load)",
          _deepseek2(rope=16), "leaving none unrotated"),
+    Case("glm4moe_without_experts", "glm4moe with no expert_count (GGML_ASSERT(hparams.n_expert > 0) at load)",
+         _as_arch("glm4moe", _set("glm4moe.expert_feed_forward_length", 32, U32),
+                  _set("glm4moe.expert_shared_count", 1, U32)), "gives no experts"),
+    Case("ernie_moe_step_zero", "ernie4_5-moe experts every 0 layers (GGML_ASSERT(n_moe_layer_step > 0))",
+         _as_arch("ernie4_5-moe", *(_set(f"ernie4_5-moe.{k}", v, U32) for k, v in (
+             ("expert_feed_forward_length", 32), ("interleave_moe_layer_step", 0), ("leading_dense_block_count", 2)))),
+         "experts come every 0 layers"),
+    Case("minimax_m2", "nothing wrong: the control for the minimax-m2 writer (sigmoid gating)", _minimax_m2(2), "",
+         refused_by=""),
+    Case("minimax_m2_gating_unknown", "minimax-m2 expert gating function 7 (GGML_ABORT in build_moe_ffn)",
+         _minimax_m2(7), "expert gating function is 7"),
     Case("plain", "nothing wrong: the control", lambda w: None, "", refused_by=""),
 )
 

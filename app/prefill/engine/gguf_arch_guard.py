@@ -69,6 +69,17 @@ MAMBA2_LAYERS = {"mamba2": "all", "falcon-h1": "all", "granitehybrid": "no kv",
 SSM_EXPANSION_2 = ("granitehybrid", "jamba")  # granite-hybrid.cpp:54, jamba.cpp:32
 # deepseek2.cpp:77, load_arch_tensors: GGML_ASSERT(n_embd_head_qk_nope >= 1) (mistral4 reuses it)
 MLA = ("deepseek2", "mistral4")
+# Mixture-of-experts only: load_arch_tensors asserts n_expert > 0 (glm4-moe.cpp:42, llada-moe.cpp:25,
+# grovemoe.cpp:29, bailingmoe2.cpp:32, smallthinker.cpp:54)
+EXPERTS_REQUIRED = ("glm4moe", "llada-moe", "grovemoe", "bailingmoe2", "smallthinker")
+# Architectures that route experts by `{arch}.expert_gating_func`; llm_graph_context::build_moe_ffn has no
+# case for a value past 4 nor for 0 (none): GGML_ABORT("fatal error") (llama-graph.cpp:2072). The first
+# ones turn 0 (or no key) into their own default in load_arch_hparams; the others do not.
+GATING_DEFAULTED = ("afmoe", "cohere2moe", "deepseek2", "mistral4", "glm-dsa", "glm4moe", "glm5-next", "hy_v3",
+                    "laguna", "step35")
+GATING_AS_GIVEN = ("bailingmoe2", "bailingmoe3", "deepseek32", "deepseek4", "dots1", "dots3note", "exaone-moe",
+                   "hy_v4", "kimi-k3", "kimi-linear", "lfm2moe", "minimax-m2", "minimax-m3", "smallthinker")
+GATING_FUNCS = range(1, 5)  # softmax, sigmoid, softmax on the weights, sqrt(softplus): llama-hparams.h
 
 
 def check_arch_shapes(h: GGUFHeader) -> None:
@@ -82,6 +93,7 @@ def check_arch_shapes(h: GGUFHeader) -> None:
     _check_heads(h, n_layer)
     _check_sliding_window(h, n_layer)
     _check_state_space(h, n_layer)
+    _check_experts(h)
 
 
 def _refuse(what: str) -> GGUFError:
@@ -184,3 +196,21 @@ def _has_mamba2_layer(h: GGUFHeader, n_layer: int, which: str) -> bool:
     if kv is None or ff is None:
         return False  # absent (every layer then has heads) or one llama.cpp throws on
     return any(a == 0 and f == 0 for a, f in zip(kv, ff))
+
+
+def _check_experts(h: GGUFHeader) -> None:
+    arch = h.architecture
+    if arch in EXPERTS_REQUIRED and not _whole(h, "expert_count"):
+        raise _refuse(f"it gives no experts, where {arch} is a mixture-of-experts architecture")
+    # ernie4-5-moe.cpp:26, its graph: GGML_ASSERT(hparams.n_moe_layer_step > 0)
+    if arch == "ernie4_5-moe" and _whole(h, "interleave_moe_layer_step") == 0:
+        raise _refuse("its experts come every 0 layers (interleave_moe_layer_step)")
+    if arch not in GATING_DEFAULTED + GATING_AS_GIVEN or not _whole(h, "expert_count"):
+        return
+    given = h.arch_value("expert_gating_func")
+    gating = _whole(h, "expert_gating_func", 0 if given is None else None)
+    if gating is None or (gating == 0 and arch in GATING_DEFAULTED):
+        return  # mistyped (llama.cpp throws), or none given where llama.cpp picks one
+    if gating not in GATING_FUNCS:
+        what = f"its expert gating function is {gating}" if given is not None else "it names no expert gating function"
+        raise _refuse(f"{what}, where {arch} routes its experts by one of 1 to 4")
