@@ -6,6 +6,8 @@ and the process dies, the window with it. `read_model_header` reads the header
 with its vocabulary and refuses those values with a `GGUFError` that names them.
 Each check cites the llama.cpp code it stands in front of (the llama.cpp that
 llama-cpp-python 0.3.36 vendors, src/); a value llama.cpp rejects cleanly on its own is left to llama.cpp.
+What one architecture's own code asserts on (head sizes, sliding-window layers, state-space
+sizes) is checked by `gguf_arch_guard`, called from here.
 
 Why checks and not a load in a child process: a probe process would double the
 cost of every load (a second llama.cpp start and vocabulary build), would only
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from prefill.engine.gguf_arch_guard import check_arch_shapes
 from prefill.engine.gguf_header import GGUFError, GGUFHeader, read_header, split_paths
 
 GGUF_UINT16 = 2
@@ -46,6 +49,7 @@ def read_model_header(path: str | Path) -> GGUFHeader:
 def check_loadable(h: GGUFHeader) -> None:
     """Raise `GGUFError` for a header value that would make llama.cpp abort the process."""
     _check_layers(h)
+    check_arch_shapes(h)  # head sizes, sliding-window layers, state-space sizes, per architecture
     _check_experts(h)
     _check_rope(h)
     _check_epsilons(h)
