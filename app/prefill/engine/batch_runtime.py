@@ -9,7 +9,7 @@ Python owns, filled by slice assignment so a step costs little in Python.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from prefill.engine.settings import LoadSettings, SamplingSettings
 MAX_SEQUENCES = 64  # llama.cpp's LLAMA_MAX_SEQ
 
 
-def _gil_holding(name: str, argtypes: list[type], restype: type) -> ctypes._CFuncPtr:
+def _gil_holding(name: str, argtypes: list[type], restype: type) -> Callable[..., int]:
     """A function of libllama called without releasing the GIL (ctypes.PyDLL), for short calls
     made many times a step: each release lets another busy thread (the server's event loop) take
     the GIL, and getting it back can cost a whole switch interval, longer than the call."""

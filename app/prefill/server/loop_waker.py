@@ -34,7 +34,7 @@ def _gil_holding_write() -> Callable[[int, bytes, int], int] | None:
     except (OSError, AttributeError):
         return None
     fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t], ctypes.c_ssize_t
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 _write = _gil_holding_write()
