@@ -4,6 +4,8 @@ For 1, 2, 4 and 8 clients (each sending --requests streamed requests of a fixed 
 the server's aggregate decode tok/s beside the lean loop's on the same sequences
 (llama.cpp directly, in waves of min(clients, --parallel)); one client beside
 `prefill bench`'s engine rate; then the bounded load run (8 clients, --load-seconds).
+`cpu_ms_per_token` says what each side spent: the lean loop; the server; the clients, which
+run on the same machine and, on a small one, take cores the lean loop has to itself.
 Prints one JSON object per model. Rerun with:
 
     python benchmarks/serve_bench.py [--threads 2] [--load-seconds 60]
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 APP = Path(__file__).resolve().parents[1] / "app"
@@ -75,16 +78,39 @@ class Lean:
         self.parallel = parallel
         self.builder = PromptBuilder(self.loaded.runtime, self.loaded.header)
         self.sampling = ServeSampling(temperature=0.8, repeat_penalty=1.0, max_tokens=gen, seed=1, ignore_eos=True)
+        self.cpu_ms_per_token = 0.0  # of the last run
         self.rate(1, 1)  # warm-up
 
     def rate(self, clients: int, requests: int) -> float:
         prompts = [self.builder.chat([Message("user", prompt_text(n))]) for n in range(1, clients * requests + 1)]
         wave = min(clients, self.parallel)
+        cpu0 = time.process_time()
         tokens, wall = lean_batch_generate(self.loaded.runtime, prompts, self.sampling, wave=wave)
+        self.cpu_ms_per_token = (time.process_time() - cpu0) * 1000 / tokens
         return tokens / wall
 
     def close(self) -> None:
         self.loaded.runtime.close()
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux's /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def served_run(url: str, model_id: str, clients: int, gen: int, requests: int, server_pid: int) -> dict[str, object]:
+    """One server run's figures, with the CPU the clients (this process) and the server spent per token:
+    on a small machine they share the cores the lean loop has to itself."""
+    cpu0, srv0 = time.process_time(), process_cpu_s(server_pid)
+    f = run_load(url + "/v1", model_id, clients, 3600, gen, requests_per_client=requests).figures()
+    tokens = max(1, int(f["tokens"]))  # type: ignore[call-overload]
+    f["client_cpu_ms_per_token"] = round((time.process_time() - cpu0) * 1000 / tokens, 3)
+    f["server_cpu_ms_per_token"] = round((process_cpu_s(server_pid) - srv0) * 1000 / tokens, 3)
+    return f
 
 
 def run_model(args: argparse.Namespace, label: str, model: Path, gen: int) -> dict[str, object]:
@@ -96,14 +122,15 @@ def run_model(args: argparse.Namespace, label: str, model: Path, gen: int) -> di
     proc, url = start_server(args, model, ctx)
     model_id = model.name.removesuffix(".gguf")
     lean_tps: dict[int, list[float]] = {c: [] for c in CLIENTS}
+    lean_cpu: dict[int, list[float]] = {c: [] for c in CLIENTS}
     served: dict[int, list[dict[str, object]]] = {c: [] for c in CLIENTS}
     try:
         run_load(url + "/v1", model_id, 1, 600, 8, requests_per_client=1)  # warm-up
         for _ in range(args.reps):
             for c in CLIENTS:
                 lean_tps[c].append(lean.rate(c, args.requests))
-                served[c].append(run_load(url + "/v1", model_id, c, 3600, gen, requests_per_client=args.requests)
-                                 .figures())
+                lean_cpu[c].append(lean.cpu_ms_per_token)
+                served[c].append(served_run(url, model_id, c, gen, args.requests, proc.pid))
         load = None
         if args.load_seconds and label in args.load_on:
             load = run_load(url + "/v1", model_id, 8, args.load_seconds, args.load_tokens).figures()
@@ -134,6 +161,9 @@ def run_model(args: argparse.Namespace, label: str, model: Path, gen: int) -> di
             "ratio_client": round(med(one, "client_decode_tps_p50") / engine_tps, 3),
         },
         "ttft_ms_p50_p95": {c: [med(c, "ttft_p50_ms"), med(c, "ttft_p95_ms")] for c in CLIENTS},
+        "cpu_ms_per_token": {"lean": {c: round(statistics.median(lean_cpu[c]), 3) for c in CLIENTS},
+                             "clients": {c: med(c, "client_cpu_ms_per_token") for c in CLIENTS},
+                             "server": {c: med(c, "server_cpu_ms_per_token") for c in CLIENTS}},
         "errors": sum(int(f["errors"]) for c in CLIENTS for f in served[c]),  # type: ignore[call-overload]
         "load": load,
     }

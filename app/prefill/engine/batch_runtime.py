@@ -9,7 +9,7 @@ Python owns, filled by slice assignment so a step costs little in Python.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -23,6 +23,20 @@ from prefill.engine.llama_runtime import FLASH_ATTN_DISABLED, FLASH_ATTN_ENABLED
 from prefill.engine.settings import LoadSettings, SamplingSettings
 
 MAX_SEQUENCES = 64  # llama.cpp's LLAMA_MAX_SEQ
+
+
+def _gil_holding(name: str, argtypes: list[type], restype: type) -> Callable[..., int]:
+    """A function of libllama called without releasing the GIL (ctypes.PyDLL), for short calls
+    made many times a step: each release lets another busy thread (the server's event loop) take
+    the GIL, and getting it back can cost a whole switch interval, longer than the call."""
+    lib = llama_cpp.llama_cpp._lib
+    fn = getattr(ctypes.PyDLL(lib._name, handle=lib._handle), name)
+    fn.argtypes, fn.restype = argtypes, restype
+    return fn  # type: ignore[no-any-return]
+
+
+_sample_holding_gil = _gil_holding("llama_sampler_sample", [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32],
+                                   ctypes.c_int32)
 
 
 @dataclass(frozen=True)
@@ -93,8 +107,9 @@ class BatchRuntime(LlamaRuntime):
         return int(llama_cpp.llama_decode(self.ctx, batch.struct))
 
     def sample_at(self, sampler: ctypes.c_void_p, index: int) -> int:
-        """Sample from the logits of batch entry `index` (accepts the token into the chain)."""
-        return int(llama_cpp.llama_sampler_sample(sampler, self.ctx, index))
+        """Sample from the logits of batch entry `index` (accepts the token into the chain).
+        The GIL is kept: sampling is short, and the scheduler samples every row in a row."""
+        return int(_sample_holding_gil(sampler, self.ctx, index))
 
     def new_serve_sampler(self, s: ServeSampling, seed: int) -> ctypes.c_void_p:
         """The sampler chain for one request, with what an OpenAI request adds to the settings."""

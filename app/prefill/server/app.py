@@ -28,6 +28,7 @@ from prefill.engine.batch_scheduler import BatchScheduler
 from prefill.engine.errors import TemplateError
 from prefill.server.errors import ApiError, bad_request, server_error, too_large, unauthorized
 from prefill.server.generate import EventStream, full_reply, stream_reply, submit
+from prefill.server.loop_waker import LoopWaker
 from prefill.server.parse import GenerationRequest, parse_chat, parse_completion, parse_json
 from prefill.server.prompt import PromptBuilder
 from prefill.server.reasoning import make_splitter
@@ -49,6 +50,14 @@ class ServeState:
     cors_origins: tuple[str, ...] = ()
     max_body: int = MAX_BODY_BYTES
     created: int = field(default_factory=lambda: int(time.time()))
+    _waker: LoopWaker | None = field(default=None, init=False, repr=False)
+
+    def waker(self) -> LoopWaker:
+        """The one waker of the loop serving these routes (made on the first request, on that loop)."""
+        loop = asyncio.get_running_loop()
+        if self._waker is None or self._waker.loop is not loop:
+            self._waker = LoopWaker(loop)
+        return self._waker
 
 
 def create_app(state: ServeState) -> Starlette:
@@ -113,7 +122,7 @@ async def _generate(state: ServeState, request: Request, req: GenerationRequest)
     except TemplateError as e:
         raise bad_request(str(e), "messages") from None
     reply = Reply(req.kind, req.model)
-    stream = EventStream(asyncio.get_running_loop(), tokens=req.stream)
+    stream = EventStream(state.waker(), tokens=req.stream)
     sampling = req.sampling
     if req.kind == "chat":  # the chat format's turn markers end the answer, written as text too
         sampling = replace(sampling, stop=(*sampling.stop, *state.prompts.format.stops))

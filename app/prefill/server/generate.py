@@ -1,9 +1,9 @@
 """One request through the scheduler: events crossed onto the event loop, then SSE or one body.
 
-The scheduler thread hands each event to `EventStream.sink`, which schedules it
-onto the server's loop; the response reads them in order. Whatever way the
-response ends (finished, failed, or the client gone), the request is cancelled,
-which frees its slot before the scheduler's next step.
+The scheduler thread hands each event to `EventStream.sink`, which queues it for the
+server's loop (one `LoopWaker` wake-up for all the streams served in a scheduler step);
+the response reads them in order. Whatever way the response ends (finished, failed, or
+the client gone), the request is cancelled, which frees its slot before the scheduler's next step.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from prefill.engine.batch_scheduler import BatchScheduler
 from prefill.engine.errors import ContextOverflow, EngineError
 from prefill.engine.events import Finished, Token
 from prefill.server.errors import ApiError, context_exceeded, server_error, unavailable
+from prefill.server.loop_waker import LoopWaker
 from prefill.server.reasoning import AnswerSplitter
 from prefill.server.shapes import SSE_DONE, Reply, sse
 
@@ -27,30 +28,27 @@ from prefill.server.shapes import SSE_DONE, Reply, sse
 class EventStream:
     """Scheduler events for one request, handed to the server's event loop.
 
-    The scheduler thread appends to a deque and wakes the loop only when no wake-up is
-    pending, so a loop that falls behind takes several events in one go (one write).
+    The scheduler thread appends to a deque and asks `waker` for a wake-up only when none
+    is pending for this stream, so a loop that falls behind takes several events in one go.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, tokens: bool = True):
-        self.loop = loop
+    def __init__(self, waker: LoopWaker, tokens: bool = True):
+        self.waker = waker
         self.tokens = tokens  # a non-streamed reply needs only the end: its text is in Finished
         self._pending: deque[BatchEvent] = deque()
-        self._wake_pending = False
+        self._queued = False  # with the waker, not yet woken
         self._ready = asyncio.Event()
 
     def sink(self, event: BatchEvent) -> None:  # on the scheduler thread
         if not self.tokens and type(event) is Token:
             return
         self._pending.append(event)
-        if not self._wake_pending:
-            self._wake_pending = True
-            try:
-                self.loop.call_soon_threadsafe(self._wake)
-            except RuntimeError:  # the loop has closed (the server stopped): nobody reads this stream
-                pass
+        if not self._queued:
+            self._queued = True
+            self.waker.notify(self)
 
-    def _wake(self) -> None:  # on the loop; cleared first, so a later event schedules its own wake
-        self._wake_pending = False
+    def wake(self) -> None:  # on the loop; cleared first, so a later event queues the stream again
+        self._queued = False
         self._ready.set()
 
     async def batches(self) -> AsyncGenerator[list[BatchEvent], None]:
@@ -80,35 +78,34 @@ def submit(scheduler: BatchScheduler, prompt: Sequence[int], sampling: ServeSamp
 
 async def stream_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
                        splitter: AnswerSplitter, include_usage: bool) -> AsyncIterator[str]:
-    """The SSE body: a first chunk, one per piece of text, the last with the finish reason,
-    the usage chunk when asked, then [DONE]. A failure is sent as an error event."""
+    """The SSE body: a first chunk, then the text, the last chunk with the finish reason,
+    the usage chunk when asked, then [DONE]. A failure is sent as an error event.
+
+    The text of all the tokens that arrived together goes in one chunk: nothing is held back,
+    but a loop (or a client) that fell behind catches up with one write instead of one per token.
+    """
     try:
         if reply.kind == "chat":
             yield sse(reply.chunk(first=True))
         async for events in stream.batches():
-            out = []
-            for ev in events:
-                if type(ev) is Token:
-                    reasoning, content = splitter.feed(ev.text)
-                    if reasoning or content:
-                        out.append(sse(reply.chunk(content, reasoning)))
-                elif isinstance(ev, Finished):
-                    reasoning, content = splitter.flush()
-                    if reasoning or content:
-                        out.append(sse(reply.chunk(content, reasoning)))
-                    out.append(sse(reply.chunk(reason=ev.reason, m=ev.metrics)))
-                    if include_usage:
-                        out.append(sse(reply.usage_chunk(ev.metrics)))
-                    out.append(SSE_DONE)
-                    yield "".join(out)
-                    return
-                elif isinstance(ev, Failed):
-                    out.append(sse(server_error(ev.message).body()))
-                    out.append(SSE_DONE)
-                    yield "".join(out)
-                    return
-            if out:
-                yield "".join(out)
+            texts = [ev.text for ev in events if type(ev) is Token]
+            out = [reply.text_chunk(*splitter.feed("".join(texts)))] if texts else []
+            end = events[-1]
+            if isinstance(end, Finished):
+                reasoning, content = splitter.flush()
+                out.append(reply.text_chunk(reasoning, content))
+                out.append(sse(reply.chunk(reason=end.reason, m=end.metrics)))
+                if include_usage:
+                    out.append(sse(reply.usage_chunk(end.metrics)))
+                out.append(SSE_DONE)
+            elif isinstance(end, Failed):
+                out.append(sse(server_error(end.message).body()))
+                out.append(SSE_DONE)
+            body = "".join(out)
+            if body:
+                yield body
+            if isinstance(end, (Finished, Failed)):
+                return
     finally:
         handle.cancel()  # a no-op once finished; frees the slot when the client went away
 

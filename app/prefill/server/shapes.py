@@ -50,6 +50,7 @@ def sse(obj: object) -> str:
 
 
 SSE_DONE = "data: [DONE]\n\n"
+_json_str = json.JSONEncoder(ensure_ascii=False).encode
 
 
 @dataclass
@@ -61,10 +62,16 @@ class Reply:
     id: str = field(default="")
     created: int = field(default_factory=lambda: int(time.time()))
 
+    _text_frame: tuple[str, str] = field(default=("", ""), init=False, repr=False)
+
     def __post_init__(self) -> None:
         if not self.id:
             prefix = "chatcmpl" if self.kind == "chat" else "cmpl"
             self.id = f"{prefix}-{uuid.uuid4().hex}"
+        # A text chunk is the same bytes around its text every time: encoded once, split at a
+        # marker (the last one: the text comes after the id and the model, which could hold one)
+        head, _, tail = sse(self.chunk("\x00")).rpartition(_json_str("\x00"))
+        self._text_frame = (head, tail)
 
     def _head(self, obj: str) -> dict[str, object]:
         return {"id": self.id, "object": obj, "created": self.created, "model": self.model}
@@ -104,6 +111,16 @@ class Reply:
         if m is not None:
             body["timings"] = timings(m)
         return body
+
+    def text_chunk(self, reasoning: str, content: str) -> str:
+        """The SSE event of a piece of text ("" when there is none); the text alone is encoded
+        when it is all answer, since this runs for every token of every stream."""
+        if reasoning:
+            return sse(self.chunk(content, reasoning))
+        if not content:
+            return ""
+        head, tail = self._text_frame
+        return head + _json_str(content) + tail
 
     def usage_chunk(self, m: MetricsSnapshot) -> dict[str, object]:
         """The extra last chunk of `stream_options.include_usage`: no choices, the usage."""

@@ -1,0 +1,106 @@
+"""The streaming path's pieces without a model: text chunks, the loop's wake-ups, merged tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+from prefill.engine.batch_request import BatchRequest, Failed, RequestHandle
+from prefill.engine.batch_runtime import ServeSampling
+from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.server import loop_waker
+from prefill.server.generate import EventStream, stream_reply
+from prefill.server.loop_waker import LoopWaker
+from prefill.server.reasoning import ContentOnly
+from prefill.server.shapes import Reply, sse
+
+
+def test_text_chunk_is_the_chunk_encoded_whole() -> None:
+    for kind in ("chat", "completion"):
+        reply = Reply(kind, 'model "\x00" é')  # a marker and a quote in the id must not move the text
+        for text in ("hi", 'a "quoted" \\ line\n', "é ✓ \x00"):
+            assert json.loads(reply.text_chunk("", text)[6:]) == json.loads(sse(reply.chunk(text))[6:])
+        assert reply.text_chunk("", "") == ""
+        assert json.loads(reply.text_chunk("why", "so")[6:]) == reply.chunk("so", "why")
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.woken = 0
+        self.done = asyncio.Event()
+
+    def wake(self) -> None:
+        self.woken += 1
+        self.done.set()
+
+
+def _burst(waker: LoopWaker, streams: list[Counter]) -> None:
+    for s in streams:
+        waker.notify(s)
+
+
+def _wake_from_thread(use_pipe: bool) -> list[int]:
+    async def main() -> list[int]:
+        waker = LoopWaker(asyncio.get_running_loop())
+        assert (waker._pipe is not None) == use_pipe
+        streams = [Counter() for _ in range(4)]
+        t = threading.Thread(target=_burst, args=(waker, streams))
+        t.start()
+        t.join()
+        await asyncio.gather(*(s.done.wait() for s in streams))
+        return [s.woken for s in streams]
+
+    return asyncio.run(main())
+
+
+def test_loop_waker_wakes_every_stream_of_a_burst_from_another_thread() -> None:
+    assert _wake_from_thread(use_pipe=loop_waker._write is not None) == [1, 1, 1, 1]
+
+
+def test_loop_waker_without_the_pipe_uses_call_soon_threadsafe(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(loop_waker, "_write", None)
+    assert _wake_from_thread(use_pipe=False) == [1, 1, 1, 1]
+
+
+def test_events_after_the_loop_closed_are_dropped_not_raised() -> None:
+    # A server stopping with a stream in flight: the scheduler fails the request after uvicorn's loop closed.
+    loop = asyncio.new_event_loop()
+    loop.close()
+    EventStream(LoopWaker(loop)).sink(Token("late", 1))  # raised RuntimeError into the scheduler before
+
+
+def _sse_events(body: str) -> list[object]:
+    return [json.loads(e[6:]) if e != "data: [DONE]" else "[DONE]" for e in body.split("\n\n") if e]
+
+
+def _collect(events: list[object]) -> tuple[list[str], RequestHandle]:
+    async def main() -> tuple[list[str], RequestHandle]:
+        stream = EventStream(LoopWaker(asyncio.get_running_loop()))
+        handle = RequestHandle(BatchRequest((1,), ServeSampling(), stream.sink), lambda: None)
+        for ev in events:  # all there before the response reads any: they pile up
+            stream.sink(ev)  # type: ignore[arg-type]
+        return [b async for b in stream_reply(Reply("chat", "m"), handle, stream, ContentOnly(), True)], handle
+
+    return asyncio.run(main())
+
+
+def test_tokens_that_piled_up_go_out_as_one_chunk() -> None:
+    m = MetricsSnapshot(completion_tokens=3)
+    bodies, handle = _collect([PrefillDone(5, 0, 5, 1.0), Token("a", 1), Token(" b", 2), Token(" c", 3),
+                               Finished("length", "a b c", m)])
+    events = _sse_events("".join(bodies))
+    assert events[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}  # type: ignore[index]
+    assert events[1]["choices"][0]["delta"] == {"content": "a b c"}  # type: ignore[index]
+    assert events[2]["choices"][0]["finish_reason"] == "length"  # type: ignore[index]
+    assert events[3]["usage"]["completion_tokens"] == 3  # type: ignore[index]
+    assert events[4] == "[DONE]"
+    assert handle.cancelled  # the slot is let go whatever way the stream ends
+
+
+def test_a_failure_after_tokens_sends_the_text_then_the_error() -> None:
+    bodies, _ = _collect([Token("a", 1), Failed("boom")])
+    events = _sse_events("".join(bodies))
+    assert events[1]["choices"][0]["delta"] == {"content": "a"}  # type: ignore[index]
+    assert "boom" in events[2]["error"]["message"]  # type: ignore[index]
+    assert events[3] == "[DONE]"
