@@ -3,12 +3,14 @@
 For 1, 2, 4 and 8 clients (each sending --requests streamed requests of a fixed length),
 the server's aggregate decode tok/s beside the lean loop's on the same sequences
 (llama.cpp directly, in waves of min(clients, --parallel)); one client beside
-`prefill bench`'s engine rate; then the bounded load run (8 clients, --load-seconds).
+`prefill bench`'s engine run (the chat engine, one sequence), run between the server's runs; then
+the bounded load run (8 clients, --load-seconds, the openai client). Every side uses the same
+llama.cpp threads (default: Prefill's automatic choice).
 `cpu_ms_per_token` says what each side spent: the lean loop; the server; the clients, which
 run on the same machine and, on a small one, take cores the lean loop has to itself.
 Prints one JSON object per model. Rerun with:
 
-    python benchmarks/serve_bench.py [--threads 2] [--load-seconds 60]
+    python benchmarks/serve_bench.py [--threads N] [--client raw|openai] [--load-seconds 60]
 
 Goals: aggregate at 4 clients >= 0.9 x the lean loop; one client >= 0.95 x the engine.
 """
@@ -32,12 +34,13 @@ APP = Path(__file__).resolve().parents[1] / "app"
 sys.path.insert(0, str(APP))
 
 from prefill.bench.lean_batch import lean_batch_generate
-from prefill.bench.runner import bench
+from prefill.bench.runner import build_prompt, engine_run
 from prefill.bench.serve_load import prompt_text, run_load
 from prefill.bench.tiny_model import write_tiny_llama
 from prefill.engine.batch_runtime import ServeSampling, load_batch_model
+from prefill.engine.chat import ChatEngine
 from prefill.engine.message import Message
-from prefill.engine.settings import LoadSettings
+from prefill.engine.settings import LoadSettings, SamplingSettings
 from prefill.hub.bundled import bundled_model_path
 from prefill.server.prompt import PromptBuilder
 
@@ -102,11 +105,12 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def served_run(url: str, model_id: str, clients: int, gen: int, requests: int, server_pid: int) -> dict[str, object]:
+def served_run(url: str, model_id: str, clients: int, gen: int, requests: int, server_pid: int,
+               raw: bool) -> dict[str, object]:
     """One server run's figures, with the CPU the clients (this process) and the server spent per token:
     on a small machine they share the cores the lean loop has to itself."""
     cpu0, srv0 = time.process_time(), process_cpu_s(server_pid)
-    f = run_load(url + "/v1", model_id, clients, 3600, gen, requests_per_client=requests).figures()
+    f = run_load(url + "/v1", model_id, clients, 3600, gen, requests_per_client=requests, raw=raw).figures()
     tokens = max(1, int(f["tokens"]))  # type: ignore[call-overload]
     f["client_cpu_ms_per_token"] = round((time.process_time() - cpu0) * 1000 / tokens, 3)
     f["server_cpu_ms_per_token"] = round((process_cpu_s(server_pid) - srv0) * 1000 / tokens, 3)
@@ -117,7 +121,10 @@ def run_model(args: argparse.Namespace, label: str, model: Path, gen: int) -> di
     """Lean and server runs alternate, `--reps` times per concurrency; medians."""
     ctx = 512 + gen
     settings = LoadSettings(n_ctx=ctx, n_gpu_layers="all", n_threads=args.threads)
-    engine = bench(model, 64, gen, args.reps, settings)
+    engine = ChatEngine.load(model, settings)  # `prefill bench`'s engine run, between the server's runs
+    engine_msgs = build_prompt(engine, 64)
+    engine_sampling = SamplingSettings(temperature=0.8, repeat_penalty=1.0, seed=1, max_tokens=gen)
+    engine_tps: list[float] = []
     lean = Lean(model, settings, args.parallel, gen)
     proc, url = start_server(args, model, ctx)
     model_id = model.name.removesuffix(".gguf")
@@ -127,15 +134,17 @@ def run_model(args: argparse.Namespace, label: str, model: Path, gen: int) -> di
     try:
         run_load(url + "/v1", model_id, 1, 600, 8, requests_per_client=1)  # warm-up
         for _ in range(args.reps):
+            engine_tps.append(engine_run(engine, engine_msgs, engine_sampling).decode_tps)
             for c in CLIENTS:
                 lean_tps[c].append(lean.rate(c, args.requests))
                 lean_cpu[c].append(lean.cpu_ms_per_token)
-                served[c].append(served_run(url, model_id, c, gen, args.requests, proc.pid))
+                served[c].append(served_run(url, model_id, c, gen, args.requests, proc.pid, args.client == "raw"))
         load = None
         if args.load_seconds and label in args.load_on:
             load = run_load(url + "/v1", model_id, 8, args.load_seconds, args.load_tokens).figures()
     finally:
         lean.close()
+        engine.close()
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
 
@@ -145,20 +154,22 @@ def run_model(args: argparse.Namespace, label: str, model: Path, gen: int) -> di
     server_tps = {c: round(med(c, "total_tps"), 1) for c in CLIENTS}
     lean_med = {c: round(statistics.median(lean_tps[c]), 1) for c in CLIENTS}
     one = CLIENTS[0]
-    engine_tps = float(engine["engine"]["decode_tps"])  # type: ignore[index]
+    engine_med = statistics.median(engine_tps)
     return {
-        "label": label, "model": model.name, "threads": args.threads, "parallel": args.parallel,
+        "label": label, "model": model.name, "threads": settings.threads, "parallel": args.parallel,
+        "client": args.client,
         "gen_tokens": gen, "requests_per_client": args.requests, "reps": args.reps,
         "aggregate_tps": {"server": server_tps, "lean": lean_med},
         "ratio_server_over_lean": {c: round(server_tps[c] / lean_med[c], 3) for c in CLIENTS},
         "runs": {"server": {c: [f["total_tps"] for f in served[c]] for c in CLIENTS},
                  "lean": {c: [round(x, 1) for x in lean_tps[c]] for c in CLIENTS}},
         f"clients_{one}_vs_engine": {
-            "engine_decode_tps": round(engine_tps, 1),
+            "engine_decode_tps": round(engine_med, 1),
+            "engine_runs": [round(x, 1) for x in engine_tps],
             "server_decode_tps": med(one, "server_decode_tps_p50"),
             "client_decode_tps": med(one, "client_decode_tps_p50"),
-            "ratio_server": round(med(one, "server_decode_tps_p50") / engine_tps, 3),
-            "ratio_client": round(med(one, "client_decode_tps_p50") / engine_tps, 3),
+            "ratio_server": round(med(one, "server_decode_tps_p50") / engine_med, 3),
+            "ratio_client": round(med(one, "client_decode_tps_p50") / engine_med, 3),
         },
         "ttft_ms_p50_p95": {c: [med(c, "ttft_p50_ms"), med(c, "ttft_p95_ms")] for c in CLIENTS},
         "cpu_ms_per_token": {"lean": {c: round(statistics.median(lean_cpu[c]), 3) for c in CLIENTS},
@@ -178,7 +189,11 @@ def main() -> int:
 
         return cli_main(argv)
     ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=0,
+                    help="llama.cpp threads, the same on every side (default 0: Prefill's automatic choice)")
+    ap.add_argument("--client", choices=("raw", "openai"), default="raw",
+                    help="the comparison runs' clients: raw http.client readers (default; least CPU taken from "
+                         "the server's cores) or the openai client. The load run always uses the openai client.")
     ap.add_argument("--parallel", type=int, default=4)
     ap.add_argument("--requests", type=int, default=3, help="requests per client at each concurrency")
     ap.add_argument("--reps", type=int, default=3, help="alternating lean/server runs (and engine runs)")
