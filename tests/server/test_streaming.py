@@ -58,6 +58,24 @@ def test_loop_waker_wakes_every_stream_of_a_burst_from_another_thread() -> None:
     assert _wake_from_thread(use_pipe=loop_waker._write is not None) == [1, 1, 1, 1]
 
 
+def test_loop_waker_passes_at_most_once_an_interval() -> None:
+    async def main() -> tuple[float, float]:
+        loop = asyncio.get_running_loop()
+        waker = LoopWaker(loop, interval_s=0.05)
+        times: list[float] = []
+        first, second = Counter(), Counter()
+        first.wake = lambda: (times.append(loop.time()), first.done.set())  # type: ignore[method-assign]
+        second.wake = lambda: (times.append(loop.time()), second.done.set())  # type: ignore[method-assign]
+        threading.Thread(target=_burst, args=(waker, [first])).start()
+        await first.done.wait()
+        threading.Thread(target=_burst, args=(waker, [second])).start()  # right after: held to the interval
+        await second.done.wait()
+        return times[0], times[1]
+
+    a, b = asyncio.run(main())
+    assert b - a >= 0.05 - 1e-3  # the second pass waited for the end of the interval (the loop's clock)
+
+
 def test_loop_waker_without_the_pipe_uses_call_soon_threadsafe(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(loop_waker, "_write", None)
     assert _wake_from_thread(use_pipe=False) == [1, 1, 1, 1]

@@ -114,7 +114,8 @@ def _body(model: str, n: int, max_tokens: int) -> dict[str, object]:
 class RawClient:
     """Streamed chat completions read with `http.client`: one JSON parse per chunk, no objects built."""
 
-    def __init__(self, base_url: str, api_key: str, timeout: float = 120):
+    def __init__(self, base_url: str, api_key: str, timeout: float = 120, chunks_are_tokens: bool = False):
+        self.chunks_are_tokens = chunks_are_tokens  # a server that streams no usage (llama-cpp-python's)
         parts = urlsplit(base_url)
         self.host, self.port, self.path = parts.hostname or "127.0.0.1", parts.port or 80, parts.path.rstrip("/")
         self.headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"}
@@ -146,11 +147,19 @@ class RawClient:
                     usage = chunk["usage"]
         finally:
             conn.close()
+        if self.chunks_are_tokens and usage is None:  # one token a chunk; it may stop before max_tokens
+            out.end = time.perf_counter()
+            out.ttft_s = out.first - out.start if out.first else 0.0
+            out.tokens = out.chunks
+            out.complete = out.finish in ("stop", "length")
+            out.error = "" if out.complete else f"no finish reason after {out.chunks} chunks"
+            return
         _close(out, int(usage["completion_tokens"]) if usage else 0, usage is not None, max_tokens)
 
 
 def run_load(base_url: str, model: str, clients: int, duration_s: float, max_tokens: int,
-             api_key: str = "none", requests_per_client: int = 0, raw: bool = False) -> LoadReport:
+             api_key: str = "none", requests_per_client: int = 0, raw: bool = False,
+             chunks_are_tokens: bool = False) -> LoadReport:
     """`clients` threads stream until `duration_s` has passed (or each sent `requests_per_client`);
     `raw`: with `RawClient` rather than the `openai` client."""
     from openai import OpenAI
@@ -161,7 +170,7 @@ def run_load(base_url: str, model: str, clients: int, duration_s: float, max_tok
     deadline = time.perf_counter() + duration_s
 
     def client_loop(idx: int) -> None:
-        client: object = (RawClient(base_url, api_key) if raw
+        client: object = (RawClient(base_url, api_key, chunks_are_tokens=chunks_are_tokens) if raw
                           else OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=120))
         sent = 0
         while time.perf_counter() < deadline and (not requests_per_client or sent < requests_per_client):
