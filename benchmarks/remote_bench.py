@@ -95,8 +95,11 @@ def main() -> None:
     args = ap.parse_args()
     t = str(LoadSettings(n_threads=args.threads).threads)
     servers = {
+        # As Prefill runs: the same threads for the prompt as for decoding, and a new request waits
+        # its turn (by default llama-cpp-python's server cuts the running stream off for it).
         "llama-cpp-python server": [sys.executable, "-m", "llama_cpp.server", "--model", str(args.model),
-                                    "--n_threads", t, "--n_ctx", "2048", "--verbose", "false", "--host", "127.0.0.1"],
+                                    "--n_threads", t, "--n_threads_batch", t, "--interrupt_requests", "false",
+                                    "--n_ctx", "2048", "--verbose", "false", "--host", "127.0.0.1"],
         "prefill serve": [sys.executable, "-m", "prefill", "serve", "--model", str(args.model), "--threads", t,
                           "--ctx", "2048", "--gpu-layers", "none", "--host", "127.0.0.1"],
     }
