@@ -181,7 +181,7 @@ class ChatEngine:
         self, messages: Sequence[Message], sampling: SamplingSettings, overflow: OverflowSettings,
         options: TemplateOptions | None = None,
     ) -> Fitted:
-        reserve = overflow.reserve or min(sampling.max_tokens, self.n_ctx // 4)
+        reserve = overflow.reserve_for(sampling.max_tokens, self.n_ctx)
         return fit_messages(
             messages, lambda ms: self.count_tokens(ms, options), self.n_ctx, reserve, overflow.policy
         )

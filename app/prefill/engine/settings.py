@@ -134,3 +134,7 @@ class OverflowSettings(Section):
         default=0,
         metadata=doc("Tokens kept free for the answer; 0 = min(max tokens, context / 4).", minimum=0),
     )
+
+    def reserve_for(self, max_tokens: int, n_ctx: int) -> int:
+        """The tokens kept free for the answer in a context of `n_ctx`."""
+        return self.reserve or min(max_tokens, n_ctx // 4)

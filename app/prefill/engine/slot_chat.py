@@ -99,7 +99,7 @@ class SlotChat:
     ) -> Iterator[Event]:
         if not messages or messages[-1].role != "user":
             raise TemplateError("a chat request must end with a user message")
-        reserve = overflow.reserve or min(sampling.max_tokens, self.n_ctx // 4)
+        reserve = overflow.reserve_for(sampling.max_tokens, self.n_ctx)
         fitted = fit_messages(messages, lambda ms: self.count_tokens(ms, options), self.n_ctx, reserve,
                               overflow.policy)
         text, prompt = self._tokens(fitted.messages, options)
