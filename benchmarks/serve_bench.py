@@ -3,12 +3,14 @@
 For 1, 2, 4 and 8 clients (each sending --requests streamed requests of a fixed length),
 the server's aggregate decode tok/s beside the lean loop's on the same sequences
 (llama.cpp directly, in waves of min(clients, --parallel)); one client beside
-`prefill bench`'s engine run (the chat engine, one sequence), run between the server's runs; then
-the bounded load run (8 clients, --load-seconds, the openai client). Every side uses the same
-llama.cpp threads (default: Prefill's automatic choice).
+`prefill bench`'s engine run (the chat engine, one sequence); then the bounded load run
+(8 clients, --load-seconds, the openai client). Every side uses the same llama.cpp threads
+(default: Prefill's automatic choice).
 `cpu_ms_per_token` says what each side spent: the lean loop; the server; the clients, which
 run on the same machine and, on a small one, take cores the lean loop has to itself.
-Prints one JSON object per model. Rerun with:
+Runs are compared in ABBA pairs and the headline ratios are medians of the pairs' ratios: this
+box's speed swings up to 2x within seconds, which a ratio of medians over runs minutes apart
+does not survive. Prints one JSON object per model. Rerun with:
 
     python benchmarks/serve_bench.py [--threads N] [--client raw|openai] [--load-seconds 60]
 
@@ -18,6 +20,7 @@ Goals: aggregate at 4 clients >= 0.9 x the lean loop; one client >= 0.95 x the e
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import queue
@@ -28,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 APP = Path(__file__).resolve().parents[1] / "app"
@@ -117,28 +121,68 @@ def served_run(url: str, model_id: str, clients: int, gen: int, requests: int, s
     return f
 
 
+def paired(first: Callable[[], float], second: Callable[[], float], n: int) -> list[tuple[float, float]]:
+    """`n` pairs of runs, first then second, the order swapped every pair (ABBA): this box's speed
+    swings up to 2x within seconds, so each figure is compared with its neighbour, not with a median."""
+    pairs = []
+    for i in range(n):
+        if i % 2 == 0:
+            a = first()
+            b = second()
+        else:
+            b = second()
+            a = first()
+        pairs.append((a, b))
+    return pairs
+
+
+def ratios(pairs: list[tuple[float, float]]) -> dict[str, object]:
+    """The median of the pairs' ratios (second / first), the headline figure, with the medians of each side."""
+    return {
+        "median_pair_ratio": round(statistics.median(b / a for a, b in pairs), 3),
+        "medians": [round(statistics.median(a for a, _ in pairs), 1), round(statistics.median(b for _, b in pairs), 1)],
+        "ratio_of_medians": round(statistics.median(b for _, b in pairs) / statistics.median(a for a, _ in pairs), 3),
+    }
+
+
 def run_model(args: argparse.Namespace, label: str, model: Path, gen: int) -> dict[str, object]:
-    """Lean and server runs alternate, `--reps` times per concurrency; medians."""
+    """For each concurrency, `--reps` lean and server runs in ABBA pairs; for one client, `--pairs` engine
+    runs paired with one-request server runs."""
     ctx = 512 + gen
     settings = LoadSettings(n_ctx=ctx, n_gpu_layers="all", n_threads=args.threads)
-    engine = ChatEngine.load(model, settings)  # `prefill bench`'s engine run, between the server's runs
+    engine = ChatEngine.load(model, settings)  # `prefill bench`'s engine run
     engine_msgs = build_prompt(engine, 64)
     engine_sampling = SamplingSettings(temperature=0.8, repeat_penalty=1.0, seed=1, max_tokens=gen)
-    engine_tps: list[float] = []
     lean = Lean(model, settings, args.parallel, gen)
     proc, url = start_server(args, model, ctx)
     model_id = model.name.removesuffix(".gguf")
-    lean_tps: dict[int, list[float]] = {c: [] for c in CLIENTS}
+    raw = args.client == "raw"
     lean_cpu: dict[int, list[float]] = {c: [] for c in CLIENTS}
     served: dict[int, list[dict[str, object]]] = {c: [] for c in CLIENTS}
+    pairs: dict[int, list[tuple[float, float]]] = {}
+    one_served: list[dict[str, object]] = []
+
+    def lean_run(c: int) -> float:
+        tps = lean.rate(c, args.requests)
+        lean_cpu[c].append(lean.cpu_ms_per_token)
+        return tps
+
+    def server_run(c: int) -> float:
+        f = served_run(url, model_id, c, gen, args.requests, proc.pid, raw)
+        served[c].append(f)
+        return float(f["total_tps"])  # type: ignore[arg-type]
+
+    def one_request() -> float:
+        f = served_run(url, model_id, 1, gen, 1, proc.pid, raw)
+        one_served.append(f)
+        return float(f["server_decode_tps_p50"])  # type: ignore[arg-type]
+
     try:
         run_load(url + "/v1", model_id, 1, 600, 8, requests_per_client=1)  # warm-up
-        for _ in range(args.reps):
-            engine_tps.append(engine_run(engine, engine_msgs, engine_sampling).decode_tps)
-            for c in CLIENTS:
-                lean_tps[c].append(lean.rate(c, args.requests))
-                lean_cpu[c].append(lean.cpu_ms_per_token)
-                served[c].append(served_run(url, model_id, c, gen, args.requests, proc.pid, args.client == "raw"))
+        for c in CLIENTS:
+            pairs[c] = paired(functools.partial(lean_run, c), functools.partial(server_run, c), args.reps)
+        engine_pairs = paired(lambda: engine_run(engine, engine_msgs, engine_sampling).decode_tps, one_request,
+                              args.pairs)
         load = None
         if args.load_seconds and label in args.load_on:
             load = run_load(url + "/v1", model_id, 8, args.load_seconds, args.load_tokens).figures()
@@ -148,33 +192,31 @@ def run_model(args: argparse.Namespace, label: str, model: Path, gen: int) -> di
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
 
-    def med(c: int, key: str) -> float:
-        return float(statistics.median(float(f[key]) for f in served[c]))  # type: ignore[arg-type]
+    def med(runs: list[dict[str, object]], key: str) -> float:
+        return float(statistics.median(float(f[key]) for f in runs))  # type: ignore[arg-type]
 
-    server_tps = {c: round(med(c, "total_tps"), 1) for c in CLIENTS}
-    lean_med = {c: round(statistics.median(lean_tps[c]), 1) for c in CLIENTS}
-    one = CLIENTS[0]
-    engine_med = statistics.median(engine_tps)
+    vs_lean = {c: ratios(pairs[c]) for c in CLIENTS}
+    vs_engine = ratios(engine_pairs)
     return {
         "label": label, "model": model.name, "threads": settings.threads, "parallel": args.parallel,
-        "client": args.client,
-        "gen_tokens": gen, "requests_per_client": args.requests, "reps": args.reps,
-        "aggregate_tps": {"server": server_tps, "lean": lean_med},
-        "ratio_server_over_lean": {c: round(server_tps[c] / lean_med[c], 3) for c in CLIENTS},
-        "runs": {"server": {c: [f["total_tps"] for f in served[c]] for c in CLIENTS},
-                 "lean": {c: [round(x, 1) for x in lean_tps[c]] for c in CLIENTS}},
-        f"clients_{one}_vs_engine": {
-            "engine_decode_tps": round(engine_med, 1),
-            "engine_runs": [round(x, 1) for x in engine_tps],
-            "server_decode_tps": med(one, "server_decode_tps_p50"),
-            "client_decode_tps": med(one, "client_decode_tps_p50"),
-            "ratio_server": round(med(one, "server_decode_tps_p50") / engine_med, 3),
-            "ratio_client": round(med(one, "client_decode_tps_p50") / engine_med, 3),
+        "client": args.client, "gen_tokens": gen, "requests_per_client": args.requests, "reps": args.reps,
+        "server_over_lean": {c: vs_lean[c]["median_pair_ratio"] for c in CLIENTS},
+        "one_client_over_engine": vs_engine["median_pair_ratio"],
+        "aggregate_tps": {"server": {c: vs_lean[c]["medians"][1] for c in CLIENTS},  # type: ignore[index]
+                          "lean": {c: vs_lean[c]["medians"][0] for c in CLIENTS}},  # type: ignore[index]
+        "vs_lean": vs_lean,
+        "runs": {"server": {c: [round(b, 1) for _, b in pairs[c]] for c in CLIENTS},
+                 "lean": {c: [round(a, 1) for a, _ in pairs[c]] for c in CLIENTS}},
+        "one_client_vs_engine": {
+            **vs_engine, "pairs": len(engine_pairs),
+            "engine_runs": [round(a, 1) for a, _ in engine_pairs],
+            "server_runs": [round(b, 1) for _, b in engine_pairs],
+            "client_decode_tps": med(one_served, "client_decode_tps_p50"),
         },
-        "ttft_ms_p50_p95": {c: [med(c, "ttft_p50_ms"), med(c, "ttft_p95_ms")] for c in CLIENTS},
+        "ttft_ms_p50_p95": {c: [med(served[c], "ttft_p50_ms"), med(served[c], "ttft_p95_ms")] for c in CLIENTS},
         "cpu_ms_per_token": {"lean": {c: round(statistics.median(lean_cpu[c]), 3) for c in CLIENTS},
-                             "clients": {c: med(c, "client_cpu_ms_per_token") for c in CLIENTS},
-                             "server": {c: med(c, "server_cpu_ms_per_token") for c in CLIENTS}},
+                             "clients": {c: med(served[c], "client_cpu_ms_per_token") for c in CLIENTS},
+                             "server": {c: med(served[c], "server_cpu_ms_per_token") for c in CLIENTS}},
         "errors": sum(int(f["errors"]) for c in CLIENTS for f in served[c]),  # type: ignore[call-overload]
         "load": load,
     }
@@ -196,7 +238,8 @@ def main() -> int:
                          "the server's cores) or the openai client. The load run always uses the openai client.")
     ap.add_argument("--parallel", type=int, default=4)
     ap.add_argument("--requests", type=int, default=3, help="requests per client at each concurrency")
-    ap.add_argument("--reps", type=int, default=3, help="alternating lean/server runs (and engine runs)")
+    ap.add_argument("--reps", type=int, default=5, help="lean/server run pairs at each concurrency")
+    ap.add_argument("--pairs", type=int, default=20, help="engine/one-request server run pairs")
     ap.add_argument("--load-seconds", type=float, default=60)
     ap.add_argument("--load-tokens", type=int, default=64)
     ap.add_argument("--load-on", default="tiny", help="models for the load run (comma-separated labels)")

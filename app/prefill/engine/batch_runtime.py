@@ -109,7 +109,7 @@ class BatchRuntime(LlamaRuntime):
     def sample_at(self, sampler: ctypes.c_void_p, index: int) -> int:
         """Sample from the logits of batch entry `index` (accepts the token into the chain).
         The GIL is kept: sampling is short, and the scheduler samples every row in a row."""
-        return int(_sample_holding_gil(sampler, self.ctx, index))
+        return _sample_holding_gil(sampler, self.ctx, index)
 
     def new_serve_sampler(self, s: ServeSampling, seed: int) -> ctypes.c_void_p:
         """The sampler chain for one request, with what an OpenAI request adds to the settings."""
@@ -143,6 +143,15 @@ class TokenBatch:
     @property
     def room(self) -> int:
         return self.capacity - self.n
+
+    def add_one(self, token: int, pos: int, seq: int) -> int:
+        """Append one token whose logits are kept (a decoding sequence's next); returns its index."""
+        i = self.n
+        if i >= self.capacity:
+            raise EngineError(f"a batch of {self.capacity} tokens has no room for one more")
+        self.tokens[i], self.pos[i], self.seq_id[i], self.logits[i] = token, pos, self._seq_ptrs[seq], 1
+        self.n = self.struct.n_tokens = i + 1
+        return i
 
     def add(self, tokens: Sequence[int], first_pos: int, seq: int, last_logits: bool) -> int:
         """Append tokens of one sequence at positions first_pos…; returns the batch index of the

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from prefill.engine.batch_request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch_runtime import LoadedBatchModel, TokenBatch
-from prefill.engine.batch_snapshot import BatchSnapshot, RateMeter, SlotSnapshot
+from prefill.engine.batch_snapshot import BatchSnapshot, RateMeter, SlotSnapshot, recent_rate
 from prefill.engine.errors import ContextOverflow, EngineError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.stop_strings import StopMatcher
@@ -63,7 +63,16 @@ class _Job:
     decoder: codecs.IncrementalDecoder = field(
         default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"))
     stops: StopMatcher = field(default_factory=lambda: StopMatcher(()))
-    meter: RateMeter = field(default_factory=RateMeter)
+    # read from the request once, not every step
+    times: list[float] = field(init=False)  # the request clock's token times
+    max_tokens: int = field(init=False)
+    stop_on_eog: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.times = self.handle.clock.token_times
+        sampling = self.handle.request.sampling
+        self.max_tokens = sampling.max_tokens
+        self.stop_on_eog = not sampling.ignore_eos
 
 
 class BatchScheduler:
@@ -80,6 +89,8 @@ class BatchScheduler:
         self.n_slots = rt.n_seq
         self._on_snapshot = on_snapshot
         self._slots = [_Slot(i) for i in range(rt.n_seq)]
+        self._active: list[_Job] = []  # the jobs in slots, in slot order
+        self._check_cancels = False  # a handle was cancelled since the last look
         self._queue: deque[RequestHandle] = deque()
         self._cv = threading.Condition()
         self._stopping = False
@@ -130,56 +141,70 @@ class BatchScheduler:
         self._thread.join()
         self.runtime.close()
 
-    def _wake(self) -> None:
+    def _wake(self) -> None:  # a handle was cancelled
         with self._cv:
+            self._check_cancels = True
             self._cv.notify()
 
     def _idle_count(self) -> int:
-        return sum(1 for s in self._slots if s.job is None)
+        return self.n_slots - len(self._active)
 
     # --- the scheduler thread ------------------------------------------------------------
     def _run(self) -> None:
         try:
             while True:
-                if not any(s.job for s in self._slots):
+                if not self._active:
                     self._publish(time.perf_counter(), force=True)
-                with self._cv:
-                    while not self._stopping and not self._queue and not any(s.job for s in self._slots):
-                        self._cv.wait()
-                    if self._stopping:
+                # The lock is taken only when there is something to look at: a queue, a cancel, no work.
+                if self._queue or self._check_cancels or self._stopping or not self._active:
+                    if not self._take_work():
                         break
-                    dropped = [h for h in self._queue if h.cancelled]
-                    if dropped:
-                        self._queue = deque(h for h in self._queue if not h.cancelled)
-                    admitted = []
-                    for _ in range(min(self._idle_count(), len(self._queue))):
-                        admitted.append(self._queue.popleft())
-                for h in dropped:
-                    self._served += 1
-                    self._cancelled += 1
-                    self._publish(time.perf_counter(), force=True)
-                    self._emit(h, Finished("cancelled", "", h.clock.snapshot(0, self.n_ctx_seq, 0, "cancelled")))
-                for h in admitted:
-                    try:
-                        self._admit(h)
-                    except Exception as e:  # that request fails, the others go on
-                        log.exception("a request could not start")
-                        self._served += 1
-                        self._emit(h, Failed(f"the engine could not start the request: {e}"))
                 try:
                     self._step()
                 except Exception as e:  # keep serving: fail what was running, start clean
                     log.exception("batch step failed")
-                    for j in self._jobs():
+                    for j in list(self._active):
                         self._fail(j, f"the engine failed: {e}")
-                self._publish(time.perf_counter())
+                now = time.perf_counter()
+                if now >= self._next_publish:
+                    self._publish(now)
         finally:
             with self._cv:
                 queued, self._queue = list(self._queue), deque()
             for h in queued:
                 self._emit(h, Failed("the server is shutting down"))
-            for j in self._jobs():
+            for j in list(self._active):
                 self._fail(j, "the server is shutting down")
+
+    def _take_work(self) -> bool:
+        """Wait for work; drop cancelled requests; admit queued ones into idle slots.
+        False when the scheduler is stopping."""
+        with self._cv:
+            while not self._stopping and not self._queue and not self._active and not self._check_cancels:
+                self._cv.wait()
+            if self._stopping:
+                return False
+            cancels, self._check_cancels = self._check_cancels, False  # cleared before looking
+            dropped = [h for h in self._queue if h.cancelled] if cancels else []
+            if dropped:
+                self._queue = deque(h for h in self._queue if not h.cancelled)
+            admitted = [self._queue.popleft() for _ in range(min(self._idle_count(), len(self._queue)))]
+        for h in dropped:
+            self._served += 1
+            self._cancelled += 1
+            self._publish(time.perf_counter(), force=True)
+            self._emit(h, Finished("cancelled", "", h.clock.snapshot(0, self.n_ctx_seq, 0, "cancelled")))
+        if cancels:
+            for j in [j for j in self._active if j.handle.cancelled]:
+                self._finish(j, "cancelled", flush=False)
+        for h in admitted:
+            try:
+                self._admit(h)
+            except Exception as e:  # that request fails, the others go on
+                log.exception("a request could not start")
+                self._served += 1
+                self._emit(h, Failed(f"the engine could not start the request: {e}"))
+        return True
 
     def _admit(self, handle: RequestHandle) -> None:
         """Put a request into the idle slot whose cache shares the longest prefix with it, when that
@@ -202,28 +227,24 @@ class BatchScheduler:
                    stops=StopMatcher(s.stop))
         handle.clock.t_prefill_start = time.perf_counter()
         slot.job = job
-
-    def _jobs(self) -> list[_Job]:
-        return [s.job for s in self._slots if s.job is not None]
+        self._active = sorted((*self._active, job), key=lambda j: j.slot.index)
 
     def _step(self) -> None:
-        rt, batch = self.runtime, self._batch
-        for j in self._jobs():
-            if j.handle.cancelled:
-                self._finish(j, "cancelled", flush=False)
+        """One llama_decode: every decoding slot's next token, then prefill chunks in the room left."""
+        rt, batch, active = self.runtime, self._batch, self._active
         batch.clear()
-        jobs = self._jobs()
-        decoding = [j for j in jobs if j.state == "decode"]
+        decoding = [j for j in active if j.state == "decode"]
         for j in decoding:
-            j.index = batch.add((j.last,), len(j.slot.tokens), j.slot.index, True)
+            j.index = batch.add_one(j.last, len(j.slot.tokens), j.slot.index)
         chunks: list[tuple[_Job, list[int], bool]] = []
-        for j in sorted((j for j in jobs if j.state == "prefill"), key=lambda j: j.handle.id):
-            if batch.room == 0:
-                break
-            chunk = j.pending[j.fed : j.fed + batch.room]
-            done = j.fed + len(chunk) == len(j.pending)
-            j.index = batch.add(chunk, len(j.slot.tokens), j.slot.index, done)
-            chunks.append((j, chunk, done))
+        if len(decoding) < len(active):
+            for j in sorted((j for j in active if j.state == "prefill"), key=lambda j: j.handle.id):
+                if batch.room == 0:
+                    break
+                chunk = j.pending[j.fed : j.fed + batch.room]
+                done = j.fed + len(chunk) == len(j.pending)
+                j.index = batch.add(chunk, len(j.slot.tokens), j.slot.index, done)
+                chunks.append((j, chunk, done))
         if batch.n == 0:
             return
         rc = rt.decode_batch(batch)
@@ -233,7 +254,9 @@ class BatchScheduler:
             return
         now = time.perf_counter()
         self._steps += 1
-        self._peak_seqs = max(self._peak_seqs, len(decoding) + len(chunks))
+        n_rows = len(decoding) + len(chunks)
+        if n_rows > self._peak_seqs:
+            self._peak_seqs = n_rows
         ready = decoding
         for j in decoding:
             j.slot.tokens.append(j.last)
@@ -243,8 +266,9 @@ class BatchScheduler:
             if done:
                 self._prefilled(j, now)
                 ready.append(j)
+        sample_at = rt.sample_at
         for j in ready:
-            self._accept(j, rt.sample_at(j.sampler, j.index), now)
+            self._accept(j, sample_at(j.sampler, j.index), now)
         self._rate.add(now, len(ready))
 
     def _prefilled(self, j: _Job, now: float) -> None:
@@ -263,20 +287,18 @@ class BatchScheduler:
     def _accept(self, j: _Job, tok: int, now: float) -> None:
         """A token sampled for `j`: emit its text, then finish or feed it next step."""
         rt = self.runtime
-        sampling = j.handle.request.sampling
-        if tok in rt.eog and not sampling.ignore_eos:
+        if j.stop_on_eog and tok in rt.eog:
             self._finish(j, "stop")
             return
-        j.handle.clock.token_times.append(now)
+        j.times.append(now)
         j.n_gen += 1
-        j.meter.add(now, 1)
         out, hit = j.stops.feed(j.decoder.decode(rt.piece(tok)))
         if out:
             j.pieces.append(out)
             self._emit(j.handle, Token(out, j.n_gen))
         if hit:
             self._finish(j, "stop", flush=False)
-        elif j.n_gen >= sampling.max_tokens:
+        elif j.n_gen >= j.max_tokens:
             self._finish(j, "length")
         elif len(j.slot.tokens) >= self.n_ctx_seq:
             self._finish(j, "context_full")
@@ -305,6 +327,7 @@ class BatchScheduler:
     def _release(self, j: _Job) -> None:
         self.runtime.free_sampler(j.sampler)
         j.slot.job = None
+        self._active = [a for a in self._active if a is not j]
         j.slot.last_used = time.perf_counter()
         self._served += 1
         self._publish(j.slot.last_used, force=True)  # a request's end is seen before its Finished event
@@ -340,7 +363,7 @@ class BatchScheduler:
             slots.append(SlotSnapshot(
                 s.index, j.state, j.handle.request.label or f"#{j.handle.id}",
                 prompt_tokens=len(j.handle.request.prompt), generated=j.n_gen, kv_cells=cells,
-                tps=j.meter.rate(now),
+                tps=recent_rate(j.times, now),
             ))
         return BatchSnapshot(
             slots=tuple(slots), queued=len(self._queue), aggregate_tps=self._rate.rate(now),

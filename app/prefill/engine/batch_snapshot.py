@@ -6,7 +6,9 @@ rate, the queue, and the batch's aggregate rate, so continuous batching can be s
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 SLOT_STATES = ("idle", "prefill", "decode")
@@ -75,3 +77,14 @@ class RateMeter:
         span = now - self._marks[0][0]
         # the first mark opens the window; its count happened before it
         return (self._total - self._marks[0][1]) / span if span > 0 else 0.0
+
+
+def recent_rate(times: Sequence[float], now: float, window_s: float = RATE_WINDOW_S) -> float:
+    """Events per second over the last `window_s`, from the sorted times of single events
+    (what a RateMeter fed one event at a time reports, read from a record kept anyway)."""
+    i = bisect_left(times, now - window_s)
+    n = len(times) - i
+    if n < 2:
+        return 0.0
+    span = now - times[i]
+    return (n - 1) / span if span > 0 else 0.0
