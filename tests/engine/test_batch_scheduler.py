@@ -174,6 +174,31 @@ def test_stop_strings_and_seeds_are_honoured(sched: BatchScheduler) -> None:
     assert run(sched, p, replace(hot, seed=8)).wait().text != first
 
 
+def test_on_events_ends_every_step_on_the_scheduler_thread(sched: BatchScheduler) -> None:
+    """The hook a server hands its streams over in: after each step's events, before the next decode,
+    and once more when the scheduler falls idle, after the last event."""
+    log: list[str] = []
+    threads: set[str] = set()
+    idle = threading.Event()
+
+    def on_events(is_idle: bool) -> None:
+        threads.add(threading.current_thread().name)
+        log.append("idle" if is_idle else "step")
+        if is_idle and any(e.startswith("Finished") for e in log):
+            idle.set()
+
+    def sink(ev: BatchEvent) -> None:
+        log.append(type(ev).__name__)
+
+    sched.on_events = on_events
+    sched.submit(BatchRequest(prompt_of(sched, "a hook"), replace(GREEDY, max_tokens=5), sink))
+    assert idle.wait(WAIT_S)
+    assert threads == {"prefill-batch"}
+    work = log[log.index("PrefillDone") - 1:]  # from the decode that finished the prompt
+    # every token's event comes between two step ends; the end is followed by the idle call
+    assert work == ["step", "PrefillDone", "Token"] + ["step", "Token"] * 4 + ["Finished", "idle"]
+
+
 def test_snapshots_show_slots_at_work(tiny_model: Path) -> None:
     seen: list[BatchSnapshot] = []
     busy, idle_again = threading.Event(), threading.Event()

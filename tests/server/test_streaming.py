@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 
 from prefill.engine.batch_request import BatchRequest, Failed, RequestHandle
 from prefill.engine.batch_runtime import ServeSampling
@@ -35,9 +36,11 @@ class Counter:
         self.done.set()
 
 
-def _burst(waker: LoopWaker, streams: list[Counter]) -> None:
+def _step(waker: LoopWaker, streams: list[Counter], urgent: bool = False) -> None:
+    """What a scheduler step does: events for some streams, then the step's end."""
     for s in streams:
-        waker.notify(s)
+        waker.notify(s, urgent)
+    waker.step_done()
 
 
 def _wake_from_thread(use_pipe: bool) -> list[int]:
@@ -45,7 +48,7 @@ def _wake_from_thread(use_pipe: bool) -> list[int]:
         waker = LoopWaker(asyncio.get_running_loop())
         assert (waker._pipe is not None) == use_pipe
         streams = [Counter() for _ in range(4)]
-        t = threading.Thread(target=_burst, args=(waker, streams))
+        t = threading.Thread(target=_step, args=(waker, streams))
         t.start()
         t.join()
         await asyncio.gather(*(s.done.wait() for s in streams))
@@ -54,26 +57,8 @@ def _wake_from_thread(use_pipe: bool) -> list[int]:
     return asyncio.run(main())
 
 
-def test_loop_waker_wakes_every_stream_of_a_burst_from_another_thread() -> None:
+def test_loop_waker_wakes_every_stream_of_a_step_from_another_thread() -> None:
     assert _wake_from_thread(use_pipe=loop_waker._write is not None) == [1, 1, 1, 1]
-
-
-def test_loop_waker_passes_at_most_once_an_interval() -> None:
-    async def main() -> tuple[float, float]:
-        loop = asyncio.get_running_loop()
-        waker = LoopWaker(loop, interval_s=0.05)
-        times: list[float] = []
-        first, second = Counter(), Counter()
-        first.wake = lambda: (times.append(loop.time()), first.done.set())  # type: ignore[method-assign]
-        second.wake = lambda: (times.append(loop.time()), second.done.set())  # type: ignore[method-assign]
-        threading.Thread(target=_burst, args=(waker, [first])).start()
-        await first.done.wait()
-        threading.Thread(target=_burst, args=(waker, [second])).start()  # right after: held to the interval
-        await second.done.wait()
-        return times[0], times[1]
-
-    a, b = asyncio.run(main())
-    assert b - a >= 0.05 - 1e-3  # the second pass waited for the end of the interval (the loop's clock)
 
 
 def test_loop_waker_without_the_pipe_uses_call_soon_threadsafe(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -81,11 +66,70 @@ def test_loop_waker_without_the_pipe_uses_call_soon_threadsafe(monkeypatch) -> N
     assert _wake_from_thread(use_pipe=False) == [1, 1, 1, 1]
 
 
+def test_loop_waker_wakes_only_at_a_steps_end() -> None:
+    async def main() -> tuple[int, int]:
+        waker = LoopWaker(asyncio.get_running_loop())
+        s = Counter()
+        waker.notify(s, urgent=True)
+        await asyncio.sleep(0.02)
+        before = s.woken  # noted, but the step has not ended: the loop is left alone
+        waker.step_done()
+        await s.done.wait()
+        return before, s.woken
+
+    assert asyncio.run(main()) == (0, 1)
+
+
+def test_loop_waker_holds_tokens_to_the_interval_but_not_urgent_events_or_idle() -> None:
+    async def main() -> list[int]:
+        waker = LoopWaker(asyncio.get_running_loop(), interval_s=60)  # no interval passes in this test
+        seen = []
+        for urgent, idle in ((False, False), (False, False), (True, False), (False, False), (False, True)):
+            s = Counter()
+            waker.notify(s, urgent)
+            waker.step_done(idle)
+            await asyncio.sleep(0.02)
+            seen.append(s.woken)
+            while waker._ready:  # one held back goes along with the next wake-up; keep the cases apart
+                waker._ready.popleft()
+        return seen
+
+    # the first pass is due at once; the next token within the interval waits; an urgent event
+    # (the first token, the end) and an idle scheduler go at once
+    assert asyncio.run(main()) == [1, 0, 1, 0, 1]
+
+
+def test_loop_waker_interval_passes_by_the_schedulers_steps() -> None:
+    async def main() -> float:
+        waker = LoopWaker(asyncio.get_running_loop(), interval_s=0.05)
+        first, second = Counter(), Counter()
+        t0 = time.perf_counter()
+        _step(waker, [first])
+        await first.done.wait()
+        stepping = True
+
+        def steps() -> None:  # a scheduler stepping every millisecond, with a token for `second` each time
+            while stepping:
+                _step(waker, [second])
+                time.sleep(0.001)
+
+        t = threading.Thread(target=steps)
+        t.start()
+        await second.done.wait()
+        stepping = False
+        t.join()
+        return time.perf_counter() - t0
+
+    assert asyncio.run(main()) >= 0.05  # the second pass waited for the end of the interval
+
+
 def test_events_after_the_loop_closed_are_dropped_not_raised() -> None:
     # A server stopping with a stream in flight: the scheduler fails the request after uvicorn's loop closed.
     loop = asyncio.new_event_loop()
     loop.close()
-    EventStream(LoopWaker(loop)).sink(Token("late", 1))  # raised RuntimeError into the scheduler before
+    waker = LoopWaker(loop)
+    EventStream(waker).sink(Token("late", 1))
+    waker.step_done(idle=True)  # raised RuntimeError into the scheduler before
 
 
 def _sse_events(body: str) -> list[object]:
@@ -98,6 +142,7 @@ def _collect(events: list[object]) -> tuple[list[str], RequestHandle]:
         handle = RequestHandle(BatchRequest((1,), ServeSampling(), stream.sink), lambda: None)
         for ev in events:  # all there before the response reads any: they pile up
             stream.sink(ev)  # type: ignore[arg-type]
+        stream.waker.step_done(idle=True)
         return [b async for b in stream_reply(Reply("chat", "m"), handle, stream, ContentOnly(), True)], handle
 
     return asyncio.run(main())

@@ -80,6 +80,10 @@ class BatchScheduler:
 
     `on_snapshot` (optional) receives a BatchSnapshot on the scheduler thread a few
     times a second while requests run, and once when it goes idle; it must not block.
+    `on_events` (optional, settable) is called on the scheduler thread once the events of a
+    step are with their sinks: just before the next `llama_decode` (with False) and when the
+    scheduler falls idle or stops (True). A server hands its streams over there, while
+    llama.cpp works without the GIL; it must not block.
     """
 
     def __init__(self, model: LoadedBatchModel, on_snapshot: Callable[[BatchSnapshot], None] | None = None):
@@ -88,6 +92,7 @@ class BatchScheduler:
         self.n_ctx_seq = rt.n_ctx_seq
         self.n_slots = rt.n_seq
         self._on_snapshot = on_snapshot
+        self.on_events: Callable[[bool], None] | None = None
         self._slots = [_Slot(i) for i in range(rt.n_seq)]
         self._active: list[_Job] = []  # the jobs in slots, in slot order
         self._check_cancels = False  # a handle was cancelled since the last look
@@ -154,6 +159,7 @@ class BatchScheduler:
         try:
             while True:
                 if not self._active:
+                    self._events_out(idle=True)
                     self._publish(time.perf_counter(), force=True)
                 # The lock is taken only when there is something to look at: a queue, a cancel, no work.
                 if self._queue or self._check_cancels or self._stopping or not self._active:
@@ -175,6 +181,15 @@ class BatchScheduler:
                 self._emit(h, Failed("the server is shutting down"))
             for j in list(self._active):
                 self._fail(j, "the server is shutting down")
+            self._events_out(idle=True)
+
+    def _events_out(self, idle: bool) -> None:
+        hook = self.on_events
+        if hook is not None:
+            try:
+                hook(idle)
+            except Exception:
+                log.exception("on_events failed")
 
     def _take_work(self) -> bool:
         """Wait for work; drop cancelled requests; admit queued ones into idle slots.
@@ -247,6 +262,7 @@ class BatchScheduler:
                 chunks.append((j, chunk, done))
         if batch.n == 0:
             return
+        self._events_out(idle=False)
         rc = rt.decode_batch(batch)
         if rc != 0:
             for j in decoding + [c[0] for c in chunks]:

@@ -57,6 +57,7 @@ class ServeState:
         loop = asyncio.get_running_loop()
         if self._waker is None or self._waker.loop is not loop:
             self._waker = LoopWaker(loop)
+            self.scheduler.on_events = self._waker.step_done
         return self._waker
 
 

@@ -1,7 +1,7 @@
 """One request through the scheduler: events crossed onto the event loop, then SSE or one body.
 
 The scheduler thread hands each event to `EventStream.sink`, which queues it for the
-server's loop (one `LoopWaker` wake-up for all the streams served in a scheduler step);
+server's loop (one `LoopWaker` wake-up, at the step's end, for all the streams served in it);
 the response reads them in order. Whatever way the response ends (finished, failed, or
 the client gone), the request is cancelled, which frees its slot before the scheduler's next step.
 """
@@ -30,6 +30,7 @@ class EventStream:
 
     The scheduler thread appends to a deque and asks `waker` for a wake-up only when none
     is pending for this stream, so a loop that falls behind takes several events in one go.
+    The first token and the end are urgent: they do not wait out the waker's interval.
     """
 
     def __init__(self, waker: LoopWaker, tokens: bool = True):
@@ -37,15 +38,21 @@ class EventStream:
         self.tokens = tokens  # a non-streamed reply needs only the end: its text is in Finished
         self._pending: deque[BatchEvent] = deque()
         self._queued = False  # with the waker, not yet woken
+        self._first_token = True  # none handed over yet: the first one is the client's TTFT
         self._ready = asyncio.Event()
 
     def sink(self, event: BatchEvent) -> None:  # on the scheduler thread
         if not self.tokens and type(event) is Token:
             return
+        is_token = type(event) is Token
+        urgent = not is_token or self._first_token
+        self._first_token = self._first_token and not is_token
         self._pending.append(event)
         if not self._queued:
             self._queued = True
-            self.waker.notify(self)
+            self.waker.notify(self, urgent)
+        elif urgent:
+            self.waker.mark_urgent()
 
     def wake(self) -> None:  # on the loop; cleared first, so a later event queues the stream again
         self._queued = False

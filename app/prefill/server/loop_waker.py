@@ -9,6 +9,11 @@ slot. Profiled under 4 streams, that wait was a quarter of the time spent in
 of one byte returns at once), and the loop reads that pipe (`add_reader`).
 Where that cannot be had (no `add_reader`, as on Windows' proactor loop, or no libc),
 `call_soon_threadsafe` does it.
+
+The byte is written only at the end of a scheduler step (`BatchScheduler.on_events`),
+just before the next `llama_decode` drops the GIL: the loop's pass over the streams then
+runs while llama.cpp decodes, instead of at a moment of the loop's own choosing, when the
+decoder may come back from llama.cpp and find the GIL taken.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -42,23 +48,25 @@ WAKE_INTERVAL_S = 0.004
 
 
 class LoopWaker:
-    """Wakes the loop for every stream that has new events, once per burst.
+    """Wakes the loop for every stream that has new events, once per scheduler step at most.
 
-    The scheduler samples every slot's token in one go; the first stream to get an event
-    asks for one wake-up and the others join it, so a step of N slots costs the loop one
-    wake-up (one pipe write, one pass) rather than N. Wake-ups come at most every
-    `interval_s`: a model faster than that (a small one, a GPU) has its tokens sent a few
-    at a time, so the loop's work, which holds the GIL the decoding thread needs back
-    after every step, does not grow with the decode rate. A person cannot see 4 ms.
+    During a step the scheduler hands each slot its events; every stream that got one is
+    noted (`notify`), and at the step's end (`step_done`, on the scheduler thread) one
+    wake-up, one pipe write, serves them all, so a step of N slots costs the loop one pass
+    rather than N. Passes come at most every `interval_s`, except for an event a client is
+    waiting on (`urgent`: the first token, the end) and when the scheduler falls idle: a
+    model faster than that (a small one, a GPU) has its tokens sent a few at a time, so
+    the loop's work, which holds the GIL the decoding thread needs back after every step,
+    does not grow with the decode rate. A person cannot see 4 ms.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, interval_s: float = WAKE_INTERVAL_S):
         self.loop = loop
         self.interval_s = interval_s
         self._ready: deque[Wakeable] = deque()
-        self._wake_pending = False
-        self._last_wake = 0.0  # loop time of the last pass
-        self._deferred = False  # a pass is scheduled for the end of the interval
+        self._urgent = False  # an event that should not wait out the interval
+        self._wake_pending = False  # written, not yet passed
+        self._last_wake = 0.0  # perf_counter() of the last write
         self._pipe = self._open_pipe()
 
     def _open_pipe(self) -> tuple[int, int] | None:
@@ -76,17 +84,33 @@ class LoopWaker:
         weakref.finalize(self, _close_pipe, self.loop, r, w)
         return r, w
 
-    def notify(self, stream: Wakeable) -> None:  # on the scheduler thread
+    def notify(self, stream: Wakeable, urgent: bool = False) -> None:  # on the scheduler thread
+        """`stream` has new events: wake it at the end of this step (or a later one)."""
         self._ready.append(stream)
-        if not self._wake_pending:
-            self._wake_pending = True
-            if self._pipe is not None and _write is not None:
-                _write(self._pipe[1], b"\0", 1)  # a full pipe (-1) already holds a wake-up
-            else:
-                try:
-                    self.loop.call_soon_threadsafe(self._wake)
-                except RuntimeError:  # the loop has closed (the server stopped): nobody reads these streams
-                    pass
+        self._urgent = self._urgent or urgent
+
+    def mark_urgent(self) -> None:  # on the scheduler thread
+        """A stream already waiting has an urgent event too."""
+        self._urgent = True
+
+    def step_done(self, idle: bool = False) -> None:  # on the scheduler thread
+        """The end of a scheduler step (or the scheduler falls idle): one wake-up for what is ready,
+        unless one is still on its way, or the interval has not passed and nothing is urgent."""
+        if self._wake_pending or not self._ready:
+            return
+        now = time.perf_counter()
+        if not (idle or self._urgent or now - self._last_wake >= self.interval_s):
+            return
+        self._urgent = False
+        self._last_wake = now
+        self._wake_pending = True
+        if self._pipe is not None and _write is not None:
+            _write(self._pipe[1], b"\0", 1)  # a full pipe (-1) already holds a wake-up
+        else:
+            try:
+                self.loop.call_soon_threadsafe(self._pass)
+            except RuntimeError:  # the loop has closed (the server stopped): nobody reads these streams
+                pass
 
     def _on_pipe(self) -> None:  # on the loop
         assert self._pipe is not None
@@ -95,23 +119,9 @@ class LoopWaker:
                 pass
         except BlockingIOError:
             pass
-        self._wake()
-
-    def _wake(self) -> None:  # on the loop
-        due = self._last_wake + self.interval_s
-        if self.loop.time() < due:  # too soon after the last pass: one pass at the end of the interval
-            if not self._deferred:
-                self._deferred = True
-                self.loop.call_at(due, self._deferred_wake)
-            return
         self._pass()
 
-    def _deferred_wake(self) -> None:
-        self._deferred = False
-        self._pass()
-
-    def _pass(self) -> None:  # cleared first, so a later event asks for its own wake-up
-        self._last_wake = self.loop.time()
+    def _pass(self) -> None:  # on the loop; cleared first, so a later event asks for its own wake-up
         self._wake_pending = False
         ready = self._ready
         while ready:
