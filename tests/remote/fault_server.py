@@ -3,7 +3,8 @@
 `mode` picks the answer: "ok" streams a full answer (reasoning_content, content, usage,
 llama.cpp-style `timings`, [DONE]); "cut" streams two chunks then drops the connection;
 "401", "404", "429" answer that status with an OpenAI error body; "error_event" sends an
-error as a stream event after one chunk. Each request's headers and body are kept.
+error as a stream event after one chunk; "hold" goes silent after the first words, "silent"
+before its headers, each until `release` (or 30 s). Each request's headers and body are kept.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ class _Handler(BaseHTTPRequestHandler):
         if mode in ("401", "404", "429"):
             self._status(int(mode), f"fake {mode}")
             return
+        if mode == "silent":
+            self._hold()
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
@@ -93,9 +96,7 @@ class _Handler(BaseHTTPRequestHandler):
             yield f"data: {json.dumps({'error': {'message': 'the model crashed'}})}\n\n".encode()
             return
         if mode == "hold":
-            self.server.holding.set()
-            self.server.release.wait(30)
-            self.server.holding.clear()
+            self._hold()
         yield chunk({"content": ", world"})
         yield chunk({}, "stop")
         usage = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
@@ -104,3 +105,8 @@ class _Handler(BaseHTTPRequestHandler):
         obj = {"id": "c1", "object": "chat.completion.chunk", "choices": [], "usage": usage, "timings": timings}
         yield f"data: {json.dumps(obj)}\n\n".encode()
         yield b"data: [DONE]\n\n"
+
+    def _hold(self) -> None:
+        self.server.holding.set()
+        self.server.release.wait(30)
+        self.server.holding.clear()

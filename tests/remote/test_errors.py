@@ -113,6 +113,33 @@ def test_a_stop_ends_a_stalled_stream_without_waiting_for_its_next_chunk(fault_s
     assert fault_server.holding.is_set()  # it ended while the server was still silent
 
 
+def test_a_stop_ends_the_wait_for_the_response_headers(fault_server: FaultServer) -> None:
+    """A server still preparing its answer (a long prompt ahead in its queue) has sent no headers:
+    the stop shuts the connection instead of waiting for them."""
+    fault_server.mode = "silent"
+    cancel = threading.Event()
+    threading.Thread(target=lambda: fault_server.holding.wait(30) and cancel.set(), daemon=True).start()
+    events = list(RemoteEngine(fault_server.url, "fake-a").stream(HI, cancel=cancel))
+    assert len(events) == 1
+    f = events[0]
+    assert isinstance(f, Finished) and f.reason == "cancelled" and f.text == ""
+    assert fault_server.holding.is_set()  # it ended while the server was still silent
+    fault_server.release.set()
+
+
+def test_the_engine_streams_again_after_a_stop_shut_its_connections(fault_server: FaultServer) -> None:
+    engine = RemoteEngine(fault_server.url, "fake-a")
+    fault_server.mode = "silent"
+    cancel = threading.Event()
+    threading.Thread(target=lambda: fault_server.holding.wait(30) and cancel.set(), daemon=True).start()
+    assert [type(e) for e in engine.stream(HI, cancel=cancel)] == [Finished]
+    fault_server.release.set()
+    fault_server.mode = "ok"
+    assert engine.list_models() == ["fake-a", "fake-b"]  # on a connection opened again
+    end = list(engine.stream(HI))[-1]
+    assert isinstance(end, Finished) and end.reason == "stop" and end.text == "Hello, world"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

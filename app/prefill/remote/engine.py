@@ -18,7 +18,8 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -85,6 +86,7 @@ class RemoteEngine:
         timeout = httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
         self._client = httpx.Client(headers=headers, timeout=timeout, transport=transport)
         self._busy = threading.Lock()
+        self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()  # what a stop shuts
 
     def __repr__(self) -> str:  # no key in logs
         return f"RemoteEngine({self.base!r}, model={self.model!r})"
@@ -135,33 +137,46 @@ class RemoteEngine:
         """Send the conversation and stream the answer, as `ChatEngine.stream` does.
 
         `overflow` and `options` are the local engine's: a remote fits and renders the prompt
-        itself, so they are accepted and not sent. Cancelling closes the HTTP stream at the next chunk.
+        itself, so they are accepted and not sent. Cancelling shuts the connection at once, whether
+        the answer is streaming, stalled, or not begun (the server still preparing its headers).
 
         Raises:
             RemoteError: a kind per failure; a StreamCut (or an error event) keeps the partial answer.
             EngineBusy: another request is running.
         """
-        sampling = sampling or SamplingSettings()
-        body = {
-            "model": self.resolve_model(),
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            **sampling_fields(sampling),
-        }
         if not self._busy.acquire(blocking=False):
             raise EngineBusy("the engine is still answering another request")
         try:
             clock = RequestClock()
-            with self._open("POST", "/chat/completions", body) as resp, _closed_on(cancel, resp):
-                yield from _Reader(self.base, clock, cancel).read(resp)
+            reader = _Reader(self.base, clock, cancel)
+            # From the first byte sent: a stop also ends the wait for the model list or the headers.
+            with _closed_on(cancel, self._shut_sockets):
+                try:
+                    resp = self._open("POST", "/chat/completions", self._chat_body(messages, sampling))
+                except RemoteError:
+                    if cancel is not None and cancel.is_set():  # the stop shut the socket: not a failure
+                        yield reader._finished("cancelled")
+                        return
+                    raise
+                with resp:
+                    yield from reader.read(resp)
         finally:
             self._busy.release()
+
+    def _chat_body(self, messages: Sequence[Message], sampling: SamplingSettings | None) -> dict[str, Any]:
+        return {
+            "model": self.resolve_model(),
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **sampling_fields(sampling or SamplingSettings()),
+        }
 
     # --- HTTP -----------------------------------------------------------------------
     def _open(self, method: str, path: str, body: dict[str, Any] | None = None) -> _Response:
         try:
-            req = self._client.build_request(method, self.base + path, json=body)
+            req = self._client.build_request(method, self.base + path, json=body,
+                                             extensions={"trace": self._trace})
             resp = self._client.send(req, stream=True)
         except httpx.HTTPError as e:
             raise transport_error(self.base, e) from e
@@ -175,6 +190,22 @@ class RemoteEngine:
             raise status_error(self.base, resp.status_code, text, resp.headers.get("retry-after", ""))
         return _Response(self.base, resp)
 
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's trace hook: keep each socket this client opens, so a stop can shut it."""
+        if event == "connection.connect_tcp.complete":
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if isinstance(sock, socket.socket):
+                self._sockets.add(sock)
+
+    def _shut_sockets(self) -> None:
+        """From another thread: wake a send or read blocked on this client's sockets (closing a
+        response alone would wait for it). One stream runs at a time, so the others are idle pooled
+        connections, which the pool then drops as closed."""
+        for sock in list(self._sockets):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
     def _json(self, raw: bytes) -> Any:
         try:
             return json.loads(raw)
@@ -183,9 +214,10 @@ class RemoteEngine:
 
 
 @contextlib.contextmanager
-def _closed_on(cancel: threading.Event | None, resp: _Response) -> Iterator[None]:
-    """Close `resp` as soon as `cancel` is set, from a watcher thread: a stream that stalls (a long
-    prompt, a stuck server) sends no chunk at which the reader could notice the stop."""
+def _closed_on(cancel: threading.Event | None, shut: Callable[[], None]) -> Iterator[None]:
+    """Call `shut` as soon as `cancel` is set, from a watcher thread: a server that stalls (a long
+    prompt, a stuck server) sends no chunk, nor even its headers, at which the reader could notice
+    the stop."""
     if cancel is None:
         yield
         return
@@ -194,7 +226,7 @@ def _closed_on(cancel: threading.Event | None, resp: _Response) -> Iterator[None
     def watch() -> None:
         while not done.wait(CANCEL_POLL_S):
             if cancel.is_set():
-                resp.abort()
+                shut()
                 return
 
     watcher = threading.Thread(target=watch, name="prefill-remote-cancel", daemon=True)
@@ -219,15 +251,6 @@ class _Response:
 
     def __exit__(self, *exc: object) -> None:
         self.resp.close()
-
-    def abort(self) -> None:
-        """From another thread: wake a read blocked on the socket (closing the response alone would
-        wait for it), so the stream ends now."""
-        stream = self.resp.extensions.get("network_stream")
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        if isinstance(sock, socket.socket):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
 
     def read(self) -> bytes:
         try:
