@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prefill.engine import chat_format, kv_resume
+from prefill.engine.answer_split import AnswerSplit
 from prefill.engine.backend import BackendReport, backend_report, resolve_gpu_layers
 from prefill.engine.errors import EngineBusy, EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
@@ -30,7 +31,7 @@ from prefill.engine.llama_runtime import LlamaRuntime
 from prefill.engine.message import Message
 from prefill.engine.metrics import RequestClock
 from prefill.engine.overflow import Fitted, fit_messages
-from prefill.engine.reasoning import ANSWER, ReasoningParser, opened_in_prompt
+from prefill.engine.reasoning import ReasoningParser, opened_in_prompt
 from prefill.engine.settings import LoadSettings, OverflowSettings, SamplingSettings
 from prefill.engine.stop_strings import StopMatcher
 from prefill.engine.template import TemplateOptions
@@ -287,12 +288,12 @@ class ChatEngine:
         restored, self._restored = self._restored, None
         yield PrefillDone(len(prompt), keep, evaluated, prefill_ms, fitted.dropped, fitted.note, cache_note,
                           min(keep, restored[0]) if restored else 0, restored[1] if restored else 0.0)
-        parser = ReasoningParser(self.reasoning, opened_in_prompt(self.reasoning, text))
-        yield from self._decode(sampling, cancel, clock, parser)
+        split = AnswerSplit(ReasoningParser(self.reasoning, opened_in_prompt(self.reasoning, text)), clock)
+        yield from self._decode(sampling, cancel, clock, split)
 
     def _decode(
         self, sampling: SamplingSettings, cancel: threading.Event | None, clock: RequestClock,
-        parser: ReasoningParser,
+        split: AnswerSplit,
     ) -> Iterator[Event]:
         rt = self.runtime
         seed = sampling.seed if sampling.seed >= 0 else random.getrandbits(32)
@@ -300,8 +301,6 @@ class ChatEngine:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         stops = StopMatcher((*sampling.stop, *self.format.stops))
         n_answer = 0
-        answer: list[str] = []
-        thinking: list[str] = []
         raw: list[bytes] = []  # the bytes of the answer tokens that are in the cache
         eog, n_ctx, times, tokens = rt.eog, self.n_ctx, clock.token_times, self._tokens
         next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
@@ -318,15 +317,7 @@ class ChatEngine:
                 n_answer += 1
                 piece = rt.piece(tok)
                 out, hit = stops.feed(decoder.decode(piece))
-                was_thinking = parser.in_reasoning
-                gave_answer = False
-                for ev in self._split(parser, out, n_answer, answer, thinking):
-                    gave_answer = gave_answer or not ev.reasoning
-                    yield ev
-                if gave_answer and not clock.t_first_answer:
-                    clock.t_first_answer = now
-                if not gave_answer and (was_thinking or parser.in_reasoning):
-                    clock.reasoning_tokens += 1
+                yield from split.token(out, n_answer, now)
                 if hit:
                     reason = "stop"
                     break
@@ -344,27 +335,11 @@ class ChatEngine:
         finally:
             rt.free_sampler(sampler)
         # A character cut off by the end of the answer is dropped, never shown as U+FFFD.
-        tail = "" if hit else stops.flush()
-        yield from self._split(parser, tail, n_answer, answer, thinking)
-        yield from self._pieces(parser.flush(), n_answer, answer, thinking)
+        yield from split.end("" if hit else stops.flush(), n_answer)
         cached_text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(b"".join(raw))
         self._segments.append(_Segment(cached_text, tuple(tokens[len(tokens) - len(raw) :])))
         metrics = clock.snapshot(rt.kv_cells_used(), n_ctx, self.bytes_per_cell, reason)
-        yield Finished(reason, "".join(answer), metrics, "".join(thinking).strip())
-
-    def _split(
-        self, parser: ReasoningParser, text: str, n: int, answer: list[str], thinking: list[str]
-    ) -> Iterator[Token]:
-        if text:
-            yield from self._pieces(parser.feed(text), n, answer, thinking)
-
-    @staticmethod
-    def _pieces(
-        pieces: list[tuple[str, str]], n: int, answer: list[str], thinking: list[str]
-    ) -> Iterator[Token]:
-        for kind, text in pieces:
-            (answer if kind == ANSWER else thinking).append(text)
-            yield Token(text, n, kind != ANSWER)
+        yield Finished(reason, split.answer_text, metrics, split.thinking_text)
 
     def _sync_segments(self) -> None:
         """After a cancelled prefill the cache holds part of the last segment: forget its text."""

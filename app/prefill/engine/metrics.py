@@ -31,6 +31,11 @@ class RequestClock:
         self.t_first_answer = 0.0
         self.base = MetricsSnapshot()
 
+    @property
+    def answer_ttft_ms(self) -> float:
+        """From the request to the first answer token (after any thinking); 0 before it."""
+        return (self.t_first_answer - self.t_request) * 1000 if self.t_first_answer else 0.0
+
     def snapshot(
         self, kv_used: int, kv_total: int, bytes_per_cell: int, reason: str = "", live: bool = False
     ) -> MetricsSnapshot:
@@ -47,7 +52,7 @@ class RequestClock:
             completion_tokens=n,
             reasoning_tokens=self.reasoning_tokens,
             ttft_ms=ttft,
-            answer_ttft_ms=(self.t_first_answer - self.t_request) * 1000 if self.t_first_answer else 0.0,
+            answer_ttft_ms=self.answer_ttft_ms,
             decode_tps=decode_tps,
             itl_p50_ms=percentile(gaps, 50),
             itl_p95_ms=percentile(gaps, 95),

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import fields, replace
 
 from prefill.engine import chat_format
+from prefill.engine.answer_split import AnswerSplit
 from prefill.engine.batch_request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch_runtime import ServeSampling
 from prefill.engine.batch_scheduler import BatchScheduler
@@ -24,7 +25,7 @@ from prefill.engine.errors import EngineBusy, EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.message import Message
 from prefill.engine.overflow import fit_messages
-from prefill.engine.reasoning import ANSWER, ReasoningParser, opened_in_prompt
+from prefill.engine.reasoning import ReasoningParser, opened_in_prompt
 from prefill.engine.settings import OverflowSettings, SamplingSettings
 from prefill.engine.template import TemplateOptions
 
@@ -109,20 +110,18 @@ class SlotChat:
         handle = self.scheduler.submit(BatchRequest(tuple(prompt), _serve_sampling(sampling, self.format.stops),
                                                     events.put, LABEL))
         try:
-            yield from self._relay(handle, events, cancel, fitted.dropped, fitted.note,
-                                   ReasoningParser(self.reasoning, opened_in_prompt(self.reasoning, text)))
+            split = AnswerSplit(ReasoningParser(self.reasoning, opened_in_prompt(self.reasoning, text)), handle.clock)
+            yield from self._relay(handle, events, cancel, fitted.dropped, fitted.note, split)
         finally:
             handle.cancel()  # a no-op once it ended; frees the slot if the caller stopped reading
 
     def _relay(
         self, handle: RequestHandle, events: queue.SimpleQueue[BatchEvent], cancel: threading.Event | None,
-        dropped: tuple[int, ...], note: str, parser: ReasoningParser,
+        dropped: tuple[int, ...], note: str, split: AnswerSplit,
     ) -> Iterator[Event]:
+        # The split counts thinking into the request's clock, which the scheduler reads only to time
+        # tokens; the figures below take the counts from it once this thread has seen every token.
         clock = handle.clock
-        answer: list[str] = []
-        thinking: list[str] = []
-        reasoning_tokens = 0
-        t_first_answer = 0.0
         next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
         while True:
             try:
@@ -134,32 +133,20 @@ class SlotChat:
             if ev is None:
                 continue
             if type(ev) is Token:
-                was_thinking = parser.in_reasoning
-                gave_answer = False
-                for kind, piece in parser.feed(ev.text):
-                    gave_answer = gave_answer or kind == ANSWER
-                    (answer if kind == ANSWER else thinking).append(piece)
-                    yield Token(piece, ev.n_tokens, kind != ANSWER)
-                if gave_answer and not t_first_answer:
-                    t_first_answer = time.perf_counter()
-                if not gave_answer and (was_thinking or parser.in_reasoning):
-                    reasoning_tokens += 1
                 now = time.perf_counter()
+                yield from split.token(ev.text, ev.n_tokens, now)
                 if now >= next_snapshot:
                     next_snapshot = now + SNAPSHOT_EVERY_S
-                    snap = clock.snapshot(0, 0, 0, live=True)
-                    yield self._with_kv(replace(snap, reasoning_tokens=reasoning_tokens))
+                    yield self._with_kv(clock.snapshot(0, 0, 0, live=True))
             elif isinstance(ev, PrefillDone):
                 yield replace(ev, dropped_messages=dropped, overflow_note=note)
             elif isinstance(ev, Failed):
                 raise EngineError(ev.message)
             elif isinstance(ev, Finished):
-                for kind, piece in parser.flush():
-                    (answer if kind == ANSWER else thinking).append(piece)
-                    yield Token(piece, ev.metrics.completion_tokens, kind != ANSWER)
-                ttfa = (t_first_answer - clock.t_request) * 1000 if t_first_answer else 0.0
-                metrics = replace(self._with_kv(ev.metrics), reasoning_tokens=reasoning_tokens, answer_ttft_ms=ttfa)
-                yield Finished(ev.reason, "".join(answer), metrics, "".join(thinking).strip())
+                yield from split.end("", ev.metrics.completion_tokens)
+                metrics = replace(self._with_kv(ev.metrics), reasoning_tokens=clock.reasoning_tokens,
+                                  answer_ttft_ms=clock.answer_ttft_ms)
+                yield Finished(ev.reason, split.answer_text, metrics, split.thinking_text)
                 return
 
     def _with_kv(self, m: MetricsSnapshot) -> MetricsSnapshot:
