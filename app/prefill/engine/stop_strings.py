@@ -1,7 +1,9 @@
 """Stop strings, checked on the tail of the answer only: constant work per token.
 
 Text that could be the start of a stop string is held back until it is known
-not to be, so a stop string never reaches the screen.
+not to be, so a stop string never reaches the screen. The answer ends at the earliest
+stop string in what has arrived; where one stop string contains another ("b" in "\nbb"),
+the shorter can end it before the longer one, begun earlier, is complete.
 """
 
 from __future__ import annotations
@@ -19,19 +21,26 @@ class StopMatcher:
         if not self.stops:
             return text, False
         buf = self.held + text
-        for s in self.stops:
+        cut = -1
+        for s in self.stops:  # the earliest stop string wins, whichever is listed first
             i = buf.find(s)
-            if i >= 0:
-                self.held = ""
-                return buf[:i], True
-        keep = 0
-        for s in self.stops:  # longest suffix of buf that starts some stop string
-            for k in range(min(len(s) - 1, len(buf)), keep, -1):
-                if s.startswith(buf[-k:]):
-                    keep = k
+            if i >= 0 and (cut < 0 or i < cut):
+                cut = i
+        if cut >= 0:
+            self.held = ""
+            return buf[:cut], True
+        n, keep = len(buf), 0
+        for s in self.stops:  # the longest suffix of buf that starts some stop string
+            # Only where s's first character stands can such a suffix begin: most tokens have none,
+            # and one `find` says so (this runs for every token of every slot on the decoding thread).
+            i = buf.find(s[0], max(0, n - len(s) + 1))
+            while 0 <= i < n - keep:
+                if s.startswith(buf[i:]):
+                    keep = n - i
                     break
-        self.held = buf[len(buf) - keep :] if keep else ""
-        return buf[: len(buf) - keep], False
+                i = buf.find(s[0], i + 1)
+        self.held = buf[n - keep :] if keep else ""
+        return buf[: n - keep], False
 
     def flush(self, text: str = "") -> str:
         """The end of the answer: whatever was held back is plain text after all."""
