@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
@@ -11,7 +12,7 @@ import pytest
 
 from prefill.engine.batch_request import BatchEvent, BatchRequest, Failed
 from prefill.engine.batch_runtime import ServeSampling, load_batch_model
-from prefill.engine.batch_scheduler import BatchScheduler
+from prefill.engine.batch_scheduler import BatchScheduler, common_prefix
 from prefill.engine.batch_snapshot import BatchSnapshot
 from prefill.engine.errors import ContextOverflow
 from prefill.engine.events import Finished, PrefillDone, Token
@@ -41,6 +42,10 @@ class Collector:
         end = self.events[-1]
         assert isinstance(end, Finished), end
         return end
+
+    def prefill_wait(self) -> PrefillDone:
+        self.wait()
+        return self.prefill
 
     @property
     def prefill(self) -> PrefillDone:
@@ -144,6 +149,27 @@ def test_a_new_request_reuses_its_slots_prefix(sched: BatchScheduler) -> None:
     again = run(sched, other)  # went to its own slot, still cached there
     again.wait()
     assert again.prefill.cached_tokens == len(other) - 1
+
+
+def test_a_stranger_sharing_only_the_start_does_not_take_a_conversations_slot(tiny_model: Path) -> None:
+    """A new request whose prompt shares only a system prompt with a slot's long conversation goes to
+    another slot, so the conversation's next turn still finds its cache."""
+    s = make_scheduler(tiny_model, 2)
+    try:
+        system = prompt_of(s, "You are a helpful assistant.")
+        more = functools.partial(s.runtime.tokenize, add_special=False)
+        chat = system + tuple(more(" the quick brown fox jumps over the lazy dog" * 6))
+        run(s, chat).wait()
+        stranger = system + tuple(more(" hi"))
+        assert 2 * common_prefix(chat, stranger) >= len(stranger)  # over half of its prompt: it used to win
+        run(s, stranger).wait()
+        follow = chat + tuple(more(" and on"))
+        c = run(s, follow)
+        c.wait()
+        assert c.prefill.cached_tokens >= len(chat)
+        assert run(s, stranger).prefill_wait().cached_tokens == len(stranger) - 1  # and it kept its own
+    finally:
+        s.close()
 
 
 def test_prompt_over_a_slots_context_is_refused(sched: BatchScheduler) -> None:

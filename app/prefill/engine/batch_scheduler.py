@@ -43,6 +43,7 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 class _Slot:
     index: int  # also its llama.cpp sequence id
     tokens: list[int] = field(default_factory=list)  # exactly what its sequence holds
+    prompt_len: int = 0  # of the last request it served (the rest of `tokens` is that answer)
     job: _Job | None = None
     last_used: float = 0.0
 
@@ -222,20 +223,25 @@ class BatchScheduler:
         return True
 
     def _admit(self, handle: RequestHandle) -> None:
-        """Put a request into the idle slot whose cache shares the longest prefix with it, when that
-        is at least half the prompt (a continued conversation); else into the least recently used
-        slot, so a new conversation does not evict another one's cache for a shared BOS."""
+        """Put a request into the idle slot that holds its conversation: the longest shared prefix, when
+        that is at least half the prompt and at least half of the slot's last prompt (a conversation
+        continued, regenerated or edited). Otherwise into an empty slot, else the least recently used
+        one: a new conversation that shares only a system prompt with a slot must not evict that
+        slot's conversation."""
         prompt = handle.request.prompt
-        shared = {s.index: common_prefix(s.tokens, prompt) for s in self._slots if s.job is None}
+        idle = [s for s in self._slots if s.job is None]
+        shared = {s.index: common_prefix(s.tokens, prompt) for s in idle}
 
-        def score(s: _Slot) -> tuple[int, float]:
+        def score(s: _Slot) -> tuple[int, bool, float]:
             n = shared[s.index]
-            return (n if 2 * n >= len(prompt) else 0, -s.last_used)
+            continued = 2 * n >= len(prompt) and 2 * n >= s.prompt_len
+            return (n if continued else 0, not s.tokens, -s.last_used)
 
-        slot = max((s for s in self._slots if s.job is None), key=score)
+        slot = max(idle, key=score)
         keep = min(shared[slot.index], len(prompt) - 1)  # evaluate >= 1 token
         keep = self.runtime.seq_truncate(slot.index, keep)
         del slot.tokens[keep:]
+        slot.prompt_len = len(prompt)
         s = handle.request.sampling
         seed = s.seed if s.seed >= 0 else random.getrandbits(32)
         job = _Job(slot, handle, list(prompt[keep:]), keep, self.runtime.new_serve_sampler(s, seed),
