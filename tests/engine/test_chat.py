@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import llama_cpp
 import pytest
 
 from prefill.engine import chat
@@ -34,6 +35,12 @@ def test_streaming_gives_text_and_figures(fresh_engine: ChatEngine) -> None:
     assert m.ttft_ms > 0 and m.prefill_ms > 0 and m.prefill_tps > 0 and m.decode_tps > 0
     assert 0 < m.itl_p50_ms <= m.itl_p95_ms
     assert m.kv_total == 2048 and m.kv_bytes == m.kv_used * fresh_engine.bytes_per_cell
+
+
+def test_the_prompt_and_the_decode_get_their_own_thread_counts(engine: ChatEngine) -> None:
+    s = engine.runtime.settings
+    assert llama_cpp.llama_n_threads(engine.runtime.ctx) == s.threads
+    assert llama_cpp.llama_n_threads_batch(engine.runtime.ctx) == s.prefill_threads
 
 
 def test_kv_used_equals_tokens_in_cache(fresh_engine: ChatEngine) -> None:

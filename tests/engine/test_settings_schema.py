@@ -106,3 +106,13 @@ def test_arrows_point_down() -> None:
     for module in leaf:  # and the schema modules are leaves: the standard library only
         path = APP.parent / (module.replace(".", "/") + ".py")
         assert set(_imports(path)) <= leaf, path
+
+
+@pytest.mark.parametrize(("cores", "decode", "prompt"), [(1, 1, 1), (2, 1, 2), (4, 3, 4), (8, 4, 4), (32, 16, 16)])
+def test_automatic_threads_give_the_prompt_every_core_of_a_small_machine(
+    monkeypatch: pytest.MonkeyPatch, cores: int, decode: int, prompt: int
+) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
+    s = LoadSettings()
+    assert (s.threads, s.prefill_threads) == (decode, prompt)
+    assert (LoadSettings(n_threads=3).threads, LoadSettings(n_threads=3).prefill_threads) == (3, 3)  # as set

@@ -73,6 +73,8 @@ class BatchRuntime(LlamaRuntime):
         cp.n_batch = cp.n_ubatch = settings.n_batch
         cp.n_seq_max = n_seq
         cp.kv_unified = False
+        # A step decoding several slots is a batch too: the prompt's extra threads (LoadSettings.
+        # prefill_threads) would take the core the server's event loop runs on.
         cp.n_threads = cp.n_threads_batch = settings.threads
         cp.flash_attn_type = FLASH_ATTN_ENABLED if settings.flash_attn else FLASH_ATTN_DISABLED
         cp.type_k = cp.type_v = ggml_type_id(settings.kv_type)

@@ -145,7 +145,8 @@ class LlamaRuntime:
         cp.n_ctx = settings.n_ctx
         cp.n_batch = settings.n_batch
         cp.n_ubatch = settings.n_batch
-        cp.n_threads = cp.n_threads_batch = settings.threads
+        cp.n_threads = settings.threads
+        cp.n_threads_batch = settings.prefill_threads
         cp.flash_attn_type = FLASH_ATTN_ENABLED if settings.flash_attn else FLASH_ATTN_DISABLED
         cp.type_k = cp.type_v = ggml_type_id(settings.kv_type)
         cp.no_perf = False
