@@ -68,10 +68,7 @@ class LoadSettings(Section):
         """Threads for llama.cpp. Automatic: leave one core to the GUI on small machines (llama.cpp's
         threads spin at barriers, so one preempted thread stalls them all), half the logical cores
         (about the physical ones) on larger ones."""
-        if self.n_threads:
-            return self.n_threads
-        n = os.cpu_count() or 2
-        return max(1, n - 1) if n <= 4 else n // 2
+        return self._threads(spare=1)
 
     @property
     def prefill_threads(self) -> int:
@@ -79,10 +76,14 @@ class LoadSettings(Section):
         since the prompt is the long wait (the time to the first token) and the window has little to
         do meanwhile (2x the prefill rate on 2 cores; a busy Python thread beside it was late by 5 ms
         at most); half the logical cores on larger ones, as for decoding. A count set is used for both."""
+        return self._threads(spare=0)
+
+    def _threads(self, spare: int) -> int:
+        """The count set, else: all cores but `spare` on machines of up to 4, half the logical ones above."""
         if self.n_threads:
             return self.n_threads
         n = os.cpu_count() or 2
-        return n if n <= 4 else n // 2
+        return max(1, n - spare) if n <= 4 else n // 2
 
 
 @dataclass(frozen=True)
