@@ -25,13 +25,14 @@ PROMPT = "Write a long essay about how language models generate text, token by t
 
 
 def headless(model: Path, settings, gen: int) -> float:  # noqa: ANN001 - store Settings
-    from prefill.engine.chat import ChatEngine
     from prefill.engine.events import Finished
+    from prefill.engine.local.chat_engine import ChatEngine
     from prefill.engine.message import Message
+    from prefill.engine.request import ChatRequest
 
     engine = ChatEngine.load(model, settings.model.load_settings())
     try:
-        for ev in engine.stream([Message("user", PROMPT)], settings.sampling):
+        for ev in engine.stream(ChatRequest.of([Message("user", PROMPT)], settings.sampling)):
             if isinstance(ev, Finished):
                 return ev.metrics.decode_tps
     finally:
@@ -43,9 +44,9 @@ def in_app(app, model: Path, settings, data: Path) -> float:  # noqa: ANN001
     from PySide6.QtCore import QEventLoop, QTimer
 
     from prefill.store import HistoryStore, SettingsFile
-    from prefill.ui.engine_worker import EngineThread
     from prefill.ui.main_window import MainWindow
-    from prefill.ui.store_worker import StoreProxy, Stores
+    from prefill.ui.shared.engine_worker import EngineThread
+    from prefill.ui.shared.store_worker import StoreProxy, Stores
 
     store = StoreProxy(Stores(HistoryStore(data / "h.sqlite3"), SettingsFile(data / "s.json")))
     engine = EngineThread()
@@ -76,7 +77,7 @@ def main() -> int:
 
     from prefill.bench.tiny_model import write_tiny_llama
     from prefill.hub.bundled import bundled_model_path
-    from prefill.store.settings import Settings
+    from prefill.store.app_settings import Settings
 
     sys.setswitchinterval(float(os.environ.get('SWITCH', '0.001')))  # as the app sets it
     app = QApplication(sys.argv[:1])

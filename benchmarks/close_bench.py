@@ -39,7 +39,7 @@ def _wait(until, timeout_ms: int = 120_000) -> None:
 
 def _window(data: Path, threads: int):
     from prefill.store import HistoryStore, SettingsFile
-    from prefill.store.settings import Settings
+    from prefill.store.app_settings import Settings
     from prefill.ui.app import StartSettings, build_window
 
     s = Settings()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
 
-from prefill.bench.runner import bench  # noqa: E402
+from prefill.bench.side_by_side import bench  # noqa: E402
 from prefill.bench.tiny_model import write_tiny_llama  # noqa: E402
 from prefill.engine.settings import LoadSettings  # noqa: E402
 from prefill.hub.bundled import bundled_model_path  # noqa: E402

@@ -6,7 +6,7 @@ saw, then a summary line.
 
 Each area runs in a process of its own (a crash in one shows as that area's exit status, and
 the others still run): `models` (benchmarks/fault_battery_models.py), `templates` (here),
-`text` (prefill.ui.text_faults), `settings` (benchmarks/fault_battery_settings.py) and
+`text` (prefill.ui.markdown.text_faults), `settings` (benchmarks/fault_battery_settings.py) and
 `downloads` (benchmarks/fault_battery_downloads.py).
 """
 
@@ -42,7 +42,7 @@ TEMPLATES_CHILD = """
 import json, sys, time
 from prefill.engine.errors import TemplateError
 from prefill.engine.message import Message
-from prefill.engine.template import ChatTemplate
+from prefill.engine.prompt.template import ChatTemplate
 cases = json.loads(sys.argv[1])
 for name, source in cases.items():
     t0 = time.perf_counter()
@@ -59,7 +59,7 @@ for name, source in cases.items():
 AREAS: dict[str, list[str]] = {
     "models": [sys.executable, str(ROOT / "benchmarks" / "fault_battery_models.py")],
     "templates": [sys.executable, "-c", TEMPLATES_CHILD, json.dumps(HOSTILE_TEMPLATES)],
-    "text": [sys.executable, "-c", "from prefill.ui.text_faults import fault_battery_lines\n"
+    "text": [sys.executable, "-c", "from prefill.ui.markdown.text_faults import fault_battery_lines\n"
                                    "for line in fault_battery_lines(): print(line, flush=True)"],
     "settings": [sys.executable, str(ROOT / "benchmarks" / "fault_battery_settings.py")],
     "downloads": [sys.executable, str(ROOT / "benchmarks" / "fault_battery_downloads.py")],

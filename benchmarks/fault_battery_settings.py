@@ -154,7 +154,7 @@ def run_case(name: str, send: bool = True) -> dict[str, object]:
 
 
 def _differences(settings: object) -> list[str]:
-    from prefill.store.settings import Settings
+    from prefill.store.app_settings import Settings
 
     default = {i.key: i.value for i in Settings().describe()}
     return [i.key for i in settings.describe() if i.value != default[i.key]]  # type: ignore[attr-defined]

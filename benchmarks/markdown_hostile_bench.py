@@ -1,6 +1,6 @@
 """Markdown rendering time on hostile answers, at growing sizes: it must grow linearly.
 
-For each input of ``prefill.ui.text_faults.HOSTILE_MARKDOWN`` (nested quotes and
+For each input of ``prefill.ui.markdown.text_faults.HOSTILE_MARKDOWN`` (nested quotes and
 lists, long runs of emphasis characters, backticks, brackets...) at 10k, 40k and
 160k characters, times ``render_markdown`` (the Python side) and a message's full
 display (``MarkdownStream.set_text`` plus Qt's layout), best of ``--repeat``.
@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from prefill.ui.markdown import render_markdown  # noqa: E402
-from prefill.ui.text_faults import HOSTILE_MARKDOWN, show_answer  # noqa: E402
+from prefill.ui.markdown.rich_text import render_markdown  # noqa: E402
+from prefill.ui.markdown.text_faults import HOSTILE_MARKDOWN, show_answer  # noqa: E402
 
 
 def _best_ms(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]

@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
 from PySide6.QtGui import QTextDocument  # noqa: E402
 from PySide6.QtWidgets import QApplication, QTextBrowser  # noqa: E402
 
-from prefill.ui.markdown import render_markdown  # noqa: E402
-from prefill.ui.markdown_stream import MarkdownStream  # noqa: E402
+from prefill.ui.markdown.rich_text import render_markdown  # noqa: E402
+from prefill.ui.markdown.stream import MarkdownStream  # noqa: E402
 from tests.ui.test_markdown_stream import sample_answer  # noqa: E402
 
 

@@ -160,7 +160,7 @@ def open_and_time(
 
 def stream_flush_ms(app: Any, w: Any) -> float:
     """Median GUI cost of one streamed flush into a new last answer, what it posts included."""
-    from prefill.ui.transcript_model import Row
+    from prefill.ui.chat.transcript_model import Row
 
     bar = w.chat_view.verticalScrollBar()
     bar.setValue(bar.maximum())
@@ -199,9 +199,9 @@ def scroll_up(app: Any, w: Any, ticker: Ticker, n: int) -> tuple[float, float]:
 
 def one_size(app: Any, n: int) -> dict[str, Any]:
     from prefill.store import HistoryStore, SettingsFile
-    from prefill.ui.engine_worker import EngineThread
     from prefill.ui.main_window import MainWindow
-    from prefill.ui.store_worker import StoreProxy, Stores
+    from prefill.ui.shared.engine_worker import EngineThread
+    from prefill.ui.shared.store_worker import StoreProxy, Stores
 
     with tempfile.TemporaryDirectory() as tmp:
         make_history(Path(tmp) / "history.sqlite3", n)
@@ -255,7 +255,7 @@ def main() -> int:
 
     from PySide6.QtWidgets import QApplication
 
-    from prefill.ui.markdown import warm_up
+    from prefill.ui.markdown.rich_text import warm_up
 
     sys.setswitchinterval(0.001)  # as the app sets it
     app = QApplication(sys.argv[:1])

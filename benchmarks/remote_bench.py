@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "app"))
 sys.path.insert(0, str(ROOT))
 
 from prefill.bench.serve_load import run_load  # noqa: E402
+from prefill.engine.request import ChatRequest
 from prefill.engine.settings import LoadSettings  # noqa: E402
 from tests.llama_as_prefill import child_env  # noqa: E402 - children load models as Prefill does (no AMX trap)
 
@@ -75,14 +76,14 @@ def _run(engine: object, reps: int) -> list[object]:
     sampling = SamplingSettings(temperature=0.0, max_tokens=GEN, seed=1)
     out = []
     for _ in range(reps):
-        for ev in engine.stream([Message("user", PROMPT)], sampling):  # type: ignore[attr-defined]
+        for ev in engine.stream(ChatRequest.of([Message("user", PROMPT)], sampling)):  # type: ignore[attr-defined]
             if isinstance(ev, Finished):
                 out.append(ev.metrics)
     return out
 
 
 def main() -> None:
-    from prefill.engine.chat import ChatEngine
+    from prefill.engine.local.chat_engine import ChatEngine
     from prefill.hub.bundled import bundled_model_path
     from prefill.remote.engine import RemoteEngine
 

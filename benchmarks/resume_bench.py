@@ -30,10 +30,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
 
 from prefill.bench.tiny_model import write_tiny_llama
-from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished
-from prefill.engine.kv_disk import KvDiskCache
+from prefill.engine.local.chat_engine import ChatEngine
+from prefill.engine.local.kv_disk import KvDiskCache
 from prefill.engine.message import Message
+from prefill.engine.request import ChatRequest
 from prefill.engine.settings import LoadSettings, SamplingSettings
 from prefill.hub.bundled import bundled_model_path
 
@@ -52,7 +53,7 @@ def long_chat(engine: ChatEngine, target: int) -> list[Message]:
     """A conversation of user and assistant turns whose prompt is about `target` tokens."""
     rng = random.Random(7)
     msgs = [Message("system", "You are a careful archivist.")]
-    while engine.count_tokens([*msgs, Message("user", "?")]) < target - 150:
+    while engine.count_tokens(ChatRequest.of([*msgs, Message("user", "?")])) < target - 150:
         msgs += [Message("user", f"Tell me about the {rng.choice(WORDS)}. " + filler(rng, 40)),
                  Message("assistant", filler(rng, 140))]
     return msgs
@@ -60,7 +61,7 @@ def long_chat(engine: ChatEngine, target: int) -> list[Message]:
 
 def ttft(engine: ChatEngine, msgs: list[Message]) -> tuple[float, Finished]:
     fin = None
-    for ev in engine.stream(msgs, TURN):
+    for ev in engine.stream(ChatRequest.of(msgs, TURN)):
         if isinstance(ev, Finished):
             fin = ev
     assert fin is not None
@@ -140,7 +141,7 @@ def per_thousand(label: str, model: Path, settings: LoadSettings, n_tokens: int,
         rng = random.Random(3)
         text = filler(rng, n_tokens)
         msgs = [Message("user", text)]
-        while engine.count_tokens(msgs) > n_tokens:
+        while engine.count_tokens(ChatRequest.of(msgs)) > n_tokens:
             text = text[: int(len(text) * 0.9)]
             msgs = [Message("user", text)]
         ttft(engine, msgs)

@@ -38,15 +38,16 @@ APP = Path(__file__).resolve().parents[1] / "app"
 sys.path.insert(0, str(APP))
 
 from prefill.bench.lean_batch import lean_batch_generate
-from prefill.bench.runner import build_prompt, engine_run
 from prefill.bench.serve_load import prompt_text, run_load
+from prefill.bench.side_by_side import build_prompt, engine_run
 from prefill.bench.tiny_model import write_tiny_llama
-from prefill.engine.batch_runtime import ServeSampling, load_batch_model
-from prefill.engine.chat import ChatEngine
+from prefill.engine.batch.runtime import load_batch_model
+from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.message import Message
-from prefill.engine.settings import LoadSettings, SamplingSettings
+from prefill.engine.prompt.model_chat import ModelChat
+from prefill.engine.request import ChatRequest
+from prefill.engine.settings import LoadSettings, SamplingSettings, ServeSampling
 from prefill.hub.bundled import bundled_model_path
-from prefill.server.prompt import PromptBuilder
 
 CLIENTS = [1, 2, 4, 8]
 
@@ -83,13 +84,14 @@ class Lean:
     def __init__(self, model: Path, settings: LoadSettings, parallel: int, gen: int):
         self.loaded = load_batch_model(model, settings, parallel)
         self.parallel = parallel
-        self.builder = PromptBuilder(self.loaded.runtime, self.loaded.header)
+        self.chat = ModelChat(self.loaded.header.chat_template, self.loaded.runtime)
         self.sampling = ServeSampling(temperature=0.8, repeat_penalty=1.0, max_tokens=gen, seed=1, ignore_eos=True)
         self.cpu_ms_per_token = 0.0  # of the last run
         self.rate(1, 1)  # warm-up
 
     def rate(self, clients: int, requests: int) -> float:
-        prompts = [self.builder.chat([Message("user", prompt_text(n))]) for n in range(1, clients * requests + 1)]
+        asks = [ChatRequest((Message("user", prompt_text(n)),)) for n in range(1, clients * requests + 1)]
+        prompts = [self.chat.prompt(ask)[1] for ask in asks]
         wave = min(clients, self.parallel)
         cpu0 = time.process_time()
         tokens, wall = lean_batch_generate(self.loaded.runtime, prompts, self.sampling, wave=wave)

@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
 
 from prefill.engine.errors import TemplateError  # noqa: E402
 from prefill.engine.message import Message
-from prefill.engine.template import ChatTemplate, TemplateOptions, template_variables
+from prefill.engine.prompt.template import ChatTemplate, template_variables
+from prefill.engine.request import TemplateOptions
 
 MESSAGES = [
     Message("system", "You are a helpful assistant."),

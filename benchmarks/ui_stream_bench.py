@@ -44,10 +44,10 @@ def main() -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from prefill.ui.chat_view import ChatView
-    from prefill.ui.engine_worker import TextBuffer
-    from prefill.ui.markdown import warm_up
-    from prefill.ui.transcript_model import Row, TranscriptModel
+    from prefill.ui.chat.transcript_model import Row, TranscriptModel
+    from prefill.ui.chat.view import ChatView
+    from prefill.ui.markdown.rich_text import warm_up
+    from prefill.ui.shared.engine_worker import TextBuffer
 
     sys.setswitchinterval(0.001)  # as the app sets it
     app = QApplication(sys.argv[:1])

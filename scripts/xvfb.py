@@ -46,10 +46,10 @@ class Shots:
         from PySide6.QtWidgets import QApplication
 
         from prefill.store import HistoryStore, SettingsFile
-        from prefill.ui.engine_worker import EngineThread
         from prefill.ui.main_window import MainWindow
-        from prefill.ui.store_worker import StoreProxy, Stores
-        from prefill.ui.theme import apply_theme
+        from prefill.ui.shared.engine_worker import EngineThread
+        from prefill.ui.shared.store_worker import StoreProxy, Stores
+        from prefill.ui.shared.theme import apply_theme
 
         self.out = out
         self.app = QApplication(sys.argv[:1])

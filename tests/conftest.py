@@ -13,7 +13,7 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from prefill.bench.tiny_model import write_tiny_llama  # noqa: E402
-from prefill.engine.chat import ChatEngine  # noqa: E402
+from prefill.engine.local.chat_engine import ChatEngine  # noqa: E402
 from prefill.engine.settings import LoadSettings, SamplingSettings  # noqa: E402
 from prefill.hub.bundled import bundled_model_path  # noqa: E402
 from tests.remote.fault_server import FaultServer  # noqa: E402

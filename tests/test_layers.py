@@ -1,32 +1,30 @@
-"""The layers: every import in app/prefill, module level or inside a function, points down.
+"""The import contract: every import in app/prefill, module level or inside a function, points down.
 
-    ui        -> hub, engine, store, remote (and the top-level helpers)
-    commands  -> hub, engine, store, remote; the window command -> ui
-    hub       -> engine
-    remote    -> engine (an OpenAI-compatible endpoint in place of a local model)
-    store     -> the engine's leaf modules only (settings, setting_fields, errors, message, units)
-    engine    -> nothing above it
-
-Only ui (and the window command, which starts it) imports Qt, and no two modules import each
-other, at any depth (ARCHITECTURE.md).
+The contract is declared once, in pyproject.toml's [tool.prefill.layers], read here and quoted in
+ARCHITECTURE.md (a test keeps the quote true). Only the ui rooms import Qt, and no two modules
+import each other, at any depth.
 """
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
-APP = Path(__file__).resolve().parents[1] / "app" / "prefill"
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app" / "prefill"
 QT = ("PySide6", "PySide2", "PyQt5", "PyQt6", "shiboken6")
-TOP = {"prefill", "prefill.resources", "prefill.__main__"}
-SCHEMA = {"prefill.engine.settings", "prefill.engine.setting_fields", "prefill.engine.errors", "prefill.engine.message",
-          "prefill.engine.units"}
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
+CONTRACT: dict[str, list[str]] = PYPROJECT["tool"]["prefill"]["layers"]
 
 
 def module_name(path: Path) -> str:
     rel = path.relative_to(APP.parent).with_suffix("")
     parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
     return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in APP.rglob("*.py")}
 
 
 def imports(path: Path) -> set[str]:
@@ -41,49 +39,63 @@ def imports(path: Path) -> set[str]:
     return names
 
 
-MODULES = {module_name(p): p for p in APP.rglob("*.py")}
+def unit(module: str) -> str | None:
+    """The longest contract unit `module` (prefill.…) belongs to; None for the package root."""
+    name = module.removeprefix("prefill.")
+    best = None
+    for key in CONTRACT:
+        if (name == key or name.startswith(key + ".")) and (best is None or len(key) > len(best)):
+            best = key
+    return best
 
 
-LAYERS = ("engine", "hub", "store", "remote", "ui", "commands", "bench")
+def allowed(own: str) -> set[str]:
+    out = {own}
+    for entry in CONTRACT[own]:
+        if entry.endswith(".*"):
+            base = entry[:-2]
+            out |= {k for k in CONTRACT if k == base or k.startswith(base + ".")}
+        else:
+            out.add(entry)
+    return out
 
 
-def layer(module: str) -> str:
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "top"
-
-
-ALLOWED = {
-    "engine": {"engine"},
-    "store": {"store"},
-    "hub": {"hub", "engine"},
-    "bench": {"bench", "engine"},
-    "remote": {"remote", "engine"},
-    "ui": {"ui", "hub", "engine", "store", "remote", "top"},
-    "commands": {"commands", "hub", "engine", "store", "bench", "remote", "top"},
-    "top": {"top", "commands", "engine"},
-}
+def test_every_module_has_a_unit() -> None:
+    assert [m for m in MODULES if m != "prefill" and unit(m) is None] == []
+    assert all(e.removesuffix(".*") in CONTRACT for deps in CONTRACT.values() for e in deps)
 
 
 def test_every_import_points_down() -> None:
     wrong = []
     for name, path in MODULES.items():
-        own = layer(name)
+        own = unit(name)
+        if own is None:
+            continue
+        ok = allowed(own)
         for target in imports(path):
-            if not target.startswith("prefill"):
+            if not target.startswith("prefill.") or target not in MODULES:
                 continue
-            if own == "store" and target in SCHEMA:
-                continue
-            if name == "prefill.commands.window" and target.startswith("prefill.ui"):
-                continue
-            if layer(target) not in ALLOWED[own]:
-                wrong.append(f"{name} -> {target}")
+            t = unit(target)
+            if t is not None and t not in ok:
+                wrong.append(f"{name} ({own}) -> {target} ({t})")
     assert wrong == []
+
+
+def test_local_and_batch_never_import_each_other() -> None:
+    for a, b in (("engine.local", "engine.batch"), ("engine.batch", "engine.local")):
+        assert b not in allowed(a)
 
 
 def test_only_the_ui_imports_qt() -> None:
-    wrong = [f"{name} -> {t}" for name, path in MODULES.items() if layer(name) != "ui"
+    wrong = [f"{name} -> {t}" for name, path in MODULES.items() if not (unit(name) or "").startswith("ui")
              for t in imports(path) if t.split(".")[0] in QT]
     assert wrong == []
+
+
+def test_the_architecture_quotes_the_contract() -> None:
+    text = (ROOT / "pyproject.toml").read_text("utf-8")
+    block = text[text.index("[tool.prefill.layers]"):].split("\n\n")[0].strip()
+    assert block in (ROOT / "ARCHITECTURE.md").read_text("utf-8")
 
 
 def test_no_import_cycles() -> None:

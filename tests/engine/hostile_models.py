@@ -18,6 +18,7 @@ import numpy as np
 from gguf import GGUFValueType, GGUFWriter, TokenType
 
 from prefill.bench.tiny_model import write_tiny_llama
+from prefill.engine.request import ChatRequest
 
 Edit = Callable[[GGUFWriter], None]
 N_VOCAB = 512  # 5 special tokens, 256 byte tokens, 251 words: small and quick to load
@@ -312,9 +313,9 @@ def chat_once(path: Path, n_ctx: int, prompt: str) -> tuple[str, int]:
     Returns:
         The error text ("" when none) and the prompt's length in tokens (0 when it never got that far).
     """
-    from prefill.engine.chat import ChatEngine
     from prefill.engine.errors import EngineError
     from prefill.engine.events import PrefillDone
+    from prefill.engine.local.chat_engine import ChatEngine
     from prefill.engine.message import Message
     from prefill.engine.settings import LoadSettings, SamplingSettings
 
@@ -324,7 +325,8 @@ def chat_once(path: Path, n_ctx: int, prompt: str) -> tuple[str, int]:
         return str(e), 0
     prompt_tokens = 0
     try:
-        for ev in engine.stream([Message("user", prompt)], SamplingSettings(temperature=0.0, max_tokens=4)):
+        ask = ChatRequest.of([Message("user", prompt)], SamplingSettings(temperature=0.0, max_tokens=4))
+        for ev in engine.stream(ask):
             if isinstance(ev, PrefillDone):
                 prompt_tokens = ev.prompt_tokens
     except EngineError as e:

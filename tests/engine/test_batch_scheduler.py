@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from prefill.engine.batch_request import BatchEvent, BatchRequest, Failed
-from prefill.engine.batch_runtime import ServeSampling, load_batch_model
-from prefill.engine.batch_scheduler import BatchScheduler, common_prefix
-from prefill.engine.batch_snapshot import BatchSnapshot
+from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed
+from prefill.engine.batch.runtime import load_batch_model
+from prefill.engine.batch.scheduler import BatchScheduler, common_prefix
+from prefill.engine.batch.snapshot import BatchSnapshot
 from prefill.engine.errors import ContextOverflow
 from prefill.engine.events import Finished, PrefillDone, Token
-from prefill.engine.settings import LoadSettings
+from prefill.engine.settings import LoadSettings, ServeSampling
 
 WAIT_S = 60
 GREEDY = ServeSampling(temperature=0.0, repeat_penalty=1.0, max_tokens=24, ignore_eos=True)

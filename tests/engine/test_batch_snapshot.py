@@ -1,6 +1,6 @@
 """The rate figures the slots table shows."""
 
-from prefill.engine.batch_snapshot import RateMeter, recent_rate
+from prefill.engine.batch.snapshot import RateMeter, recent_rate
 
 
 def test_recent_rate_reads_the_window_from_token_times() -> None:

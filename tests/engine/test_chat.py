@@ -8,16 +8,17 @@ from pathlib import Path
 import llama_cpp
 import pytest
 
-from prefill.engine import chat
-from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.local import chat_engine as chat
+from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.message import Message
+from prefill.engine.request import ChatRequest
 from prefill.engine.settings import LoadSettings, SamplingSettings
 from tests.conftest import GREEDY
 
 
 def run(engine: ChatEngine, msgs: list[Message], sampling: SamplingSettings = GREEDY, cancel=None):
-    events = list(engine.stream(msgs, sampling, cancel=cancel))
+    events = list(engine.stream(ChatRequest.of(msgs, sampling), cancel))
     prefill = next(e for e in events if isinstance(e, PrefillDone))
     finished = events[-1]
     assert isinstance(finished, Finished)
@@ -90,8 +91,9 @@ def test_cancel_stops_within_one_step_and_engine_is_ready(fresh_engine: ChatEngi
     cancel = threading.Event()
     seen = 0
     fin = None
-    for ev in fresh_engine.stream([Message("user", "Write a long story about a dragon.")],
-                                  SamplingSettings(temperature=0.8, seed=3, max_tokens=400), cancel=cancel):
+    story = ChatRequest.of([Message("user", "Write a long story about a dragon.")],
+                           SamplingSettings(temperature=0.8, seed=3, max_tokens=400))
+    for ev in fresh_engine.stream(story, cancel):
         if isinstance(ev, Token):
             seen = ev.n_tokens
             if seen >= 5:
@@ -148,7 +150,7 @@ def test_snapshots_arrive_during_a_long_answer(tiny_model: Path, monkeypatch: py
     monkeypatch.setattr(chat, "SNAPSHOT_EVERY_S", every_s)
     e = ChatEngine.load(tiny_model, LoadSettings(n_ctx=2048, n_gpu_layers="none"))
     try:
-        events = list(e.stream([Message("user", "go")], SamplingSettings(seed=5, max_tokens=200)))
+        events = list(e.stream(ChatRequest.of([Message("user", "go")], SamplingSettings(seed=5, max_tokens=200))))
         snaps = [ev for ev in events if isinstance(ev, MetricsSnapshot)]
         fin = events[-1]
         assert isinstance(fin, Finished) and fin.reason == "length" and fin.metrics.completion_tokens == 200

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from prefill.engine.chat import ChatEngine
 from prefill.engine.errors import ModelLoadError
-from prefill.engine.gguf_header import GGUFTruncated, parse_header, read_header
-from prefill.engine.kv import kv_bytes_per_cell
+from prefill.engine.gguf.header import GGUFTruncated, parse_header, read_header
+from prefill.engine.llama.kv_sizes import kv_bytes_per_cell
+from prefill.engine.local.chat_engine import ChatEngine
 
 
 def test_reads_smollm2_shape(smollm2: Path) -> None:

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from prefill.engine.errors import ModelLoadError
-from prefill.engine.gguf_guard import read_model_header
-from prefill.engine.gguf_header import read_header
+from prefill.engine.gguf.guard import read_model_header
+from prefill.engine.gguf.header import read_header
 from tests.engine.hostile_models import CASES, N_VOCAB, WRONG_TYPES, long_prompt, write_case
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,7 +100,7 @@ def test_cli_chat_small_context_long_prompt(tiny_model: Path) -> None:
 
 RUNTIME_GUARDS = """
 import sys
-from prefill.engine.chat import ChatEngine
+from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.errors import EngineError
 from prefill.engine.settings import LoadSettings, SamplingSettings
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from prefill.engine.kv_disk import CorruptState, KvDiskCache, StateHeader
+from prefill.engine.local.kv_disk import CorruptState, KvDiskCache, StateHeader
 
 SCOPE = "a" * 40
 

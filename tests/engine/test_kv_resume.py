@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished, PrefillDone
-from prefill.engine.kv_disk import KvDiskCache, StateHeader
+from prefill.engine.local.chat_engine import ChatEngine
+from prefill.engine.local.kv_disk import KvDiskCache, StateHeader
 from prefill.engine.message import Message
+from prefill.engine.request import ChatRequest
 from prefill.engine.settings import LoadSettings, SamplingSettings
 
 SETTINGS = LoadSettings(n_ctx=2048, n_gpu_layers="none")  # as the session's `engine`
@@ -19,7 +20,7 @@ GREEDY = SamplingSettings(temperature=0.0, max_tokens=16)
 
 
 def turn(engine: ChatEngine, msgs: list[Message]) -> tuple[PrefillDone, Finished]:
-    events = list(engine.stream(msgs, GREEDY))
+    events = list(engine.stream(ChatRequest.of(msgs, GREEDY)))
     prefill = next(e for e in events if isinstance(e, PrefillDone))
     assert isinstance(events[-1], Finished)
     return prefill, events[-1]

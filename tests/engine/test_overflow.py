@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from prefill.engine.chat import ChatEngine
 from prefill.engine.errors import ContextOverflow
 from prefill.engine.events import Finished, PrefillDone
+from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.message import Message
-from prefill.engine.overflow import fit_messages
+from prefill.engine.prompt.overflow import fit_messages
+from prefill.engine.request import ChatRequest
 from prefill.engine.settings import LoadSettings, OverflowSettings, SamplingSettings
 
 # A conversation whose messages cost 10 tokens each (the counter below), system prompt included.
@@ -62,12 +63,12 @@ def test_policies_on_the_real_model(smollm2: Path) -> None:
                 Message("user", long), Message("assistant", "Noted."), Message("user", long),
                 Message("assistant", "Noted again."), Message("user", "Last question?")]
         sampling = SamplingSettings(temperature=0.0, max_tokens=32)
-        assert e.count_tokens(chat) + 32 > 256
+        assert e.count_tokens(ChatRequest.of(chat)) + 32 > 256
         with pytest.raises(ContextOverflow) as err:
-            list(e.stream(chat, sampling, OverflowSettings("stop")))
+            list(e.stream(ChatRequest.of(chat, sampling, overflow=OverflowSettings("stop"))))
         assert err.value.over > 0
         for policy, kept_first in (("rolling_window", False), ("truncate_middle", True)):
-            events = list(e.stream(chat, sampling, OverflowSettings(policy)))
+            events = list(e.stream(ChatRequest.of(chat, sampling, overflow=OverflowSettings(policy))))
             p = next(ev for ev in events if isinstance(ev, PrefillDone))
             assert p.dropped_messages and 7 not in p.dropped_messages and 0 not in p.dropped_messages
             assert (1 not in p.dropped_messages) == kept_first
@@ -80,14 +81,15 @@ def test_policies_on_the_real_model(smollm2: Path) -> None:
 def test_answer_reaching_the_context_end_stops_with_context_full(tiny_model: Path) -> None:
     e = ChatEngine.load(tiny_model, LoadSettings(n_ctx=128, n_gpu_layers="none"))
     try:
-        events = list(e.stream([Message("user", "go on")], SamplingSettings(seed=9, max_tokens=1000),
-                               OverflowSettings(reserve=16)))
+        ask = ChatRequest.of([Message("user", "go on")], SamplingSettings(seed=9, max_tokens=1000),
+                             OverflowSettings(reserve=16))
+        events = list(e.stream(ask))
         fin = events[-1]
         assert isinstance(fin, Finished) and fin.reason == "context_full"
         assert fin.metrics.kv_used == e.n_ctx == len(e.cached_tokens)
         # and the engine is ready for more, from an emptier cache
         e.reset_cache()
-        again = list(e.stream([Message("user", "hi")], SamplingSettings(seed=1, max_tokens=5)))
+        again = list(e.stream(ChatRequest.of([Message("user", "hi")], SamplingSettings(seed=1, max_tokens=5))))
         assert isinstance(again[-1], Finished) and again[-1].reason == "length"
     finally:
         e.close()

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished, PrefillDone, Token
+from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.message import Message
+from prefill.engine.request import ChatRequest, TemplateOptions
 from prefill.engine.settings import LoadSettings, SamplingSettings
-from prefill.engine.template import TemplateOptions
 from tests.engine.vocab_models import THINKING_TEMPLATE, Vocab, vocab_dir, write_scripted
 
 HOT = SamplingSettings(temperature=1.5, top_k=0, top_p=1.0, min_p=0.0, max_tokens=64, seed=7)
@@ -32,7 +32,7 @@ def vocabs() -> Path:
 def chat(model: Path, messages: list[Message], options: TemplateOptions | None = None,
          sampling: SamplingSettings = HOT) -> tuple[ChatEngine, list[object]]:
     e = ChatEngine.load(model, LOAD)
-    return e, list(e.stream(messages, sampling, options=options))
+    return e, list(e.stream(ChatRequest.of(messages, sampling, options=options)))
 
 
 def scripted(tmp_path: Path, vocabs: Path, name: str, prompt: str, answer: list[int], end: str | None,
@@ -190,9 +190,9 @@ def test_prefill_figures_say_what_was_evaluated_when_earlier_reasoning_is_droppe
     e = ChatEngine.load(model, LOAD)
     closing.append(e)
     history = [Message("user", "2+2?")]
-    fin = split(list(e.stream(history, HOT)))[2]
+    fin = split(list(e.stream(ChatRequest.of(history, HOT))))[2]
     history += [Message("assistant", fin.text, fin.reasoning), Message("user", "again?")]
-    events = list(e.stream(history, HOT))
+    events = list(e.stream(ChatRequest.of(history, HOT)))
     prefill = next(ev for ev in events if isinstance(ev, PrefillDone))
     # The cache held the thinking; the new prompt drops it: only what follows the first difference is read.
     assert 0 < prefill.cached_tokens < prefill.prompt_tokens

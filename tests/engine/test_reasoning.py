@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from prefill.engine.reasoning import (
+from prefill.engine.prompt.reasoning import (
     ANSWER,
     REASONING,
     THINK_PAIRS,

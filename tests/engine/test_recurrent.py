@@ -10,9 +10,10 @@ import pytest
 from gguf import GGUFWriter
 
 from prefill.bench.tiny_model import CHATML, _vocab
-from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished, PrefillDone
+from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.message import Message
+from prefill.engine.request import ChatRequest
 from prefill.engine.settings import LoadSettings, SamplingSettings
 
 GREEDY = SamplingSettings(temperature=0.0, max_tokens=12)
@@ -78,7 +79,7 @@ def mamba(tmp_path_factory: pytest.TempPathFactory):
 
 
 def run(e: ChatEngine, messages: list[Message]) -> tuple[PrefillDone, Finished]:
-    events = list(e.stream(messages, GREEDY))
+    events = list(e.stream(ChatRequest.of(messages, GREEDY)))
     prefill = next(ev for ev in events if isinstance(ev, PrefillDone))
     assert isinstance(events[-1], Finished)
     return prefill, events[-1]

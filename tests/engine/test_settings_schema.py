@@ -12,7 +12,7 @@ import pytest
 
 from prefill.engine.errors import InvalidSetting
 from prefill.engine.settings import LoadSettings, OverflowSettings, SamplingSettings
-from prefill.store.settings import ModelSettings, Settings
+from prefill.store.app_settings import ModelSettings, Settings
 
 APP = Path(__file__).resolve().parents[2] / "app" / "prefill"
 

@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from prefill.engine.batch_runtime import load_batch_model
-from prefill.engine.batch_scheduler import BatchScheduler
-from prefill.engine.chat import ChatEngine
+from prefill.engine.batch.runtime import load_batch_model
+from prefill.engine.batch.scheduler import BatchScheduler
+from prefill.engine.batch.slot_chat import SlotChat
 from prefill.engine.errors import ContextOverflow, EngineError
 from prefill.engine.events import Finished, PrefillDone, Token
+from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.message import Message
+from prefill.engine.request import ChatRequest
 from prefill.engine.settings import LoadSettings, OverflowSettings, SamplingSettings
-from prefill.engine.slot_chat import SlotChat
 from tests.engine.vocab_models import write_thinker
 
 GREEDY = SamplingSettings(temperature=0.0, max_tokens=24)
@@ -35,8 +36,8 @@ def smol_slots(smollm2: Path) -> Iterator[BatchScheduler]:
     s.close()
 
 
-def answer(chat: SlotChat | ChatEngine, messages: list[Message], **kw: object) -> tuple[list[object], Finished]:
-    events = list(chat.stream(messages, GREEDY, **kw))  # type: ignore[arg-type]
+def answer(chat: SlotChat | ChatEngine, messages: list[Message]) -> tuple[list[object], Finished]:
+    events = list(chat.stream(ChatRequest.of(messages, GREEDY)))
     end = events[-1]
     assert isinstance(end, Finished)
     return events, end
@@ -46,13 +47,13 @@ def test_a_slot_answers_as_the_chat_engine_does(smollm2: Path, smol_slots: Batch
     engine = ChatEngine.load(smollm2, LOAD)
     try:
         _, alone = answer(engine, ASK)
-        counted = engine.count_tokens(ASK)
+        counted = engine.count_tokens(ChatRequest.of(ASK))
     finally:
         engine.close()
     chat = SlotChat(smol_slots)
     events, f = answer(chat, ASK)
     assert f.text == alone.text and f.reason == alone.reason
-    assert chat.count_tokens(ASK) == counted == f.metrics.prompt_tokens
+    assert chat.count_tokens(ChatRequest.of(ASK)) == counted == f.metrics.prompt_tokens
     assert isinstance(events[0], PrefillDone) and events[0].prompt_tokens == counted
     assert "".join(e.text for e in events if isinstance(e, Token)) == f.text
     # The KV fill is the shared cache's: every slot's cells out of every slot's context.
@@ -70,7 +71,8 @@ def test_a_stop_ends_the_answer_and_frees_the_slot(smol_slots: BatchScheduler) -
     chat = SlotChat(smol_slots)
     cancel = threading.Event()
     events = []
-    for ev in chat.stream([Message("user", "Write a long story.")], SamplingSettings(max_tokens=2000), None, cancel):
+    story = ChatRequest.of([Message("user", "Write a long story.")], SamplingSettings(max_tokens=2000))
+    for ev in chat.stream(story, cancel):
         events.append(ev)
         if isinstance(ev, Token):
             cancel.set()
@@ -81,7 +83,7 @@ def test_a_stop_ends_the_answer_and_frees_the_slot(smol_slots: BatchScheduler) -
 
 def test_a_reader_that_goes_away_frees_its_slot(smol_slots: BatchScheduler) -> None:
     chat = SlotChat(smol_slots)
-    stream = chat.stream([Message("user", "Write a long story.")], SamplingSettings(max_tokens=2000))
+    stream = chat.stream(ChatRequest.of([Message("user", "Write a long story.")], SamplingSettings(max_tokens=2000)))
     next(s for s in stream if isinstance(s, Token))
     stream.close()  # the window dropped the generator
     for _ in range(600):  # the scheduler frees the slot at its next step
@@ -97,8 +99,8 @@ def test_overflow_policies_apply_to_one_slot(tiny_model: Path) -> None:
         chat = SlotChat(sched)
         long = [Message("user", "word " * 200), Message("assistant", "ok"), Message("user", "word " * 40)]
         with pytest.raises(ContextOverflow):
-            list(chat.stream(long, GREEDY, OverflowSettings(policy="stop")))
-        events = list(chat.stream(long, GREEDY, OverflowSettings(policy="rolling_window")))
+            list(chat.stream(ChatRequest.of(long, GREEDY, overflow=OverflowSettings(policy="stop"))))
+        events = list(chat.stream(ChatRequest.of(long, GREEDY, overflow=OverflowSettings(policy="rolling_window"))))
         prefill = next(e for e in events if isinstance(e, PrefillDone))
         assert prefill.dropped_messages == (0, 1) and "left out" in prefill.overflow_note
         assert isinstance(events[-1], Finished)
@@ -110,7 +112,7 @@ def test_thinking_comes_apart_from_the_answer(tmp_path: Path) -> None:
     sched = open_slots(write_thinker(tmp_path / "thinker.gguf"), 1, LoadSettings(n_ctx=512, n_gpu_layers="none"))
     try:
         chat = SlotChat(sched)
-        events = list(chat.stream([Message("user", "What is 2+2?")], SamplingSettings(temperature=1.5)))
+        events = list(chat.stream(ChatRequest.of([Message("user", "What is 2+2?")], SamplingSettings(temperature=1.5))))
         f = events[-1]
         assert isinstance(f, Finished)
         assert f.text == "The answer: 4!" and f.reasoning == "Two and two make four."
@@ -125,4 +127,4 @@ def test_a_closed_server_fails_the_chat_in_words(tiny_model: Path) -> None:
     chat = SlotChat(sched)
     sched.close()
     with pytest.raises(EngineError, match="shutting down"):
-        list(chat.stream([Message("user", "hi")], GREEDY))
+        list(chat.stream(ChatRequest.of([Message("user", "hi")], GREEDY)))

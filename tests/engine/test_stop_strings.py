@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from prefill.engine.stop_strings import StopMatcher
+from prefill.engine.prompt.stop_strings import StopMatcher
 
 
 def reference(stops: tuple[str, ...], text: str) -> tuple[str, bool]:

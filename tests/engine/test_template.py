@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from prefill.bench.tiny_model import write_tiny_llama
-from prefill.engine.chat import ChatEngine
 from prefill.engine.errors import TemplateError
 from prefill.engine.events import Finished, PrefillDone
+from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.message import Message
+from prefill.engine.prompt.template import ChatTemplate, merge_turns
+from prefill.engine.request import ChatRequest, TemplateOptions
 from prefill.engine.settings import LoadSettings, SamplingSettings
-from prefill.engine.template import ChatTemplate, TemplateOptions, merge_turns
 from tests.engine.template_cases import CASES, CONVERSATION, reference_render
 
 SPECIAL = {"bos_token": "<s>", "eos_token": "</s>"}
@@ -60,7 +61,7 @@ def test_a_model_streams_through_each_construct(tmp_path: Path, name: str) -> No
     e = ChatEngine.load(model, LoadSettings(n_ctx=512, n_gpu_layers="none"))
     try:
         want = e.runtime.tokenize(e.render(MESSAGES), add_special=e.runtime.add_bos)
-        events = list(e.stream(MESSAGES, SamplingSettings(max_tokens=8, temperature=0)))
+        events = list(e.stream(ChatRequest.of(MESSAGES, SamplingSettings(max_tokens=8, temperature=0))))
         prefill = next(ev for ev in events if isinstance(ev, PrefillDone))
         assert prefill.prompt_tokens == len(want)
         assert isinstance(events[-1], Finished) and events[-1].metrics.completion_tokens > 0
@@ -123,11 +124,11 @@ def test_template_from_a_gguf_is_refused_at_chat_time(tmp_path: Path) -> None:
     e = ChatEngine.load(model, LoadSettings(n_ctx=256, n_gpu_layers="none"))
     try:
         with pytest.raises(TemplateError, match="sandbox"):
-            list(e.stream([Message("user", "hi")], SamplingSettings(max_tokens=4)))
+            list(e.stream(ChatRequest.of([Message("user", "hi")], SamplingSettings(max_tokens=4))))
         assert not marker.exists()
         # The process and the engine live on; every request is refused the same clear way.
         with pytest.raises(TemplateError):
-            e.count_tokens([Message("user", "again")])
+            e.count_tokens(ChatRequest.of([Message("user", "again")]))
     finally:
         e.close()
 

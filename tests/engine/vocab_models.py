@@ -75,7 +75,7 @@ class Vocab:
     def __init__(self, path: Path):
         import llama_cpp
 
-        from prefill.engine.llama_runtime import _init_backend
+        from prefill.engine.llama.runtime import _init_backend
 
         _init_backend()
         mp = llama_cpp.llama_model_default_params()

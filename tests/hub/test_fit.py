@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from prefill.engine import hardware
-from prefill.engine.fit import Fit, estimate_fit, fit_vs_actual
-from prefill.engine.gguf_header import read_header
-from prefill.engine.hardware import GpuMemory, MachineMemory
+from prefill.engine.gguf.header import read_header
+from prefill.engine.llama import hardware
+from prefill.engine.llama.hardware import GpuMemory, MachineMemory
+from prefill.engine.llama.memory_fit import Fit, estimate_fit, fit_vs_actual
 from prefill.hub.client import HubClient
 from prefill.hub.remote_header import fetch_header
 from tests.hub.fake_hub import FakeFile, FakeHub, FakeRepo
@@ -49,7 +49,7 @@ def test_verdicts(header) -> None:  # noqa: ANN001
 
 
 def hardware_reserve() -> int:
-    from prefill.engine.fit import VRAM_RESERVE
+    from prefill.engine.llama.memory_fit import VRAM_RESERVE
 
     return VRAM_RESERVE
 

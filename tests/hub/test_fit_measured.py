@@ -19,9 +19,9 @@ import textwrap
 
 import pytest
 
-from prefill.engine.fit import estimate_fit
-from prefill.engine.gguf_header import read_header
-from prefill.engine.hardware import MachineMemory
+from prefill.engine.gguf.header import read_header
+from prefill.engine.llama.hardware import MachineMemory
+from prefill.engine.llama.memory_fit import estimate_fit
 from prefill.hub.bundled import bundled_model_path
 from tests.llama_as_prefill import child_env
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from prefill.engine.gguf_header import GGUFError
+from prefill.engine.gguf.header import GGUFError
 from prefill.hub.bundled import BUNDLED_FILE, bundled_model_path
 from prefill.hub.client import HubClient
 from prefill.hub.errors import HubError, NoSuchModel

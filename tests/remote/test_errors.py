@@ -10,6 +10,7 @@ import pytest
 from prefill.engine.errors import EngineBusy
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.message import Message
+from prefill.engine.request import ChatRequest
 from prefill.engine.settings import SamplingSettings
 from prefill.remote.engine import RemoteEngine, api_base
 from prefill.remote.errors import (
@@ -29,7 +30,7 @@ HI = [Message("user", "Hi")]
 
 def test_a_full_stream_gives_the_local_engines_events(fault_server: FaultServer) -> None:
     e = RemoteEngine(fault_server.url, "fake-a", api_key="sk-secret")
-    events = list(e.stream(HI, SamplingSettings(temperature=0.0, max_tokens=9, stop=("END",), seed=3)))
+    events = list(e.stream(ChatRequest.of(HI, SamplingSettings(temperature=0.0, max_tokens=9, stop=("END",), seed=3))))
     assert isinstance(events[0], PrefillDone)
     tokens = [ev for ev in events if isinstance(ev, Token)]
     assert [(t.text, t.reasoning) for t in tokens] == [("Let me think.", True), ("Hello", False), (", world", False)]
@@ -59,7 +60,7 @@ def test_a_cut_stream_keeps_the_partial_answer(fault_server: FaultServer) -> Non
     fault_server.mode = "cut"
     got: list[str] = []
     with pytest.raises(StreamCut) as info:
-        for ev in RemoteEngine(fault_server.url, "fake-a").stream(HI):
+        for ev in RemoteEngine(fault_server.url, "fake-a").stream(ChatRequest.of(HI)):
             if isinstance(ev, Token):
                 got.append(ev.text)
     assert got == ["Let me think.", "Hello"]
@@ -69,7 +70,7 @@ def test_a_cut_stream_keeps_the_partial_answer(fault_server: FaultServer) -> Non
 def test_an_error_event_in_the_stream_keeps_the_partial_answer(fault_server: FaultServer) -> None:
     fault_server.mode = "error_event"
     with pytest.raises(BadResponse, match="the model crashed") as info:
-        list(RemoteEngine(fault_server.url, "fake-a").stream(HI))
+        list(RemoteEngine(fault_server.url, "fake-a").stream(ChatRequest.of(HI)))
     assert info.value.partial == "Hello"
 
 
@@ -78,7 +79,7 @@ def test_http_errors_are_typed(fault_server: FaultServer, mode: str, error: type
     fault_server.mode = mode
     e = RemoteEngine(fault_server.url, "fake-a", api_key="sk-secret")
     with pytest.raises(error, match=f"fake {mode}") as info:
-        list(e.stream(HI))
+        list(e.stream(ChatRequest.of(HI)))
     assert "sk-secret" not in str(info.value)
     with pytest.raises(error):
         e.list_models()
@@ -90,7 +91,7 @@ def test_cancel_closes_the_stream_at_the_next_chunk(fault_server: FaultServer) -
     fault_server.mode = "hold"
     cancel = threading.Event()
     events = []
-    for ev in RemoteEngine(fault_server.url, "fake-a").stream(HI, cancel=cancel):
+    for ev in RemoteEngine(fault_server.url, "fake-a").stream(ChatRequest.of(HI), cancel):
         events.append(ev)
         if isinstance(ev, Token) and ev.text == "Hello":
             cancel.set()
@@ -104,7 +105,7 @@ def test_a_stop_ends_a_stalled_stream_without_waiting_for_its_next_chunk(fault_s
     fault_server.mode = "hold"  # the server sends nothing more until `release` (or 30 s)
     cancel = threading.Event()
     events = []
-    for ev in RemoteEngine(fault_server.url, "fake-a").stream(HI, cancel=cancel):
+    for ev in RemoteEngine(fault_server.url, "fake-a").stream(ChatRequest.of(HI), cancel):
         events.append(ev)
         if isinstance(ev, Token) and ev.text == "Hello":
             cancel.set()  # and the server stays silent: only closing the socket can end the read
@@ -119,7 +120,7 @@ def test_a_stop_ends_the_wait_for_the_response_headers(fault_server: FaultServer
     fault_server.mode = "silent"
     cancel = threading.Event()
     threading.Thread(target=lambda: fault_server.holding.wait(30) and cancel.set(), daemon=True).start()
-    events = list(RemoteEngine(fault_server.url, "fake-a").stream(HI, cancel=cancel))
+    events = list(RemoteEngine(fault_server.url, "fake-a").stream(ChatRequest.of(HI), cancel))
     assert len(events) == 1
     f = events[0]
     assert isinstance(f, Finished) and f.reason == "cancelled" and f.text == ""
@@ -132,11 +133,11 @@ def test_the_engine_streams_again_after_a_stop_shut_its_connections(fault_server
     fault_server.mode = "silent"
     cancel = threading.Event()
     threading.Thread(target=lambda: fault_server.holding.wait(30) and cancel.set(), daemon=True).start()
-    assert [type(e) for e in engine.stream(HI, cancel=cancel)] == [Finished]
+    assert [type(e) for e in engine.stream(ChatRequest.of(HI), cancel)] == [Finished]
     fault_server.release.set()
     fault_server.mode = "ok"
     assert engine.list_models() == ["fake-a", "fake-b"]  # on a connection opened again
-    end = list(engine.stream(HI))[-1]
+    end = list(engine.stream(ChatRequest.of(HI)))[-1]
     assert isinstance(end, Finished) and end.reason == "stop" and end.text == "Hello, world"
 
 
@@ -148,7 +149,7 @@ def _free_port() -> int:
 
 def test_a_refused_connection_is_unreachable() -> None:
     with pytest.raises(Unreachable):
-        list(RemoteEngine(f"http://127.0.0.1:{_free_port()}", "m").stream(HI))
+        list(RemoteEngine(f"http://127.0.0.1:{_free_port()}", "m").stream(ChatRequest.of(HI)))
 
 
 def test_https_to_a_plain_http_port_is_a_tls_failure(fault_server: FaultServer) -> None:
@@ -174,9 +175,9 @@ def test_snapshots_leave_the_kv_unknown() -> None:
 
 def test_a_second_stream_while_one_runs_is_refused(fault_server: FaultServer) -> None:
     e = RemoteEngine(fault_server.url, "fake-a")
-    first = e.stream(HI)
+    first = e.stream(ChatRequest.of(HI))
     next(first)
     with pytest.raises(EngineBusy):
-        next(e.stream(HI))
+        next(e.stream(ChatRequest.of(HI)))
     first.close()
-    assert isinstance(list(e.stream(HI))[-1], Finished)
+    assert isinstance(list(e.stream(ChatRequest.of(HI)))[-1], Finished)

@@ -16,6 +16,7 @@ import pytest
 
 from prefill.engine.events import Finished, PrefillDone, Token
 from prefill.engine.message import Message
+from prefill.engine.request import ChatRequest
 from prefill.engine.settings import SamplingSettings
 from prefill.remote.engine import RemoteEngine
 from prefill.remote.errors import ModelNotFound, Unauthorized
@@ -28,7 +29,7 @@ CAPITAL = [Message("system", "Answer briefly."), Message("user", "What is the ca
 
 
 def _chat(engine: RemoteEngine, messages: list[Message]) -> tuple[list[object], Finished]:
-    events = list(engine.stream(messages, GREEDY))
+    events = list(engine.stream(ChatRequest.of(messages, GREEDY)))
     assert isinstance(events[0], PrefillDone)
     f = events[-1]
     assert isinstance(f, Finished)
@@ -61,7 +62,8 @@ def test_llama_cpp_server_streams_a_conversation(llama_cpp: LlamaCppServer) -> N
 def test_llama_cpp_server_stops_when_cancelled(llama_cpp: LlamaCppServer) -> None:
     cancel = threading.Event()
     texts = []
-    for ev in RemoteEngine(llama_cpp.url, ALIAS).stream(CAPITAL, SamplingSettings(max_tokens=200), cancel=cancel):
+    ask = ChatRequest.of(CAPITAL, SamplingSettings(max_tokens=200))
+    for ev in RemoteEngine(llama_cpp.url, ALIAS).stream(ask, cancel):
         if isinstance(ev, Token):
             texts.append(ev.text)
             cancel.set()
@@ -89,7 +91,7 @@ def test_prefill_server_as_the_remote_reports_usage(prefill_server: Served) -> N
     assert f.text.strip()
     assert m.prompt_tokens > 10 and m.completion_tokens > 1 and m.ttft_ms > 0 and not m.kv_known
     with pytest.raises(ModelNotFound):
-        list(RemoteEngine(prefill_server.url, "no-such-model", "sk-test").stream(CAPITAL, GREEDY))
+        list(RemoteEngine(prefill_server.url, "no-such-model", "sk-test").stream(ChatRequest.of(CAPITAL, GREEDY)))
 
 
 def test_prefill_chat_remote_takes_the_saved_key(prefill_server: Served, tmp_path: Path) -> None:

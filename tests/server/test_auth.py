@@ -10,7 +10,7 @@ import httpx2 as httpx
 import openai
 import pytest
 
-from prefill.server.runner import ExposureError, check_exposure, is_loopback
+from prefill.server.lifecycle import ExposureError, check_exposure, is_loopback
 from tests.server.conftest import Served, start_server, stop_server
 
 KEY = "s3cret-key-for-tests"

@@ -7,13 +7,13 @@ import json
 import threading
 import time
 
-from prefill.engine.batch_request import BatchRequest, Failed, RequestHandle
-from prefill.engine.batch_runtime import ServeSampling
+from prefill.engine.batch.request import BatchRequest, Failed, RequestHandle
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.prompt.model_chat import plain_reader
+from prefill.engine.settings import ServeSampling
 from prefill.server import loop_waker
 from prefill.server.generate import EventStream, stream_reply
 from prefill.server.loop_waker import LoopWaker
-from prefill.server.reasoning import ContentOnly
 from prefill.server.shapes import Reply, sse
 
 
@@ -143,7 +143,7 @@ def _collect(events: list[object]) -> tuple[list[str], RequestHandle]:
         for ev in events:  # all there before the response reads any: they pile up
             stream.sink(ev)  # type: ignore[arg-type]
         stream.waker.step_done(idle=True)
-        return [b async for b in stream_reply(Reply("chat", "m"), handle, stream, ContentOnly(), True)], handle
+        return [b async for b in stream_reply(Reply("chat", "m"), handle, stream, plain_reader(), True)], handle
 
     return asyncio.run(main())
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from prefill.store.app_settings import HubSettings, Settings
 from prefill.store.endpoints import EndpointsFile, SavedEndpoint
-from prefill.store.settings import HubSettings, Settings
 from prefill.store.settings_file import SettingsFile
 
 LOCAL = SavedEndpoint("local llama", "http://127.0.0.1:8080", "smollm2", api_key="sk-secret")

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from prefill.store import InvalidSetting, Settings
-from prefill.store.settings import SECTIONS
+from prefill.store.app_settings import SECTIONS
 
 
 def test_defaults() -> None:

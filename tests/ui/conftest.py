@@ -9,12 +9,12 @@ import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from prefill.engine.kv_disk import KvDiskCache
+from prefill.engine.local.kv_disk import KvDiskCache
 from prefill.store import HistoryStore, SettingsFile
-from prefill.store.settings import Settings
-from prefill.ui.engine_worker import EngineThread
+from prefill.store.app_settings import Settings
 from prefill.ui.main_window import MainWindow
-from prefill.ui.store_worker import StoreProxy, Stores
+from prefill.ui.shared.engine_worker import EngineThread
+from prefill.ui.shared.store_worker import StoreProxy, Stores
 
 LOAD_TIMEOUT = 60_000
 ANSWER_TIMEOUT = 120_000

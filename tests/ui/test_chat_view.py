@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from prefill.ui.chat_view import ChatView
-from prefill.ui.transcript_model import Row, TranscriptModel
+from prefill.ui.chat.transcript_model import Row, TranscriptModel
+from prefill.ui.chat.view import ChatView
 
 LONG = 1000
 FEW = 60  # far more widgets than a screen and its margins hold, far fewer than LONG
@@ -164,7 +164,7 @@ def test_a_new_palette_renders_again_only_what_is_live(qtbot, view: ChatView) ->
 def test_a_long_chat_opens_at_its_end_then_reads_the_rest(app, qtbot) -> None:
     """The last messages show first; the earlier ones follow; a send waits for them."""
     from prefill.store import HistoryStore
-    from prefill.ui.chat_controller import TAIL_ROWS
+    from prefill.ui.chat.controller import TAIL_ROWS
 
     store = HistoryStore(app.data / "history.sqlite3")
     conv = store.create_conversation("long")

@@ -24,8 +24,8 @@ def test_message_box_has_the_keyboard_when_the_window_opens_and_after_a_load(app
 
 def test_cpu_without_a_gpu_is_a_quiet_backend_line_not_a_warning(app, qtbot, smollm2: Path) -> None:
     """This machine has no NVIDIA GPU and a CPU build: "auto" (the default) runs on the CPU, no fault."""
-    from prefill.engine.hardware import nvidia_gpus
-    from prefill.engine.llama_runtime import supports_gpu_offload
+    from prefill.engine.llama.hardware import nvidia_gpus
+    from prefill.engine.llama.runtime import supports_gpu_offload
 
     if supports_gpu_offload() or nvidia_gpus():
         import pytest

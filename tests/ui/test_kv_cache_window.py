@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefill.engine.kv_disk import KvDiskCache, Usage
+from prefill.engine.local.kv_disk import KvDiskCache, Usage
 from tests.ui.conftest import load, send, small_settings
 
 

@@ -7,7 +7,7 @@ import re
 import pytest
 from PySide6.QtGui import QTextDocument
 
-from prefill.ui.markdown import (
+from prefill.ui.markdown.rich_text import (
     DARK_CODE,
     LIGHT_CODE,
     BlockSplitter,

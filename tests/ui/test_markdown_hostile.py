@@ -7,11 +7,11 @@ import re
 import pytest
 from PySide6.QtGui import QTextDocument
 
-from prefill.ui import markdown
-from prefill.ui.markdown import MAX_DEPTH, BlockRenderer, render_markdown
-from prefill.ui.markdown_stream import MarkdownStream
-from prefill.ui.message_widget import MessageWidget
-from prefill.ui.text_faults import HOSTILE_MARKDOWN, fault_battery, fault_battery_lines
+from prefill.ui.chat.message_widget import MessageWidget
+from prefill.ui.markdown import rich_text as markdown
+from prefill.ui.markdown.rich_text import MAX_DEPTH, BlockRenderer, render_markdown
+from prefill.ui.markdown.stream import MarkdownStream
+from prefill.ui.markdown.text_faults import HOSTILE_MARKDOWN, fault_battery, fault_battery_lines
 from tests.ui.steps import growth
 
 

@@ -7,8 +7,8 @@ import random
 import pytest
 from PySide6.QtGui import QTextDocument
 
-from prefill.ui.markdown import code_blocks, render_markdown
-from prefill.ui.markdown_stream import MarkdownStream
+from prefill.ui.markdown.rich_text import code_blocks, render_markdown
+from prefill.ui.markdown.stream import MarkdownStream
 
 _WORDS = ["the", "model", "**token**", "cache", "`kv`", "layer", "*attention*", "weights",
           "prefill", "decode", "batch"]

@@ -12,15 +12,15 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
-from prefill.engine.hardware import GpuMemory, MachineMemory
+from prefill.engine.llama.hardware import GpuMemory, MachineMemory
 from prefill.engine.units import format_bytes
 from prefill.hub.client import HubClient
 from prefill.hub.library import ModelLibrary
 from prefill.hub.manager import JobState
 from prefill.hub.partial import Expected, PartialFile
 from prefill.hub.paths import PARTIAL_DIR
-from prefill.ui.download_worker import DownloadWorker, format_eta
-from prefill.ui.models_page import ModelsPage
+from prefill.ui.models.download_worker import DownloadWorker, format_eta
+from prefill.ui.models.page import ModelsPage
 from tests.hub.conftest import FAST, _hub_env, add_repo, client, hub, payload  # noqa: F401 - fixtures
 from tests.hub.fake_hub import FakeHub
 from tests.hub.gguf_factory import write_tiny_gguf

@@ -9,11 +9,11 @@ import pytest
 from openai import OpenAI
 from PySide6.QtGui import QGuiApplication
 
-from prefill.engine.batch_snapshot import BatchSnapshot, SlotSnapshot
+from prefill.engine.batch.snapshot import BatchSnapshot, SlotSnapshot
 from prefill.engine.settings import LoadSettings
-from prefill.server.runner import ServeOptions
-from prefill.ui.engine_worker import EngineThread, EngineWorker
-from prefill.ui.server_panel import ServerController, ServerPanel, SlotTableModel
+from prefill.server.lifecycle import ServeOptions
+from prefill.ui.server.panel import ServerController, ServerPanel, SlotTableModel
+from prefill.ui.shared.engine_worker import EngineThread, EngineWorker
 
 START_MS = 60_000
 

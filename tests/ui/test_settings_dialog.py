@@ -8,9 +8,9 @@ from dataclasses import replace
 
 from PySide6.QtWidgets import QComboBox, QDialogButtonBox, QDoubleSpinBox, QPushButton, QSpinBox
 
-from prefill.engine.kv_disk import Usage
+from prefill.engine.local.kv_disk import Usage
 from prefill.engine.settings import KV_TYPES, OVERFLOW_POLICIES, LoadSettings, SamplingSettings
-from prefill.store.settings import Settings, keys
+from prefill.store.app_settings import Settings, keys
 from prefill.ui.settings_dialog import LAYOUT, NOT_IN_DIALOG, SettingsDialog, needs_reload
 
 

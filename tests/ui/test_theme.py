@@ -8,8 +8,8 @@ import pytest
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
-from prefill.ui.markdown import DARK_CODE, LIGHT_CODE
-from prefill.ui.theme import (
+from prefill.ui.markdown.rich_text import DARK_CODE, LIGHT_CODE
+from prefill.ui.shared.theme import (
     DARK,
     LIGHT,
     ThemeFollower,

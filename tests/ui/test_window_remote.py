@@ -11,8 +11,8 @@ from PySide6.QtWidgets import QDialog
 from prefill.engine.events import Finished
 from prefill.store import HistoryStore
 from prefill.store.endpoints import EndpointsFile, SavedEndpoint
-from prefill.ui.endpoint_dialog import REMOVED, EndpointDialog
-from prefill.ui.model_picker import ADD_REMOTE, EDIT_REMOTE, REMOTE
+from prefill.ui.models.endpoint_dialog import REMOVED, EndpointDialog
+from prefill.ui.models.picker import ADD_REMOTE, EDIT_REMOTE, REMOTE
 from tests.remote.fault_server import FaultServer
 from tests.remote.servers import ALIAS, LlamaCppServer
 from tests.server.conftest import Served

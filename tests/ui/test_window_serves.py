@@ -8,7 +8,7 @@ from pathlib import Path
 
 from openai import OpenAI
 
-from prefill.engine.slot_chat import LABEL, SlotChat
+from prefill.engine.batch.slot_chat import LABEL, SlotChat
 from tests.ui.conftest import load, send, small_settings
 
 START_MS = 60_000

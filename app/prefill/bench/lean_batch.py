@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 import llama_cpp
 
-from prefill.engine.batch_runtime import BatchRuntime, ServeSampling
+from prefill.engine.batch.runtime import BatchRuntime
+from prefill.engine.settings import ServeSampling
 
 
 def lean_batch_generate(
@@ -33,7 +34,7 @@ def lean_batch_generate(
             group = prompts[w : w + wave]
             for s in range(len(group)):
                 llama_cpp.llama_memory_seq_rm(mem, s, -1, -1)
-            samplers = [rt.new_serve_sampler(sampling, sampling.seed + w + s) for s in range(len(group))]
+            samplers = [rt.new_sampler(sampling, sampling.seed + w + s) for s in range(len(group))]
             rows = _prefill(rt, batch, group)
             pos = [len(p) for p in group]
             for step in range(sampling.max_tokens):

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import llama_cpp
 
-from prefill.engine.llama_runtime import LlamaRuntime
+from prefill.engine.llama.runtime import LlamaRuntime
 from prefill.engine.settings import SamplingSettings
 
 

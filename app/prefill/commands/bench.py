@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from prefill.bench.runner import bench
+    from prefill.bench.side_by_side import bench
 
     settings = load_settings(args)
     need = args.prompt_tokens + args.gen_tokens + 64

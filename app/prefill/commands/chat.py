@@ -26,12 +26,11 @@ from prefill.commands.options import (
 )
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.message import Message
+from prefill.engine.request import REASONING_EFFORTS, ChatRequest, TemplateOptions
 from prefill.engine.settings import OverflowSettings, SamplingSettings
-from prefill.engine.template import REASONING_EFFORTS, TemplateOptions
 
 if TYPE_CHECKING:
-    from prefill.engine.chat import ChatEngine
-    from prefill.remote.engine import RemoteEngine
+    from prefill.session.chat_session import ChatSession
 
 JSON_FIELDS = (
     "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens", "evaluated_tokens",
@@ -85,7 +84,7 @@ def _prompts(args: argparse.Namespace) -> Iterable[str | Control]:
 
 
 def chat_turns(
-    engine: ChatEngine | RemoteEngine, system: str, prompts: Iterable[str | Control], sampling: SamplingSettings,
+    session: ChatSession, system: str, prompts: Iterable[str | Control], sampling: SamplingSettings,
     overflow: OverflowSettings, echo: bool, options: TemplateOptions | None = None,
     stopper: StopOnCtrlC | None = None,
 ) -> Iterator[Finished]:
@@ -105,7 +104,8 @@ def chat_turns(
         thinking = False
         with stopper or contextlib.nullcontext():
             cancel = stopper.cancel if stopper is not None else None
-            for ev in engine.stream(history, sampling, overflow, options=options, cancel=cancel):
+            request = ChatRequest(tuple(history), sampling, overflow, options or TemplateOptions())
+            for ev in session.stream(request, cancel):
                 if echo and isinstance(ev, Token):
                     if ev.reasoning != thinking:
                         thinking = ev.reasoning
@@ -128,37 +128,44 @@ def chat_turns(
 
 
 def run(args: argparse.Namespace) -> int:
-    from prefill.engine.chat import ChatEngine
+    from prefill.remote.engine import RemoteEngine
+    from prefill.session.backends import LocalModel, Target
+    from prefill.session.chat_session import ChatSession
 
-    engine: ChatEngine | RemoteEngine
+    session = ChatSession()
+    target: Target
+    asked = ""  # the remote model asked for
     if args.remote:
-        from prefill.commands.remote_chat import keep_partial, open_remote
+        from prefill.commands.remote_chat import check_listed, keep_partial, remote_target
 
-        engine = open_remote(args)
-        chat_format = engine.chat_format
+        target = remote_target(args)
+        asked = target.model
     else:
-        engine = ChatEngine.load(model_path(args), load_settings(args))
-        chat_format = engine.format.name
+        target = LocalModel(str(model_path(args)), load_settings(args))
+    info = session.load(target)
+    assert info is not None
     try:
-        if isinstance(engine, ChatEngine) and engine.backend.warning:
-            print(f"prefill: {engine.backend.warning}", file=sys.stderr)
-        if isinstance(engine, ChatEngine) and not engine.format.from_model:
-            print(f"prefill: chat format: {engine.format.label}", file=sys.stderr)
+        if isinstance(session.backend, RemoteEngine):
+            check_listed(session.backend, asked)
+        if info.backend_warning:
+            print(f"prefill: {info.backend_warning}", file=sys.stderr)
+        if not args.remote and not info.format_from_model:
+            print(f"prefill: chat format: {info.chat_format_label}", file=sys.stderr)
         overflow = overflow_settings(args)
         options = TemplateOptions(think=args.think, reasoning_effort=args.reasoning_effort)
         interactive = not args.prompt and sys.stdin.isatty()
         turns = chat_turns(
-            engine, args.system, _prompts(args), sampling_settings(args), overflow, not args.json, options,
+            session, args.system, _prompts(args), sampling_settings(args), overflow, not args.json, options,
             StopOnCtrlC() if interactive else None,
         )
         if args.remote:
             turns = keep_partial(turns, args.json)
         for f in turns:
             if args.json:
-                print(json.dumps(turn_json(f, chat_format), ensure_ascii=False), flush=True)
+                print(json.dumps(turn_json(f, info.chat_format), ensure_ascii=False), flush=True)
             else:
                 print()
                 print(metrics_line(f.metrics), file=sys.stderr, flush=True)
     finally:
-        engine.close()
+        session.unload()
     return 0

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from prefill.commands import history_io
 from prefill.commands.errors import CliError
-from prefill.engine.gguf_header import GGUFError
+from prefill.engine.gguf.header import GGUFError
 from prefill.engine.settings import KV_TYPES
 from prefill.engine.units import format_bytes, format_params
 from prefill.hub.client import SORT_KEYS, HubClient
@@ -102,7 +102,7 @@ def _files(args: argparse.Namespace) -> int:
     listing = client.list_models(args.repo)
     memory = None
     if args.fit:
-        from prefill.engine.hardware import machine_memory
+        from prefill.engine.llama.hardware import machine_memory
 
         memory = machine_memory()
     for quant, models in group_by_quant(listing.models).items():
@@ -115,7 +115,7 @@ def _files(args: argparse.Namespace) -> int:
 
 
 def _fit(client: HubClient, args: argparse.Namespace, m: ModelFiles, memory: object) -> str:
-    from prefill.engine.fit import estimate_fit
+    from prefill.engine.llama.memory_fit import estimate_fit
     from prefill.hub.remote_header import fetch_header
 
     headers = [fetch_header(client, args.repo, p.filename) for p in m.parts]

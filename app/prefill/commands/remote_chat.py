@@ -1,8 +1,9 @@
 """`prefill chat --remote URL`: the terminal chat against an OpenAI-compatible server.
 
-The conversation runs as with a local model (commands/chat.py); this module opens the remote
-engine (the key from --api-key, else the one saved with that URL) and keeps an answer that a
-failure cut short: echoed as it came, then marked, or printed as a JSON line with its error.
+The conversation runs as with a local model (commands/chat.py, through the same session); this
+module names the endpoint (the key from --api-key, else the one saved with that URL), checks its
+model is listed, and keeps an answer that a failure cut short: echoed as it came, then marked, or
+printed as a JSON line with its error.
 """
 
 from __future__ import annotations
@@ -16,33 +17,31 @@ from prefill.commands.errors import CliError
 from prefill.engine.events import Finished
 from prefill.remote.engine import RemoteEngine
 from prefill.remote.errors import ModelNotFound, RemoteError
+from prefill.session.backends import RemoteEndpoint
 from prefill.store.endpoints import EndpointsFile
 
 
-def open_remote(args: argparse.Namespace, endpoints: EndpointsFile | None = None) -> RemoteEngine:
-    """The remote engine the options name, its model checked against its /v1/models.
-
-    Raises:
-        RemoteError: the server cannot be reached, refuses the key, or lists no such model.
-    """
+def remote_target(args: argparse.Namespace, endpoints: EndpointsFile | None = None) -> RemoteEndpoint:
+    """The endpoint the options name: the key from --api-key, else the one saved with that URL."""
     key = args.api_key
     saved = (endpoints or EndpointsFile()).for_url(args.remote)
     if not key and saved is not None:
         key = saved.api_key
     model = args.model or (saved.model if saved is not None else "")
-    engine = RemoteEngine(args.remote, model, key)
-    try:
-        models = engine.list_models()
-        if not model:
-            engine.resolve_model()
-        elif models and model not in models:
-            raise ModelNotFound(engine.base, f"{engine.base} does not list the model {model!r}; "
-                                f"it serves: {', '.join(models[:20])}")
-    except RemoteError:
-        engine.close()
-        raise
+    return RemoteEndpoint(args.remote, model, key)
+
+
+def check_listed(engine: RemoteEngine, asked: str) -> None:
+    """The model asked for must be one the endpoint lists (when it lists any).
+
+    Raises:
+        RemoteError: the server cannot be reached, refuses the key, or lists no such model.
+    """
+    models = engine.list_models()
+    if asked and models and asked not in models:
+        raise ModelNotFound(engine.base, f"{engine.base} does not list the model {asked!r}; "
+                            f"it serves: {', '.join(models[:20])}")
     print(f"prefill: {engine.model} at {engine.base}", file=sys.stderr)
-    return engine
 
 
 def keep_partial(turns: Iterator[Finished], as_json: bool) -> Iterator[Finished]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
-from prefill.engine.chat import ChatEngine
 from prefill.engine.events import Finished
+from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.message import Message
+from prefill.engine.request import ChatRequest
 from prefill.engine.settings import LoadSettings, SamplingSettings
 from prefill.hub.bundled import bundled_model_path
 
@@ -20,7 +21,8 @@ def run() -> int:
     engine = ChatEngine.load(path, LoadSettings(n_ctx=512))
     try:
         fin = None
-        for ev in engine.stream([Message("user", "Say hello.")], SamplingSettings(temperature=0.0, max_tokens=8)):
+        ask = ChatRequest.of([Message("user", "Say hello.")], SamplingSettings(temperature=0.0, max_tokens=8))
+        for ev in engine.stream(ask):
             if isinstance(ev, Finished):
                 fin = ev
         if fin is None or fin.metrics.completion_tokens == 0:
@@ -29,9 +31,9 @@ def run() -> int:
         report = {
             "ok": True,
             "model": path.name,
-            "backend": engine.backend.summary,
-            "gpu_build": engine.backend.gpu_build,
-            "warning": engine.backend.warning,
+            "backend": engine.device.summary,
+            "gpu_build": engine.device.gpu_build,
+            "warning": engine.device.warning,
             "text": fin.text,
             **fin.metrics.as_dict(),
         }

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prefill.server.runner import ExposureError, ServeOptions, check_exposure, serve
+    from prefill.server.lifecycle import ExposureError, ServeOptions, check_exposure, serve
 
     if not 1 <= args.parallel <= 64:
         raise CliError("--parallel must be between 1 and 64")

@@ -1,19 +1,19 @@
 """What serves a conversation: the local engine, one slot of the server's batch, or a remote endpoint.
 
-Each streams the same events (PrefillDone, Token…, MetricsSnapshot…, Finished), so the window
-and the CLI treat them alike; what one cannot measure it leaves unknown rather than zero.
+Each takes a `ChatRequest` and streams the same events (PrefillDone, Token…, MetricsSnapshot…,
+Finished), so the window, the terminal and the server treat them alike; what one cannot measure it
+leaves unknown rather than zero. Which one answers is chosen by `prefill.session.backends`.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Protocol
 
+from prefill.engine.errors import EngineBusy
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
-from prefill.engine.message import Message
-from prefill.engine.settings import OverflowSettings, SamplingSettings
-from prefill.engine.template import TemplateOptions
+from prefill.engine.request import ChatRequest
 
 Event = PrefillDone | Token | MetricsSnapshot | Finished
 
@@ -21,19 +21,12 @@ Event = PrefillDone | Token | MetricsSnapshot | Finished
 class ChatBackend(Protocol):
     """A conversation's server. One thread streams from it at a time."""
 
-    def stream(
-        self,
-        messages: Sequence[Message],
-        sampling: SamplingSettings | None = None,
-        overflow: OverflowSettings | None = None,
-        cancel: threading.Event | None = None,
-        options: TemplateOptions | None = None,
-    ) -> Iterator[Event]:
-        """Answer `messages`: PrefillDone, Token…, MetricsSnapshot…, Finished. `cancel` stops it."""
+    def stream(self, request: ChatRequest, cancel: threading.Event | None = None) -> Iterator[Event]:
+        """Answer `request`: PrefillDone, Token…, MetricsSnapshot…, Finished. `cancel` stops it."""
         ...
 
-    def count_tokens(self, messages: Sequence[Message], options: TemplateOptions | None = None) -> int | None:
-        """The prompt tokens of `messages`, or None where the prompt is written elsewhere (a remote)."""
+    def count_tokens(self, request: ChatRequest) -> int | None:
+        """The prompt tokens of the request, or None where the prompt is written elsewhere (a remote)."""
         ...
 
     def kv_snapshot(self) -> MetricsSnapshot:
@@ -41,3 +34,13 @@ class ChatBackend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def one_at_a_time(busy: threading.Lock, events: Iterator[Event]) -> Iterator[Event]:
+    """`events`, refused with EngineBusy while another stream holds `busy` (a backend's one lock)."""
+    if not busy.acquire(blocking=False):
+        raise EngineBusy("the engine is still answering another request")
+    try:
+        yield from events
+    finally:
+        busy.release()

@@ -151,3 +151,17 @@ class OverflowSettings(Section):
     def reserve_for(self, max_tokens: int, n_ctx: int) -> int:
         """The tokens kept free for the answer in a context of `n_ctx`."""
         return self.reserve or min(max_tokens, n_ctx // 4)
+
+
+@dataclass(frozen=True)
+class ServeSampling(SamplingSettings):
+    """SamplingSettings plus what an OpenAI-style request can also ask for."""
+
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    ignore_eos: bool = False  # keep going past end-of-generation tokens (benchmarks)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not -2 <= self.frequency_penalty <= 2 or not -2 <= self.presence_penalty <= 2:
+            raise ValueError("frequency and presence penalties must be in [-2, 2]")

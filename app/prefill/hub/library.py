@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from prefill.engine.gguf_header import GGUFError, read_header
+from prefill.engine.gguf.header import GGUFError, read_header
 from prefill.hub.abandoned import AbandonedDownload, abandoned_downloads, remove_abandoned
 from prefill.hub.bundled import bundled_model_path
 from prefill.hub.errors import HubError, NoSuchModel

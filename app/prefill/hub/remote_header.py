@@ -10,7 +10,7 @@ from __future__ import annotations
 import http.client
 import urllib.error
 
-from prefill.engine.gguf_header import GGUFError, GGUFHeader, GGUFTruncated, parse_header
+from prefill.engine.gguf.header import GGUFError, GGUFHeader, GGUFTruncated, parse_header
 from prefill.hub.client import HubClient, error_for_status
 from prefill.hub.errors import HubUnreachable
 from prefill.hub.transfer import http_open

@@ -19,19 +19,18 @@ import ssl
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2 as httpx
 
-from prefill.engine.errors import EngineBusy
+from prefill.engine.chat_backend import Event, one_at_a_time
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
-from prefill.engine.message import Message
 from prefill.engine.metrics import RequestClock
-from prefill.engine.settings import OverflowSettings, SamplingSettings
-from prefill.engine.template import TemplateOptions
+from prefill.engine.request import ChatRequest
+from prefill.engine.settings import SamplingSettings
 from prefill.remote.errors import (
     BadResponse,
     InvalidEndpoint,
@@ -45,7 +44,6 @@ from prefill.remote.errors import (
 )
 from prefill.remote.sse import sse_data
 
-Event = PrefillDone | Token | MetricsSnapshot | Finished
 SNAPSHOT_EVERY_S = 0.25
 CONNECT_TIMEOUT_S = 10.0
 CANCEL_POLL_S = 0.05
@@ -94,7 +92,7 @@ class RemoteEngine:
     def close(self) -> None:
         self._client.close()
 
-    def count_tokens(self, messages: Sequence[Message], options: TemplateOptions | None = None) -> None:
+    def count_tokens(self, request: ChatRequest) -> None:
         """Unknown here: the remote writes and tokenises the prompt itself."""
         return None
 
@@ -126,50 +124,41 @@ class RemoteEngine:
         return self.model
 
     # --- chat -----------------------------------------------------------------------
-    def stream(
-        self,
-        messages: Sequence[Message],
-        sampling: SamplingSettings | None = None,
-        overflow: OverflowSettings | None = None,
-        cancel: threading.Event | None = None,
-        options: TemplateOptions | None = None,
-    ) -> Iterator[Event]:
+    def stream(self, request: ChatRequest, cancel: threading.Event | None = None) -> Iterator[Event]:
         """Send the conversation and stream the answer, as `ChatEngine.stream` does.
 
-        `overflow` and `options` are the local engine's: a remote fits and renders the prompt
-        itself, so they are accepted and not sent. Cancelling shuts the connection at once, whether
+        The request's overflow policy and template options are the local engine's: a remote fits
+        and renders the prompt itself, so they are not sent. Cancelling shuts the connection at once, whether
         the answer is streaming, stalled, or not begun (the server still preparing its headers).
 
         Raises:
             RemoteError: a kind per failure; a StreamCut (or an error event) keeps the partial answer.
             EngineBusy: another request is running.
         """
-        if not self._busy.acquire(blocking=False):
-            raise EngineBusy("the engine is still answering another request")
-        try:
-            clock = RequestClock()
-            reader = _Reader(self.base, clock, cancel)
-            # From the first byte sent: a stop also ends the wait for the model list or the headers.
-            with _closed_on(cancel, self._shut_sockets):
-                try:
-                    resp = self._open("POST", "/chat/completions", self._chat_body(messages, sampling))
-                except RemoteError:
-                    if cancel is not None and cancel.is_set():  # the stop shut the socket: not a failure
-                        yield reader._finished("cancelled")
-                        return
-                    raise
-                with resp:
-                    yield from reader.read(resp)
-        finally:
-            self._busy.release()
+        return one_at_a_time(self._busy, self._stream(request, cancel))
 
-    def _chat_body(self, messages: Sequence[Message], sampling: SamplingSettings | None) -> dict[str, Any]:
+    def _stream(self, request: ChatRequest, cancel: threading.Event | None) -> Iterator[Event]:
+        reader = _Reader(self.base, RequestClock(), cancel)
+        # From the first byte sent: a stop also ends the wait for the model list or the headers.
+        with _closed_on(cancel, self._shut_sockets):
+            try:
+                resp = self._open("POST", "/chat/completions", self._chat_body(request))
+            except RemoteError:
+                if cancel is not None and cancel.is_set():  # the stop shut the socket: not a failure
+                    yield reader._finished("cancelled")
+                    return
+                raise
+            with resp:
+                yield from reader.read(resp)
+
+    def _chat_body(self, request: ChatRequest) -> dict[str, Any]:
+        messages, sampling = request.messages, request.sampling
         return {
             "model": self.resolve_model(),
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "stream": True,
             "stream_options": {"include_usage": True},
-            **sampling_fields(sampling or SamplingSettings()),
+            **sampling_fields(sampling),
         }
 
     # --- HTTP -----------------------------------------------------------------------

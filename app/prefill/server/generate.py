@@ -14,14 +14,14 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 
 from starlette.requests import Request
 
-from prefill.engine.batch_request import BatchEvent, BatchRequest, Failed, RequestHandle
-from prefill.engine.batch_runtime import ServeSampling
-from prefill.engine.batch_scheduler import BatchScheduler
+from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
+from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.errors import ContextOverflow, EngineError
 from prefill.engine.events import Finished, Token
+from prefill.engine.prompt.answer_split import AnswerSplit
+from prefill.engine.settings import ServeSampling
 from prefill.server.errors import ApiError, context_exceeded, server_error, unavailable
 from prefill.server.loop_waker import LoopWaker
-from prefill.server.reasoning import AnswerSplitter
 from prefill.server.shapes import SSE_DONE, Reply, sse
 
 
@@ -84,7 +84,7 @@ def submit(scheduler: BatchScheduler, prompt: Sequence[int], sampling: ServeSamp
 
 
 async def stream_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
-                       splitter: AnswerSplitter, include_usage: bool) -> AsyncIterator[str]:
+                       splitter: AnswerSplit, include_usage: bool) -> AsyncIterator[str]:
     """The SSE body: a first chunk, then the text, the last chunk with the finish reason,
     the usage chunk when asked, then [DONE]. A failure is sent as an error event.
 
@@ -96,10 +96,10 @@ async def stream_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
             yield sse(reply.chunk(first=True))
         async for events in stream.batches():
             texts = [ev.text for ev in events if type(ev) is Token]
-            out = [reply.text_chunk(*splitter.feed("".join(texts)))] if texts else []
+            out = [reply.text_chunk(*splitter.split("".join(texts)))] if texts else []
             end = events[-1]
             if isinstance(end, Finished):
-                reasoning, content = splitter.flush()
+                reasoning, content = splitter.finish()
                 out.append(reply.text_chunk(reasoning, content))
                 out.append(sse(reply.chunk(reason=end.reason, m=end.metrics)))
                 if include_usage:
@@ -118,7 +118,7 @@ async def stream_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
 
 
 async def full_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
-                     splitter: AnswerSplitter, request: Request) -> dict[str, object]:
+                     splitter: AnswerSplit, request: Request) -> dict[str, object]:
     """The non-streamed body. A client that disconnects while waiting cancels the request."""
     gone = asyncio.ensure_future(_disconnected(request))
     events = stream.batches()
@@ -132,9 +132,8 @@ async def full_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
                 raise ApiError(499, "The client closed the request.")
             for ev in nxt.result():
                 if isinstance(ev, Finished):
-                    r1, c1 = splitter.feed(ev.text)
-                    r2, c2 = splitter.flush()
-                    return reply.full(c1 + c2, r1 + r2, ev.reason, ev.metrics)
+                    reasoning, content = splitter.finish(ev.text)
+                    return reply.full(content, reasoning, ev.reason, ev.metrics)
                 if isinstance(ev, Failed):
                     raise server_error(ev.message)
     finally:

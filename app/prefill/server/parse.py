@@ -11,8 +11,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefill.engine.batch_runtime import ServeSampling
 from prefill.engine.message import Message
+from prefill.engine.request import ChatRequest
+from prefill.engine.settings import ServeSampling
 from prefill.server.errors import ApiError, bad_request, model_not_found
 
 MAX_STOPS = 16
@@ -34,6 +35,11 @@ class GenerationRequest:
     stream: bool = False
     include_usage: bool = False
     sampling: ServeSampling = field(default_factory=lambda: DEFAULTS)
+
+    @property
+    def chat_request(self) -> ChatRequest:
+        """A chat's turn as every backend takes it."""
+        return ChatRequest(self.messages, self.sampling)
 
 
 def parse_json(body: bytes) -> dict[str, Any]:

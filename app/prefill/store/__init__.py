@@ -1,6 +1,13 @@
 """SQLite chat history and typed settings. No Qt: this package runs in the CLI and tests."""
 
 from prefill.engine.settings import SamplingSettings
+from prefill.store.app_settings import (
+    HubSettings,
+    ModelSettings,
+    SettingInfo,
+    Settings,
+    UiSettings,
+)
 from prefill.store.archive import ArchivedConversation, ArchivedMessage, ImportResult
 from prefill.store.errors import (
     ConversationNotFound,
@@ -16,13 +23,6 @@ from prefill.store.errors import (
 from prefill.store.history import HistoryStore, default_history_path
 from prefill.store.records import Conversation, MessageRecord, Role, title_from_text
 from prefill.store.search import SearchHit
-from prefill.store.settings import (
-    HubSettings,
-    ModelSettings,
-    SettingInfo,
-    Settings,
-    UiSettings,
-)
 from prefill.store.settings_file import SettingsFile, SettingsRead, default_settings_path
 
 __all__ = [

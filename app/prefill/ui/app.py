@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
-    from prefill.engine.kv_disk import KvDiskCache
+    from prefill.engine.local.kv_disk import KvDiskCache
     from prefill.store import HistoryStore, Settings, SettingsFile
-    from prefill.ui.engine_worker import EngineThread
     from prefill.ui.main_window import MainWindow
-    from prefill.ui.store_worker import StoreProxy
+    from prefill.ui.shared.engine_worker import EngineThread
+    from prefill.ui.shared.store_worker import StoreProxy
 
 T_START = time.perf_counter()
 
@@ -40,8 +39,8 @@ class StartSettings:
 def read_settings(settings_file: SettingsFile) -> StartSettings:
     """Read the settings file; never fails (an unreadable file gives the defaults and a notice)."""
     from prefill.store import SettingsError
-    from prefill.store.settings import Settings
-    from prefill.ui.store_messages import settings_read_text, settings_unreadable_text
+    from prefill.store.app_settings import Settings
+    from prefill.ui.shared.store_messages import settings_read_text, settings_unreadable_text
 
     try:
         read = settings_file.read()
@@ -56,9 +55,9 @@ def build_window(
 ) -> tuple[MainWindow, StoreProxy, EngineThread]:
     """The window with its store and engine threads, showing what reading the settings said.
     `disk`: where chats' KV caches are saved (None: not saved)."""
-    from prefill.ui.engine_worker import EngineThread
     from prefill.ui.main_window import MainWindow
-    from prefill.ui.store_worker import StoreProxy, Stores
+    from prefill.ui.shared.engine_worker import EngineThread
+    from prefill.ui.shared.store_worker import StoreProxy, Stores
 
     store = StoreProxy(Stores(history, settings_file, save_settings=start.writable))
     engine = EngineThread(disk)
@@ -102,10 +101,10 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
             print(problem, file=sys.stderr)
             return 1
 
-    from prefill.engine.kv_disk import KvDiskCache
+    from prefill.engine.local.kv_disk import KvDiskCache
     from prefill.hub.bundled import BUNDLED_NAME, bundled_model_path
     from prefill.store import HistoryStore, SettingsFile
-    from prefill.ui.theme import ThemeFollower
+    from prefill.ui.shared.theme import ThemeFollower
 
     # The decode thread gives up the GIL inside llama.cpp; when it comes back it should not
     # wait 5 ms for the GUI thread to let go of it.
@@ -153,10 +152,13 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
         window.shown.connect(lambda: QTimer.singleShot(0, report))
     window.show()
     QTimer.singleShot(0, started)
-    from prefill.ui.markdown import warm_up
+    from prefill.ui.markdown.rich_text import warm_up
+    from prefill.ui.shared.pool_jobs import PoolJobs
 
-    threading.Thread(target=warm_up, name="prefill-warm-up", daemon=True).start()
+    warm = PoolJobs(1)  # the first answer's highlighter, warmed off the GUI thread; waited for on quit
+    warm.run(warm_up)
     rc = app.exec()
+    warm.close()
     engine.stop()
     store.stop()
     return rc

@@ -23,31 +23,32 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.engine.events import MetricsSnapshot
-from prefill.engine.kv_disk import Usage
+from prefill.engine.local.kv_disk import Usage
+from prefill.session.loaded import LoadedModel
 from prefill.store import Conversation
+from prefill.store.app_settings import Settings
 from prefill.store.endpoints import SavedEndpoint
-from prefill.store.settings import Settings
-from prefill.ui.chat_controller import ChatController
-from prefill.ui.chat_view import ChatView
-from prefill.ui.conversation_list import ConversationList
-from prefill.ui.engine_worker import EngineThread, LoadedModel
-from prefill.ui.history_menu import HistoryMenu
-from prefill.ui.input_box import InputBox
-from prefill.ui.model_picker import REMOTE, ModelPicker
-from prefill.ui.plain_text import inform, plain_label
-from prefill.ui.reasoning_controls import ReasoningControls
+from prefill.ui.chat.controller import ChatController
+from prefill.ui.chat.input_box import InputBox
+from prefill.ui.chat.reasoning_controls import ReasoningControls
+from prefill.ui.chat.sidebar import EngineSidebar
+from prefill.ui.chat.transcript_model import Row, TranscriptModel
+from prefill.ui.chat.view import ChatView
+from prefill.ui.history.conversation_list import ConversationList
+from prefill.ui.history.menu import HistoryMenu
+from prefill.ui.models.picker import REMOTE, ModelPicker
 from prefill.ui.settings_dialog import SettingsDialog, needs_reload
-from prefill.ui.sidebar import EngineSidebar
-from prefill.ui.store_worker import StoreProxy, Stores
-from prefill.ui.theme import ThemeFollower, apply_theme, code_palette
-from prefill.ui.transcript_model import Row, TranscriptModel
+from prefill.ui.shared.engine_worker import EngineThread
+from prefill.ui.shared.plain_text import inform, plain_label
+from prefill.ui.shared.store_worker import StoreProxy, Stores
+from prefill.ui.shared.theme import ThemeFollower, apply_theme, code_palette
 from prefill.ui.welcome import Welcome
 
 MIB = 1024 * 1024
 
 if TYPE_CHECKING:
-    from prefill.ui.download_worker import DownloadWorker
-    from prefill.ui.models_page import ModelsPage
+    from prefill.ui.models.download_worker import DownloadWorker
+    from prefill.ui.models.page import ModelsPage
 
 CLOSE_GRACE_MS = 1500  # how long a close waits for a streaming answer to stop and be saved
 
@@ -184,7 +185,7 @@ class MainWindow(QMainWindow):
         w.token_count.connect(self._on_worker_token_count)
         w.cache_note.connect(self.show_notice)
         w.disk_cache.connect(self._on_worker_disk_cache)
-        w.request_cache_budget.emit(self.settings.model.kv_disk_budget_mb * MIB)  # and report its use
+        w.set_cache_budget(self.settings.model.kv_disk_budget_mb * MIB)  # and report its use
         self.picker.local_chosen.connect(self.load_model)
         self.picker.remote_chosen.connect(self.load_remote)
         self.picker.open_file_requested.connect(self._open_file)
@@ -247,7 +248,7 @@ class MainWindow(QMainWindow):
         self._load_tag = self.engine.worker.load_remote(endpoint)
 
     def _add_remote(self, existing: SavedEndpoint | None = None) -> None:
-        from prefill.ui.endpoint_dialog import REMOVED, EndpointDialog
+        from prefill.ui.models.endpoint_dialog import REMOVED, EndpointDialog
 
         dialog = EndpointDialog(self.picker.endpoint_names(), self, existing)
         result = dialog.exec()
@@ -347,8 +348,8 @@ class MainWindow(QMainWindow):
             from prefill.hub.client import HubClient
             from prefill.hub.library import ModelLibrary
             from prefill.hub.paths import default_models_dir
-            from prefill.ui.download_worker import DownloadWorker
-            from prefill.ui.models_page import ModelsPage
+            from prefill.ui.models.download_worker import DownloadWorker
+            from prefill.ui.models.page import ModelsPage
 
             token = self.settings.hub.hf_token or None
             models_dir = Path(self.settings.ui.models_dir) if self.settings.ui.models_dir else default_models_dir()
@@ -398,8 +399,8 @@ class MainWindow(QMainWindow):
 
     def _on_serve_action_toggled(self, shown: bool) -> None:
         if self.server_dock is None:
-            from prefill.server.runner import ServeOptions
-            from prefill.ui.server_panel import ServerController, ServerPanel
+            from prefill.server.lifecycle import ServeOptions
+            from prefill.ui.server.panel import ServerController, ServerPanel
 
             def options() -> ServeOptions | None:
                 if self.loaded is None or self.loaded.remote:
@@ -486,7 +487,7 @@ class MainWindow(QMainWindow):
 
     def _open_settings(self) -> None:
         dialog = SettingsDialog(self.settings, self, self.cache_usage)
-        dialog.clear_cache_requested.connect(self.engine.worker.request_clear_cache)
+        dialog.clear_cache_requested.connect(self.engine.worker.clear_cache)
         self.cache_usage_changed.connect(dialog.set_cache_usage)
         accepted = dialog.exec()
         self.cache_usage_changed.disconnect(dialog.set_cache_usage)
@@ -496,7 +497,7 @@ class MainWindow(QMainWindow):
         old, self.settings = self.settings, new
         self.store.save_settings(new)
         if new.model.kv_disk_budget_mb != old.model.kv_disk_budget_mb:
-            self.engine.worker.request_cache_budget.emit(new.model.kv_disk_budget_mb * MIB)
+            self.engine.worker.set_cache_budget(new.model.kv_disk_budget_mb * MIB)
         if new.ui.theme != old.ui.theme:
             if self.theme_follower is not None:
                 self.theme_follower.set_choice(new.ui.theme)

@@ -33,10 +33,10 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.engine.errors import InvalidSetting
-from prefill.engine.kv_disk import Usage
+from prefill.engine.local.kv_disk import Usage
 from prefill.engine.setting_fields import choices, hints
-from prefill.store.settings import SECTIONS, ModelSettings, Settings
-from prefill.ui.plain_text import plain_label
+from prefill.store.app_settings import SECTIONS, ModelSettings, Settings
+from prefill.ui.shared.plain_text import plain_label
 
 LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Generation", ("sampling.temperature", "sampling.top_k", "sampling.top_p", "sampling.min_p",

@@ -1,0 +1,388 @@
+"""Continuous batching: several requests decode together in one llama.cpp batch.
+
+One thread owns the `BatchRuntime`. Each step it builds one `llama_batch` holding
+the next token of every decoding slot and, in the room left, prompt chunks of the
+slots still prefilling; one `llama_decode`; then each finished row is sampled with
+its own request's sampler chain. A request waits in a FIFO queue while all slots
+are busy. A new request goes to the idle slot whose cached tokens share the longest
+prefix with its prompt, and only what follows that prefix is evaluated.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
+from prefill.engine.batch.runtime import LoadedBatchModel, TokenBatch
+from prefill.engine.batch.snapshot import BatchSnapshot, RateMeter, SlotSnapshot, recent_rate
+from prefill.engine.errors import ContextOverflow, EngineError
+from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.prompt.answer_decoder import AnswerDecoder
+
+log = logging.getLogger(__name__)
+PUBLISH_EVERY_S = 0.1
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+@dataclass(eq=False)
+class _Slot:
+    index: int  # also its llama.cpp sequence id
+    tokens: list[int] = field(default_factory=list)  # exactly what its sequence holds
+    prompt_len: int = 0  # of the last request it served (the rest of `tokens` is that answer)
+    job: _Job | None = None
+    last_used: float = 0.0
+
+
+@dataclass(eq=False)
+class _Job:
+    slot: _Slot
+    handle: RequestHandle
+    pending: list[int]  # prompt tokens not yet in the cache
+    cached: int  # prompt tokens reused from the slot's cache
+    answer: AnswerDecoder  # its sampler, text and stop strings
+    state: str = "prefill"
+    fed: int = 0  # of `pending`, already in a batch
+    index: int = -1  # this step's batch row whose logits are ours
+    last: int = -1  # sampled, not yet evaluated
+    n_gen: int = 0
+    pieces: list[str] = field(default_factory=list)
+    # read once, not every step
+    times: list[float] = field(init=False)  # the request clock's token times
+    sampler: ctypes.c_void_p = field(init=False)
+    max_tokens: int = field(init=False)
+    stop_on_eog: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.times = self.handle.clock.token_times
+        self.sampler = self.answer.sampler
+        self.max_tokens = self.answer.max_tokens
+        self.stop_on_eog = self.answer.stop_on_eog
+
+
+class BatchScheduler:
+    """Serves requests on `model`'s slots from a thread of its own. Thread-safe to call.
+
+    `on_snapshot` (optional) receives a BatchSnapshot on the scheduler thread a few
+    times a second while requests run, and once when it goes idle; it must not block.
+    `on_events` (optional, settable) is called on the scheduler thread once the events of a
+    step are with their sinks: just before the next `llama_decode` (with False) and when the
+    scheduler falls idle or stops (True). A server hands its streams over there, while
+    llama.cpp works without the GIL; it must not block.
+    """
+
+    def __init__(self, model: LoadedBatchModel, on_snapshot: Callable[[BatchSnapshot], None] | None = None):
+        self.model = model
+        self.runtime = rt = model.runtime
+        self.n_ctx_seq = rt.n_ctx_seq
+        self.n_slots = rt.n_seq
+        self._on_snapshot = on_snapshot
+        self.on_events: Callable[[bool], None] | None = None
+        self._slots = [_Slot(i) for i in range(rt.n_seq)]
+        self._active: list[_Job] = []  # the jobs in slots, in slot order
+        self._check_cancels = False  # a handle was cancelled since the last look
+        self._queue: deque[RequestHandle] = deque()
+        self._cv = threading.Condition()
+        self._stopping = False
+        self._batch = TokenBatch(rt.n_batch, rt.n_seq)
+        self._rate = RateMeter()
+        self._served = self._cancelled = self._steps = self._peak_seqs = self._peak_queued = 0
+        self._next_publish = 0.0
+        self._snapshot = self._build_snapshot(time.perf_counter())
+        self._thread = threading.Thread(target=self._run, name="prefill-batch", daemon=True)
+        self._thread.start()
+
+    # --- any thread ------------------------------------------------------------------
+    def submit(self, request: BatchRequest) -> RequestHandle:
+        """Queue a request; its events go to `request.sink` from the scheduler thread.
+
+        Raises:
+            ContextOverflow: the prompt leaves no room for one generated token in a slot.
+            EngineError: an empty prompt, or the scheduler is closed.
+        """
+        n = len(request.prompt)
+        if n == 0:
+            raise EngineError("the prompt is empty")
+        if n >= self.n_ctx_seq:
+            raise ContextOverflow(n, 1, self.n_ctx_seq)
+        handle = RequestHandle(request, self._wake)
+        with self._cv:
+            if self._stopping:
+                raise EngineError("the server is shutting down")
+            self._queue.append(handle)
+            self._peak_queued = max(self._peak_queued, len(self._queue) - self._idle_count())
+            self._cv.notify()
+        return handle
+
+    @property
+    def closed(self) -> bool:
+        """Closing or closed: the model may be freed, so nothing may use its runtime."""
+        return self._stopping
+
+    def snapshot(self) -> BatchSnapshot:
+        """The latest published state (at most PUBLISH_EVERY_S old while busy)."""
+        return self._snapshot
+
+    def close(self) -> None:
+        """Stop the thread; requests still queued or running get Failed. Frees the model."""
+        with self._cv:
+            self._stopping = True
+            self._cv.notify()
+        self._thread.join()
+        self.runtime.close()
+
+    def _wake(self) -> None:  # a handle was cancelled
+        with self._cv:
+            self._check_cancels = True
+            self._cv.notify()
+
+    def _idle_count(self) -> int:
+        return self.n_slots - len(self._active)
+
+    # --- the scheduler thread ------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            while True:
+                if not self._active:
+                    self._events_out(idle=True)
+                    self._publish(time.perf_counter(), force=True)
+                # The lock is taken only when there is something to look at: a queue, a cancel, no work.
+                if self._queue or self._check_cancels or self._stopping or not self._active:
+                    if not self._take_work():
+                        break
+                try:
+                    self._step()
+                except Exception as e:  # keep serving: fail what was running, start clean
+                    log.exception("batch step failed")
+                    for j in list(self._active):
+                        self._fail(j, f"the engine failed: {e}")
+                now = time.perf_counter()
+                if now >= self._next_publish:
+                    self._publish(now)
+        finally:
+            with self._cv:
+                queued, self._queue = list(self._queue), deque()
+            for h in queued:
+                self._emit(h, Failed("the server is shutting down"))
+            for j in list(self._active):
+                self._fail(j, "the server is shutting down")
+            self._events_out(idle=True)
+
+    def _events_out(self, idle: bool) -> None:
+        hook = self.on_events
+        if hook is not None:
+            try:
+                hook(idle)
+            except Exception:
+                log.exception("on_events failed")
+
+    def _take_work(self) -> bool:
+        """Wait for work; drop cancelled requests; admit queued ones into idle slots.
+        False when the scheduler is stopping."""
+        with self._cv:
+            while not self._stopping and not self._queue and not self._active and not self._check_cancels:
+                self._cv.wait()
+            if self._stopping:
+                return False
+            cancels, self._check_cancels = self._check_cancels, False  # cleared before looking
+            dropped = [h for h in self._queue if h.cancelled] if cancels else []
+            if dropped:
+                self._queue = deque(h for h in self._queue if not h.cancelled)
+            admitted = [self._queue.popleft() for _ in range(min(self._idle_count(), len(self._queue)))]
+        for h in dropped:
+            self._served += 1
+            self._cancelled += 1
+            self._publish(time.perf_counter(), force=True)
+            self._emit(h, Finished("cancelled", "", h.clock.snapshot(0, self.n_ctx_seq, 0, "cancelled")))
+        if cancels:
+            for j in [j for j in self._active if j.handle.cancelled]:
+                self._finish(j, "cancelled", flush=False)
+        for h in admitted:
+            try:
+                self._admit(h)
+            except Exception as e:  # that request fails, the others go on
+                log.exception("a request could not start")
+                self._served += 1
+                self._emit(h, Failed(f"the engine could not start the request: {e}"))
+        return True
+
+    def _admit(self, handle: RequestHandle) -> None:
+        """Put a request into the idle slot that holds its conversation: the longest shared prefix, when
+        that is at least half the prompt and at least half of the slot's last prompt (a conversation
+        continued, regenerated or edited). Otherwise into an empty slot, else the least recently used
+        one: a new conversation that shares only a system prompt with a slot must not evict that
+        slot's conversation."""
+        prompt = handle.request.prompt
+        idle = [s for s in self._slots if s.job is None]
+        shared = {s.index: common_prefix(s.tokens, prompt) for s in idle}
+
+        def score(s: _Slot) -> tuple[int, bool, float]:
+            n = shared[s.index]
+            continued = 2 * n >= len(prompt) and 2 * n >= s.prompt_len
+            return (n if continued else 0, not s.tokens, -s.last_used)
+
+        slot = max(idle, key=score)
+        keep = min(shared[slot.index], len(prompt) - 1)  # evaluate >= 1 token
+        keep = self.runtime.seq_truncate(slot.index, keep)
+        del slot.tokens[keep:]
+        slot.prompt_len = len(prompt)
+        s = handle.request.sampling
+        job = _Job(slot, handle, list(prompt[keep:]), keep, AnswerDecoder(self.runtime, s, s.stop))
+        handle.clock.t_prefill_start = time.perf_counter()
+        slot.job = job
+        self._active = sorted((*self._active, job), key=lambda j: j.slot.index)
+
+    def _step(self) -> None:
+        """One llama_decode: every decoding slot's next token, then prefill chunks in the room left."""
+        rt, batch, active = self.runtime, self._batch, self._active
+        batch.clear()
+        decoding = [j for j in active if j.state == "decode"]
+        for j in decoding:
+            j.index = batch.add_one(j.last, len(j.slot.tokens), j.slot.index)
+        chunks: list[tuple[_Job, list[int], bool]] = []
+        if len(decoding) < len(active):
+            for j in sorted((j for j in active if j.state == "prefill"), key=lambda j: j.handle.id):
+                if batch.room == 0:
+                    break
+                chunk = j.pending[j.fed : j.fed + batch.room]
+                done = j.fed + len(chunk) == len(j.pending)
+                j.index = batch.add(chunk, len(j.slot.tokens), j.slot.index, done)
+                chunks.append((j, chunk, done))
+        if batch.n == 0:
+            return
+        self._events_out(idle=False)
+        rc = rt.decode_batch(batch)
+        if rc != 0:
+            for j in decoding + [c[0] for c in chunks]:
+                self._fail(j, f"llama.cpp could not decode the batch (code {rc})")
+            return
+        now = time.perf_counter()
+        self._steps += 1
+        n_rows = len(decoding) + len(chunks)
+        if n_rows > self._peak_seqs:
+            self._peak_seqs = n_rows
+        ready = decoding
+        for j in decoding:
+            j.slot.tokens.append(j.last)
+        for j, chunk, done in chunks:
+            j.slot.tokens.extend(chunk)
+            j.fed += len(chunk)
+            if done:
+                self._prefilled(j, now)
+                ready.append(j)
+        sample_at = rt.sample_at
+        for j in ready:
+            self._accept(j, sample_at(j.sampler, j.index), now)
+        self._rate.add(now, len(ready))
+
+    def _prefilled(self, j: _Job, now: float) -> None:
+        clock = j.handle.clock
+        clock.t_prefill_end = now
+        evaluated = len(j.pending)
+        prefill_ms = (now - clock.t_prefill_start) * 1000
+        clock.base = MetricsSnapshot(
+            prompt_tokens=j.cached + evaluated, cached_tokens=j.cached, evaluated_tokens=evaluated,
+            prefill_ms=prefill_ms, prefill_tps=evaluated / prefill_ms * 1000 if prefill_ms > 0 else 0.0,
+        )
+        j.state = "decode"
+        j.pending = []
+        self._emit(j.handle, PrefillDone(j.cached + evaluated, j.cached, evaluated, prefill_ms))
+
+    def _accept(self, j: _Job, tok: int, now: float) -> None:
+        """A token sampled for `j`: emit its text, then finish or feed it next step."""
+        rt = self.runtime
+        if j.stop_on_eog and tok in rt.eog:
+            self._finish(j, "stop")
+            return
+        j.times.append(now)
+        j.n_gen += 1
+        out, hit = j.answer.feed(rt.piece(tok))
+        if out:
+            j.pieces.append(out)
+            self._emit(j.handle, Token(out, j.n_gen))
+        if hit:
+            self._finish(j, "stop", flush=False)
+        elif j.n_gen >= j.max_tokens:
+            self._finish(j, "length")
+        elif len(j.slot.tokens) >= self.n_ctx_seq:
+            self._finish(j, "context_full")
+        else:
+            j.last = tok
+
+    def _finish(self, j: _Job, reason: str, flush: bool = True) -> None:
+        tail = j.answer.flush() if flush else ""
+        if tail:
+            j.pieces.append(tail)
+            self._emit(j.handle, Token(tail, j.n_gen))
+        metrics = j.handle.clock.snapshot(
+            self.runtime.seq_cells(j.slot.index), self.n_ctx_seq, self.model.bytes_per_cell, reason)
+        self._cancelled += reason == "cancelled"
+        self._release(j)
+        self._emit(j.handle, Finished(reason, "".join(j.pieces), metrics))
+
+    def _fail(self, j: _Job, message: str) -> None:
+        """Give up on a request; its sequence is cleared, since a failed decode may leave
+        part of a batch in the cache."""
+        self._release(j)
+        self.runtime.seq_truncate(j.slot.index, 0)
+        j.slot.tokens.clear()
+        self._emit(j.handle, Failed(message))
+
+    def _release(self, j: _Job) -> None:
+        j.answer.close()
+        j.slot.job = None
+        self._active = [a for a in self._active if a is not j]
+        j.slot.last_used = time.perf_counter()
+        self._served += 1
+        self._publish(j.slot.last_used, force=True)  # a request's end is seen before its Finished event
+
+    def _emit(self, handle: RequestHandle, event: BatchEvent) -> None:
+        try:
+            handle.request.sink(event)
+        except Exception:  # a broken consumer loses its request, not the scheduler
+            log.exception("a request's sink failed; cancelling it")
+            handle.cancel()
+
+    # --- snapshots -------------------------------------------------------------------------
+    def _publish(self, now: float, force: bool = False) -> None:
+        if not force and now < self._next_publish:
+            return
+        self._next_publish = now + PUBLISH_EVERY_S
+        self._snapshot = snap = self._build_snapshot(now)
+        if self._on_snapshot is not None:
+            try:
+                self._on_snapshot(snap)
+            except Exception:
+                log.exception("on_snapshot failed")
+
+    def _build_snapshot(self, now: float) -> BatchSnapshot:
+        rt = self.runtime
+        slots = []
+        for s in self._slots:
+            j = s.job
+            cells = rt.seq_cells(s.index)
+            if j is None:
+                slots.append(SlotSnapshot(s.index, "idle", kv_cells=cells))
+                continue
+            slots.append(SlotSnapshot(
+                s.index, j.state, j.handle.request.label or f"#{j.handle.id}",
+                prompt_tokens=len(j.handle.request.prompt), generated=j.n_gen, kv_cells=cells,
+                tps=recent_rate(j.times, now),
+            ))
+        return BatchSnapshot(
+            slots=tuple(slots), queued=len(self._queue), aggregate_tps=self._rate.rate(now),
+            n_ctx_seq=self.n_ctx_seq, served=self._served, cancelled=self._cancelled, steps=self._steps,
+            peak_batch_seqs=self._peak_seqs, peak_queued=self._peak_queued,
+        )

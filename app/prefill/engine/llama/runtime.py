@@ -1,0 +1,366 @@
+"""A thin, lean layer over llama.cpp's C API (through llama-cpp-python's ctypes bindings).
+
+Prefill drives llama.cpp directly rather than through `Llama.create_chat_completion`,
+whose stream re-decodes the whole answer for every token. Every ctypes call here
+releases the GIL; the decode step makes two of them (decode, sample), so a busy
+GUI thread has as few chances as possible to delay it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import re
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import llama_cpp
+
+from prefill.engine.errors import EngineError, ModelLoadError
+from prefill.engine.llama.kv_sizes import ggml_type_id
+from prefill.engine.settings import LoadSettings, SamplingSettings, ServeSampling
+
+FLASH_ATTN_DISABLED, FLASH_ATTN_ENABLED = 0, 1
+_OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
+_DEVICE = re.compile(r"using device (\S+) \(([^)]*)\)")
+
+
+class _LogCapture:
+    """Collects llama.cpp's log lines during a load; the C callback must outlive every call."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.lines: list[str] = []
+        self.capturing = False
+        self.callback = llama_cpp.llama_log_callback(self._on_log)
+        llama_cpp.llama_log_set(self.callback, ctypes.c_void_p(0))
+
+    def _on_log(self, level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        if self.capturing:
+            with self.lock:
+                self.lines.append(text.decode("utf-8", errors="replace"))
+
+    def start(self) -> None:
+        with self.lock:
+            self.lines = []
+        self.capturing = True
+
+    def stop(self) -> str:
+        self.capturing = False
+        with self.lock:
+            return "".join(self.lines)
+
+
+_backend_lock = threading.Lock()
+_log: _LogCapture | None = None
+
+
+def _load_backend_modules() -> None:
+    """Load llama.cpp's backends when the build keeps them as modules (GGML_BACKEND_DL=ON).
+
+    The portable build of the installers has one CPU module per instruction set, picked at
+    run time. ggml looks for them only beside the executable and in the working folder; in a
+    venv or a frozen app they are in llama_cpp/lib. A build with backends linked in: no-op.
+    """
+    from llama_cpp import _ggml  # the bindings' own handle on libggml, and where it lives
+
+    try:
+        # By soname: the wheel ships libggml.so and libggml.so.0 as two files (two instances);
+        # the backends must register with the one libllama links.
+        ggml = ctypes.CDLL("libggml.so.0") if sys.platform.startswith("linux") else _ggml.libggml
+    except OSError:
+        ggml = _ggml.libggml
+    ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
+    ggml.ggml_backend_reg_count.argtypes = []
+    if ggml.ggml_backend_reg_count() > 0:
+        return
+    ggml.ggml_backend_load_all_from_path.restype = None
+    ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
+    ggml.ggml_backend_load_all_from_path(str(_ggml.libggml_base_path).encode("utf-8"))
+
+
+def _init_backend() -> _LogCapture:
+    global _log
+    with _backend_lock:
+        if _log is None:
+            log = _LogCapture()  # first, so the module loader's lines land in the log
+            log.start()
+            _load_backend_modules()
+            llama_cpp.llama_backend_init()
+            log.stop()
+            _log = log
+        return _log
+
+
+def supports_gpu_offload() -> bool:
+    """Whether this llama.cpp build has a GPU backend (CUDA, Metal, Vulkan…)."""
+    _init_backend()
+    return bool(llama_cpp.llama_supports_gpu_offload())
+
+
+@dataclass(frozen=True)
+class OffloadReport:
+    gpu_layers: int  # layers llama.cpp said it offloaded
+    total_layers: int
+    device: str  # "" when on the CPU
+
+
+def _parse_offload(log: str, n_layer: int) -> OffloadReport:
+    m = _OFFLOADED.search(log)
+    d = _DEVICE.search(log)
+    device = f"{d.group(1)} ({d.group(2)})" if d else ""
+    if m:
+        return OffloadReport(int(m.group(1)), int(m.group(2)), device)
+    return OffloadReport(0, n_layer + 1, device)
+
+
+class LlamaRuntime:
+    """One loaded model and its context. Not thread-safe: one owner thread uses it."""
+
+    def __init__(
+        self, path: Path, settings: LoadSettings, n_gpu_layers: int, n_layer: int,
+        progress: Callable[[float], bool] | None = None,
+    ):
+        log = _init_backend()
+        self.settings = settings
+        mp = llama_cpp.llama_model_default_params()
+        mp.n_gpu_layers = n_gpu_layers
+        # ggml's AMX kernels die with SIGILL on Sapphire Rapids VMs (reproduced here, while plain AMX
+        # instructions run fine), and they live in the extra buffer types: off where AMX is.
+        mp.use_extra_bufts = extra_buffer_types_safe()
+        if progress is not None:  # return False from it to abandon the load
+            keep_alive = llama_cpp.llama_progress_callback(lambda p, _user: bool(progress(float(p))))
+            mp.progress_callback = keep_alive
+        log.start()
+        self.model = llama_cpp.llama_model_load_from_file(str(path).encode(), mp)
+        load_log = log.stop()
+        if not self.model:
+            raise ModelLoadError(f"llama.cpp could not load {path.name}: {_last_error(load_log)}")
+        self.offload = _parse_offload(load_log, n_layer)
+        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
+        cp = llama_cpp.llama_context_default_params()
+        cp.n_ctx = settings.n_ctx
+        cp.n_batch = settings.n_batch
+        cp.n_ubatch = settings.n_batch
+        cp.n_threads = settings.threads
+        cp.n_threads_batch = settings.prefill_threads
+        cp.flash_attn_type = FLASH_ATTN_ENABLED if settings.flash_attn else FLASH_ATTN_DISABLED
+        cp.type_k = cp.type_v = ggml_type_id(settings.kv_type)
+        cp.no_perf = False
+        log.start()
+        self.ctx = llama_cpp.llama_init_from_model(self.model, cp)
+        ctx_log = log.stop()
+        if not self.ctx:
+            llama_cpp.llama_model_free(self.model)
+            self.model = None
+            raise ModelLoadError(f"llama.cpp could not create a context: {_last_error(ctx_log)}")
+        self.load_log = load_log + ctx_log
+        self.memory = llama_cpp.llama_get_memory(self.ctx)
+        model = self.model
+        self.recurrent = bool(llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
+        self.n_ctx = int(llama_cpp.llama_n_ctx(self.ctx))
+        # llama.cpp caps the batch at the requested context and then rounds the context up (300 -> 512),
+        # and asserts (aborts) on a longer decode: the pieces are what it reports, not what was asked.
+        self.n_batch = min(int(llama_cpp.llama_n_batch(self.ctx)), int(llama_cpp.llama_n_ubatch(self.ctx)))
+        self._has_logits = False  # llama_sampler_sample asserts when the last decode left none
+        self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(self.vocab))
+        self.eog = frozenset(t for t in range(self.n_vocab) if llama_cpp.llama_vocab_is_eog(self.vocab, t))
+        self._pieces: dict[int, bytes] = {}
+        self._one = (llama_cpp.llama_token * 1)()
+        self._one_batch = llama_cpp.llama_batch_get_one(self._one, 1)
+        self._piece_buf = ctypes.create_string_buffer(256)
+
+    # --- text <-> tokens ---------------------------------------------------------
+    def tokenize(self, text: str, add_special: bool = False) -> list[int]:
+        """Tokens for `text`; `add_special` puts the model's BOS first when it asks for one.
+
+        llama.cpp's own add_special asserts (aborts) when the model asks for a BOS or an EOS
+        it does not have, and would end a chat prompt with EOS: BOS is added here instead.
+        """
+        data = text.encode("utf-8")
+        n_max = len(data) + 8
+        buf = (llama_cpp.llama_token * n_max)()
+        n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, n_max, False, True)
+        if n < 0:
+            n_max = -n
+            buf = (llama_cpp.llama_token * n_max)()
+            n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, n_max, False, True)
+        if n < 0:
+            raise EngineError("the text could not be tokenized")
+        bos = self.bos_id
+        return ([bos] if add_special and self.add_bos and bos >= 0 else []) + list(buf[:n])
+
+    def piece(self, token: int) -> bytes:
+        """The bytes a token stands for (special tokens render as nothing). Cached per token."""
+        p = self._pieces.get(token)
+        if p is None:
+            n = llama_cpp.llama_token_to_piece(self.vocab, token, self._piece_buf, 256, 0, False)
+            if n < 0:
+                buf = ctypes.create_string_buffer(-n)
+                n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, -n, 0, False)
+                p = buf.raw[:n]
+            else:
+                p = self._piece_buf.raw[:n]
+            self._pieces[token] = p
+        return p
+
+    def is_single_token(self, text: str) -> bool:
+        """Whether the vocabulary has `text` as one token of its own (a special or added token)."""
+        ids = self.tokenize(text)
+        return len(ids) == 1 and self.token_text(ids[0]) == text
+
+    def render_as_text(self, texts: Sequence[str]) -> None:
+        """Show these tokens' text in `piece` even where llama.cpp renders them as nothing (control
+        tokens): the reasoning parser reads its markers from the stream."""
+        for text in texts:
+            if self.is_single_token(text):
+                self._pieces[self.tokenize(text)[0]] = text.encode("utf-8")
+
+    def token_text(self, token: int) -> str:
+        t = llama_cpp.llama_vocab_get_text(self.vocab, token)
+        return t.decode("utf-8", errors="replace") if t else ""
+
+    @property
+    def bos_id(self) -> int:
+        return int(llama_cpp.llama_vocab_bos(self.vocab))
+
+    @property
+    def eos_id(self) -> int:
+        return int(llama_cpp.llama_vocab_eos(self.vocab))
+
+    @property
+    def add_bos(self) -> bool:
+        return bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
+
+    # --- the KV cache ------------------------------------------------------------
+    def kv_cells_used(self) -> int:
+        """Cells of sequence 0 in the cache, as llama.cpp reports them."""
+        return int(llama_cpp.llama_memory_seq_pos_max(self.memory, 0)) + 1
+
+    def kv_truncate(self, keep: int) -> bool:
+        """Drop every cell from position `keep` on. False when llama.cpp cannot keep exactly the
+        first `keep` (recurrent or hybrid memory trims only whole; a sliding window may have let
+        go of what continuing needs): the cache is then cleared, and holds nothing."""
+        self._has_logits = False
+        if keep and llama_cpp.llama_memory_seq_rm(self.memory, 0, keep, -1) and self._holds_prefix(keep):
+            return True
+        llama_cpp.llama_memory_clear(self.memory, True)
+        return keep == 0
+
+    def _holds_prefix(self, keep: int) -> bool:
+        """Whether the cells still there let decoding continue at position `keep`. (A recurrent
+        state that llama.cpp agreed to trim is whole; a sliding window must still hold its span.)"""
+        if self.recurrent:
+            return True
+        pos_min = int(llama_cpp.llama_memory_seq_pos_min(self.memory, 0))
+        n_swa = int(llama_cpp.llama_model_n_swa(self.model))
+        return pos_min == 0 or (n_swa > 0 and 0 <= pos_min <= max(0, keep - n_swa))
+
+    # --- decode -------------------------------------------------------------------
+    def decode(self, tokens: Sequence[int]) -> None:
+        """Evaluate tokens that continue the cache: 1 to `n_batch` of them."""
+        n = len(tokens)
+        if not 0 < n <= self.n_batch:  # llama.cpp asserts on more than its batch
+            raise EngineError(f"cannot decode {n} tokens at once (1 to {self.n_batch})")
+        arr = (llama_cpp.llama_token * n)(*tokens)
+        rc = llama_cpp.llama_decode(self.ctx, llama_cpp.llama_batch_get_one(arr, n))
+        self._has_logits = rc == 0
+        if rc != 0:
+            raise EngineError(f"llama.cpp failed to decode (code {rc}): the KV cache may be full")
+
+    def decode_one(self, token: int) -> int:
+        """Evaluate one token; the C status (0 is success, 1 is no room in the cache)."""
+        self._one[0] = token
+        rc = int(llama_cpp.llama_decode(self.ctx, self._one_batch))
+        self._has_logits = rc == 0
+        return rc
+
+    def new_sampler(self, s: SamplingSettings, seed: int) -> ctypes.c_void_p:
+        """llama.cpp's chain: (end-of-generation banned), penalties, top-k, top-p, min-p, temperature.
+        A `ServeSampling` adds what an OpenAI request may ask for: frequency and presence penalties
+        and the ban on end-of-generation tokens."""
+        frequency_penalty = presence_penalty = 0.0
+        ban_eog = False
+        if isinstance(s, ServeSampling):
+            frequency_penalty, presence_penalty, ban_eog = s.frequency_penalty, s.presence_penalty, s.ignore_eos
+        chain: ctypes.c_void_p = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+        add = llama_cpp.llama_sampler_chain_add
+        if ban_eog and self.eog:
+            bias = (llama_cpp.llama_logit_bias * len(self.eog))()
+            for i, t in enumerate(sorted(self.eog)):
+                bias[i].token, bias[i].bias = t, float("-inf")  # type: ignore[assignment]
+            add(chain, llama_cpp.llama_sampler_init_logit_bias(self.n_vocab, len(self.eog), bias))
+        if s.repeat_penalty != 1.0 or frequency_penalty or presence_penalty:
+            penalties = llama_cpp.llama_sampler_init_penalties(
+                self.n_vocab, s.repeat_last_n, s.repeat_penalty, frequency_penalty, presence_penalty
+            )
+            add(chain, penalties)
+        if s.temperature <= 0:
+            add(chain, llama_cpp.llama_sampler_init_greedy())
+            return chain
+        if s.top_k > 0:
+            add(chain, llama_cpp.llama_sampler_init_top_k(s.top_k))
+        add(chain, llama_cpp.llama_sampler_init_top_p(s.top_p, 1))
+        if s.min_p > 0:
+            add(chain, llama_cpp.llama_sampler_init_min_p(s.min_p, 1))
+        add(chain, llama_cpp.llama_sampler_init_temp(s.temperature))
+        add(chain, llama_cpp.llama_sampler_init_dist(seed & 0xFFFFFFFF))
+        return chain
+
+    def sample(self, sampler: ctypes.c_void_p) -> int:
+        """The next token from the last decode's logits."""
+        if not self._has_logits:  # llama_sampler_sample asserts on missing logits
+            raise EngineError("nothing was decoded to sample from")
+        return int(llama_cpp.llama_sampler_sample(sampler, self.ctx, -1))
+
+    @staticmethod
+    def free_sampler(sampler: ctypes.c_void_p) -> None:
+        llama_cpp.llama_sampler_free(sampler)
+
+    # --- llama.cpp's own counters ------------------------------------------------------
+    def perf(self) -> llama_cpp.llama_perf_context_data:
+        data: llama_cpp.llama_perf_context_data = llama_cpp.llama_perf_context(self.ctx)
+        return data
+
+    def perf_reset(self) -> None:
+        llama_cpp.llama_perf_context_reset(self.ctx)
+
+    def model_bytes(self) -> int:
+        return int(llama_cpp.llama_model_size(self.model))
+
+    def close(self) -> None:
+        if getattr(self, "ctx", None):
+            llama_cpp.llama_free(self.ctx)
+            self.ctx = None
+        if getattr(self, "model", None):
+            llama_cpp.llama_model_free(self.model)
+            self.model = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def extra_buffer_types_safe() -> bool:
+    """Whether llama.cpp may put weights in its extra buffer types (repacked, AMX): not on a CPU
+    with AMX, whose ggml kernels die with SIGILL (seen on Sapphire Rapids VMs)."""
+    return not _cpu_has_amx()
+
+
+@functools.cache
+def _cpu_has_amx() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            return any(line.startswith("flags") and " amx_int8" in line for line in f)
+    except OSError:
+        return False
+
+
+def _last_error(log: str) -> str:
+    """The log line that says why: llama.cpp's own error over its closing "failed to load model"."""
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    failed = [ln for ln in lines if "failed" in ln.lower()]
+    return (errors or failed or lines or ["no reason given"])[-1]

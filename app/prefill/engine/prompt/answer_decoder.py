@@ -1,0 +1,50 @@
+"""One answer's tokens turned into text: the sampler chain, bytes to UTF-8, and the stop strings.
+
+Both decode loops (the chat engine's one sequence, the scheduler's slots) sample and read tokens
+through this, so the seed, the sampler's set-up, a character split across tokens and a stop string
+split across tokens are handled in one place.
+"""
+
+from __future__ import annotations
+
+import codecs
+import ctypes
+import random
+from collections.abc import Sequence
+
+from prefill.engine.llama.runtime import LlamaRuntime
+from prefill.engine.prompt.stop_strings import StopMatcher
+from prefill.engine.settings import SamplingSettings, ServeSampling
+
+
+class AnswerDecoder:
+    """The sampler for one answer (freed by `close`) and its text so far.
+
+    `feed(piece)` takes a sampled token's bytes and returns the text safe to show and whether a
+    stop string ended the answer; text that could begin a stop string is held back until it is
+    known not to, and `flush` gives it at the end.
+    """
+
+    def __init__(self, runtime: LlamaRuntime, sampling: SamplingSettings, stops: Sequence[str] = ()):
+        self.runtime = runtime
+        self.seed = sampling.seed if sampling.seed >= 0 else random.getrandbits(32)
+        self.sampler: ctypes.c_void_p = runtime.new_sampler(sampling, self.seed)
+        self._freed = False
+        self.max_tokens = sampling.max_tokens
+        self.stop_on_eog = not (isinstance(sampling, ServeSampling) and sampling.ignore_eos)
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
+        self._stops = StopMatcher(stops)
+
+    def feed(self, piece: bytes) -> tuple[str, bool]:
+        """A token's bytes: (text safe to show, whether a stop string was hit)."""
+        return self._stops.feed(self._utf8(piece))
+
+    def flush(self) -> str:
+        """The end of the answer: text held back for a stop string that never came.
+        A character cut off by the end is dropped, never shown as U+FFFD."""
+        return self._stops.flush()
+
+    def close(self) -> None:
+        if not self._freed:
+            self._freed = True
+            self.runtime.free_sampler(self.sampler)

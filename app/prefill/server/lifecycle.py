@@ -1,0 +1,148 @@
+"""Load a model for parallel slots and serve it with uvicorn on a socket bound here.
+
+The socket is bound before uvicorn starts, so port 0 works and the address printed
+is the real one.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefill.engine.batch.runtime import load_batch_model
+from prefill.engine.batch.scheduler import BatchScheduler
+from prefill.engine.batch.snapshot import BatchSnapshot
+from prefill.engine.prompt.model_chat import ModelChat
+from prefill.engine.settings import LoadSettings
+from prefill.server.routes import MAX_BODY_BYTES, ServeState, create_app
+
+DEFAULT_HOST = "127.0.0.1"
+SWITCH_INTERVAL_S = 0.0005
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    model: Path
+    settings: LoadSettings  # n_ctx: the context of each slot
+    host: str = DEFAULT_HOST
+    port: int = 8080
+    parallel: int = 4
+    api_key: str = ""
+    cors_origins: tuple[str, ...] = ()
+    model_id: str = ""  # default: the file's name without .gguf
+    max_body: int = MAX_BODY_BYTES
+
+
+class ExposureError(ValueError):
+    """Asked to listen beyond this machine without an API key."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str, api_key: str) -> None:
+    """Another address than loopback only with an API key."""
+    if not is_loopback(host) and not api_key:
+        raise ExposureError(f"listening on {host} exposes the model to the network: give an --api-key "
+                            "(or PREFILL_API_KEY), or keep the default 127.0.0.1")
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(addr)
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+class RunningServer:
+    """A loaded model, its scheduler and a bound socket, served by uvicorn.
+
+    `serve_forever` blocks (the CLI); `start_thread` serves from a thread of its own (the window),
+    and `stop` ends either. Build it with `RunningServer.open`.
+    """
+
+    def __init__(self, options: ServeOptions, scheduler: BatchScheduler, sock: socket.socket):
+        import uvicorn
+
+        self.options = options
+        self.scheduler = scheduler
+        self.sock = sock
+        self.url = url_of(sock)
+        model = scheduler.model
+        state = ServeState(
+            scheduler=scheduler, chat=ModelChat(model.header.chat_template, model.runtime),
+            model_id=options.model_id or options.model.name.removesuffix(".gguf"),
+            api_key=options.api_key, cors_origins=options.cors_origins, max_body=options.max_body,
+        )
+        self.model_id = state.model_id
+        config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=3)
+        self._server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def open(cls, options: ServeOptions,
+             on_snapshot: Callable[[BatchSnapshot], None] | None = None) -> RunningServer:
+        """Check the address, load the model for `options.parallel` slots, bind.
+
+        Raises:
+            ExposureError: a non-loopback host without a key.
+            ModelLoadError: the model could not be loaded.
+            OSError: the address could not be bound.
+        """
+        check_exposure(options.host, options.api_key)
+        # Two busy threads share the GIL here: the decoder, which drops it for every llama.cpp call,
+        # and the event loop. Each time the decoder comes back it may wait a whole switch interval
+        # (5 ms by default, longer than a small model's step) for the loop to let go.
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        scheduler = BatchScheduler(load_batch_model(options.model, options.settings, options.parallel), on_snapshot)
+        try:
+            return cls(options, scheduler, bind(options.host, options.port))
+        except BaseException:
+            scheduler.close()
+            raise
+
+    def serve_forever(self) -> None:
+        """Serve until interrupted (Ctrl+C) or stopped; frees the model at the end."""
+        try:
+            self._server.run(sockets=[self.sock])
+        finally:
+            self.scheduler.close()
+            self.sock.close()
+
+    def start_thread(self) -> None:
+        self._thread = threading.Thread(target=self.serve_forever, name="prefill-serve", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask uvicorn to finish (streams in flight get a few seconds) and wait for it."""
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join()
+
+
+def serve(options: ServeOptions, ready: Callable[[str, BatchScheduler], None] | None = None) -> None:
+    """Load, bind, and serve until interrupted; `ready(url, scheduler)` once listening."""
+    server = RunningServer.open(options)
+    if ready is not None:
+        ready(server.url, server.scheduler)
+    server.serve_forever()

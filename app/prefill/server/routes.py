@@ -1,0 +1,197 @@
+"""The Starlette application: routes, the API key, CORS, body limits, OpenAI-shaped errors.
+
+Routes: GET /v1/models, POST /v1/chat/completions, POST /v1/completions,
+GET /slots (the scheduler's snapshot), GET /health (open, for probes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from prefill.engine.batch.scheduler import BatchScheduler
+from prefill.engine.errors import TemplateError
+from prefill.engine.prompt.model_chat import ModelChat, plain_reader
+from prefill.server.errors import ApiError, bad_request, server_error, too_large, unauthorized
+from prefill.server.generate import EventStream, full_reply, stream_reply, submit
+from prefill.server.loop_waker import LoopWaker
+from prefill.server.parse import GenerationRequest, parse_chat, parse_completion, parse_json
+from prefill.server.shapes import Reply, model_list
+
+log = logging.getLogger(__name__)
+MAX_BODY_BYTES = 8 * 2**20
+OPEN_PATHS = ("/health",)
+
+
+@dataclass
+class ServeState:
+    """What the routes serve from; built once by the caller and passed in."""
+
+    scheduler: BatchScheduler
+    chat: ModelChat
+    model_id: str
+    api_key: str = ""
+    cors_origins: tuple[str, ...] = ()
+    max_body: int = MAX_BODY_BYTES
+    created: int = field(default_factory=lambda: int(time.time()))
+    _waker: LoopWaker | None = field(default=None, init=False, repr=False)
+
+    def waker(self) -> LoopWaker:
+        """The one waker of the loop serving these routes (made on the first request, on that loop)."""
+        loop = asyncio.get_running_loop()
+        if self._waker is None or self._waker.loop is not loop:
+            self._waker = LoopWaker(loop)
+            self.scheduler.on_events = self._waker.step_done
+        return self._waker
+
+
+def create_app(state: ServeState) -> Starlette:
+    routes = [
+        Route("/v1/models", _route(state, _models), methods=["GET"]),
+        Route("/v1/chat/completions", _route(state, _chat), methods=["POST"]),
+        Route("/v1/completions", _route(state, _completion), methods=["POST"]),
+        Route("/slots", _route(state, _slots), methods=["GET"]),
+        Route("/health", _route(state, _health), methods=["GET"]),
+    ]
+    middleware = []
+    if state.cors_origins:  # off unless asked for; outermost, so preflights need no key
+        middleware.append(Middleware(CORSMiddleware, allow_origins=list(state.cors_origins),
+                                     allow_methods=["GET", "POST"], allow_headers=["Authorization", "Content-Type"]))
+    if state.api_key:
+        middleware.append(Middleware(BearerAuth, key=state.api_key))
+    return Starlette(routes=routes, middleware=middleware, exception_handlers={
+        ApiError: _api_error, HTTPException: _http_error, Exception: _crash,
+    })
+
+
+Handler = Callable[[ServeState, Request], Awaitable[Response]]
+
+
+def _route(state: ServeState, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        return await handler(state, request)
+    return endpoint
+
+
+# --- handlers ------------------------------------------------------------------------------
+async def _models(state: ServeState, request: Request) -> Response:
+    sch = state.scheduler
+    meta = {"n_ctx_seq": sch.n_ctx_seq, "parallel": sch.n_slots, "path": state.scheduler.model.path.name}
+    return JSONResponse(model_list(state.model_id, state.created, meta))
+
+
+async def _slots(state: ServeState, request: Request) -> Response:
+    return JSONResponse(state.scheduler.snapshot().as_dict())
+
+
+async def _health(state: ServeState, request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def _chat(state: ServeState, request: Request) -> Response:
+    req = parse_chat(parse_json(await read_body(request, state.max_body)), state.model_id)
+    return await _generate(state, request, req)
+
+
+async def _completion(state: ServeState, request: Request) -> Response:
+    req = parse_completion(parse_json(await read_body(request, state.max_body)), state.model_id)
+    return await _generate(state, request, req)
+
+
+async def _generate(state: ServeState, request: Request, req: GenerationRequest) -> Response:
+    try:
+        if req.kind == "chat":
+            text, prompt = await anyio.to_thread.run_sync(state.chat.prompt, req.chat_request)
+        else:
+            text, prompt = req.prompt, await anyio.to_thread.run_sync(state.chat.tokenize, req.prompt)
+    except TemplateError as e:
+        raise bad_request(str(e), "messages") from None
+    reply = Reply(req.kind, req.model)
+    stream = EventStream(state.waker(), tokens=req.stream)
+    sampling = req.sampling
+    if req.kind == "chat":  # the chat format's turn markers end the answer, written as text too
+        sampling = replace(sampling, stop=state.chat.stops(sampling))
+    if sampling.max_tokens > state.scheduler.n_ctx_seq:
+        sampling = replace(sampling, max_tokens=state.scheduler.n_ctx_seq)
+    handle = submit(state.scheduler, prompt, sampling, stream, reply.id)
+    splitter = state.chat.reader(text, as_written=True) if req.kind == "chat" else plain_reader()
+    if req.stream:
+        body = stream_reply(reply, handle, stream, splitter, req.include_usage)
+        return StreamingResponse(body, media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return JSONResponse(await full_reply(reply, handle, stream, splitter, request))
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refused with 413 past `limit` bytes whether or not Content-Length says so."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise bad_request("Content-Length is not a number.")
+        if int(declared) > limit:
+            raise too_large(limit)
+    chunks, size = [], 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_large(limit)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise ApiError(499, "The client closed the request.") from None
+    return b"".join(chunks)
+
+
+# --- errors ---------------------------------------------------------------------------------
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return JSONResponse(exc.body(), status_code=exc.status)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    err = ApiError(exc.status_code, exc.detail or "Request failed.",
+                   code="not_found" if exc.status_code == 404 else None)
+    return JSONResponse(err.body(), status_code=exc.status_code, headers=exc.headers)
+
+
+async def _crash(request: Request, exc: Exception) -> Response:
+    log.exception("request failed", exc_info=exc)
+    return JSONResponse(server_error(f"The server failed: {type(exc).__name__}.").body(), status_code=500)
+
+
+class BearerAuth:
+    """ASGI middleware: every path but OPEN_PATHS needs `Authorization: Bearer KEY`.
+    Compared in constant time, so the key cannot be guessed a byte at a time."""
+
+    def __init__(self, app: ASGIApp, key: str):
+        self.app = app
+        self.key = key.encode("utf-8")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS:
+            header = dict(scope["headers"]).get(b"authorization", b"")
+            token = header[7:].strip() if header[:7].lower() == b"bearer " else b""
+            if not hmac.compare_digest(token, self.key):
+                body = json.dumps(unauthorized().body()).encode()
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)

@@ -1,0 +1,370 @@
+"""What happens in a conversation: send, stream, stop, regenerate, edit, delete, and saving it all.
+
+The controller lives on the GUI thread. It asks the engine worker and the store
+thread by signal and never waits for either. Streamed text is taken from the
+worker's buffer on a 30 ms timer and appended to one transcript row; the answer
+is written to the database every half second, so a crash loses at most that.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
+from prefill.engine.message import Message
+from prefill.engine.request import ChatRequest, TemplateOptions
+from prefill.store import Conversation, MessageRecord
+from prefill.store.app_settings import Settings
+from prefill.ui.chat.sidebar import EngineSidebar
+from prefill.ui.chat.transcript_model import Row, TranscriptModel
+from prefill.ui.shared.engine_worker import EngineWorker
+from prefill.ui.shared.store_messages import store_error_text
+from prefill.ui.shared.store_worker import StoreProxy
+
+FLUSH_MS = 30
+TAIL_ROWS = 40  # a long chat opens with this many of its last messages, then reads the rest
+PREPEND_SLICE = 500  # the rest goes in this many rows a turn of the event loop
+SAVE_EVERY_S = 0.5
+
+
+class ChatController(QObject):
+    """Signals:
+        notice(str): something the user should read (overflow, errors); "" clears it.
+        conversations_changed(): titles or the list changed.
+        busy_changed(bool): an answer started or ended.
+        conversation_opened(int): the transcript now shows this conversation.
+        row_requested(int): show this transcript row (the message a search hit opened at).
+        answer_finished(object): the Finished event of the last answer.
+        unsent(str, str): a message the store could not keep (its text goes back to the input box),
+            and why, in words.
+        options_changed(object): the open conversation's TemplateOptions (thinking, effort).
+    """
+
+    notice = Signal(str)
+    conversations_changed = Signal()
+    busy_changed = Signal(bool)
+    conversation_opened = Signal(int)
+    row_requested = Signal(int)
+    answer_finished = Signal(object)
+    unsent = Signal(str, str)
+    options_changed = Signal(object)
+
+    def __init__(self, store: StoreProxy, worker: EngineWorker, model: TranscriptModel,
+                 sidebar: EngineSidebar, settings: Callable[[], Settings], model_path: Callable[[], str]):
+        super().__init__()
+        self.store, self.worker, self.model, self.sidebar = store, worker, model, sidebar
+        self.settings = settings
+        self.model_path = model_path
+        self.conversation_id: int | None = None
+        self.system_prompt = ""
+        self.options = TemplateOptions()  # this conversation's thinking switch and effort
+        self._complete = True  # every row of the open conversation is in the model
+        self._opening = 0
+        self.busy = False
+        self._ids = itertools.count(1)
+        self._request = 0
+        self._row = -1
+        self._answer_id: int | None = None
+        self._last_save = 0.0
+        self._timer = QTimer(self)
+        self._timer.setInterval(FLUSH_MS)
+        self._timer.timeout.connect(self.flush)
+        worker.prefill_done.connect(self._on_worker_prefill_done)
+        worker.metrics.connect(self._on_worker_metrics)
+        worker.finished.connect(self._on_worker_finished)
+        worker.failed.connect(self._on_worker_failed)
+
+    # --- conversations --------------------------------------------------------------------
+    def open_conversation(self, cid: int, message_id: int = -1) -> None:
+        """Show a stored conversation: at its end, or at `message_id` if that is one of its messages.
+
+        Opened at its end, a long chat reads and shows its last TAIL_ROWS messages first, then the
+        rest (one more store call); until then nothing is sent from it, so no prompt misses them."""
+        if self.busy:
+            return
+        tail = None if message_id >= 0 else TAIL_ROWS
+        self._complete = False
+        self._opening += 1
+        serial = self._opening  # a later open (even of this chat) supersedes this one's remainder
+
+        def show(result: tuple[Conversation, list[Row]]) -> None:
+            conv, rows = result
+            self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
+            self._set_options(_stored_options(conv.settings))
+            self.model.set_rows(rows)
+            if tail is None or len(rows) < tail:
+                complete()
+            else:
+                first = rows[0].position
+                self.store.call(lambda stores: _stored_rows(stores, cid, before=first)[1], then=earlier)
+            self.conversation_opened.emit(conv.id)
+            if message_id >= 0:
+                found = [i for i, r in enumerate(rows) if r.message_id == message_id]
+                if found:
+                    self.row_requested.emit(found[0])
+
+        def earlier(rows: list[Row]) -> None:
+            # Put in a slice per turn of the event loop, nearest first: the view measures what it
+            # gets, and thousands at once would stall the window as long as a whole open used to.
+            if self._opening != serial:
+                return
+            if len(rows) > PREPEND_SLICE:
+                self.model.prepend_rows(rows[-PREPEND_SLICE:])
+                QTimer.singleShot(0, lambda: earlier(rows[:-PREPEND_SLICE]))
+                return
+            self.model.prepend_rows(rows)
+            complete()
+
+        def complete() -> None:
+            self._complete = True
+            # The engine saves the last chat's cache and restores this one's.
+            self.worker.resume(self.messages())
+
+        self.store.call(lambda stores: _stored_rows(stores, cid, last=tail), then=show)
+
+    def new_conversation(self, then: Callable[[int], None] | None = None,
+                         error: Callable[[Exception], None] | None = None) -> None:
+        if self.busy:
+            return
+
+        def made(conv: Conversation) -> None:
+            self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
+            self._opening += 1  # what an earlier open still had to read is not for this chat
+            self._complete = True
+            self.model.set_rows([])
+            self.worker.resume(self.messages())
+            self.conversations_changed.emit()
+            self.conversation_opened.emit(conv.id)
+            if then is not None:
+                then(conv.id)
+
+        self.store.create_conversation("New chat", self.system_prompt, then=made, error=error)
+
+    def set_system_prompt(self, text: str) -> None:
+        self.system_prompt = text
+        if self.conversation_id is not None:
+            self.store.set_system_prompt(self.conversation_id, text)
+
+    def set_options(self, options: TemplateOptions) -> None:
+        """The thinking switch and effort for this conversation (kept with it from its next answer)."""
+        self._set_options(options)
+
+    def _set_options(self, options: TemplateOptions) -> None:
+        if options != self.options:
+            self.options = options
+            self.options_changed.emit(options)
+
+    def messages(self, extra_user: str | None = None) -> list[Message]:
+        """The conversation as the engine takes it (notices left out; thinking kept apart)."""
+        out = [Message("system", self.system_prompt)] if self.system_prompt.strip() else []
+        out += [Message(r.role, r.content, r.reasoning) for r in self.model.rows() if r.role in ("user", "assistant")]
+        if extra_user is not None:
+            out.append(Message("user", extra_user))
+        return out
+
+    # --- a turn -------------------------------------------------------------------------
+    def send(self, text: str) -> None:
+        if self.busy:
+            return
+        if not self._complete:  # the chat's earlier messages are still being read: send after them
+            self.store.after_pending(lambda: self.send(text))
+            return
+        if self.conversation_id is None:
+            self.new_conversation(then=lambda _cid: self.send(text), error=lambda e: self._unsent(text, e))
+            return
+        row = self.model.append_row(Row("user", [text]))
+        cid = self.conversation_id
+        self.store.add_message(cid, "user", text, then=lambda m: self._set_id(row, m.id),
+                               error=lambda e: self._unsent(text, e))
+        self.conversations_changed.emit()  # the title comes from the first message
+        self._generate()
+
+    def _unsent(self, text: str, error: Exception) -> None:
+        self.unsent.emit(text, store_error_text(error))
+
+    def _set_id(self, row: int, message_id: int) -> None:
+        if row < self.model.rowCount():
+            self.model.update_row(row, message_id=message_id)
+
+    def _generate(self) -> None:
+        assert self.conversation_id is not None
+        messages = self.messages()
+        self.busy = True
+        self.busy_changed.emit(True)
+        self.notice.emit("")
+        self._request = next(self._ids)
+        self._row = self.model.append_row(Row("assistant", [], streaming=True))
+        self._answer_id = None
+        row, request = self._row, self._request
+
+        def started(answer_id: int) -> None:
+            if self._request == request:
+                self._answer_id = answer_id
+            self._set_id(row, answer_id)
+
+        s = self.settings()
+        used = {"model": {k: v for k, v in s.to_dict()["model"].items() if k != "last_model_path"},
+                "sampling": s.to_dict()["sampling"],
+                "template": {"think": self.options.think, "reasoning_effort": self.options.reasoning_effort}}
+        self.store.record_model(self.conversation_id, self.model_path(), used)
+        self.store.begin_answer(self.conversation_id, then=started)
+        self.sidebar.begin_answer()
+        self.worker.buffer.take_both()  # nothing stale from an earlier answer
+        self.worker.cancel.clear()
+        self._last_save = time.monotonic()
+        self.worker.generate(request, ChatRequest(tuple(messages), s.sampling, s.model.overflow(), self.options))
+        self._timer.start()
+
+    def stop(self) -> None:
+        if self.busy:
+            self.worker.cancel.set()
+
+    def flush(self) -> None:
+        """Move streamed text from the worker's buffer to the transcript row: O(new text)."""
+        thinking, text = self.worker.buffer.take_both()
+        if self._row >= 0:
+            self.model.append_reasoning(self._row, thinking)
+            self.model.append_text(self._row, text)
+        now = time.monotonic()
+        if self._answer_id is not None and now - self._last_save >= SAVE_EVERY_S:
+            self._last_save = now
+            r = self.model.row(self._row)
+            self.store.update_answer(self._answer_id, r.content, r.reasoning)
+
+    # --- worker events ---------------------------------------------------------------------
+    def _on_worker_prefill_done(self, request: int, p: PrefillDone) -> None:
+        if request != self._request:
+            return
+        self.sidebar.on_prefill(p)
+        if p.overflow_note:
+            policy = self.settings().model.overflow_policy.replace("_", " ")
+            self.notice.emit(f"{p.overflow_note} ({policy}).")
+
+    def _on_worker_metrics(self, request: int, m: MetricsSnapshot) -> None:
+        if request == self._request:
+            self.sidebar.on_metrics(m)
+            if 0 <= self._row < self.model.rowCount() and m.reasoning_tokens:
+                self.model.update_row(self._row, figures=m.as_dict())  # the thinking's live count
+
+    def _on_worker_finished(self, request: int, f: Finished) -> None:
+        if request != self._request:
+            return
+        self.flush()
+        self._timer.stop()
+        row = self._row
+        figures = f.metrics.as_dict() if not f.error else {}  # cut short: nothing was measured to the end
+        self.model.update_row(row, content=f.text, reasoning=f.reasoning, streaming=False, figures=figures,
+                              finish_reason=f.reason)
+        self.sidebar.on_finished(f)
+        self._finish_in_store(row, f.text, f.reason, figures, f.reasoning)
+        self._end()
+        if f.error:
+            self.notice.emit(f.error)
+        self.answer_finished.emit(f)
+
+    def _finish_in_store(self, row: int, text: str, reason: str, figures: dict[str, Any], reasoning: str) -> None:
+        answer_id = self._answer_id
+        if answer_id is not None:
+            self.store.finish_answer(answer_id, text, reason, figures, reasoning)
+            return
+
+        # begin_answer has not come back yet; store calls run in order, so after this no-op it has.
+        def later() -> None:
+            mid = self.model.row(row).message_id if row < self.model.rowCount() else -1
+            if mid >= 0:
+                self.store.finish_answer(mid, text, reason, figures, reasoning)
+
+        self.store.after_pending(later)
+
+    def _on_worker_failed(self, request: int, message: str) -> None:
+        if request != self._request:
+            return
+        self._timer.stop()
+        self.worker.buffer.take_both()
+        if 0 <= self._row < self.model.rowCount():
+            self.model.remove_row(self._row)
+        # The answer row in the database goes too, once begin_answer has come back (calls run in order).
+        self.store.after_pending(lambda: self._drop_answer(request))
+        # The question stays: it can be sent again as it is (Retry) or edited.
+        self.notice.emit(f"{message} Your message is kept: retry it, or edit it.")
+        self._end()
+
+    def _drop_answer(self, request: int) -> None:
+        if request == self._request and self._answer_id is not None:
+            self.store.delete_message(self._answer_id)
+            self._answer_id = None
+
+    def _end(self) -> None:
+        self.busy = False
+        self._row = -1
+        self.busy_changed.emit(False)
+        self.conversations_changed.emit()
+
+    # --- actions on a message ----------------------------------------------------------------
+    def regenerate(self, row: int) -> None:
+        """Drop the answer at `row` (and anything after it) and answer again."""
+        if self.busy or not self._complete or row <= 0 or self.model.row(row).role != "assistant":
+            return
+        mid = self.model.row(row).message_id
+        self.model.remove_from(row)
+        if mid >= 0:
+            self.store.delete_from(mid)
+        self._generate()
+
+    def retry(self, row: int) -> None:
+        """Ask again a question whose answer failed (the last row, a user message)."""
+        rows = self.model.rows()
+        if self.busy or not self._complete or rows[row].role != "user" or any(
+            r.role != "notice" for r in rows[row + 1 :]
+        ):
+            return
+        self._generate()
+
+    def edit(self, row: int, text: str) -> None:
+        """Replace a user message; the answer after it is generated anew."""
+        if self.busy or not self._complete or self.model.row(row).role != "user" or not text.strip():
+            return
+        mid = self.model.row(row).message_id
+        self.model.remove_from(row + 1)
+        self.model.update_row(row, content=text)
+        if mid >= 0:
+            self.store.edit_message(mid, text)
+        self._generate()
+
+    def delete(self, row: int) -> None:
+        if self.busy:
+            return
+        mid = self.model.row(row).message_id
+        self.model.remove_row(row)
+        if mid >= 0:
+            self.store.delete_message(mid)
+
+
+def _stored_options(settings: Any) -> TemplateOptions:
+    """A conversation's saved thinking switch and effort (whatever a file holds: checked here)."""
+    t = settings.get("template") if isinstance(settings, Mapping) else None
+    if not isinstance(t, dict):
+        return TemplateOptions()
+    think = t.get("think")
+    effort = t.get("reasoning_effort")
+    try:
+        return TemplateOptions(think if isinstance(think, bool) else None, effort if isinstance(effort, str) else "")
+    except ValueError:
+        return TemplateOptions()
+
+
+def _stored_rows(
+    stores: Any, cid: int, last: int | None = None, before: int | None = None
+) -> tuple[Conversation, list[Row]]:
+    """On the store thread: a conversation and its transcript rows (all, the last N, or those before
+    a position), so building them costs the GUI nothing."""
+    messages: list[MessageRecord] = stores.history.messages(cid, last=last, before=before)
+    rows = [Row(m.role, [m.content], dict(m.figures or {}), m.finish_reason or "", False, m.id,
+                [m.reasoning] if m.reasoning else [], position=m.position)
+            for m in messages if m.role != "system"]
+    return stores.history.conversation(cid), rows

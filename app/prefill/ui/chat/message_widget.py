@@ -1,0 +1,172 @@
+"""One message in the chat: markdown text, its figures, and its actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QSizeF, Qt, QUrl, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QSizePolicy,
+    QTextBrowser,
+    QToolButton,
+    QVBoxLayout,
+)
+
+from prefill.ui.chat.thinking_section import ThinkingSection
+from prefill.ui.markdown.inline import SAFE_SCHEMES
+from prefill.ui.markdown.link_guard import open_link
+from prefill.ui.markdown.rich_text import code_blocks
+from prefill.ui.markdown.stream import MarkdownStream
+from prefill.ui.shared.plain_text import plain_label
+
+ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "notice": "Note"}
+
+
+class SafeBrowser(QTextBrowser):
+    """Shows a message; loads nothing (no images, no files, no network), opens links only on a click."""
+
+    link_clicked = Signal(QUrl)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.anchorClicked.connect(self.link_clicked)
+        self.document().documentLayout().documentSizeChanged.connect(self._on_document_size_changed)
+        self.document().setDocumentMargin(2)
+
+    def loadResource(self, type: int, name: QUrl | str) -> Any:
+        return None  # never fetch what a model's answer points at
+
+    def _on_document_size_changed(self, size: QSizeF) -> None:
+        self.setFixedHeight(int(size.height()) + 4)
+
+
+REASONS = {"stop": "finished", "length": "hit max tokens", "cancelled": "stopped", "context_full": "context full",
+           "error": "⚠ incomplete: the answer was cut short"}
+
+
+def figures_line(figures: dict[str, Any], reason: str) -> str:
+    if not figures:
+        return REASONS.get(reason, reason)
+    thinking = figures.get("reasoning_tokens", 0)
+    parts = [
+        f"{figures.get('completion_tokens', 0)} tokens" + (f" ({thinking} thinking)" if thinking else ""),
+        f"TTFT {figures.get('ttft_ms', 0):.0f} ms",
+        f"{figures.get('decode_tps', 0):.1f} tok/s",
+    ]
+    if figures.get("cached_tokens"):
+        parts.append(f"{figures['cached_tokens']} prompt tokens reused")
+    if reason:
+        parts.append(REASONS.get(reason, reason))
+    return " · ".join(parts)
+
+
+class MessageWidget(QFrame):
+    """Signals:
+        action(str, object): "copy" | "edit" | "delete" | "regenerate" | "retry", and this widget.
+    """
+
+    action = Signal(str, object)
+
+    def __init__(self, role: str, code_palette: Any = None):
+        super().__init__()
+        self.role = role
+        self.setObjectName(f"message-{role}")
+        self.setProperty("role", role)
+        self.browser = SafeBrowser()
+        self.browser.link_clicked.connect(self._on_browser_link_clicked)
+        self.stream = MarkdownStream(self.browser.document(), code_palette)
+        self.title = plain_label(ROLE_TITLES.get(role, role))
+        self.title.setObjectName("message-title")
+        self.figures = plain_label()
+        self.figures.setObjectName("message-figures")
+        self.figures.setVisible(False)
+        self.thinking = ThinkingSection()  # stays hidden unless the model thinks
+        bar = QHBoxLayout()
+        bar.addWidget(self.title)
+        bar.addStretch(1)
+        self.buttons: dict[str, QToolButton] = {}
+        actions = ["copy", "delete"]
+        if role == "user":
+            actions.insert(1, "edit")
+            actions.insert(2, "retry")  # shown only on a question left without an answer
+        elif role == "assistant":
+            actions.insert(1, "regenerate")
+        for name in actions:
+            b = QToolButton()
+            b.setText(name.capitalize())
+            b.setAutoRaise(True)
+            b.setObjectName(f"message-{name}")
+            b.clicked.connect(lambda _=False, n=name: self.action.emit(n, self))
+            bar.addWidget(b)
+            self.buttons[name] = b
+        if role == "notice":
+            for b in self.buttons.values():
+                b.hide()
+        if "retry" in self.buttons:
+            self.buttons["retry"].hide()
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(10, 6, 10, 6)
+        lay.setSpacing(2)
+        lay.addLayout(bar)
+        lay.addWidget(self.thinking)
+        lay.addWidget(self.browser)
+        lay.addWidget(self.figures)
+
+    # --- content ---------------------------------------------------------------------
+    def set_content(self, text: str) -> None:
+        self.stream.set_text(text)
+
+    def append(self, text: str) -> None:
+        if text and self.thinking.isVisible():
+            self.thinking.answer_started()
+        self.stream.append(text)
+
+    def set_reasoning(self, text: str, from_history: bool = False) -> None:
+        self.thinking.set_text(text)
+        self.thinking.finished(from_history)
+
+    def append_reasoning(self, text: str) -> None:
+        self.thinking.append(text)
+
+    def set_retry_visible(self, visible: bool) -> None:
+        if "retry" in self.buttons:
+            self.buttons["retry"].setVisible(visible)
+
+    def finish(self) -> None:
+        self.stream.finish()
+
+    def text(self) -> str:
+        return self.stream.text
+
+    def set_streaming(self, streaming: bool) -> None:
+        for name in ("edit", "delete", "regenerate"):
+            if name in self.buttons:
+                self.buttons[name].setEnabled(not streaming)
+
+    def set_figures(self, figures: dict[str, Any], reason: str) -> None:
+        self.thinking.set_figures(figures)
+        line = figures_line(figures, reason)
+        self.figures.setText(line)
+        self.figures.setVisible(bool(line))
+
+    def copy_text(self) -> None:
+        QGuiApplication.clipboard().setText(self.text())
+
+    def _on_browser_link_clicked(self, url: QUrl) -> None:
+        if url.scheme() == "copy":
+            blocks = code_blocks(self.text())
+            try:
+                QGuiApplication.clipboard().setText(blocks[int(url.path())])
+            except (ValueError, IndexError):
+                pass
+        elif url.scheme() in SAFE_SCHEMES:
+            open_link(self, self.browser.document(), url)

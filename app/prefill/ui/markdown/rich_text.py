@@ -1,0 +1,388 @@
+"""Markdown to safe Qt rich text, for chat answers.
+
+Model output is displayed, never executed. Every character of the source is
+escaped before it reaches the HTML; the only markup is what this module writes:
+paragraphs, headings, emphasis, code, lists, quotes, tables and links. Links are
+clickable only for http, https and mailto; images become links to their address
+(no ``<img>`` is ever produced, so nothing is fetched). Fenced code blocks are
+coloured by Pygments with inline styles and get a ``copy:N`` link above them,
+N being the index of the block in the message, the same index as in
+:func:`code_blocks`.
+
+The source is cut into blocks by :class:`BlockSplitter` and each block is rendered
+on its own, so a streaming view can render the completed blocks once and never
+again (see ``stream.py``).
+
+The source is hostile input too: rendering takes time linear in it (inline markup:
+``inline.py``; no block pattern backtracks over a line), quotes and lists
+nest at most MAX_DEPTH levels (deeper ones render flat at the last level), tables
+have at most MAX_TABLE_COLUMNS columns, and a source the renderer fails on anyway
+is shown as plain text (:func:`plain_html`).
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+from functools import lru_cache
+
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
+from pygments.lexers import get_lexer_by_name
+from pygments.util import ClassNotFound
+
+from prefill.ui.markdown.inline import SAFE_SCHEMES, InlineRenderer, is_safe_url
+from prefill.ui.shared.code_palette import DARK_CODE, LIGHT_CODE, CodePalette
+
+__all__ = [
+    "DARK_CODE", "LIGHT_CODE", "MAX_DEPTH", "SAFE_SCHEMES", "BlockRenderer", "BlockSplitter",
+    "CodePalette", "code_blocks", "highlight_code", "is_safe_url", "plain_html", "render_markdown",
+    "split_blocks", "warm_up",
+]
+
+MAX_DEPTH = 8  # levels of quotes, and of lists, shown nested; deeper ones render at the last level
+MAX_TABLE_COLUMNS = 64  # a wider "table" is a paragraph (rows x columns must stay linear)
+
+_log = logging.getLogger(__name__)
+
+
+_FENCE_RE = re.compile(r"^( *)(`{3,}(?=[^`]*$)|~{3,})\s*([^\s`]*)")
+_HEADING_RE = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
+_RULE_RE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_QUOTE_RE = re.compile(r"^ {0,3}> ?")
+_QUOTES_RE = re.compile(r"^(?: {0,3}> ?)+")
+_LIST_RE = re.compile(r"^([ \t]*)([-*+]|\d{1,9}[.)])[ \t]+(.*)$")
+_TABLE_SEP_RE = re.compile(r"^ *\|? *:?-+:? *(\| *:?-+:? *)*\|? *$")
+_CELL_SPLIT_RE = re.compile(r"(?<!\\)\|")
+def _heading(line: str) -> tuple[int, str] | None:
+    """A heading line's level and text (its closing ``#`` run removed), or None.
+
+    Parsed by hand: a regex with a lazy text and an optional closing run backtracks
+    quadratically over a long line of spaces.
+    """
+    m = _HEADING_RE.match(line)
+    if m is None:
+        return None
+    text = line[m.end():].strip(" \t")
+    bare = text.rstrip("#")
+    if not bare:
+        text = ""
+    elif bare[-1] in " \t":
+        text = bare.rstrip(" \t")
+    return len(m.group(1)), text
+
+
+def _fence_closes(line: str, fence: str) -> bool:
+    """Whether ``line`` closes a fence opened with ``fence`` (at least as long, same char)."""
+    s = line.strip()
+    return len(s) >= len(fence) and s == fence[0] * len(s)
+
+
+class BlockSplitter:
+    """Cuts markdown source into completed blocks as it arrives.
+
+    A block ends at a blank line outside a code fence, at a closing fence, before
+    an opening fence, and around a heading or a rule. Blank lines between blocks
+    are dropped. The cut does not depend on how the source is chunked.
+    """
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []
+        self._partial = ""
+        self._fence: str | None = None
+        self._done: list[str] = []
+        self._cut = False
+
+    @property
+    def in_fence(self) -> bool:
+        """Whether the open tail is inside a code fence."""
+        return self._fence is not None
+
+    @property
+    def tail(self) -> str:
+        """The source of the open block (not yet completed), with its unfinished line."""
+        return "\n".join([*self._lines, self._partial])
+
+    def feed(self, text: str) -> tuple[list[str], bool]:
+        """Add source text.
+
+        Returns:
+            The blocks it completed, and whether the tail changed other than by
+            ``text`` being added at its end (a block was cut or a fence opened).
+        """
+        if "\n" not in text:
+            self._partial += text
+            return [], False
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        self._cut = False
+        for line in lines:
+            self._line(line)
+        done, self._done = self._done, []
+        return done, self._cut
+
+    def close(self) -> list[str]:
+        """End the source: returns the last blocks, an unclosed fence included."""
+        if self._partial:
+            self._line(self._partial)
+            self._partial = ""
+        self._flush()
+        done, self._done = self._done, []
+        self._fence = None
+        return done
+
+    def _line(self, line: str) -> None:
+        if self._fence is not None:
+            self._lines.append(line)
+            if _fence_closes(line, self._fence):
+                self._fence = None
+                self._flush()
+            return
+        fence = _FENCE_RE.match(line)
+        if fence:
+            self._flush()
+            self._fence = fence.group(2)
+            self._lines.append(line)
+        elif not line.strip():
+            self._flush()
+        elif _heading(line) is not None or _RULE_RE.match(line):
+            self._flush()
+            self._lines.append(line)
+            self._flush()
+        else:
+            self._lines.append(line)
+
+    def _flush(self) -> None:
+        self._cut = True
+        if self._lines:
+            self._done.append("\n".join(self._lines))
+            self._lines = []
+
+
+def split_blocks(text: str) -> list[str]:
+    """All the blocks of a finished source, in order."""
+    splitter = BlockSplitter()
+    blocks, _ = splitter.feed(text)
+    return blocks + splitter.close()
+
+
+@lru_cache(maxsize=64)
+def _lexer(lang: str) -> Lexer | None:
+    if not lang:
+        return None
+    try:
+        return get_lexer_by_name(lang.lower(), stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return None
+
+
+@lru_cache(maxsize=8)
+def _formatter(style: str) -> HtmlFormatter:
+    return HtmlFormatter(style=style, noclasses=True, nowrap=True)
+
+
+def highlight_code(code: str, lang: str, palette: CodePalette) -> str:
+    """Code as HTML spans with inline colours; escaped plain text for unknown languages."""
+    lexer = _lexer(lang)
+    if lexer is None:
+        return html.escape(code, quote=False)
+    coloured: str = highlight(code, lexer, _formatter(palette.pygments_style))
+    # Pygments ends the output with a newline the code may not have: Qt would show an empty line.
+    return coloured[:-1] if coloured.endswith("\n") and not code.endswith("\n") else coloured
+
+
+class BlockRenderer:
+    """Renders blocks from :class:`BlockSplitter` to HTML, numbering code blocks as it goes.
+
+    Attributes:
+        codes: The raw code of every fenced block rendered so far, in order.
+    """
+
+    def __init__(self, palette: CodePalette | None = None, colour_code: bool = True) -> None:
+        self.palette = palette or LIGHT_CODE
+        self.codes: list[str] = []
+        self._colour_code = colour_code
+
+    def render(self, block: str, depth: int = 0) -> str:
+        """One block (a string from the splitter) as HTML; ``depth``: the quotes around it."""
+        lines = block.split("\n")
+        fence = _FENCE_RE.match(lines[0])
+        if fence:
+            return self._code(lines, fence)
+        if len(lines) == 1:
+            heading = _heading(lines[0])
+            if heading:
+                level, text = heading
+                if not text:
+                    return ""  # Qt drops an empty heading; so does the stream
+                return f"<h{level}>{self.inline(text)}</h{level}>"
+            if _RULE_RE.match(lines[0]):
+                return "<hr/>"
+        return self._mixed(lines, depth)
+
+    def inline(self, text: str, links: bool = True) -> str:
+        """Inline markdown (code, links, emphasis) of one paragraph; newlines become breaks."""
+        return self._inline.render(text, links)
+
+    @property
+    def palette(self) -> CodePalette:
+        """The colours this renderer writes."""
+        return self._palette
+
+    @palette.setter
+    def palette(self, palette: CodePalette) -> None:
+        self._palette = palette
+        code_style = f"background-color:{palette.inline_background}; font-family:{palette.mono_css}"
+        self._inline = InlineRenderer(code_style, palette.link)
+
+    def _code(self, lines: list[str], fence: re.Match[str]) -> str:
+        indent = len(fence.group(1))
+        body = lines[1:]
+        if body and _fence_closes(body[-1], fence.group(2)):
+            body.pop()
+        code = "\n".join(line[min(indent, len(line) - len(line.lstrip(" "))):] for line in body)
+        self.codes.append(code)
+        lang, p = fence.group(3), self.palette
+        label = f'&nbsp;&nbsp;<span style="color:{p.muted}">{html.escape(lang, quote=False)}</span>'
+        coloured = highlight_code(code, lang if self._colour_code else "", p)
+        return (
+            f'<p style="margin-top:8px; margin-bottom:0px"><a href="copy:{len(self.codes) - 1}" '
+            f'style="color:{p.link}">Copy</a>{label if lang else ""}</p>'
+            f'<pre style="background-color:{p.background}; color:{p.foreground}; '
+            f'font-family:{p.mono_css}; margin-top:2px">{coloured}</pre>'
+        )
+
+    def _mixed(self, lines: list[str], depth: int) -> str:
+        """Paragraphs, lists, quotes and tables that follow each other without a blank line."""
+        out: list[str] = []
+        i, n = 0, len(lines)
+        while i < n:
+            if _QUOTE_RE.match(lines[i]):
+                j = i
+                while j < n and _QUOTE_RE.match(lines[j]):
+                    j += 1
+                # At the last level every further ">" goes too: what is deeper renders flat here,
+                # so each line is stripped at most MAX_DEPTH times and the recursion stays shallow.
+                marker = _QUOTE_RE if depth + 1 < MAX_DEPTH else _QUOTES_RE
+                inner = "\n".join(marker.sub("", line, count=1) for line in lines[i:j])
+                quoted = "".join(self.render(b, depth + 1) for b in split_blocks(inner))
+                out.append(f'<blockquote style="color:{self.palette.muted}">{quoted}</blockquote>')
+            elif _starts_table(lines, i):
+                j = i + 2
+                while j < n and "|" in lines[j]:
+                    j += 1
+                out.append(self._table(lines[i:j]))
+            elif _LIST_RE.match(lines[i]):
+                j = n
+                out.append(self._list(lines[i:]))
+            else:
+                j = i + 1
+                while j < n and not _starts_other(lines, j):
+                    j += 1
+                out.append(f"<p>{self.inline(chr(10).join(s.strip() for s in lines[i:j]))}</p>")
+            i = j
+        return "".join(out)
+
+    def _table(self, rows: list[str]) -> str:
+        aligns = []
+        for cell in _cells(rows[1]):
+            right, left = cell.endswith(":"), cell.startswith(":")
+            aligns.append("center" if left and right else "right" if right else "left")
+        html_rows = []
+        for tag, row in [("th", rows[0])] + [("td", row) for row in rows[2:]]:
+            cells = [*_cells(row), *[""] * len(aligns)]
+            row_html = "".join(f'<{tag} align="{a}">{self.inline(c)}</{tag}>'
+                               for c, a in zip(cells, aligns, strict=False))
+            html_rows.append(f"<tr>{row_html}</tr>")
+        return (
+            f'<table border="1" cellspacing="0" cellpadding="4" '
+            f'style="border-color:{self.palette.muted}">{"".join(html_rows)}</table>'
+        )
+
+    def _list(self, lines: list[str]) -> str:
+        """Nested lists, by indentation; lines without a marker continue the item above."""
+        items: list[tuple[int, str, list[str]]] = []
+        for line in lines:
+            m = _LIST_RE.match(line)
+            if m:
+                items.append((len(m.group(1).expandtabs(4)), m.group(2), [m.group(3)]))
+            else:
+                items[-1][2].append(line.strip())
+        out: list[str] = []
+        stack: list[tuple[int, str]] = []
+        for indent, marker, text in items:
+            tag = "ul" if marker in "-*+" else "ol"
+            if len(stack) >= MAX_DEPTH and indent > stack[-1][0]:
+                indent = stack[-1][0]  # too deep: an item of the last level
+            while stack and indent < stack[-1][0]:
+                out.append(f"</li></{stack.pop()[1]}>")
+            if stack and indent == stack[-1][0] and tag != stack[-1][1]:
+                out.append(f"</li></{stack.pop()[1]}>")
+            if stack and indent == stack[-1][0]:
+                out.append("</li>")
+            else:
+                start = f' start="{int(marker[:-1])}"' if tag == "ol" else ""
+                out.append(f"<{tag}{start}>")
+                stack.append((indent, tag))
+            out.append(f"<li>{self.inline(chr(10).join(text))}")
+        out.extend(f"</li></{tag}>" for _, tag in reversed(stack))
+        return "".join(out)
+
+
+def _cells(row: str) -> list[str]:
+    row = row.strip().removeprefix("|")
+    row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
+    return [cell.strip() for cell in _CELL_SPLIT_RE.split(row)]
+
+
+def _starts_table(lines: list[str], i: int) -> bool:
+    nxt = lines[i + 1] if i + 1 < len(lines) else ""
+    return ("|" in lines[i] and "|" in nxt and bool(_TABLE_SEP_RE.match(nxt))
+            and len(_cells(nxt)) <= MAX_TABLE_COLUMNS)
+
+
+def _starts_other(lines: list[str], i: int) -> bool:
+    """Whether line i starts a list, quote or table, which ends a paragraph."""
+    line = lines[i]
+    return bool(_LIST_RE.match(line) or _QUOTE_RE.match(line)) or _starts_table(lines, i)
+
+
+def plain_html(text: str) -> str:
+    """``text`` as HTML that shows it as written: what a message falls back to."""
+    return f'<p style="white-space:pre-wrap">{html.escape(text, quote=False)}</p>'
+
+
+def render_markdown(text: str, palette: CodePalette | None = None) -> str:
+    """Markdown source as HTML for ``QTextDocument.setHtml``; see the module docstring.
+
+    A source the renderer fails on is shown as plain text (and the failure logged).
+    """
+    renderer = BlockRenderer(palette)
+    try:
+        return "".join(map(renderer.render, split_blocks(text)))
+    except Exception:  # noqa: BLE001 - a renderer bug must not hide the answer; logged
+        _log.exception("markdown rendering failed; showing the message as plain text")
+        return plain_html(text)
+
+
+def code_blocks(text: str) -> list[str]:
+    """The raw code of each fenced block, in the order of the ``copy:N`` links."""
+    renderer = BlockRenderer(colour_code=False)
+    for block in split_blocks(text):
+        renderer.render(block)
+    return renderer.codes
+
+
+WARM_LANGUAGES = ("python", "javascript", "typescript", "bash", "c", "cpp", "rust", "go", "java", "json", "html", "sql")
+
+
+def warm_up(palette: CodePalette | None = None) -> None:
+    """Load Pygments' lexers and styles ahead of the first code block (~75 ms the first time).
+
+    Safe to run on a background thread at start-up: it only fills the caches above.
+    """
+    p = palette or LIGHT_CODE
+    for lang in WARM_LANGUAGES:
+        highlight_code("x = 1\n", lang, p)

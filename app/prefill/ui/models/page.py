@@ -1,0 +1,338 @@
+"""The Models page: search the hub, pick a file by size and fit, download, manage the library.
+
+Top: a search box and the matching GGUF repositories (downloads, likes, last update;
+click a header to sort). Beside it the selected repository's models grouped by
+quantisation, each with its size and a fit estimate for this machine, read from the
+file's remote header with a few ranged requests. Below: the download queue and the
+local library. Every request and every disk read runs on the page's `PoolJobs`;
+results come back by signal, errors are shown as a sentence in the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from prefill.engine.llama.hardware import MachineMemory, machine_memory
+from prefill.engine.llama.memory_fit import FitEstimate, estimate_fit, estimate_local, fit_breakdown, fit_vs_actual
+from prefill.engine.units import format_bytes
+from prefill.hub.client import HubClient, RepoListing, RepoSummary, SortKey
+from prefill.hub.library import ModelLibrary
+from prefill.hub.quants import ModelFiles, group_by_quant
+from prefill.hub.remote_header import fetch_header
+from prefill.session.loaded import LoadedModel
+from prefill.ui.models.download_worker import DownloadQueuePanel, DownloadWorker
+from prefill.ui.models.library_panel import LibraryPanel
+from prefill.ui.shared.plain_text import plain_label, tooltip
+from prefill.ui.shared.pool_jobs import PoolJobs
+
+_SORTS: tuple[tuple[str, SortKey], ...] = (
+    ("Most downloads", "downloads"), ("Most likes", "likes"), ("Recently updated", "last_modified"))
+_MODEL = Qt.ItemDataRole.UserRole
+
+
+class ModelsPage(QWidget):
+    """Search, download and manage models.
+
+    Args:
+        client: the hub client.
+        library: the local library.
+        downloads: the download queue (it outlives the page: downloads go on when it closes).
+        n_ctx: the context length fit estimates plan for (the current setting).
+        kv_type: the KV cache type fit estimates plan for.
+        memory: free RAM and VRAM now (tests give a fixed machine).
+
+    Signals:
+        load_requested(str): a local model's path to load (library Load, or a finished download's).
+        fit_compared(str): after `compare_loaded`, the estimate beside what the load used.
+        message_shown(str): the sentence the page shows (an error, or what happened).
+    """
+
+    load_requested = Signal(str)
+    fit_compared = Signal(str)
+    message_shown = Signal(str)
+
+    def __init__(self, client: HubClient, library: ModelLibrary, downloads: DownloadWorker,
+                 n_ctx: Callable[[], int], kv_type: Callable[[], str],
+                 memory: Callable[[], MachineMemory] = machine_memory, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.client, self.library, self.downloads = client, library, downloads
+        self._n_ctx, self._kv_type, self._memory = n_ctx, kv_type, memory
+        self.jobs = PoolJobs(parent=self)
+        self.listing: RepoListing | None = None
+        self.fits: dict[str, FitEstimate | Exception] = {}
+        self._search_job = self._list_job = 0
+        self._memory_before: dict[str, MachineMemory] = {}
+        self._build()
+        self._wire()
+        self.library_panel.refresh()
+
+    # --- layout ----------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.query = QLineEdit()
+        self.query.setPlaceholderText("Search GGUF models on Hugging Face (e.g. qwen, llama 3.2)")
+        self.sort = QComboBox()
+        for label, key in _SORTS:
+            self.sort.addItem(label, key)
+        self.search_button = QPushButton("Search")
+        self.message = plain_label()
+        self.message.setObjectName("models-message")
+        self.message.setTextFormat(Qt.TextFormat.PlainText)  # errors quote hub names: never rich text
+        self.message.setWordWrap(True)
+        self.message.hide()
+        self.results = QTableWidget(0, 4)
+        self.results.setObjectName("search-results")
+        self.results.setHorizontalHeaderLabels(["Repository", "Downloads", "Likes", "Updated"])
+        self.results.verticalHeader().hide()
+        self.results.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.results.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.results.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
+        self.results.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.files = QTreeWidget()
+        self.files.setObjectName("repo-files")
+        self.files.setHeaderLabels(["Model", "Size", "Fit here"])
+        self.files.header().setStretchLastSection(True)
+        self.files.setColumnWidth(0, 260)
+        self.download_button = QPushButton("Download")
+        self.download_button.setEnabled(False)
+        self.queue = DownloadQueuePanel(self.downloads)
+        self.library_panel = LibraryPanel(self.library, self.jobs)
+
+        row = QHBoxLayout()
+        row.addWidget(self.query, 1)
+        row.addWidget(self.sort)
+        row.addWidget(self.search_button)
+        files_box = QWidget()
+        fl = QVBoxLayout(files_box)
+        fl.setContentsMargins(0, 0, 0, 0)
+        fl.addWidget(self.files, 1)
+        fl.addWidget(self.download_button, 0, Qt.AlignmentFlag.AlignRight)
+        browse = QSplitter(Qt.Orientation.Horizontal)
+        browse.addWidget(self.results)
+        browse.addWidget(files_box)
+        browse.setSizes([420, 520])
+        top = QWidget()
+        tl = QVBoxLayout(top)
+        tl.setContentsMargins(0, 0, 0, 0)
+        tl.addLayout(row)
+        tl.addWidget(browse, 1)
+        parts = QSplitter(Qt.Orientation.Vertical)
+        parts.addWidget(_boxed("Hugging Face", top))
+        parts.addWidget(_boxed("Downloads", self.queue))
+        parts.addWidget(_boxed("On this machine", self.library_panel))
+        parts.setSizes([420, 160, 260])
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.message)
+        layout.addWidget(parts, 1)
+
+    def _wire(self) -> None:
+        self.query.returnPressed.connect(self.search)
+        self.search_button.clicked.connect(self.search)
+        self.results.itemSelectionChanged.connect(self._on_results_selection_changed)
+        self.files.itemSelectionChanged.connect(self._on_files_selection_changed)
+        self.files.itemDoubleClicked.connect(lambda _i, _c: self._on_download_button_clicked())
+        self.download_button.clicked.connect(self._on_download_button_clicked)
+        self.queue.load_requested.connect(self._on_panels_load_requested)
+        self.queue.finished.connect(self._on_queue_finished)
+        self.queue.error.connect(self.show_message)
+        self.downloads.error.connect(self.show_message)
+        self.library_panel.load_requested.connect(self._on_panels_load_requested)
+        self.library_panel.error.connect(self.show_message)
+        self.jobs.failed.connect(lambda e: self.show_message(f"Something went wrong: {e}."))
+
+    # --- what the window calls -------------------------------------------------------------
+    def search(self) -> None:
+        """Search the hub for the query in the box, off the GUI thread."""
+        query, sort = self.query.text().strip(), self.sort.currentData()
+        self.show_message("Searching…")
+        job = self._search_job = self._search_job + 1
+        self.jobs.run(self.client.search, query, sort,
+                      then=lambda hits: self._on_search_done(job, query, sort, hits),
+                      error=lambda e: self._on_hub_failed(job, "_search_job", "The search failed", e))
+
+    def show_message(self, text: str) -> None:
+        self.message.setText(text)
+        self.message.setVisible(bool(text))
+        self.message_shown.emit(text)
+
+    def compare_loaded(self, loaded: LoadedModel) -> None:
+        """Compare a loaded model with its estimate, off the GUI thread; emits `fit_compared`.
+
+        The verdict is only given when the page saw the load coming (its memory was
+        measured before the model took any); the byte counts are compared always.
+        """
+        path, n_ctx = str(loaded.path), loaded.n_ctx
+        kv_total, used = n_ctx * loaded.bytes_per_cell, loaded.model_bytes
+        before = self._memory_before.pop(path, None)
+        kv_type, memory = self._kv_type(), self._memory
+
+        def compare() -> str:
+            estimate = estimate_local(path, n_ctx, kv_type, before or memory())
+            return fit_vs_actual(estimate, used, kv_total, verdict=before is not None)
+
+        self.jobs.run(compare, then=self.fit_compared.emit,
+                      error=lambda e: self.fit_compared.emit(f"No fit estimate for this model: {e}."))
+
+    def close_jobs(self, timeout_ms: int = -1) -> bool:
+        """Wait for running lookups (on quit); the download queue is closed by its owner."""
+        return self.jobs.close(timeout_ms)
+
+    # --- search and listing ----------------------------------------------------------------
+    def _on_search_done(self, job: int, query: str, sort: SortKey, hits: list[RepoSummary]) -> None:
+        if job != self._search_job:
+            return
+        self.results.setSortingEnabled(False)
+        self.results.clearSelection()
+        self.results.clearContents()
+        self.results.setRowCount(len(hits))
+        for row, h in enumerate(hits):
+            name = QTableWidgetItem(h.repo_id + ("  (gated)" if h.gated else ""))
+            name.setData(_MODEL, h.repo_id)
+            self.results.setItem(row, 0, name)
+            self.results.setItem(row, 1, _number(h.downloads))
+            self.results.setItem(row, 2, _number(h.likes))
+            self.results.setItem(row, 3, QTableWidgetItem(_date(h.last_modified)))
+        # Show the hub's order (its sort key, best first) until a header is clicked.
+        column = {"downloads": 1, "likes": 2, "last_modified": 3}[sort]
+        self.results.horizontalHeader().setSortIndicator(column, Qt.SortOrder.DescendingOrder)
+        self.results.setSortingEnabled(True)
+        self.show_message("" if hits else f"No GGUF repositories match {query!r}.")
+
+    def _on_results_selection_changed(self) -> None:
+        rows = self.results.selectionModel().selectedRows()
+        if not rows:
+            return
+        item = self.results.item(rows[0].row(), 0)
+        repo_id = item.data(_MODEL) if item is not None else None
+        if not repo_id:
+            return
+        self.files.clear()
+        self.listing, self.fits = None, {}
+        self.download_button.setEnabled(False)
+        self.show_message(f"Listing {repo_id}…")
+        job = self._list_job = self._list_job + 1
+        client, memory = self.client, self._memory
+
+        def listing() -> tuple[RepoListing, MachineMemory]:
+            return client.list_models(repo_id), memory()
+
+        failed = f"{repo_id} could not be listed"
+        self.jobs.run(listing, then=lambda r: self._on_listing_done(job, *r),
+                      error=lambda e: self._on_hub_failed(job, "_list_job", failed, e))
+
+    def _on_listing_done(self, job: int, listing: RepoListing, memory: MachineMemory) -> None:
+        if job != self._list_job:
+            return
+        self.listing = listing
+        self.show_message("" if listing.models else f"{listing.repo_id} holds no GGUF model.")
+        n_ctx, kv_type = self._n_ctx(), self._kv_type()
+        for quant, models in group_by_quant(listing.models).items():
+            sizes = [m.size for m in models]
+            total = None if None in sizes else sum(s or 0 for s in sizes)
+            group = QTreeWidgetItem([f"{quant}  ({len(models)})", format_bytes(total), ""])
+            group.setFlags(group.flags() & ~Qt.ItemFlag.ItemIsSelectable)
+            self.files.addTopLevelItem(group)
+            for m in models:
+                item = QTreeWidgetItem([m.name, format_bytes(m.size), _fit_placeholder(m)])
+                item.setData(0, _MODEL, m)
+                item.setToolTip(0, tooltip("\n".join(p.filename for p in m.parts)))
+                group.addChild(item)
+                if m.complete and not m.is_projector:
+                    self._estimate(job, listing.repo_id, m, item, n_ctx, kv_type, memory)
+            group.setExpanded(True)
+
+    def _estimate(self, job: int, repo_id: str, m: ModelFiles, item: QTreeWidgetItem,
+                  n_ctx: int, kv_type: str, memory: MachineMemory) -> None:
+        client = self.client
+
+        def fit() -> FitEstimate:
+            headers = [fetch_header(client, repo_id, p.filename) for p in m.parts]
+            return estimate_fit(headers, n_ctx, memory, kv_type)
+
+        def show(result: FitEstimate | Exception) -> None:
+            if job != self._list_job:
+                return
+            self.fits[m.name] = result
+            if isinstance(result, Exception):
+                item.setText(2, "unknown")
+                item.setToolTip(2, tooltip(f"No estimate: {result}"))
+            else:
+                item.setText(2, result.summary())
+                item.setToolTip(2, tooltip(fit_breakdown(result)))
+
+        self.jobs.run(fit, then=show, error=show)
+
+    def _on_hub_failed(self, job: int, which: str, what: str, e: Exception) -> None:
+        if job == getattr(self, which):
+            self.show_message(f"{what}: {e}.")
+
+    # --- downloads and loads ---------------------------------------------------------------
+    def selected_model(self) -> ModelFiles | None:
+        items = self.files.selectedItems()
+        m = items[0].data(0, _MODEL) if items else None
+        return m if isinstance(m, ModelFiles) else None
+
+    def _on_files_selection_changed(self) -> None:
+        m = self.selected_model()
+        self.download_button.setEnabled(m is not None and m.complete)
+
+    def _on_download_button_clicked(self) -> None:
+        m = self.selected_model()
+        if m is None or self.listing is None or not m.complete:
+            return
+        self.downloads.add(self.listing.repo_id, m, self.listing.commit)
+        self.show_message(f"{m.name} is queued; it appears under On this machine when done.")
+
+    def _on_queue_finished(self, _event: object) -> None:
+        self.library_panel.refresh()
+
+    def _on_panels_load_requested(self, path: str) -> None:
+        """Measure free memory first (for `compare_loaded`), then ask for the load."""
+        def remember(memory: MachineMemory) -> None:
+            self._memory_before[path] = memory
+            self.load_requested.emit(path)
+
+        self.jobs.run(self._memory, then=remember, error=lambda _e: self.load_requested.emit(path))
+
+def _boxed(title: str, widget: QWidget) -> QGroupBox:
+    box = QGroupBox(title)
+    layout = QVBoxLayout(box)
+    layout.setContentsMargins(6, 6, 6, 6)
+    layout.addWidget(widget)
+    return box
+
+
+def _number(n: int) -> QTableWidgetItem:
+    item = QTableWidgetItem()
+    item.setData(Qt.ItemDataRole.DisplayRole, n)  # an int, so the column sorts by value
+    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    return item
+
+
+def _date(when: datetime | None) -> str:
+    return when.date().isoformat() if when else ""
+
+
+def _fit_placeholder(m: ModelFiles) -> str:
+    if m.is_projector:
+        return "vision projector (loads with its model)"
+    if not m.complete:
+        return "incomplete set: parts are missing"
+    return "estimating…"

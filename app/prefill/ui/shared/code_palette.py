@@ -1,0 +1,37 @@
+"""The colours of rendered markdown for each theme: chosen by the theme, used by the renderer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CodePalette:
+    """Colours for rendered markdown.
+
+    Attributes:
+        pygments_style: Pygments style that colours the code tokens.
+        background: Background of a code block.
+        foreground: Code text that has no token colour.
+        inline_background: Background of ``inline code``.
+        muted: Language label and table rules.
+        link: Links, the Copy link included.
+        mono_fonts: Font families for code, first found wins (macOS, Windows, Linux).
+    """
+
+    pygments_style: str
+    background: str
+    foreground: str
+    inline_background: str
+    muted: str
+    link: str
+    mono_fonts: tuple[str, ...] = ("Menlo", "Consolas", "DejaVu Sans Mono", "monospace")
+
+    @property
+    def mono_css(self) -> str:
+        """``font-family`` value for the code fonts."""
+        return ", ".join(f"'{family}'" if " " in family else family for family in self.mono_fonts)
+
+
+LIGHT_CODE = CodePalette("default", "#f6f8fa", "#1f2328", "#eaeef2", "#656d76", "#0969da")
+DARK_CODE = CodePalette("github-dark", "#161b22", "#e6edf3", "#343942", "#8d96a0", "#4493f8")

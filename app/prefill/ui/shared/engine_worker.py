@@ -1,0 +1,365 @@
+"""The one owner of the model: a QObject on its own QThread, relaying to a `ChatSession`.
+
+What answers, the cache on disk and serving are decided by the Qt-free `session.ChatSession`;
+this worker moves requests onto the engine thread (queued signals) and results back (signals).
+Streamed text is not sent as one signal per token: the worker appends it to a locked buffer and
+the GUI thread takes it on its own ~30 ms timer (`take_text`), so a fast model costs the GUI one
+wake-up per flush, not per token, and the worker never waits for the GUI thread to run Python.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from prefill.engine.errors import ContextOverflow, EngineError, TemplateError
+from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.local.kv_disk import KvDiskCache
+from prefill.engine.message import Message
+from prefill.engine.request import ChatRequest
+from prefill.engine.settings import LoadSettings
+from prefill.remote.errors import RemoteError
+from prefill.store.endpoints import SavedEndpoint
+from prefill.ui.shared.remote_messages import remote_error_text
+
+if TYPE_CHECKING:
+    from prefill.engine.chat_backend import ChatBackend
+    from prefill.server.lifecycle import RunningServer, ServeOptions
+    from prefill.session.backends import Target
+    from prefill.session.chat_session import ChatSession
+
+
+
+class TextBuffer:
+    """Tokens' text from the worker to the GUI thread, swapped under a lock; the answer and the
+    model's thinking kept apart."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parts: list[str] = []
+        self._thinking: list[str] = []
+
+    def put(self, text: str, reasoning: bool = False) -> None:
+        with self._lock:
+            (self._thinking if reasoning else self._parts).append(text)
+
+    def take(self) -> str:
+        """The answer's text since the last take (any thinking taken with it is dropped)."""
+        return self.take_both()[1]
+
+    def take_both(self) -> tuple[str, str]:
+        """(thinking, answer) text since the last take."""
+        with self._lock:
+            parts, self._parts = self._parts, []
+            thinking, self._thinking = self._thinking, []
+        return "".join(thinking), "".join(parts)
+
+
+class EngineWorker(QObject):
+    """Relays between the GUI thread and the session that owns the model; lives on the engine thread.
+
+    The GUI thread asks through the typed methods (`load`, `load_remote`, `cancel_load`, `generate`,
+    `unload`, `ask_count`, `serve`, `stop_serving`, `resume`, `set_cache_budget`, `clear_cache`,
+    `shutdown`); each queues one private request signal into the engine thread, where the
+    `ChatSession` (made there, so llama.cpp loads off the GUI thread) does the work.
+
+    Signals:
+        load_progress(float): 0..1 while a model loads.
+        loaded(object): a LoadedModel, after a load succeeded.
+        load_failed(str): why a load failed, in words.
+        load_cancelled(int): the tag `load` returned; that load was cancelled or superseded
+            (the model it replaced is unloaded).
+        prefill_done(int, object): request id, PrefillDone.
+        metrics(int, object): request id, MetricsSnapshot (a few times a second).
+        finished(int, object): request id, Finished (its text is the whole answer).
+        failed(int, str): request id, a sentence for the user.
+        token_count(int, int): request tag, prompt tokens of a conversation (for the input box).
+        kv_state(object): MetricsSnapshot with the KV fill, when idle.
+        disk_cache(object): kv_disk.Usage of the saved-cache folder, after it changed.
+        cache_note(str): a saved cache was discarded or could not be saved, and why.
+        serving(str): the server's base address (http://host:port); the chat now runs in one of its slots.
+        serve_failed(str): why the server could not start, in words (the chat goes on as before).
+        serve_stopped(): the server stopped; the chat has the model to itself again.
+        server_snapshot(object): a BatchSnapshot, a few times a second while the server runs.
+    """
+
+    load_progress = Signal(float)
+    loaded = Signal(object)
+    load_failed = Signal(str)
+    load_cancelled = Signal(int)
+    prefill_done = Signal(int, object)
+    metrics = Signal(int, object)
+    finished = Signal(int, object)
+    failed = Signal(int, str)
+    token_count = Signal(int, int)
+    kv_state = Signal(object)
+    disk_cache = Signal(object)
+    cache_note = Signal(str)
+    serving = Signal(str)
+    serve_failed = Signal(str)
+    serve_stopped = Signal()
+    server_snapshot = Signal(object)
+
+    # requests, queued into the worker's thread: the typed methods below emit them
+    _request_load = Signal(int, object)
+    _request_serve = Signal(object)
+    _request_stop_serving = Signal()
+    _request_generate = Signal(int, object)
+    _request_count = Signal(int, object)
+    _request_unload = Signal()
+    _request_shutdown = Signal()
+    _request_resume = Signal(object)
+    _request_cache_budget = Signal(object)  # bytes (an int past 2 GiB: not a Qt int)
+    _request_clear_cache = Signal()
+
+    def __init__(self, disk: KvDiskCache | None = None) -> None:
+        super().__init__()
+        self.disk = disk  # None: no saved caches (tests, or a caller that wants none)
+        self._session: ChatSession | None = None  # made on the engine thread, at its first request
+        self.cancel = threading.Event()  # set from the GUI thread: stop after the current token
+        self.buffer = TextBuffer()
+        self._count_tag = 0
+        self._load_tags = itertools.count(1)
+        # The load the GUI thread still wants (0: none). The GUI thread writes it, the load's
+        # progress callback reads it: llama.cpp abandons a load when the callback says False.
+        self._wanted_load = 0
+        self._request_load.connect(self._on_request_load)
+        self._request_serve.connect(self._on_request_serve)
+        self._request_stop_serving.connect(self._on_request_stop_serving)
+        self._request_generate.connect(self._on_request_generate)
+        self._request_count.connect(self._on_request_count)
+        self._request_unload.connect(self._on_request_unload)
+        self._request_shutdown.connect(self._on_request_shutdown)
+        self._request_resume.connect(self._on_request_resume)
+        self._request_cache_budget.connect(self._on_request_cache_budget)
+        self._request_clear_cache.connect(self._on_request_clear_cache)
+
+    @property
+    def session(self) -> ChatSession:
+        """The session; made on first use (on the engine thread: it imports llama.cpp)."""
+        if self._session is None:
+            from prefill.session.chat_session import ChatSession, SessionEvents
+
+            self._session = ChatSession(self.disk, SessionEvents(
+                cache_note=self.cache_note.emit, disk_usage=self.disk_cache.emit,
+                server_snapshot=self.server_snapshot.emit, serve_stopped=self.serve_stopped.emit,
+                reload_failed=self.load_failed.emit,
+            ))
+        return self._session
+
+    @property
+    def engine(self) -> ChatBackend | None:
+        """What answers now (engine thread, or tests between requests)."""
+        return self._session.backend if self._session is not None else None
+
+    @property
+    def server(self) -> RunningServer | None:
+        return self._session.server if self._session is not None else None
+
+    # --- requests, from the GUI thread ---------------------------------------------
+    def load(self, path: str, settings: LoadSettings) -> int:
+        """Load a model (after unloading the current one); a newer load supersedes this one.
+
+        Returns:
+            The tag `load_cancelled` names if this load is cancelled.
+        """
+        from prefill.session.backends import LocalModel
+
+        return self._load(LocalModel(path, settings))
+
+    def load_remote(self, endpoint: SavedEndpoint) -> int:
+        """Chat through a remote endpoint (after unloading the local model); as `load`, a newer load
+        supersedes it. `loaded` then carries `remote` and `n_ctx` 0 (the remote's context is not known)."""
+        from prefill.session.backends import RemoteEndpoint
+
+        return self._load(RemoteEndpoint(endpoint.url, endpoint.model, endpoint.api_key, endpoint.name))
+
+    def _load(self, target: Target) -> int:
+        tag = next(self._load_tags)
+        self._wanted_load = tag
+        self._request_load.emit(tag, target)
+        return tag
+
+    def serve(self, options: ServeOptions) -> None:
+        """Serve the loaded local model over HTTP; the window's chat becomes one of its slots."""
+        self._request_serve.emit(options)
+
+    def stop_serving(self) -> None:
+        """Stop the server (streams in flight get a few seconds) and give the chat the model back."""
+        self._request_stop_serving.emit()
+
+    def cancel_load(self) -> None:
+        """Stop the load in progress at its next progress report (and any queued one)."""
+        self._wanted_load = 0
+
+    def generate(self, request_id: int, request: ChatRequest) -> None:
+        """Answer `request`; events come back tagged with `request_id`. `cancel` stops it."""
+        self._request_generate.emit(request_id, request)
+
+    def unload(self) -> None:
+        """Free the model."""
+        self._request_unload.emit()
+
+    def ask_count(self, tag: int, messages: list[Message]) -> None:
+        """Count the prompt tokens of `messages`; only the newest count request is computed."""
+        self._count_tag = tag
+        self._request_count.emit(tag, messages)
+
+    def resume(self, messages: list[Message]) -> None:
+        """The conversation now shown ([] for a new one): its saved cache is restored, the last one's saved."""
+        self._request_resume.emit(list(messages))
+
+    def set_cache_budget(self, budget: int) -> None:
+        """Bytes the saved caches may take on disk; 0 turns saving off."""
+        self._request_cache_budget.emit(budget)
+
+    def clear_cache(self) -> None:
+        """Delete every saved cache."""
+        self._request_clear_cache.emit()
+
+    def shutdown(self) -> None:
+        """The last request: after everything queued before it, free the model and end the thread."""
+        self._request_shutdown.emit()
+
+    # --- slots, run on the engine thread ------------------------------------------
+    @Slot(int, object)
+    def _on_request_load(self, tag: int, target: Target) -> None:
+        session = self.session
+        session.unload()  # the window forgot it when it asked for this load
+        if tag != self._wanted_load:  # cancelled or superseded while it waited
+            self.load_cancelled.emit(tag)
+            return
+
+        def progress(p: float) -> bool:
+            self.load_progress.emit(p)
+            return tag == self._wanted_load
+
+        try:
+            info = session.load(target, progress, keep=lambda: tag == self._wanted_load)
+        except RemoteError as e:
+            self.load_failed.emit(remote_error_text(e))
+            return
+        except (EngineError, OSError, ValueError) as e:
+            if tag != self._wanted_load:
+                self.load_cancelled.emit(tag)
+            else:
+                self.load_failed.emit(str(e))
+            return
+        if info is None:  # cancelled after the last progress report
+            self.load_cancelled.emit(tag)
+            return
+        self.loaded.emit(info)
+        self._report_kv()
+
+    @Slot()
+    def _on_request_unload(self) -> None:
+        self.session.unload()
+
+    @Slot(object)
+    def _on_request_serve(self, options: ServeOptions) -> None:
+        from prefill.session.chat_session import ServeRefused
+
+        try:
+            url = self.session.serve(options)
+        except ServeRefused as e:
+            self.serve_failed.emit(str(e))
+            self._report_kv()
+            return
+        self.serving.emit(url)
+        self._report_kv()
+
+    @Slot()
+    def _on_request_stop_serving(self) -> None:
+        self.session.stop_serving()
+        self._report_kv()
+
+    @Slot(object)
+    def _on_request_resume(self, messages: list[Message]) -> None:
+        self.session.show(messages)
+        self._report_kv()
+
+    @Slot(object)
+    def _on_request_cache_budget(self, budget: int) -> None:
+        self.session.set_cache_budget(budget)
+
+    @Slot()
+    def _on_request_clear_cache(self) -> None:
+        self.session.clear_cache()
+
+    @Slot()
+    def _on_request_shutdown(self) -> None:
+        self.session.unload()
+        QThread.currentThread().quit()
+
+    def _report_kv(self) -> None:
+        if self.engine is not None:
+            self.kv_state.emit(self.engine.kv_snapshot())
+
+    @Slot(int, object)
+    def _on_request_generate(self, request_id: int, request: ChatRequest) -> None:
+        if self.engine is None:
+            self.failed.emit(request_id, "No model is loaded yet.")
+            return
+        put = self.buffer.put
+        try:
+            for ev in self.session.stream(request, self.cancel):
+                if type(ev) is Token:
+                    put(ev.text, ev.reasoning)
+                elif isinstance(ev, MetricsSnapshot):
+                    self.metrics.emit(request_id, ev)
+                elif isinstance(ev, PrefillDone):
+                    self.prefill_done.emit(request_id, ev)
+                elif isinstance(ev, Finished):
+                    self.finished.emit(request_id, ev)
+        except ContextOverflow as e:
+            self.failed.emit(
+                request_id,
+                f"The conversation is {e.over} tokens too long for the {e.n_ctx}-token context "
+                f"({e.prompt_tokens} in the prompt + {e.reserved} kept for the answer). "
+                "Start a new chat, delete earlier messages, or pick another overflow policy.",
+            )
+        except TemplateError as e:
+            self.failed.emit(request_id, f"The model's chat template could not write this prompt: {e}")
+        except RemoteError as e:
+            if e.partial or e.partial_reasoning:  # kept, and marked as cut short
+                cut = Finished("error", e.partial, MetricsSnapshot(finish_reason="error"), e.partial_reasoning,
+                               remote_error_text(e))
+                self.finished.emit(request_id, cut)
+            else:
+                self.failed.emit(request_id, remote_error_text(e))
+        except EngineError as e:
+            self.failed.emit(request_id, f"Generation failed: {e}")
+        self._report_kv()
+
+    @Slot(int, object)
+    def _on_request_count(self, tag: int, messages: list[Message]) -> None:
+        if tag != self._count_tag or self.engine is None:
+            return  # a newer count was asked for meanwhile
+        try:
+            n = self.session.count_tokens(ChatRequest(tuple(messages)))
+        except (EngineError, ValueError):
+            return
+        if n is not None:  # None: a remote writes its own prompt
+            self.token_count.emit(tag, n)
+
+
+class EngineThread:
+    """Starts the worker on its own thread and stops it cleanly (ask, quit, wait)."""
+
+    def __init__(self, disk: KvDiskCache | None = None) -> None:
+        self.thread = QThread()
+        self.thread.setObjectName("prefill-engine")
+        self.worker = EngineWorker(disk)
+        self.worker.moveToThread(self.thread)
+        self.thread.start()
+
+    def stop(self) -> None:
+        """Ask: stop a load at its next progress report and the answer after its current
+        token, then save the cache and free the model; quit; wait."""
+        self.worker.cancel_load()
+        self.worker.cancel.set()
+        self.worker.shutdown()
+        self.thread.wait()

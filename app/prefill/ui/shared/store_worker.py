@@ -1,0 +1,217 @@
+"""History and settings on their own thread: the GUI thread never waits on the disk.
+
+`StoreProxy` has one typed method per thing the window asks of the store, such as
+`proxy.add_message(cid, "user", text, then=callback)`: it runs on the store thread and
+hands the result to `callback` back on the GUI thread. Calls run in the order they were
+made, so a write followed by a read sees the write. Arguments are taken on the GUI
+thread when the method is called, so a caller never lends the store thread its state.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from prefill.store import Conversation, HistoryStore, MessageRecord, SearchHit, SettingsFile
+from prefill.store.app_settings import Settings
+from prefill.store.endpoints import ENDPOINTS_FILE, EndpointsFile
+from prefill.store.load_marker import LoadMarker
+from prefill.store.records import Role
+from prefill.ui.shared.store_messages import store_error_text
+
+R = TypeVar("R")
+Then = Callable[[R], None] | None
+OnError = Callable[[Exception], None] | None
+
+
+class Stores:
+    """What the store thread owns: the history database, the settings file, and beside it the marker
+    of a model load in progress and the saved remote endpoints.
+
+    Args:
+        history: The chat history.
+        settings_file: Where the settings are saved.
+        save_settings: False when the file could not be read at start-up: then it is
+            left as it is rather than overwritten with the defaults.
+    """
+
+    def __init__(self, history: HistoryStore, settings_file: SettingsFile, save_settings: bool = True):
+        self.history = history
+        self.settings_file = settings_file
+        self.saves_settings = save_settings
+        self.load_marker = LoadMarker(settings_file.path.with_name("loading.json"))
+        self.endpoints = EndpointsFile(settings_file.path.with_name(ENDPOINTS_FILE))
+
+    def save_settings(self, settings: Settings) -> None:
+        if self.saves_settings:
+            self.settings_file.save(settings)
+
+
+class _StoreWorker(QObject):
+    done = Signal(int, object, object)  # call id, result, error (an Exception or None)
+    request = Signal(int, object)  # call id, a function of Stores
+
+    def __init__(self, stores: Stores):
+        super().__init__()
+        self.stores = stores
+        self.request.connect(self._on_request)
+
+    @Slot(int, object)
+    def _on_request(self, call_id: int, fn: Callable[[Stores], Any]) -> None:
+        try:
+            result = fn(self.stores)
+        except Exception as e:  # noqa: BLE001 - handed to the caller, never swallowed
+            self.done.emit(call_id, None, e)
+            return
+        self.done.emit(call_id, result, None)
+
+    @Slot()
+    def close(self) -> None:
+        """The last call: after every queued write, close the database and end the thread."""
+        self.stores.history.close()
+        QThread.currentThread().quit()
+
+
+class StoreProxy(QObject):
+    """GUI-side handle of the store thread.
+
+    Every method takes `then` (called with the result on the GUI thread) and `error`
+    (called with the exception instead; without it the `error` signal says it).
+
+    Signals:
+        error(str): a store call failed and its caller gave no error handler (a sentence).
+    """
+
+    error = Signal(str)
+    _close = Signal()
+
+    def __init__(self, stores: Stores):
+        super().__init__()
+        self._ids = itertools.count(1)
+        self._callbacks: dict[int, tuple[Callable[[Any], None] | None, OnError]] = {}
+        self._thread = QThread()  # not `thread`: QObject.thread() is Qt's
+        self._thread.setObjectName("prefill-store")
+        self._worker = _StoreWorker(stores)
+        self._worker.moveToThread(self._thread)
+        self._worker.done.connect(self._on_worker_done)
+        self._close.connect(self._worker.close)
+        self._thread.start()
+
+    def call(self, fn: Callable[[Stores], R], then: Then[R] = None, error: OnError = None) -> int:
+        """Run `fn(stores)` on the store thread; the typed methods below are built on it."""
+        call_id = next(self._ids)
+        self._callbacks[call_id] = (then, error)
+        self._worker.request.emit(call_id, fn)
+        return call_id
+
+    # --- conversations ------------------------------------------------------------------
+    def list_conversations(self, then: Then[list[Conversation]] = None, error: OnError = None) -> int:
+        return self.call(lambda s: s.history.list_conversations(), then, error)
+
+    def search(self, query: str, then: Then[list[SearchHit]] = None, error: OnError = None) -> int:
+        return self.call(lambda s: s.history.search(query), then, error)
+
+    def open_conversation(
+        self, cid: int, then: Then[tuple[Conversation, list[MessageRecord]]] = None, error: OnError = None
+    ) -> int:
+        """The conversation and its messages, read together."""
+        return self.call(lambda s: (s.history.conversation(cid), s.history.messages(cid)), then, error)
+
+    def create_conversation(
+        self, title: str, system_prompt: str = "", then: Then[Conversation] = None, error: OnError = None
+    ) -> int:
+        return self.call(lambda s: s.history.create_conversation(title, system_prompt), then, error)
+
+    def rename_conversation(self, cid: int, title: str, then: Then[None] = None, error: OnError = None) -> int:
+        return self.call(lambda s: s.history.rename_conversation(cid, title), then, error)
+
+    def delete_conversation(self, cid: int, then: Then[None] = None, error: OnError = None) -> int:
+        return self.call(lambda s: s.history.delete_conversation(cid), then, error)
+
+    def set_system_prompt(self, cid: int, text: str, then: Then[None] = None, error: OnError = None) -> int:
+        return self.call(lambda s: s.history.set_system_prompt(cid, text), then, error)
+
+    def record_model(
+        self, cid: int, model: str, settings: Mapping[str, Any], then: Then[None] = None, error: OnError = None
+    ) -> int:
+        """The model and settings this conversation's answers are made with."""
+
+        def record(s: Stores) -> None:
+            s.history.set_conversation_model(cid, model)
+            s.history.set_conversation_settings(cid, settings)
+
+        return self.call(record, then, error)
+
+    # --- messages ---------------------------------------------------------------------
+    def add_message(
+        self, cid: int, role: Role, text: str, then: Then[MessageRecord] = None, error: OnError = None
+    ) -> int:
+        return self.call(lambda s: s.history.add_message(cid, role, text), then, error)
+
+    def edit_message(self, mid: int, text: str, then: Then[MessageRecord] = None, error: OnError = None) -> int:
+        return self.call(lambda s: s.history.edit_message(mid, text), then, error)
+
+    def delete_message(self, mid: int, then: Then[None] = None, error: OnError = None) -> int:
+        return self.call(lambda s: s.history.delete_message(mid), then, error)
+
+    def delete_from(self, mid: int, then: Then[None] = None, error: OnError = None) -> int:
+        """Delete a message and every message after it."""
+
+        def delete(s: Stores) -> None:
+            s.history.delete_messages_after(mid)
+            s.history.delete_message(mid)
+
+        return self.call(delete, then, error)
+
+    def begin_answer(self, cid: int, then: Then[int] = None, error: OnError = None) -> int:
+        return self.call(lambda s: s.history.begin_answer(cid), then, error)
+
+    def update_answer(
+        self, mid: int, text: str, reasoning: str = "", then: Then[None] = None, error: OnError = None
+    ) -> int:
+        return self.call(lambda s: s.history.update_answer(mid, text, reasoning), then, error)
+
+    def finish_answer(
+        self, mid: int, text: str, reason: str, figures: Mapping[str, Any], reasoning: str = "",
+        then: Then[MessageRecord] = None, error: OnError = None,
+    ) -> int:
+        return self.call(lambda s: s.history.finish_answer(mid, text, reason, figures, reasoning), then, error)
+
+    # --- settings and order -------------------------------------------------------------
+    def save_settings(self, settings: Settings, then: Then[None] = None, error: OnError = None) -> int:
+        return self.call(lambda s: s.save_settings(settings), then, error)
+
+    def after_pending(self, then: Callable[[], None]) -> int:
+        """Call `then` on the GUI thread once every call made before this one has run."""
+        def done(_result: None) -> None:
+            then()
+
+        return self.call(_nothing, done)
+
+    # --- plumbing -------------------------------------------------------------------------
+    @Slot(int, object, object)
+    def _on_worker_done(self, call_id: int, result: Any, err: Exception | None) -> None:
+        then, on_error = self._callbacks.pop(call_id, (None, None))
+        if err is not None:
+            if on_error is not None:
+                on_error(err)
+            else:
+                self.error.emit(store_error_text(err))
+            return
+        if then is not None:
+            then(result)
+
+    def pending(self) -> int:
+        return len(self._callbacks)
+
+    def stop(self) -> None:
+        """Finish queued calls, close the database in its own thread, stop the thread."""
+        self._close.emit()
+        self._thread.wait()
+
+
+def _nothing(_stores: Stores) -> None:
+    """A call that only waits its turn."""
