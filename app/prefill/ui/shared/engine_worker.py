@@ -296,7 +296,7 @@ class EngineWorker(QObject):
 
     def _report_kv(self) -> None:
         if self.engine is not None:
-            self.kv_state.emit(self.engine.kv_snapshot())
+            self.kv_state.emit(self.session.kv_snapshot())
 
     @Slot(int, object)
     def _on_request_generate(self, request_id: int, request: ChatRequest) -> None:

@@ -22,7 +22,7 @@ from prefill.engine.gguf.guard import read_model_header
 from prefill.engine.gguf.header import read_header
 from tests.engine.hostile_models import CASES, N_VOCAB, WRONG_TYPES, long_prompt, write_case
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def run_jobs(jobs: list[tuple[Path, int, int]]) -> list[tuple[str, int]]:
