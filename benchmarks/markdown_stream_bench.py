@@ -33,7 +33,7 @@ from PySide6.QtWidgets import QApplication, QTextBrowser  # noqa: E402
 
 from prefill.ui.markdown.rich_text import render_markdown  # noqa: E402
 from prefill.ui.markdown.stream import MarkdownStream  # noqa: E402
-from tests.ui.test_markdown_stream import sample_answer  # noqa: E402
+from tests.ui.markdown.test_stream import sample_answer  # noqa: E402
 
 
 def _summary(times: list[float]) -> dict[str, float]:
