@@ -27,8 +27,8 @@ def test_only_loopback_needs_no_key() -> None:
 
 def test_default_binds_loopback(server: Served) -> None:
     assert server.url.startswith("http://127.0.0.1:")
-    assert "Access-Control-Allow-Origin" not in httpx.get(
-        server.base + "/models", headers={"Origin": "http://evil.example"}).headers  # CORS off
+    foreign = httpx.get(server.base + "/models", headers={"Origin": "http://evil.example"})
+    assert foreign.status_code == 403 and "Access-Control-Allow-Origin" not in foreign.headers  # CORS off
 
 
 def test_another_address_without_a_key_refuses_to_start(tiny_model: Path) -> None:

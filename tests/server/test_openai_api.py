@@ -104,7 +104,7 @@ def test_a_client_gone_before_a_non_streamed_answer_frees_its_slot(server: Serve
     host, port = server.url.removeprefix("http://").split(":")
     before = server.slots()
     with socket.create_connection((host, int(port))) as sock:
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
         server.wait_until(lambda s: s["busy"] == 1)
     snap = server.wait_until(lambda s: s["busy"] == 0)

@@ -23,6 +23,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="require 'Authorization: Bearer KEY' (default: $PREFILL_API_KEY)")
     p.add_argument("--cors-origin", action="append", default=[],
                    help="allow browser requests from this origin (repeatable; CORS is off without it)")
+    p.add_argument("--allowed-host", action="append", default=[],
+                   help="another name clients may call the server by (repeatable; Host is checked against it)")
     p.add_argument("--alias", default="", help="the model's id in the API (default: the file name)")
     p.set_defaults(handler=run)
 
@@ -41,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     options = ServeOptions(
         model=model_path(args), settings=load_settings(args), host=args.host, port=args.port,
         parallel=args.parallel, api_key=args.api_key, cors_origins=tuple(args.cors_origin),
+        allowed_hosts=tuple(args.allowed_host),
         model_id=args.alias,
     )
 

@@ -6,7 +6,6 @@ is the real one.
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 import sys
 import threading
@@ -19,6 +18,7 @@ from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.batch.snapshot import BatchSnapshot
 from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.settings import LoadSettings
+from prefill.server.browser_guard import allowed_hosts, is_loopback
 from prefill.server.routes import MAX_BODY_BYTES, ServeState, create_app
 
 DEFAULT_HOST = "127.0.0.1"
@@ -34,21 +34,13 @@ class ServeOptions:
     parallel: int = 4
     api_key: str = ""
     cors_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()  # more names Host may carry (a non-loopback bind)
     model_id: str = ""  # default: the file's name without .gguf
     max_body: int = MAX_BODY_BYTES
 
 
 class ExposureError(ValueError):
     """Asked to listen beyond this machine without an API key."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_exposure(host: str, api_key: str) -> None:
@@ -92,6 +84,7 @@ class RunningServer:
             scheduler=scheduler, chat=ModelChat(model.header.chat_template, model.runtime),
             model_id=options.model_id or options.model.name.removesuffix(".gguf"),
             api_key=options.api_key, cors_origins=options.cors_origins, max_body=options.max_body,
+            hosts=allowed_hosts(options.host, options.allowed_hosts),
         )
         self.model_id = state.model_id
         config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="off",

@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.errors import TemplateError
 from prefill.engine.prompt.model_chat import ModelChat, plain_reader
+from prefill.server.browser_guard import LOOPBACK_NAMES, BrowserGuard
 from prefill.server.errors import ApiError, bad_request, server_error, too_large, unauthorized
 from prefill.server.generate import EventStream, full_reply, stream_reply, submit
 from prefill.server.loop_waker import LoopWaker
@@ -47,6 +48,7 @@ class ServeState:
     model_id: str
     api_key: str = ""
     cors_origins: tuple[str, ...] = ()
+    hosts: frozenset[str] | None = LOOPBACK_NAMES  # the names Host may carry (None: any)
     max_body: int = MAX_BODY_BYTES
     created: int = field(default_factory=lambda: int(time.time()))
     _waker: LoopWaker | None = field(default=None, init=False, repr=False)
@@ -68,7 +70,8 @@ def create_app(state: ServeState) -> Starlette:
         Route("/slots", _route(state, _slots), methods=["GET"]),
         Route("/health", _route(state, _health), methods=["GET"]),
     ]
-    middleware = []
+    # Outermost: a browser's request that will be refused costs nothing (STYLE 20).
+    middleware = [Middleware(BrowserGuard, hosts=state.hosts, origins=state.cors_origins)]
     if state.cors_origins:  # off unless asked for; outermost, so preflights need no key
         middleware.append(Middleware(CORSMiddleware, allow_origins=list(state.cors_origins),
                                      allow_methods=["GET", "POST"], allow_headers=["Authorization", "Content-Type"]))
