@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,14 @@ def test_cors_when_enabled(exposed: Served) -> None:
     other = httpx.options(exposed.base + "/chat/completions", headers={
         "Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})
     assert "access-control-allow-origin" not in other.headers
+
+
+def test_a_key_on_the_command_line_is_warned_about(tmp_path: Path) -> None:
+    missing = str(tmp_path / "none.gguf")
+    out = subprocess.run([sys.executable, "-m", "prefill", "serve", "--model", missing, "--api-key", KEY],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert "process list" in out.stderr and "PREFILL_API_KEY" in out.stderr and KEY not in out.stderr
+    env = {**os.environ, "PREFILL_API_KEY": KEY}
+    out = subprocess.run([sys.executable, "-m", "prefill", "serve", "--model", missing],
+                         capture_output=True, text=True, timeout=60, check=False, env=env)
+    assert "process list" not in out.stderr

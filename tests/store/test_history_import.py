@@ -179,6 +179,10 @@ BAD_FILES: dict[str, tuple[bytes, str]] = {
         json.dumps(_set(_webui(), (0, "messages", 2, "role"), "narrator")).encode(),
         "[0].messages[2].role: expected one of user, assistant, system, tool, found 'narrator'",
     ),
+    "a number of thousands of digits": (b'[{"conv": 1, "n": ' + b"7" * 5000 + b"}]", "a number too long to read"),
+    "webui time too large for a float": (
+        json.dumps(_set(_webui(), (1, "conv", "lastModified"), 10**400)).encode(), "is not a time",
+    ),
     "webui bad timings": (
         json.dumps(_set(_webui(), (0, "messages", 4, "timings", "predicted_n"), "12")).encode(),
         "[0].messages[4].timings.predicted_n: expected a number, found text",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from prefill.commands.errors import CliError
 from prefill.commands.options import add_model_options, load_settings, model_path
@@ -32,6 +33,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from prefill.server.lifecycle import ExposureError, ServeOptions, check_exposure, serve
 
+    if args.api_key and args.api_key != os.environ.get("PREFILL_API_KEY", ""):
+        print("prefill: a key given as --api-key shows in the process list to every user of this machine; "
+              "set PREFILL_API_KEY instead", file=sys.stderr)
     if not 1 <= args.parallel <= 64:
         raise CliError("--parallel must be between 1 and 64")
     if not 0 <= args.port <= 65535:

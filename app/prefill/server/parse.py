@@ -45,8 +45,12 @@ class GenerationRequest:
 def parse_json(body: bytes) -> dict[str, Any]:
     try:
         obj = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except json.JSONDecodeError as e:
         raise bad_request(f"The body is not valid JSON: {e}.") from None
+    except RecursionError:
+        raise bad_request("The body's JSON is nested too deeply.") from None
+    except ValueError as e:  # not UTF-8, or an integer of thousands of digits
+        raise bad_request(f"The body is not JSON this server reads: {str(e)[:200]}.") from None
     if not isinstance(obj, dict):
         raise bad_request("The body must be a JSON object.")
     return obj

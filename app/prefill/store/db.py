@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from prefill.engine.private_paths import private_file, private_folder
 from prefill.store import schema, search
 from prefill.store.errors import HistoryUnavailable, SchemaTooNew
 from prefill.store.transaction import transaction
@@ -27,7 +28,8 @@ def connect(path: Path, use_fts: bool) -> sqlite3.Connection:
         HistoryUnavailable: The file cannot be created, opened or migrated.
     """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
+        private_file(path)  # SQLite gives its -wal and -shm files the database's mode
         conn = sqlite3.connect(path, isolation_level=None, timeout=5.0)
     except (OSError, sqlite3.Error) as exc:
         raise HistoryUnavailable(path, str(exc)) from exc

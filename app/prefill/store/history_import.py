@@ -98,6 +98,8 @@ def _parse(data: bytes) -> ImportFile:
         raise _Bad(f"it is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:
         raise _Bad("it is nested too deeply") from None
+    except ValueError:  # an integer of thousands of digits
+        raise _Bad("it holds a number too long to read") from None
     if isinstance(doc, dict) and "format" in doc:
         return _prefill(doc)
     if isinstance(doc, list) or (isinstance(doc, dict) and "conv" in doc):
@@ -154,7 +156,10 @@ def _time(obj: Mapping[str, Any], key: str, where: str, per_second: float = 1.0)
     value = obj[key]
     if isinstance(value, bool) or not isinstance(value, int | float):
         _fail(f"{where}.{key}", f"expected a time (a number), found {_kind(value)}")
-    seconds = value / per_second
+    try:
+        seconds = value / per_second
+    except OverflowError:  # an integer too large for a float
+        _fail(f"{where}.{key}", f"{str(value)[:20]}… is not a time")
     if not (math.isfinite(seconds) and 0 <= seconds <= _MAX_SECONDS):
         _fail(f"{where}.{key}", f"{value} is not a time")
     return float(seconds)

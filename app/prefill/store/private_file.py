@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from prefill.engine.private_paths import private_folder
+
 
 def write_private(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file and os.replace; the file gets mode 0600.
@@ -13,7 +15,7 @@ def write_private(path: Path, text: str) -> None:
     Raises:
         OSError: The folder or file cannot be written (the temporary file is removed).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)
     # mkstemp creates the file with mode 0600.
     fd, temp_name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:

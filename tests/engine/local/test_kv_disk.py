@@ -134,3 +134,14 @@ def test_discard_foreign_keeps_only_one_prefix(tmp_path: Path) -> None:
     saved(disk, [2], scope="c" * 40)
     assert disk.discard_foreign("a" * 8) == 2
     assert [p.name for p in tmp_path.iterdir()] == [mine.name]
+
+
+def test_saved_states_are_private(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        disk = KvDiskCache(tmp_path / "kv", min_free=0)
+        assert disk.room_for(1000) == ""
+        path = saved(disk, [1, 2, 3])
+    finally:
+        os.umask(old)
+    assert os.stat(path).st_mode & 0o777 == 0o600 and os.stat(disk.folder).st_mode & 0o777 == 0o700

@@ -32,6 +32,8 @@ from typing import BinaryIO
 
 import platformdirs
 
+from prefill.engine.private_paths import open_private, private_folder
+
 MAGIC = b"PFKVST\x00\x01"  # the last two bytes are the format version
 _HEAD = struct.Struct("<8sIIQII")  # magic, header length, header crc32, blob length, blob crc32, 0
 SUFFIX = ".kvstate"
@@ -212,7 +214,7 @@ class KvDiskCache:
         if size > self.budget:
             return f"the state ({size / GIB:.2f} GB) is larger than the cache budget ({self.budget / GIB:.2f} GB)"
         self.evict(size)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        private_folder(self.folder)
         free = shutil.disk_usage(self.folder).free
         if free - size < self.min_free:
             return f"only {free / GIB:.1f} GB free on the disk: the state was not saved"
@@ -226,7 +228,7 @@ class KvDiskCache:
         path = self.path_for(header.scope, header.key)
         tmp = self.folder / f".tmp-{os.getpid()}-{path.name}"
         try:
-            with open(tmp, "wb") as f:
+            with os.fdopen(open_private(tmp), "wb") as f:
                 f.write(head)
                 f.write(raw)
                 f.write(mv)
