@@ -139,6 +139,19 @@ def test_a_corrupt_state_is_discarded_with_a_note(
     assert fresh_engine.cached_tokens == before  # the live cache is untouched
 
 
+def test_a_state_from_another_install_is_discarded_with_a_note(
+    fresh_engine: ChatEngine, disk: KvDiskCache, conversation: list[Message]
+) -> None:
+    (path,) = disk.folder.glob("*.kvstate")
+    before = fresh_engine.cached_tokens
+    # The same folder, another install's secret: the file is whole and well named, but not signed here.
+    elsewhere = KvDiskCache(disk.folder, min_free=0, secret_file=disk.folder.parent / "elsewhere.key")
+    found = fresh_engine.restore_state(elsewhere, conversation)
+    assert found.header is None and "not written here" in found.note
+    assert not path.exists()
+    assert fresh_engine.cached_tokens == before  # the live cache is untouched
+
+
 def test_a_state_llama_cpp_refuses_clears_the_cache(
     fresh_engine: ChatEngine, disk: KvDiskCache, conversation: list[Message]
 ) -> None:

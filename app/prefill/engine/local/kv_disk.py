@@ -1,6 +1,6 @@
 """Saved KV cache states on disk: the file format, its checks, and the folder's budget.
 
-One file holds one sequence's state: a fixed 32-byte head, a JSON header (what the
+One file holds one sequence's state: a fixed 84-byte head, a JSON header (what the
 state depends on, the tokens it holds, the text segments they came from) and the
 blob llama.cpp wrote. This module is the door for those files: a file that is
 truncated, garbled, from another format or whose checksums do not match raises
@@ -8,6 +8,12 @@ truncated, garbled, from another format or whose checksums do not match raises
 process on some input it dislikes). A file is named after its key, the hash of
 its scope (model, cache settings, llama.cpp build) and its tokens, so a file whose
 header does not hash to its own name is refused too.
+
+The checksums are HMAC-SHA256s keyed with a per-install secret (`install_secret`,
+kept in the app's data folder, not beside the states): one over the header, checked
+when the folder is listed, and one over the header and the blob together, checked as
+the blob is read. A file someone else wrote into the folder, or a header moved onto
+another blob, fails them like a damaged file.
 
 Files are written to a temporary name and renamed, so a reader sees a whole file
 or none; no fsync, as a file cut short by a crash fails its checks and is dropped.
@@ -18,11 +24,12 @@ the disk.
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
+import secrets
 import shutil
 import struct
-import zlib
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -32,10 +39,13 @@ from typing import BinaryIO
 
 import platformdirs
 
-from prefill.engine.private_paths import open_private, private_folder
+from prefill.engine.private_paths import open_private, private_file, private_folder
 
-MAGIC = b"PFKVST\x00\x01"  # the last two bytes are the format version
-_HEAD = struct.Struct("<8sIIQII")  # magic, header length, header crc32, blob length, blob crc32, 0
+MAGIC = b"PFKVST\x00\x02"  # the last two bytes are the format version
+_SIZES = struct.Struct("<8sIQ")  # magic, header length, blob length: what both MACs start with
+_HEAD = struct.Struct("<8sIQ32s32s")  # the sizes, then the header's MAC and the state's MAC
+HEAD_SIZE = _HEAD.size
+SECRET_SIZE = 32
 SUFFIX = ".kvstate"
 GIB = 1024**3
 DEFAULT_BUDGET = 4 * GIB
@@ -51,6 +61,61 @@ class CorruptState(Exception):
 def default_cache_dir() -> Path:
     """The platform's cache folder for Prefill, then `kv`."""
     return Path(platformdirs.user_cache_dir("prefill", appauthor=False)) / "kv"
+
+
+def default_secret_file() -> Path:
+    """The platform's data folder for Prefill, then `kv-state.key`: out of the cache folder."""
+    return Path(platformdirs.user_data_dir("prefill", appauthor=False)) / "kv-state.key"
+
+
+def install_secret(path: Path) -> bytes:
+    """The secret kept at `path`: 32 random bytes made on first need, 0600 in a 0700 folder.
+
+    A new one is written under a temporary name and hard-linked into place, so of two processes
+    starting at once the first to link wins and the other reads its secret. One that cannot be
+    read or is not 32 bytes is replaced; the states signed with the old one then fail their checks
+    and are discarded like damaged ones (a prompt read again).
+
+    Raises:
+        OSError: the folder cannot be made or written.
+    """
+    try:
+        with open(path, "rb") as f:
+            found = f.read(SECRET_SIZE + 1)
+    except FileNotFoundError:
+        damaged = False
+    except OSError:
+        damaged = True
+    else:
+        if len(found) == SECRET_SIZE:
+            private_file(path)  # narrowed, should it have been widened
+            return found
+        damaged = True
+    private_folder(path.parent)
+    secret = secrets.token_bytes(SECRET_SIZE)
+    tmp = path.with_name(f".tmp-{os.getpid()}-{secrets.token_hex(4)}-{path.name}")
+    try:
+        with os.fdopen(open_private(tmp), "wb") as f:
+            f.write(secret)
+            f.flush()
+            os.fsync(f.fileno())  # never linked into place half written
+        if damaged:
+            os.replace(tmp, path)
+            return secret
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return install_secret(path)  # another process was first: its secret, whole
+        except OSError:  # a file system without hard links: the last writer wins instead
+            os.replace(tmp, path)
+        return secret
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _mac(secret: bytes, label: bytes, hlen: int, blen: int) -> hmac.HMAC:
+    """An HMAC-SHA256 started with what it is for and the sizes of the header and the blob."""
+    return hmac.new(secret, label + _SIZES.pack(MAGIC, hlen, blen), "sha256")
 
 
 def state_key(scope: str, tokens: Sequence[int]) -> str:
@@ -118,27 +183,47 @@ def _decode_header(raw: bytes, blob_size: int) -> StateHeader:
     return StateHeader(scope, tuple(tokens), tuple(segs), blob_size)
 
 
-def _read_head(f: BinaryIO, size: int) -> tuple[int, int, int, int]:
-    """Header length and crc, blob length and crc, from a file of `size` bytes."""
+def _read_head(f: BinaryIO, size: int) -> tuple[int, int, bytes, bytes]:
+    """Header length, blob length, the header's MAC and the state's MAC, from a file of `size` bytes."""
     head = f.read(_HEAD.size)
     if len(head) != _HEAD.size:
         raise CorruptState("truncated")
-    magic, hlen, hcrc, blen, bcrc, zero = _HEAD.unpack(head)
-    if magic != MAGIC or zero != 0:
+    magic, hlen, blen, hmac_header, hmac_state = _HEAD.unpack(head)
+    if magic != MAGIC:
         raise CorruptState("not a Prefill state file of this version")
     if hlen > MAX_HEADER or _HEAD.size + hlen + blen != size:
         raise CorruptState("truncated or padded")
-    return hlen, hcrc, blen, bcrc
+    return hlen, blen, hmac_header, hmac_state
 
 
 class KvDiskCache:
-    """A folder of saved states with a byte budget. Not thread-safe: the engine thread uses it."""
+    """A folder of saved states with a byte budget. Not thread-safe: the engine thread uses it.
 
-    def __init__(self, folder: Path | None = None, budget: int = DEFAULT_BUDGET, min_free: int = DEFAULT_MIN_FREE):
+    Args:
+        folder: where the states are; the platform's cache folder by default.
+        secret_file: the secret the states are signed with (`install_secret`). By default the
+            install's (`default_secret_file`, in the data folder) for the default folder, and
+            `<folder>.key` beside any other folder (a test's), which never touches the install's.
+    """
+
+    def __init__(
+        self, folder: Path | None = None, budget: int = DEFAULT_BUDGET, min_free: int = DEFAULT_MIN_FREE,
+        secret_file: Path | None = None,
+    ):
         self.folder = folder or default_cache_dir()
+        if secret_file is None:
+            secret_file = default_secret_file() if folder is None else folder.with_name(folder.name + ".key")
+        self.secret_file = secret_file
         self.budget = budget
         self.min_free = min_free
         self._headers: dict[str, StateHeader] = {}  # by file name; a name's content never changes
+        self._secret: bytes | None = None
+
+    def _key(self) -> bytes:
+        """The secret, read (or made) on first need."""
+        if self._secret is None:
+            self._secret = install_secret(self.secret_file)
+        return self._secret
 
     # --- the folder -------------------------------------------------------------------
     def _files(self) -> Iterator[os.DirEntry[str]]:
@@ -224,7 +309,13 @@ class KvDiskCache:
         """Write one state atomically (temporary file, then rename); its path."""
         raw = _encode_header(header)
         mv = memoryview(blob)
-        head = _HEAD.pack(MAGIC, len(raw), zlib.crc32(raw), mv.nbytes, zlib.crc32(mv), 0)
+        secret = self._key()
+        hmac_header = _mac(secret, b"header\0", len(raw), mv.nbytes)
+        hmac_header.update(raw)
+        hmac_state = _mac(secret, b"state\0", len(raw), mv.nbytes)
+        hmac_state.update(raw)
+        hmac_state.update(mv)
+        head = _HEAD.pack(MAGIC, len(raw), mv.nbytes, hmac_header.digest(), hmac_state.digest())
         path = self.path_for(header.scope, header.key)
         tmp = self.folder / f".tmp-{os.getpid()}-{path.name}"
         try:
@@ -256,20 +347,25 @@ class KvDiskCache:
         """The checked header of one file (read once, then remembered).
 
         Raises:
-            CorruptState: a damaged head or header, another scope, or a key that is not its name.
+            CorruptState: a damaged head or header, one not signed with this install's secret,
+                another scope, or a key that is not its name.
+            OSError: the secret cannot be made (its folder cannot be written).
         """
         known = self._headers.get(path.name)
         if known is not None:
             return known
+        secret = self._key()
         try:
             with open(path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
-                hlen, hcrc, blen, _ = _read_head(f, size)
+                hlen, blen, expected, _ = _read_head(f, size)
                 raw = f.read(hlen)
         except OSError as e:
             raise CorruptState(f"unreadable ({e.strerror})") from None
-        if len(raw) != hlen or zlib.crc32(raw) != hcrc:
-            raise CorruptState("the header's checksum does not match")
+        mac = _mac(secret, b"header\0", hlen, blen)
+        mac.update(raw)
+        if len(raw) != hlen or not hmac.compare_digest(mac.digest(), expected):
+            raise CorruptState("the header's checksum does not match (damaged, or not written here)")
         header = _decode_header(raw, blen)
         if header.scope != scope:
             raise CorruptState("saved for another model, other settings or another llama.cpp build")
@@ -279,30 +375,36 @@ class KvDiskCache:
         return header
 
     def read_blob(self, path: Path, header: StateHeader) -> bytearray:
-        """The state blob of a file whose header was checked, after its checksum is.
+        """The state blob of a file whose header was checked, after the MAC over the header and
+        the blob is.
 
         Raises:
-            CorruptState: the file changed, was cut short, or its blob fails the checksum.
+            CorruptState: the file changed, was cut short, or fails the checksum (it was damaged,
+                not written here, or its header was put on another blob).
+            OSError: the secret cannot be made (its folder cannot be written).
         """
+        secret = self._key()
         try:
             with open(path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
-                hlen, _, blen, bcrc = _read_head(f, size)
-                if blen != header.blob_size:
+                hlen, blen, _, expected = _read_head(f, size)
+                raw = f.read(hlen)
+                if blen != header.blob_size or raw != _encode_header(header):
                     raise CorruptState("the file changed since its header was read")
-                f.seek(_HEAD.size + hlen)
+                mac = _mac(secret, b"state\0", hlen, blen)
+                mac.update(raw)
                 blob = bytearray(blen)
                 mv = memoryview(blob)
-                crc = got = 0
-                while got < blen:  # read and check in pieces: zlib lets go of the GIL meanwhile
+                got = 0
+                while got < blen:  # read and check in pieces: hashing lets go of the GIL meanwhile
                     n = f.readinto(mv[got : got + _CHUNK])
                     if not n:
                         raise CorruptState("truncated")
-                    crc = zlib.crc32(mv[got : got + n], crc)
+                    mac.update(mv[got : got + n])
                     got += n
         except OSError as e:
             raise CorruptState(f"unreadable ({e.strerror})") from None
-        if crc != bcrc:
-            raise CorruptState("the state's checksum does not match")
+        if not hmac.compare_digest(mac.digest(), expected):
+            raise CorruptState("the state's checksum does not match (damaged, or not written here)")
         os.utime(path)  # used now: the last to be evicted
         return blob

@@ -7,9 +7,11 @@ prompt starts with over the most tokens, and only when that beats what the live
 cache already holds; what it holds past the prompt is trimmed by the usual
 prefix logic of the next request.
 
-llama.cpp reads a blob only after `kv_disk` checked its file, and after the
-blob's own head (llama.cpp's magic, sequence 0) is checked here; a blob llama.cpp
-still refuses (it returns 0) is deleted and the cache cleared, with a note.
+llama.cpp reads a blob only after `kv_disk` checked its file (signed with this
+install's secret, so a file dropped into the folder by someone else is refused
+like a damaged one), and after the blob's own head (llama.cpp's magic, sequence
+0) is checked here; a blob llama.cpp still refuses (it returns 0) is deleted and
+the cache cleared, with a note.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 import llama_cpp
 
 from prefill.engine.llama.runtime import LlamaRuntime
-from prefill.engine.local.kv_disk import CorruptState, KvDiskCache, SaveResult, StateHeader, state_key
+from prefill.engine.local.kv_disk import HEAD_SIZE, CorruptState, KvDiskCache, SaveResult, StateHeader, state_key
 from prefill.engine.settings import LoadSettings
 
 _LLAMA_SEQ_MAGIC = struct.pack("<Ii", 0xAF143CD8, 0)  # llama.cpp's state magic, then sequence 0
@@ -134,7 +136,7 @@ def save(
     if disk.has(scope, key):
         return SaveResult("kept", ms=(time.perf_counter() - t0) * 1000)
     size = int(llama_cpp.llama_state_seq_get_size(rt.ctx, 0))
-    why = disk.room_for(size + 64 + 12 * len(tokens) + sum(len(t) * 4 + 16 for t, _ in segments))
+    why = disk.room_for(size + HEAD_SIZE + 64 + 12 * len(tokens) + sum(len(t) * 4 + 16 for t, _ in segments))
     if why:
         return SaveResult("skipped", note=why)
     blob = read_seq_state(rt)
