@@ -5,6 +5,11 @@ llama.cpp-style `timings`, [DONE]); "cut" streams two chunks then drops the conn
 "401", "404", "429" answer that status with an OpenAI error body; "error_event" sends an
 error as a stream event after one chunk; "hold" goes silent after the first words, "silent"
 before its headers, each until `release` (or 30 s). Each request's headers and body are kept.
+
+Endless answers, each `ENDLESS_BYTES` long unless the client hangs up first (`hung_up` is then
+set): "endless_body" a /models list that never ends; "endless_error" a 401 whose body never ends;
+"endless_line" (after the first words) a chunk without its newline; "endless_event" (after
+the first words) an event of many `data:` lines that never meets its blank line.
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+ENDLESS_BYTES = 200 * 2**20
+_PIECE = 64 * 2**10  # written again and again: the server's own memory stays small
 
 
 def chunk(delta: dict[str, str], finish: str | None = None, **extra: Any) -> bytes:
@@ -31,6 +39,8 @@ class FaultServer(ThreadingHTTPServer):
         self.requests: list[tuple[dict[str, str], Any]] = []
         self.release = threading.Event()  # "hold" mode waits for it between chunks
         self.holding = threading.Event()  # set while "hold" mode waits
+        self.hung_up = threading.Event()  # an endless mode's client closed the connection
+        self.sent = 0  # bytes of the last endless answer written
 
     @property
     def url(self) -> str:
@@ -54,8 +64,35 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _endless(self, head: bytes, piece: bytes) -> None:
+        """Write `head`, then `piece` again and again up to ENDLESS_BYTES, until the client hangs up."""
+        block = piece * max(1, _PIECE // len(piece))
+        self.server.sent = 0
+        try:
+            self.wfile.write(head)
+            while self.server.sent < ENDLESS_BYTES:
+                self.wfile.write(block)
+                self.server.sent += len(block)
+        except OSError:  # reset or broken pipe: the client closed it
+            self.server.hung_up.set()
+        self.close_connection = True
+
+    def _endless_headers(self, code: int, content_type: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Connection", "close")  # no length: the body ends when the connection does
+        self.end_headers()
+
     def do_GET(self) -> None:
         self.server.requests.append((dict(self.headers), None))
+        if self.server.mode == "endless_body":
+            self._endless_headers(200, "application/json")
+            self._endless(b'{"object": "list", "data": [', b'{"id": "fake", "object": "model"}, ')
+            return
+        if self.server.mode == "endless_error":
+            self._endless_headers(401, "application/json")
+            self._endless(b'{"error": {"message": "', b"no ")
+            return
         if self.server.mode in ("401", "404", "429"):
             self._status(int(self.server.mode), f"fake {self.server.mode}")
             return
@@ -74,6 +111,10 @@ class _Handler(BaseHTTPRequestHandler):
         if mode in ("401", "404", "429"):
             self._status(int(mode), f"fake {mode}")
             return
+        if mode == "endless_error":
+            self._endless_headers(401, "application/json")
+            self._endless(b'{"error": {"message": "', b"no ")
+            return
         if mode == "silent":
             self._hold()
         self.send_response(200)
@@ -83,6 +124,10 @@ class _Handler(BaseHTTPRequestHandler):
         for part in self._parts(mode):
             self.wfile.write(part)
             self.wfile.flush()
+        if mode == "endless_line":
+            self._endless(b'data: {"choices": [{"index": 0, "delta": {"content": "', b"and on ")
+        elif mode == "endless_event":
+            self._endless(b"", b"data: " + b"x" * 1000 + b"\n")
         self.close_connection = True
 
     def _parts(self, mode: str) -> Iterator[bytes]:
@@ -90,7 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
         yield chunk({"role": "assistant"})
         yield chunk({"reasoning_content": "Let me think."})
         yield chunk({"content": "Hello"})
-        if mode == "cut":
+        if mode in ("cut", "endless_line", "endless_event"):
             return
         if mode == "error_event":
             yield f"data: {json.dumps({'error': {'message': 'the model crashed'}})}\n\n".encode()

@@ -8,6 +8,10 @@ llama.cpp's server adds `timings`; where present, its prompt/cache counts and it
 and decode speeds replace the client's estimates.
 The KV cache of a remote is not visible: snapshots leave `kv_total` at 0, which
 `MetricsSnapshot.kv_known` reads as unknown.
+
+What a server sends is bounded as it arrives (`MAX_BODY_BYTES` for a whole JSON body, sse.py's
+bounds for a line and an event of a stream): past a bound the answer is refused with
+`ResponseTooLarge`, what was streamed before it kept, and the connection closed.
 """
 
 from __future__ import annotations
@@ -37,17 +41,20 @@ from prefill.remote.errors import (
     ModelNotFound,
     RateLimited,
     RemoteError,
+    ResponseTooLarge,
     StreamCut,
     TlsFailure,
     Unauthorized,
     Unreachable,
 )
-from prefill.remote.sse import sse_data
+from prefill.remote.sse import SseTooLarge, sse_data, sse_lines
 
 SNAPSHOT_EVERY_S = 0.25
 CONNECT_TIMEOUT_S = 10.0
 CANCEL_POLL_S = 0.05
 READ_TIMEOUT_S = 300.0  # a long prompt on a slow machine may take minutes before its first token
+# A whole JSON body (/models, an error): a list of ten thousand models is about 1 MiB.
+MAX_BODY_BYTES = 8 * 2**20
 
 
 def api_base(url: str) -> str:
@@ -171,8 +178,8 @@ class RemoteEngine:
             raise transport_error(self.base, e) from e
         if resp.status_code >= 400:
             try:
-                text = resp.read().decode("utf-8", "replace")
-            except httpx.HTTPError:
+                text = _read_body(self.base, resp, MAX_BODY_BYTES).decode("utf-8", "replace")
+            except RemoteError:  # cut, or past the bound: the status still says what went wrong
                 text = ""
             finally:
                 resp.close()
@@ -241,14 +248,46 @@ class _Response:
     def __exit__(self, *exc: object) -> None:
         self.resp.close()
 
-    def read(self) -> bytes:
-        try:
-            return self.resp.read()
-        except httpx.HTTPError as e:
-            raise transport_error(self.base, e) from e
+    def read(self, limit: int = MAX_BODY_BYTES) -> bytes:
+        """The whole body, read as it arrives and refused once past `limit` bytes."""
+        return _read_body(self.base, self.resp, limit)
 
     def lines(self) -> Iterator[str]:
-        return self.resp.iter_lines()
+        """The stream's lines, each as soon as its end arrives; raises SseTooLarge past sse.py's bound
+        (httpx's `iter_lines` would buffer an endless line whole)."""
+        return sse_lines(self.resp.iter_bytes())
+
+
+def _read_body(base: str, resp: httpx.Response, limit: int) -> bytes:
+    """A response's whole body, refused (ResponseTooLarge) before more than `limit` bytes are held."""
+    length = resp.headers.get("content-length", "")
+    if length.isdigit() and int(length) > limit:
+        raise _too_large(base, "an answer", limit, resp.status_code)
+    body = bytearray()
+    try:
+        for chunk in resp.iter_bytes():  # decoded in pieces of at most 1 MiB, so a gzip bomb is bounded too
+            if len(body) + len(chunk) > limit:
+                raise _too_large(base, "an answer", limit, resp.status_code)
+            body += chunk
+    except httpx.HTTPError as e:
+        raise transport_error(base, e) from e
+    return bytes(body)
+
+
+def _too_large(base: str, what: str, limit: int, status: int = 0, partial: str = "",
+               reasoning: str = "") -> ResponseTooLarge:
+    """The refusal of `what` ("an answer", "a line", "an event") past `limit` bytes, in words."""
+    whole = "answer" if what == "an answer" else "stream"
+    message = f"the server at {base} sent {what} of more than {_size(limit)}; it is not an OpenAI-compatible {whole}"
+    return ResponseTooLarge(base, message, limit, status, partial, reasoning)
+
+
+def _size(n: int) -> str:
+    """`n` bytes for a person: 8 MiB, 64 KiB, 100 bytes."""
+    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n} bytes"
 
 
 def sampling_fields(s: SamplingSettings) -> dict[str, Any]:
@@ -340,6 +379,8 @@ class _Reader:
                 if self.started and time.perf_counter() >= next_snapshot:
                     next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
                     yield self._snapshot("", live=True)
+        except SseTooLarge as e:  # the caller's `with` closes the connection, unread
+            raise _too_large(self.base, e.what, e.limit, 0, "".join(self.answer), "".join(self.thinking)) from None
         except (httpx.HTTPError, httpx.StreamError, OSError) as e:
             if self.cancel is not None and self.cancel.is_set():  # closed by the stop: not a failure
                 yield self._finished("cancelled")

@@ -62,5 +62,15 @@ class BadResponse(RemoteError):
         self.status = status
 
 
+class ResponseTooLarge(BadResponse):
+    """A body, a line of the stream or one event's data past the client's bound (`limit`: bytes,
+    or characters for an event's data): refused as it arrives, its connection closed."""
+
+    def __init__(self, url: str, message: str, limit: int, status: int = 0, partial: str = "",
+                 partial_reasoning: str = ""):
+        super().__init__(url, message, status, partial, partial_reasoning)
+        self.limit = limit
+
+
 class StreamCut(RemoteError):
     """The stream ended (or broke) before the answer was finished; `partial` holds what came."""

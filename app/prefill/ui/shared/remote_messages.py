@@ -8,6 +8,7 @@ from prefill.remote.errors import (
     ModelNotFound,
     RateLimited,
     RemoteError,
+    ResponseTooLarge,
     StreamCut,
     TlsFailure,
     Unauthorized,
@@ -34,5 +35,6 @@ _NEXT_STEPS: tuple[tuple[type[RemoteError], str], ...] = (
     (Unauthorized, "Check the endpoint's API key."),
     (ModelNotFound, "Pick one of the models the endpoint lists."),
     (StreamCut, "Nothing of the answer had come; retry it."),
+    (ResponseTooLarge, "Check that the URL leads to the endpoint's API, not to some other server."),
     (BadResponse, "The endpoint may not speak the OpenAI API; check its URL."),
 )
