@@ -76,3 +76,4 @@ def test_allowed_names_and_origins_are_served(named: Served) -> None:
         "Origin": "http://app.example", "Access-Control-Request-Method": "POST",
         "Access-Control-Request-Headers": "content-type"})
     assert pre.status_code == 200 and pre.headers["access-control-allow-origin"] == "http://app.example"
+

@@ -27,7 +27,7 @@ def assert_openai_error(r: httpx.Response, status: int, code: str | None = None)
     return err
 
 
-@pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", b"\xff\xfe", b"", b"[" * 200_000 + b"]" * 200_000,
+@pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", b"\xff\xfe", b"", b"[" * 20_000 + b"]" * 20_000,
                                   b'{"model": "m", "n": ' + b"9" * 5000 + b"}"])
 def test_malformed_json_is_400(server: Served, body: bytes) -> None:
     assert_openai_error(post(server, "/chat/completions", body), 400)

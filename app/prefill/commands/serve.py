@@ -26,6 +26,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="allow browser requests from this origin (repeatable; CORS is off without it)")
     p.add_argument("--allowed-host", action="append", default=[],
                    help="another name clients may call the server by (repeatable; Host is checked against it)")
+    p.add_argument("--max-queue", type=int, default=0,
+                   help="requests that may wait for a slot before more get 429 (default: 8 per slot)")
     p.add_argument("--alias", default="", help="the model's id in the API (default: the file name)")
     p.set_defaults(handler=run)
 
@@ -47,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     options = ServeOptions(
         model=model_path(args), settings=load_settings(args), host=args.host, port=args.port,
         parallel=args.parallel, api_key=args.api_key, cors_origins=tuple(args.cors_origin),
-        allowed_hosts=tuple(args.allowed_host),
+        allowed_hosts=tuple(args.allowed_host), max_queued=max(0, args.max_queue),
         model_id=args.alias,
     )
 

@@ -37,6 +37,10 @@ class EngineBusy(EngineError):
     """A request arrived while another one is still running."""
 
 
+class QueueFull(EngineError):
+    """Every slot is busy and the queue behind them is at its bound: try again shortly."""
+
+
 class InvalidSetting(EngineError, ValueError):
     """A setting was given a value outside its type, range or rules.
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from prefill.engine.units import format_bytes
+
 INVALID = "invalid_request_error"
 
 
@@ -16,6 +18,7 @@ class ApiError(Exception):
     type: str = INVALID
     param: str | None = None
     code: str | None = None
+    headers: dict[str, str] | None = None  # sent with the response (Retry-After)
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
@@ -39,7 +42,8 @@ def model_not_found(name: str, available: str) -> ApiError:
 
 
 def too_large(limit: int) -> ApiError:
-    return ApiError(413, f"The request body is over the {limit // 2**20} MiB limit.", code="request_too_large")
+    return ApiError(413, f"The request body is over the {format_bytes(limit)} limit: no prompt that fits this "
+                    "server's context is that large.", code="request_too_large")
 
 
 def context_exceeded(message: str) -> ApiError:
@@ -48,6 +52,11 @@ def context_exceeded(message: str) -> ApiError:
 
 def server_error(message: str) -> ApiError:
     return ApiError(500, message, type="server_error")
+
+
+def busy(message: str, retry_after_s: int) -> ApiError:
+    return ApiError(429, f"The server is busy: {message}. Try again in a few seconds.", code="rate_limit_exceeded",
+                    headers={"Retry-After": str(retry_after_s)})
 
 
 def unavailable(message: str) -> ApiError:

@@ -2,27 +2,38 @@
 
 The scheduler thread hands each event to `EventStream.sink`, which queues it for the
 server's loop (one `LoopWaker` wake-up, at the step's end, for all the streams served in it);
-the response reads them in order. Whatever way the response ends (finished, failed, or
-the client gone), the request is cancelled, which frees its slot before the scheduler's next step.
+the response reads them in order. Whatever way the response ends (finished, failed, the
+client gone, or a client that stopped reading), the request is cancelled, which frees its slot
+before the scheduler's next step.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 
+import anyio
 from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.types import Message, Receive, Scope, Send
 
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.scheduler import BatchScheduler
-from prefill.engine.errors import ContextOverflow, EngineError
+from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, Token
 from prefill.engine.prompt.answer_split import AnswerSplit
 from prefill.engine.settings import ServeSampling
-from prefill.server.errors import ApiError, context_exceeded, server_error, unavailable
+from prefill.server.connections import closer
+from prefill.server.errors import ApiError, busy, context_exceeded, server_error, unavailable
 from prefill.server.loop_waker import LoopWaker
 from prefill.server.shapes import SSE_DONE, Reply, sse
+
+log = logging.getLogger(__name__)
+RETRY_AFTER_S = 2  # what a client refused for a full queue is told to wait
+WRITE_DEADLINE_S = 30.0  # a stream whose client takes nothing for this long has stopped reading
+MAX_PENDING_EVENTS = 8192  # events the loop has not taken for one stream: past it, the request stops
 
 
 class EventStream:
@@ -36,6 +47,7 @@ class EventStream:
     def __init__(self, waker: LoopWaker, tokens: bool = True):
         self.waker = waker
         self.tokens = tokens  # a non-streamed reply needs only the end: its text is in Finished
+        self.overflow: Callable[[], None] | None = None  # called once when the loop falls MAX_PENDING behind
         self._pending: deque[BatchEvent] = deque()
         self._queued = False  # with the waker, not yet woken
         self._first_token = True  # none handed over yet: the first one is the client's TTFT
@@ -48,6 +60,8 @@ class EventStream:
         urgent = not is_token or self._first_token
         self._first_token = self._first_token and not is_token
         self._pending.append(event)
+        if len(self._pending) == MAX_PENDING_EVENTS and self.overflow is not None:
+            self.overflow()  # the response is stuck writing: stop decoding for it
         if not self._queued:
             self._queued = True
             self.waker.notify(self, urgent)
@@ -71,9 +85,11 @@ class EventStream:
 
 
 def submit(scheduler: BatchScheduler, prompt: Sequence[int], sampling: ServeSampling,
-           stream: EventStream, label: str) -> RequestHandle:
+           stream: EventStream, label: str, owner: str) -> RequestHandle:
     try:
-        return scheduler.submit(BatchRequest(tuple(prompt), sampling, stream.sink, label))
+        handle = scheduler.submit(BatchRequest(tuple(prompt), sampling, stream.sink, label, owner))
+    except QueueFull as e:
+        raise busy(str(e), RETRY_AFTER_S) from None
     except ContextOverflow as e:
         raise context_exceeded(
             f"This model's context is {e.n_ctx} tokens per request; the prompt is {e.prompt_tokens} tokens, "
@@ -81,6 +97,41 @@ def submit(scheduler: BatchScheduler, prompt: Sequence[int], sampling: ServeSamp
         ) from None
     except EngineError as e:
         raise unavailable(str(e)) from None
+    stream.overflow = handle.cancel
+    return handle
+
+
+class _Stalled(Exception):
+    """A write waited past its deadline: the client stopped reading."""
+
+
+class EventSourceResponse(StreamingResponse):
+    """The SSE response of one request. A client that takes no data for `write_deadline_s` has
+    stopped reading: its request is cancelled (its slot is free at the scheduler's next step)
+    and its connection dropped, with whatever was buffered for it."""
+
+    def __init__(self, body: AsyncIterator[str], handle: RequestHandle, write_deadline_s: float):
+        super().__init__(body, media_type="text/event-stream",
+                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        self.handle = handle
+        self.write_deadline_s = write_deadline_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def timed_send(message: Message) -> None:
+            try:
+                with anyio.fail_after(self.write_deadline_s):
+                    await send(message)
+            except TimeoutError:
+                raise _Stalled from None
+
+        try:
+            await super().__call__(scope, receive, timed_send)
+        except _Stalled:
+            self.handle.cancel()
+            log.info("closed a stream whose client stopped reading for %.0f s", self.write_deadline_s)
+            close = closer(scope)
+            if close is not None:
+                await close()
 
 
 async def stream_reply(reply: Reply, handle: RequestHandle, stream: EventStream,

@@ -19,7 +19,9 @@ from prefill.engine.batch.snapshot import BatchSnapshot
 from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.settings import LoadSettings
 from prefill.server.browser_guard import allowed_hosts, is_loopback
-from prefill.server.routes import MAX_BODY_BYTES, ServeState, create_app
+from prefill.server.connections import HEADER_DEADLINE_S, MAX_CONNECTIONS, guarded_protocol
+from prefill.server.generate import WRITE_DEADLINE_S
+from prefill.server.routes import ServeState, create_app
 
 DEFAULT_HOST = "127.0.0.1"
 SWITCH_INTERVAL_S = 0.0005
@@ -35,8 +37,12 @@ class ServeOptions:
     api_key: str = ""
     cors_origins: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()  # more names Host may carry (a non-loopback bind)
+    max_queued: int = 0  # requests waiting beyond the slots before a 429 (0: 8 per slot)
     model_id: str = ""  # default: the file's name without .gguf
-    max_body: int = MAX_BODY_BYTES
+    max_body: int = 0  # bytes; 0: what a slot's context can hold
+    header_deadline_s: float = HEADER_DEADLINE_S  # for a connection's request headers
+    max_connections: int = MAX_CONNECTIONS  # lowered to what the file-descriptor limit allows
+    write_deadline_s: float = WRITE_DEADLINE_S  # a stream's client that takes nothing this long is dropped
 
 
 class ExposureError(ValueError):
@@ -84,11 +90,12 @@ class RunningServer:
             scheduler=scheduler, chat=ModelChat(model.header.chat_template, model.runtime),
             model_id=options.model_id or options.model.name.removesuffix(".gguf"),
             api_key=options.api_key, cors_origins=options.cors_origins, max_body=options.max_body,
-            hosts=allowed_hosts(options.host, options.allowed_hosts),
+            hosts=allowed_hosts(options.host, options.allowed_hosts), write_deadline_s=options.write_deadline_s,
         )
         self.model_id = state.model_id
         config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="off",
-                                timeout_graceful_shutdown=3)
+                                timeout_graceful_shutdown=3, backlog=options.max_connections,
+                                http=guarded_protocol(options.header_deadline_s, options.max_connections))
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
@@ -107,7 +114,8 @@ class RunningServer:
         # and the event loop. Each time the decoder comes back it may wait a whole switch interval
         # (5 ms by default, longer than a small model's step) for the loop to let go.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        scheduler = BatchScheduler(load_batch_model(options.model, options.settings, options.parallel), on_snapshot)
+        scheduler = BatchScheduler(load_batch_model(options.model, options.settings, options.parallel), on_snapshot,
+                                   options.max_queued)
         try:
             return cls(options, scheduler, bind(options.host, options.port))
         except BaseException:

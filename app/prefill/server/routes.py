@@ -1,4 +1,4 @@
-"""The Starlette application: routes, the API key, CORS, body limits, OpenAI-shaped errors.
+"""The Starlette application: routes, the API key, CORS, what a request may cost, OpenAI-shaped errors.
 
 Routes: GET /v1/models, POST /v1/chat/completions, POST /v1/completions,
 GET /slots (the scheduler's snapshot), GET /health (open, for probes).
@@ -7,6 +7,7 @@ GET /slots (the scheduler's snapshot), GET /health (open, for probes).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import json
 import logging
@@ -20,7 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -28,14 +29,14 @@ from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.errors import TemplateError
 from prefill.engine.prompt.model_chat import ModelChat, plain_reader
 from prefill.server.browser_guard import LOOPBACK_NAMES, BrowserGuard
+from prefill.server.cost_bounds import PromptBounds, body_limit
 from prefill.server.errors import ApiError, bad_request, server_error, too_large, unauthorized
-from prefill.server.generate import EventStream, full_reply, stream_reply, submit
+from prefill.server.generate import WRITE_DEADLINE_S, EventSourceResponse, EventStream, full_reply, stream_reply, submit
 from prefill.server.loop_waker import LoopWaker
 from prefill.server.parse import GenerationRequest, parse_chat, parse_completion, parse_json
 from prefill.server.shapes import Reply, model_list
 
 log = logging.getLogger(__name__)
-MAX_BODY_BYTES = 8 * 2**20
 OPEN_PATHS = ("/health",)
 
 
@@ -49,9 +50,16 @@ class ServeState:
     api_key: str = ""
     cors_origins: tuple[str, ...] = ()
     hosts: frozenset[str] | None = LOOPBACK_NAMES  # the names Host may carry (None: any)
-    max_body: int = MAX_BODY_BYTES
+    max_body: int = 0  # bytes; 0: what the slot's context can hold (cost_bounds.body_limit)
+    write_deadline_s: float = WRITE_DEADLINE_S  # a stream's client that takes nothing this long is dropped
     created: int = field(default_factory=lambda: int(time.time()))
+    bounds: PromptBounds = field(init=False)
     _waker: LoopWaker | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        n_ctx = self.scheduler.n_ctx_seq
+        self.max_body = self.max_body or body_limit(n_ctx)
+        self.bounds = PromptBounds(n_ctx, self.scheduler.runtime.longest_token_bytes)
 
     def waker(self) -> LoopWaker:
         """The one waker of the loop serving these routes (made on the first request, on that loop)."""
@@ -117,13 +125,7 @@ async def _completion(state: ServeState, request: Request) -> Response:
 
 
 async def _generate(state: ServeState, request: Request, req: GenerationRequest) -> Response:
-    try:
-        if req.kind == "chat":
-            text, prompt = await anyio.to_thread.run_sync(state.chat.prompt, req.chat_request)
-        else:
-            text, prompt = req.prompt, await anyio.to_thread.run_sync(state.chat.tokenize, req.prompt)
-    except TemplateError as e:
-        raise bad_request(str(e), "messages") from None
+    text, prompt = await _build_prompt(state, req)
     reply = Reply(req.kind, req.model)
     stream = EventStream(state.waker(), tokens=req.stream)
     sampling = req.sampling
@@ -131,13 +133,38 @@ async def _generate(state: ServeState, request: Request, req: GenerationRequest)
         sampling = replace(sampling, stop=state.chat.stops(sampling))
     if sampling.max_tokens > state.scheduler.n_ctx_seq:
         sampling = replace(sampling, max_tokens=state.scheduler.n_ctx_seq)
-    handle = submit(state.scheduler, prompt, sampling, stream, reply.id)
+    handle = submit(state.scheduler, prompt, sampling, stream, reply.id, client_of(request))
     splitter = state.chat.reader(text, as_written=True) if req.kind == "chat" else plain_reader()
     if req.stream:
         body = stream_reply(reply, handle, stream, splitter, req.include_usage)
-        return StreamingResponse(body, media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return EventSourceResponse(body, handle, state.write_deadline_s)
     return JSONResponse(await full_reply(reply, handle, stream, splitter, request))
+
+
+async def _build_prompt(state: ServeState, req: GenerationRequest) -> tuple[str, list[int]]:
+    """The prompt's text and tokens, refused as soon as it cannot fit; a few are built at once."""
+    bounds, chat = state.bounds, state.chat
+
+    def build() -> tuple[str, list[int]]:
+        text = chat.render(req.messages, req.chat_request.options) if req.kind == "chat" else req.prompt
+        bounds.check_text(text)
+        return text, chat.tokenize(text)
+
+    if req.kind == "chat":
+        bounds.check_messages(req.messages)
+    async with bounds.builds():
+        try:
+            return await anyio.to_thread.run_sync(build)
+        except TemplateError as e:
+            raise bad_request(str(e), "messages") from None
+
+
+def client_of(request: Request) -> str:
+    """Whose conversation a request continues: the bearer token it presents (hashed), so clients
+    with different keys never share a cached prefix; clients that send none share one."""
+    header = request.headers.get("authorization", "")
+    token = header[7:].strip() if header[:7].lower() == "bearer " else ""
+    return "client:" + hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -163,7 +190,7 @@ async def read_body(request: Request, limit: int) -> bytes:
 # --- errors ---------------------------------------------------------------------------------
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    return JSONResponse(exc.body(), status_code=exc.status)
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -14,7 +14,7 @@ from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed
 from prefill.engine.batch.runtime import load_batch_model
 from prefill.engine.batch.scheduler import BatchScheduler, common_prefix
 from prefill.engine.batch.snapshot import BatchSnapshot
-from prefill.engine.errors import ContextOverflow
+from prefill.engine.errors import ContextOverflow, QueueFull
 from prefill.engine.events import Finished, PrefillDone, Token
 from prefill.engine.settings import LoadSettings, ServeSampling
 
@@ -270,5 +270,23 @@ def test_a_long_prompt_prefills_in_chunks_beside_decoding_slots(tiny_model: Path
         assert c.prefill.evaluated_tokens == len(long)
         assert busy.wait().text.startswith(alone[1])
         assert sched.snapshot().peak_batch_seqs == 2
+    finally:
+        sched.close()
+
+
+def test_the_queue_behind_the_slots_is_bounded(tiny_model: Path) -> None:
+    sched = make_scheduler(tiny_model, 1, max_queued=1)
+    try:
+        long = ServeSampling(temperature=0.0, repeat_penalty=1.0, max_tokens=100_000, ignore_eos=True)
+        first = Collector()
+        handle = sched.submit(BatchRequest(prompt_of(sched, "a long one"), long, first))
+        assert first.first_token.wait(WAIT_S)
+        waiting = run(sched, prompt_of(sched, "second"))  # one may wait
+        with pytest.raises(QueueFull):
+            run(sched, prompt_of(sched, "third"))  # a third is refused at once, nothing queued
+        assert sched.snapshot().queued <= 1
+        handle.cancel()
+        assert waiting.wait().reason == "length"
+        assert run(sched, prompt_of(sched, "room again")).wait().text  # the bound frees as the queue drains
     finally:
         sched.close()

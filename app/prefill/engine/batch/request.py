@@ -38,6 +38,7 @@ class BatchRequest:
     sampling: ServeSampling
     sink: Sink
     label: str = ""  # shown in slot snapshots (a request id, "chat"…)
+    owner: str = ""  # whose conversation: a cached prefix is reused only for the same owner
 
 
 class RequestHandle:

@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.runtime import LoadedBatchModel, TokenBatch
 from prefill.engine.batch.snapshot import BatchSnapshot, RateMeter, SlotSnapshot, recent_rate
-from prefill.engine.errors import ContextOverflow, EngineError
+from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
 
 log = logging.getLogger(__name__)
 PUBLISH_EVERY_S = 0.1
+QUEUED_PER_SLOT = 8  # the default bound of the queue behind the slots
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -42,6 +43,7 @@ class _Slot:
     index: int  # also its llama.cpp sequence id
     tokens: list[int] = field(default_factory=list)  # exactly what its sequence holds
     prompt_len: int = 0  # of the last request it served (the rest of `tokens` is that answer)
+    owner: str = ""  # of the conversation `tokens` hold: another owner's request starts it afresh
     job: _Job | None = None
     last_used: float = 0.0
 
@@ -83,8 +85,10 @@ class BatchScheduler:
     llama.cpp works without the GIL; it must not block.
     """
 
-    def __init__(self, model: LoadedBatchModel, on_snapshot: Callable[[BatchSnapshot], None] | None = None):
+    def __init__(self, model: LoadedBatchModel, on_snapshot: Callable[[BatchSnapshot], None] | None = None,
+                 max_queued: int = 0):
         self.model = model
+        self.max_queued = max_queued or QUEUED_PER_SLOT * model.runtime.n_seq  # waiting, beyond the slots
         self.runtime = rt = model.runtime
         self.n_ctx_seq = rt.n_ctx_seq
         self.n_slots = rt.n_seq
@@ -110,6 +114,7 @@ class BatchScheduler:
 
         Raises:
             ContextOverflow: the prompt leaves no room for one generated token in a slot.
+            QueueFull: every slot is busy and `max_queued` requests already wait.
             EngineError: an empty prompt, or the scheduler is closed.
         """
         n = len(request.prompt)
@@ -121,6 +126,8 @@ class BatchScheduler:
         with self._cv:
             if self._stopping:
                 raise EngineError("the server is shutting down")
+            if len(self._queue) - self._idle_count() >= self.max_queued:
+                raise QueueFull(f"all {self.n_slots} slots are busy and {self.max_queued} requests wait already")
             self._queue.append(handle)
             self._peak_queued = max(self._peak_queued, len(self._queue) - self._idle_count())
             self._cv.notify()
@@ -223,10 +230,11 @@ class BatchScheduler:
         that is at least half the prompt and at least half of the slot's last prompt (a conversation
         continued, regenerated or edited). Otherwise into an empty slot, else the least recently used
         one: a new conversation that shares only a system prompt with a slot must not evict that
-        slot's conversation."""
-        prompt = handle.request.prompt
+        slot's conversation. Only the request's owner's conversations count: another client's
+        cached tokens are never reused, so its `cached_tokens` and timings say nothing about them."""
+        prompt, owner = handle.request.prompt, handle.request.owner
         idle = [s for s in self._slots if s.job is None]
-        shared = {s.index: common_prefix(s.tokens, prompt) for s in idle}
+        shared = {s.index: common_prefix(s.tokens, prompt) if s.owner == owner else 0 for s in idle}
 
         def score(s: _Slot) -> tuple[int, bool, float]:
             n = shared[s.index]
@@ -237,7 +245,7 @@ class BatchScheduler:
         keep = min(shared[slot.index], len(prompt) - 1)  # evaluate >= 1 token
         keep = self.runtime.seq_truncate(slot.index, keep)
         del slot.tokens[keep:]
-        slot.prompt_len = len(prompt)
+        slot.prompt_len, slot.owner = len(prompt), owner
         s = handle.request.sampling
         job = _Job(slot, handle, list(prompt[keep:]), keep, AnswerDecoder(self.runtime, s, s.stop))
         handle.clock.t_prefill_start = time.perf_counter()

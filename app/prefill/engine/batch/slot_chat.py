@@ -27,6 +27,7 @@ from prefill.engine.request import ChatRequest
 from prefill.engine.settings import SamplingSettings, ServeSampling
 
 LABEL = "window"  # how the slots table names the window's request
+OWNER = "window"  # the window's chat reuses only its own cached conversations, never a client's
 SNAPSHOT_EVERY_S = 0.25
 POLL_S = 0.05  # how often a waiting stream looks at its cancel flag
 
@@ -87,7 +88,7 @@ class SlotChat:
             raise TemplateError("the chat template rendered an empty prompt: there is nothing to send")
         events: queue.SimpleQueue[BatchEvent] = queue.SimpleQueue()
         handle = self.scheduler.submit(BatchRequest(tuple(prompt), _serve_sampling(sampling, self.chat.stops(sampling)),
-                                                    events.put, LABEL))
+                                                    events.put, LABEL, owner=OWNER))
         try:
             split = self.chat.reader(text, handle.clock)
             yield from self._relay(handle, events, cancel, fitted.dropped, fitted.note, split)

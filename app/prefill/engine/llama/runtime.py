@@ -207,6 +207,17 @@ class LlamaRuntime:
             self._pieces[token] = p
         return p
 
+    @functools.cached_property
+    def longest_token_bytes(self) -> int:
+        """The most text one token stands for, special tokens written out included (a text of B bytes
+        is at least B / this many tokens). Read from the whole vocabulary once (tens of ms)."""
+        buf = ctypes.create_string_buffer(1024)
+        longest = 1
+        for t in range(self.n_vocab):
+            n = llama_cpp.llama_token_to_piece(self.vocab, t, buf, 1024, 0, True)
+            longest = max(longest, n if n >= 0 else -n)
+        return longest
+
     def is_single_token(self, text: str) -> bool:
         """Whether the vocabulary has `text` as one token of its own (a special or added token)."""
         ids = self.tokenize(text)

@@ -1,0 +1,74 @@
+"""Cost before work: what a request may cost the server, checked before it is paid.
+
+A prompt longer than a slot is refused in any case; these bounds refuse it before the
+expensive steps, not after them. The body is read up to a size that follows the context;
+the messages are counted against the context before the template renders them; the prompt
+text is measured before it is tokenized; and only a few prompts are built at once, so a
+flood of large requests cannot take the GIL from the decoding thread.
+
+The bounds are sound: a prompt refused here could never have fit. No token stands for more
+text than the vocabulary's longest piece, so a text of B bytes is at least B / longest tokens,
+and every message costs at least one token in every chat format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from prefill.engine.message import Message
+from prefill.server.errors import ApiError, context_exceeded
+
+BODY_BYTES_PER_TOKEN = 32  # JSON escapes included: a token's text is rarely more than a dozen bytes
+BODY_SLACK_BYTES = 64 * 1024  # the request's other fields
+PROMPT_BUILDS = 2  # prompts rendered and tokenized at once; the rest wait their turn
+
+
+def body_limit(n_ctx_seq: int) -> int:
+    """The largest request body worth reading for a slot of `n_ctx_seq` tokens."""
+    return BODY_SLACK_BYTES + BODY_BYTES_PER_TOKEN * n_ctx_seq
+
+
+class PromptBounds:
+    """The context of a slot and the longest token of the model, for sound early refusals."""
+
+    def __init__(self, n_ctx_seq: int, longest_token_bytes: int):
+        self.n_ctx = n_ctx_seq
+        self.longest = max(1, longest_token_bytes)
+        self._builds: asyncio.Semaphore | None = None
+
+    def check_messages(self, messages: Sequence[Message]) -> None:
+        """Refuse a chat that cannot fit, before its template renders it.
+
+        Raises:
+            ApiError: 400 context_length_exceeded.
+        """
+        if len(messages) > self.n_ctx:
+            raise self._exceeded(f"{len(messages)} messages (each takes at least one token)")
+        size = sum(len(m.content.encode("utf-8")) + len(m.reasoning.encode("utf-8")) for m in messages)
+        if size > self.n_ctx * self.longest:
+            raise self._exceeded(f"at least {self._min_tokens(size)} tokens ({size} bytes of text)")
+
+    def check_text(self, text: str) -> None:
+        """Refuse prompt text that cannot fit, before it is tokenized.
+
+        Raises:
+            ApiError: 400 context_length_exceeded.
+        """
+        size = len(text.encode("utf-8"))
+        if size > self.n_ctx * self.longest:
+            raise self._exceeded(f"at least {self._min_tokens(size)} tokens ({size} bytes of text)")
+
+    def builds(self) -> asyncio.Semaphore:
+        """The turns for building prompts, made on the serving loop."""
+        if self._builds is None:
+            self._builds = asyncio.Semaphore(PROMPT_BUILDS)
+        return self._builds
+
+    def _min_tokens(self, size: int) -> int:
+        return -(-size // self.longest)
+
+    def _exceeded(self, what: str) -> ApiError:
+        return context_exceeded(
+            f"This model's context is {self.n_ctx} tokens per request; the prompt is {what}, "
+            "leaving no room for an answer. Shorten the prompt or start the server with a larger --ctx.")
