@@ -82,3 +82,26 @@ def test_a_key_on_the_command_line_is_warned_about(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "prefill", "serve", "--model", missing],
                          capture_output=True, text=True, timeout=60, check=False, env=env)
     assert "process list" not in out.stderr
+
+
+def test_a_key_file_gives_the_key_out_of_the_process_list(tiny_model: Path, tmp_path: Path) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text(KEY + "\n")
+    key_file.chmod(0o600)
+    s = start_server(tiny_model, "--host", "0.0.0.0", "--api-key-file", str(key_file), "--parallel", "1",
+                     "--ctx", "256")
+    try:
+        url = s.url.replace("0.0.0.0", "127.0.0.1") + "/v1/models"
+        assert httpx.get(url, headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
+        assert httpx.get(url, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert KEY not in " ".join(s.proc.args)  # type: ignore[arg-type]
+    finally:
+        err = stop_server(s)
+    assert "process list" not in err and "chmod" not in err
+    key_file.chmod(0o644)
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    for path, said in ((key_file, "chmod 600"), (empty, "holds no key"), (tmp_path / "none", "cannot read")):
+        out = subprocess.run([sys.executable, "-m", "prefill", "serve", "--model", str(tmp_path / "none.gguf"),
+                              "--api-key-file", str(path)], capture_output=True, text=True, timeout=60, check=False)
+        assert said in out.stderr and "Traceback" not in out.stderr and KEY not in out.stderr

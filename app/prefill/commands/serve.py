@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from prefill.commands.errors import CliError
 from prefill.commands.options import add_model_options, load_settings, model_path
@@ -21,7 +22,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
     p.add_argument("--parallel", type=int, default=4, help="requests decoded together (default 4)")
     p.add_argument("--api-key", default=os.environ.get("PREFILL_API_KEY", ""),
-                   help="require 'Authorization: Bearer KEY' (default: $PREFILL_API_KEY)")
+                   help="require 'Authorization: Bearer KEY' (default: $PREFILL_API_KEY; a key given here "
+                        "shows in the process list)")
+    p.add_argument("--api-key-file", type=Path, default=None,
+                   help="read the key from this file's first line (keep it 0600)")
     p.add_argument("--cors-origin", action="append", default=[],
                    help="allow browser requests from this origin (repeatable; CORS is off without it)")
     p.add_argument("--allowed-host", action="append", default=[],
@@ -35,7 +39,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from prefill.server.lifecycle import ExposureError, ServeOptions, check_exposure, serve
 
-    if args.api_key and args.api_key != os.environ.get("PREFILL_API_KEY", ""):
+    if args.api_key_file is not None:
+        args.api_key = read_key_file(args.api_key_file)
+    elif args.api_key and args.api_key != os.environ.get("PREFILL_API_KEY", ""):
         print("prefill: a key given as --api-key shows in the process list to every user of this machine; "
               "set PREFILL_API_KEY instead", file=sys.stderr)
     if not 1 <= args.parallel <= 64:
@@ -60,3 +66,16 @@ def run(args: argparse.Namespace) -> int:
 
     serve(options, ready)
     return 0
+
+
+def read_key_file(path: Path) -> str:
+    """The key on the file's first line; a file others can read is used, with a warning."""
+    try:
+        key = path.read_text("utf-8").splitlines()[0].strip() if path.stat().st_size <= 4096 else ""
+    except (OSError, UnicodeDecodeError, IndexError) as e:
+        raise CliError(f"--api-key-file {path}: cannot read a key from it ({e.__class__.__name__})") from None
+    if not key:
+        raise CliError(f"--api-key-file {path}: its first line holds no key (or the file is over 4 KiB)")
+    if path.stat().st_mode & 0o077:
+        print(f"prefill: {path} can be read by other users of this machine; chmod 600 it", file=sys.stderr)
+    return key
