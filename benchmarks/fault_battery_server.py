@@ -164,7 +164,8 @@ def memory_while_refusing(server: Server) -> dict[str, float]:
 
     sampler = threading.Thread(target=sample)
     sampler.start()
-    prompt = json.dumps({"model": server.model_id, "messages": [{"role": "user", "content": "word " * (8 * 2**20 // 5)}]})
+    words = "word " * (8 * 2**20 // 5)
+    prompt = json.dumps({"model": server.model_id, "messages": [{"role": "user", "content": words}]})
     statuses = []
     for _ in range(3):
         pair = [threading.Thread(target=lambda: statuses.append(post(server, prompt.encode()))) for _ in range(2)]
@@ -196,7 +197,7 @@ def main() -> int:
             alone.append(live_rate(server))
             stop = threading.Event()
 
-            def attack_all() -> None:
+            def attack_all(stop: threading.Event = stop) -> None:
                 while not stop.is_set():
                     for name, attack in cases.items():
                         if stop.is_set():
