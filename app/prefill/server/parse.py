@@ -88,7 +88,7 @@ def parse_completion(obj: dict[str, Any], model_id: str) -> GenerationRequest:
             raise bad_request(f"'{name}' is not supported.", name)
     if _int(obj, "best_of", 1, 1) != 1:
         raise bad_request("'best_of' must be 1.", "best_of")
-    return GenerationRequest("completion", model, prompt=prompt, **_common(obj))
+    return GenerationRequest("completion", model, prompt=_unicode(prompt, "prompt"), **_common(obj))
 
 
 def _model(obj: dict[str, Any], model_id: str) -> str:
@@ -105,7 +105,7 @@ def _message(m: Any, i: int) -> Message:
     if not isinstance(m, dict):
         raise bad_request(f"{param} must be an object.", param)
     role = m.get("role")
-    if role not in _ROLES:
+    if not isinstance(role, str) or role not in _ROLES:  # a list or an object is unhashable
         raise bad_request(f"{param}.role must be one of system, developer, user, assistant.", param)
     content = m.get("content")
     if content is None and role == "assistant":
@@ -119,7 +119,17 @@ def _message(m: Any, i: int) -> Message:
         content = "".join(parts)
     if not isinstance(content, str):
         raise bad_request(f"{param}.content must be a string or an array of text parts.", param)
-    return Message(_ROLES[role], content)
+    return Message(_ROLES[role], _unicode(content, f"{param}.content"))
+
+
+def _unicode(text: str, param: str) -> str:
+    """The text, if it is valid Unicode: JSON can spell a lone surrogate (\\ud800) that no tokenizer takes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise bad_request(f"'{param}' holds a lone surrogate (\\ud800-\\udfff), which is not valid Unicode.",
+                          param) from None
+    return text
 
 
 def _common(obj: dict[str, Any]) -> dict[str, Any]:
@@ -138,9 +148,9 @@ def _common(obj: dict[str, Any]) -> dict[str, Any]:
     if stop is None:
         stops: tuple[str, ...] = ()
     elif isinstance(stop, str):
-        stops = (stop,)
+        stops = (_unicode(stop, "stop"),)
     elif isinstance(stop, list) and len(stop) <= MAX_STOPS and all(isinstance(s, str) for s in stop):
-        stops = tuple(stop)
+        stops = tuple(_unicode(s, "stop") for s in stop)
     else:
         raise bad_request(f"'stop' must be a string or an array of at most {MAX_STOPS} strings.", "stop")
     seed = _int(obj, "seed", None, None) if obj.get("seed") is not None else None
@@ -154,7 +164,7 @@ def _common(obj: dict[str, Any]) -> dict[str, Any]:
             repeat_penalty=d.repeat_penalty,
             frequency_penalty=_float(obj, "frequency_penalty", 0.0, -2.0, 2.0),
             presence_penalty=_float(obj, "presence_penalty", 0.0, -2.0, 2.0),
-            seed=seed % 2**32 if seed is not None else -1,
+            seed=seed % 2**31 if seed is not None and seed >= 0 else -1,  # negative: random; 31-bit, as the schema
             max_tokens=limit or UNLIMITED,
             stop=tuple(s for s in stops if s),
             ignore_eos=_bool(obj, "ignore_eos", False),
@@ -188,7 +198,8 @@ def _float(obj: dict[str, Any], key: str, default: float, low: float, high: floa
     v = obj.get(key, default)
     if v is None:
         return default
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+    # An integer is finite, and math.isfinite would overflow on one past a float's range.
+    if isinstance(v, bool) or not isinstance(v, int | float) or (isinstance(v, float) and not math.isfinite(v)):
         raise bad_request(f"'{key}' must be a number.", key)
     if not low <= v <= high:
         raise bad_request(f"'{key}' must be between {low:g} and {high:g}.", key)

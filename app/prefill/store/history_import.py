@@ -37,6 +37,7 @@ MAX_MESSAGES = 100_000  # in one conversation
 MAX_TEXT_CHARS = 4_000_000  # one message's text or reasoning, a system prompt
 MAX_LINE_CHARS = 4_096  # a title, a model path, an id
 MAX_MAPPING_CHARS = 64 * 1024  # settings or figures, as JSON
+MAX_MAPPING_DEPTH = 32  # settings nest two or three levels; json's encoders recurse, one frame a level
 _MAX_SECONDS = 1e11  # year 5138: anything later is not a time
 WEBUI = "llama.cpp web UI"
 
@@ -167,11 +168,23 @@ def _time(obj: Mapping[str, Any], key: str, where: str, per_second: float = 1.0)
 
 def _mapping(obj: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
     value = _object(obj.get(key, {}), f"{where}.{key}")
+    _plain_json(value, f"{where}.{key}")
     encoded = to_json(value)
     if len(encoded) > MAX_MAPPING_CHARS:
         _fail(f"{where}.{key}", f"larger than {MAX_MAPPING_CHARS} characters")
     _encodable(encoded, f"{where}.{key}")
     return value
+
+
+def _plain_json(value: object, where: str, depth: int = 0) -> None:
+    """Fail on what JSON cannot write back: too deep a nesting, or a number read as infinity (1e999)."""
+    if depth > MAX_MAPPING_DEPTH:
+        _fail(where, f"nested more than {MAX_MAPPING_DEPTH} levels deep")
+    if isinstance(value, float) and not math.isfinite(value):
+        _fail(where, f"holds {value}, which is not a JSON number")
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for child in children:
+        _plain_json(child, where, depth + 1)
 
 
 def _encodable(text: str, where: str) -> None:
@@ -397,7 +410,7 @@ def _figures(timings: dict[str, Any], where: str) -> dict[str, float | int]:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
             _fail(f"{where}.{key}", f"expected a number, found {_kind(value)}")
-        if not (math.isfinite(value) and 0 <= value <= 1e12):
+        if not 0 <= value <= 1e12:  # NaN and infinity fail it too; math.isfinite overflows on a huge int
             _fail(f"{where}.{key}", f"{value} is out of range")
         known[key] = value
     if not known:
@@ -406,4 +419,5 @@ def _figures(timings: dict[str, Any], where: str) -> dict[str, float | int]:
 
 
 def _rate(count: float, ms: float) -> float:
-    return round(count * 1000.0 / ms, 2) if ms > 0 else 0.0
+    rate = count * 1000.0 / ms if ms > 0 else 0.0
+    return round(rate, 2) if math.isfinite(rate) else 0.0  # 5e-324 ms: infinity, which JSON cannot write
