@@ -7,13 +7,48 @@ field here and the places that read it, not a signature edited in every backend.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from prefill.engine.message import Message
 from prefill.engine.settings import OverflowSettings, SamplingSettings
 
 REASONING_EFFORTS = ("low", "medium", "high")
+TOOL_CHOICES = ("auto", "none", "required")  # or the name of one function
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A function the model may call: its name, what it does, and its parameters' JSON schema (as
+    JSON text, so a request stays immutable and hashable)."""
+
+    name: str
+    description: str = ""
+    parameters: str = '{"type": "object", "properties": {}}'
+
+    def as_openai(self) -> dict[str, Any]:
+        """The OpenAI function schema, as templates are given it (`tools` in apply_chat_template)."""
+        function: dict[str, Any] = {"name": self.name, "parameters": json.loads(self.parameters)}
+        if self.description:
+            function["description"] = self.description
+        return {"type": "function", "function": function}
+
+
+@dataclass(frozen=True)
+class ResponseFormat:
+    """An answer that must be JSON: any object (`json_object`), or one that fits `schema` (JSON text)."""
+
+    kind: str  # "json_object" or "json_schema"
+    schema: str = ""
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("json_object", "json_schema"):
+            raise ValueError("a response format is json_object or json_schema")
+        if self.kind == "json_schema" and not self.schema:
+            raise ValueError("a json_schema response format needs its schema")
 
 
 @dataclass(frozen=True)
@@ -37,16 +72,34 @@ class ChatRequest:
         sampling: how to pick tokens, with the answer's length and stop strings.
         overflow: what to do when the conversation does not fit the context.
         options: the chat template's switches (thinking, reasoning effort).
+        tools: the functions the model may call (none: it can only talk).
+        tool_choice: "auto" (the model decides), "none", "required" (it must call one), or one
+            function's name (it must call that one).
+        response_format: the answer must be JSON (fitting a schema), or None for free text.
     """
 
     messages: tuple[Message, ...]
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     overflow: OverflowSettings = field(default_factory=OverflowSettings)
     options: TemplateOptions = field(default_factory=TemplateOptions)
+    tools: tuple[Tool, ...] = ()
+    tool_choice: str = "auto"
+    response_format: ResponseFormat | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.messages, tuple):
             object.__setattr__(self, "messages", tuple(self.messages))
+        if not isinstance(self.tools, tuple):
+            object.__setattr__(self, "tools", tuple(self.tools))
+        names = {t.name for t in self.tools}
+        if self.tool_choice not in TOOL_CHOICES and self.tool_choice not in names:
+            raise ValueError(f"tool_choice {self.tool_choice!r} is none of {', '.join(TOOL_CHOICES)} "
+                             "nor the name of a tool given")
+
+    @property
+    def offered_tools(self) -> tuple[Tool, ...]:
+        """The tools the template is shown: none when tool_choice is "none"."""
+        return () if self.tool_choice == "none" else self.tools
 
     @classmethod
     def of(

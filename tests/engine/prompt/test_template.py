@@ -145,4 +145,4 @@ def test_smollm2_template_renders_chatml(engine: ChatEngine) -> None:
 
 def test_unknown_role_is_rejected() -> None:
     with pytest.raises(ValueError, match="role"):
-        Message("tool", "x")
+        Message("function", "x")

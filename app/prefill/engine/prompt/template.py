@@ -34,8 +34,9 @@ def merge_turns(messages: Sequence[Message]) -> list[Message]:
     chat whose earlier answer failed (user, user) instead of refusing it from then on."""
     out: list[Message] = []
     for m in messages:
-        if out and out[-1].role == m.role and m.role != "system":
-            prev = out[-1]
+        prev = out[-1] if out else None
+        if (prev is not None and prev.role == m.role and m.role in ("user", "assistant")
+                and not prev.tool_calls and not m.tool_calls):
             out[-1] = Message(m.role, f"{prev.content}\n\n{m.content}", prev.reasoning or m.reasoning)
         else:
             out.append(m)
@@ -55,24 +56,33 @@ def fold_system(messages: Sequence[Message]) -> list[Message]:
 
 
 def _message_dict(m: Message) -> dict[str, Any]:
+    d: dict[str, Any] = {"role": m.role, "content": m.content}
     if m.reasoning and m.role == "assistant":
         # Under both names templates read it by: `reasoning_content` (Qwen3…) and `thinking` (gpt-oss).
-        return {"thinking": m.reasoning, "role": m.role, "content": m.content, "reasoning_content": m.reasoning}
-    return {"role": m.role, "content": m.content}
+        d["thinking"] = d["reasoning_content"] = m.reasoning
+    if m.tool_calls:  # arguments as an object, as transformers gives them
+        d["tool_calls"] = [{"id": c.id, "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments_object()}} for c in m.tool_calls]
+    if m.role == "tool":
+        d["tool_call_id"] = m.tool_call_id
+        if m.name:
+            d["name"] = m.name
+    return d
 
 
 def template_variables(
     messages: Sequence[Message], add_generation_prompt: bool, options: TemplateOptions,
-    special_tokens: Mapping[str, str],
+    special_tokens: Mapping[str, str], tools: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """What `apply_chat_template` passes: messages, the special tokens, no tools or documents, the
-    date, and the switches the user set (unset ones are left to the template's own default)."""
+    """What `apply_chat_template` passes: messages, the special tokens, the tools (OpenAI function
+    schemas; None when there are none, as transformers passes it), no documents, the date, and the
+    switches the user set (unset ones are left to the template's own default)."""
     today = datetime.date.today()
     v: dict[str, Any] = {
         **special_tokens,
         "messages": [_message_dict(m) for m in messages],
         "add_generation_prompt": add_generation_prompt,
-        "tools": None,
+        "tools": [dict(t) for t in tools] or None,
         "documents": None,
         "date_string": today.strftime("%d %b %Y"),
         "current_date": today.isoformat(),
@@ -106,13 +116,21 @@ class ChatTemplate:
         return self.special_tokens.get("bos_token", "")
 
     def variables(
-        self, messages: Sequence[Message], add_generation_prompt: bool, options: TemplateOptions
+        self, messages: Sequence[Message], add_generation_prompt: bool, options: TemplateOptions,
+        tools: Sequence[Mapping[str, Any]] = (),
     ) -> dict[str, Any]:
-        return template_variables(messages, add_generation_prompt, options, self.special_tokens)
+        return template_variables(messages, add_generation_prompt, options, self.special_tokens, tools)
+
+    @property
+    def takes_tools(self) -> bool:
+        """Whether the template renders the `tools` it is given (one that never reads them gets them
+        described in the system prompt instead)."""
+        return "tools" in self.source
 
     def render(
         self, messages: Sequence[Message], add_generation_prompt: bool = True,
         options: TemplateOptions | None = None, cancel: threading.Event | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
     ) -> str:
         """The prompt text for `messages`, ending with the assistant's turn opener.
 
@@ -120,9 +138,15 @@ class ChatTemplate:
             TemplateError: the template refused the conversation, failed, took too long, wrote
                 too much, or tried to leave its sandbox.
         """
-        variables = self.variables(messages, add_generation_prompt, options or TemplateOptions())
+        variables = self.variables(messages, add_generation_prompt, options or TemplateOptions(), tools)
         try:
-            return render_bounded(self._template, variables, self.max_seconds, cancel)
+            try:
+                return render_bounded(self._template, variables, self.max_seconds, cancel)
+            except (jinja2.TemplateError, TypeError):
+                if variables["tools"] is not None or not self.takes_tools:
+                    raise
+                # Some templates iterate `tools` unguarded and fail on transformers' None: no tools is [].
+                return render_bounded(self._template, {**variables, "tools": []}, self.max_seconds, cancel)
         except TemplateRefused as e:
             raise TemplateRefusal(f"the chat template refused the conversation: {e}") from e
         except TemplateTooCostly as e:
