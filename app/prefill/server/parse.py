@@ -15,10 +15,11 @@ from prefill.engine.message import Message
 from prefill.engine.request import ChatRequest
 from prefill.engine.settings import ServeSampling
 from prefill.server.errors import ApiError, bad_request, model_not_found
+from prefill.server.parse_tools import ToolsAsked, parse_tool_calls, parse_tool_fields
 
 MAX_STOPS = 16
 UNLIMITED = 1 << 20  # no max_tokens: the schema's maximum; a slot's context is the real bound
-_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 # Sampling when a request leaves a field out: llama.cpp's usual chain, without a repeat penalty
 # (OpenAI has none; frequency and presence penalties are the API's own).
 DEFAULTS = ServeSampling(repeat_penalty=1.0)
@@ -35,11 +36,14 @@ class GenerationRequest:
     stream: bool = False
     include_usage: bool = False
     sampling: ServeSampling = field(default_factory=lambda: DEFAULTS)
+    tools: ToolsAsked = field(default_factory=ToolsAsked)
 
     @property
     def chat_request(self) -> ChatRequest:
         """A chat's turn as every backend takes it."""
-        return ChatRequest(self.messages, self.sampling)
+        t = self.tools
+        return ChatRequest(self.messages, self.sampling, tools=t.tools, tool_choice=t.choice,
+                           response_format=t.response_format)
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
@@ -63,15 +67,11 @@ def parse_chat(obj: dict[str, Any], model_id: str) -> GenerationRequest:
         raise bad_request("'messages' is required.", "messages")
     if not isinstance(raw, list) or not raw:
         raise bad_request("'messages' must be a non-empty array.", "messages")
-    if obj.get("tools") or obj.get("functions"):
-        raise bad_request("Tools and function calls are not supported.", "tools")
-    fmt = obj.get("response_format")
-    if fmt is not None and not (isinstance(fmt, dict) and fmt.get("type") == "text"):
-        raise bad_request("Only the 'text' response format is supported.", "response_format")
+    tools = parse_tool_fields(obj)
     if obj.get("logprobs"):
         raise bad_request("Log probabilities are not supported.", "logprobs")
     messages = tuple(_message(m, i) for i, m in enumerate(raw))
-    return GenerationRequest("chat", model, messages=messages, **_common(obj))
+    return GenerationRequest("chat", model, messages=messages, tools=tools, **_common(obj))
 
 
 def parse_completion(obj: dict[str, Any], model_id: str) -> GenerationRequest:
@@ -106,7 +106,7 @@ def _message(m: Any, i: int) -> Message:
         raise bad_request(f"{param} must be an object.", param)
     role = m.get("role")
     if not isinstance(role, str) or role not in _ROLES:  # a list or an object is unhashable
-        raise bad_request(f"{param}.role must be one of system, developer, user, assistant.", param)
+        raise bad_request(f"{param}.role must be one of system, developer, user, assistant, tool.", param)
     content = m.get("content")
     if content is None and role == "assistant":
         content = ""
@@ -119,7 +119,14 @@ def _message(m: Any, i: int) -> Message:
         content = "".join(parts)
     if not isinstance(content, str):
         raise bad_request(f"{param}.content must be a string or an array of text parts.", param)
-    return Message(_ROLES[role], _unicode(content, f"{param}.content"))
+    content = _unicode(content, f"{param}.content")
+    if role == "tool":
+        call_id, name = m.get("tool_call_id", ""), m.get("name", "")
+        if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
+            raise bad_request(f"{param}: a tool message needs its 'tool_call_id'.", param)
+        return Message("tool", content, tool_call_id=_unicode(call_id, param), name=_unicode(name, param))
+    calls = parse_tool_calls(m["tool_calls"], param) if role == "assistant" and m.get("tool_calls") else ()
+    return Message(_ROLES[role], content, tool_calls=calls)
 
 
 def _unicode(text: str, param: str) -> str:

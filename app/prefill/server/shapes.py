@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from prefill.engine.events import MetricsSnapshot
+from prefill.engine.message import ToolCall
 
 # finish reasons of the engine -> OpenAI's; a full slot context ends the answer as max_tokens would
-_FINISH = {"stop": "stop", "length": "length", "context_full": "length", "cancelled": "stop"}
+_FINISH = {"stop": "stop", "length": "length", "context_full": "length", "cancelled": "stop",
+           "tool_calls": "tool_calls"}
 TIMING_FIELDS = (
     "ttft_ms", "prefill_ms", "prefill_tps", "decode_tps", "itl_p50_ms", "itl_p95_ms",
     "prompt_tokens", "cached_tokens", "evaluated_tokens", "completion_tokens", "kv_used", "kv_total",
@@ -76,12 +79,16 @@ class Reply:
     def _head(self, obj: str) -> dict[str, object]:
         return {"id": self.id, "object": obj, "created": self.created, "model": self.model}
 
-    def full(self, content: str, reasoning: str, reason: str, m: MetricsSnapshot) -> dict[str, object]:
-        """The non-streamed response."""
+    def full(self, content: str, reasoning: str, reason: str, m: MetricsSnapshot,
+             calls: Sequence[ToolCall] = ()) -> dict[str, object]:
+        """The non-streamed response; with `calls`, the assistant's tool calls (finish reason "tool_calls")."""
         if self.kind == "chat":
-            message: dict[str, object] = {"role": "assistant", "content": content}
+            message: dict[str, object] = {"role": "assistant", "content": content or (None if calls else "")}
             if reasoning:
                 message["reasoning_content"] = reasoning
+            if calls:
+                message["tool_calls"] = [c.as_openai() for c in calls]
+                reason = "tool_calls"
             choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason(reason)}
             body = self._head("chat.completion")
         else:
@@ -121,6 +128,19 @@ class Reply:
             return ""
         head, tail = self._text_frame
         return head + _json_str(content) + tail
+
+    def tool_call_chunks(self, calls: Sequence[ToolCall], first_index: int) -> str:
+        """The SSE events of finished calls, as OpenAI streams them: each call's index, id and name
+        first, then its arguments."""
+        out = []
+        for i, c in enumerate(calls, first_index):
+            head = {"index": i, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": ""}}
+            for part in (head, {"index": i, "function": {"arguments": c.arguments}}):
+                body = self._head("chat.completion.chunk")
+                body["choices"] = [{"index": 0, "delta": {"tool_calls": [part]}, "logprobs": None,
+                                    "finish_reason": None}]
+                out.append(sse(body))
+        return "".join(out)
 
     def usage_chunk(self, m: MetricsSnapshot) -> dict[str, object]:
         """The extra last chunk of `stream_options.include_usage`: no choices, the usage."""

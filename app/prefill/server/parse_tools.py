@@ -1,0 +1,145 @@
+"""The door for what a request says about tools and JSON answers: `tools`, `tool_choice`,
+`parallel_tool_calls`, the legacy `functions` / `function_call` (mapped onto tools), an
+assistant turn's `tool_calls`, a `tool` turn's `tool_call_id`, and `response_format`.
+
+Everything malformed is an `ApiError` (400) naming the field; what passes is typed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from prefill.engine.message import ToolCall
+from prefill.engine.request import ResponseFormat, Tool
+from prefill.server.errors import ApiError, bad_request
+
+MAX_TOOLS = 128
+MAX_SCHEMA_BYTES = 64 * 1024  # one tool's parameters, or a response format's schema
+NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}\Z")  # OpenAI's function names, with the dots and colons some clients use
+
+
+@dataclass(frozen=True)
+class ToolsAsked:
+    tools: tuple[Tool, ...] = ()
+    choice: str = "auto"
+    parallel: bool = True
+    response_format: ResponseFormat | None = None
+
+
+def parse_tool_fields(obj: dict[str, Any]) -> ToolsAsked:
+    """`tools` (or legacy `functions`), the choice among them, and the response format."""
+    raw, legacy = obj.get("tools"), obj.get("functions")
+    if raw is not None and legacy is not None:
+        raise bad_request("Send 'tools' or the legacy 'functions', not both.", "functions")
+    tools: tuple[Tool, ...] = ()
+    if raw is not None:
+        tools = tuple(_tool(t, f"tools[{i}]") for i, t in enumerate(_array(raw, "tools", MAX_TOOLS)))
+    elif legacy is not None:
+        fns = _array(legacy, "functions", MAX_TOOLS)
+        tools = tuple(_function(f, f"functions[{i}]") for i, f in enumerate(fns))
+    if len({t.name for t in tools}) != len(tools):
+        raise bad_request("Two tools have the same name.", "tools")
+    choice_key = "tool_choice" if obj.get("tool_choice") is not None else "function_call"
+    choice = _choice(obj.get(choice_key), tools, choice_key)
+    parallel = obj.get("parallel_tool_calls", True)
+    if not isinstance(parallel, bool):
+        raise bad_request("'parallel_tool_calls' must be true or false.", "parallel_tool_calls")
+    return ToolsAsked(tools, choice, parallel, _response_format(obj.get("response_format")))
+
+
+def parse_tool_calls(raw: Any, param: str) -> tuple[ToolCall, ...]:
+    """An assistant turn's `tool_calls`, as a client sends back what it was given."""
+    calls = []
+    for i, c in enumerate(_array(raw, f"{param}.tool_calls", 1024)):
+        where = f"{param}.tool_calls[{i}]"
+        fn = c.get("function") if isinstance(c, dict) else None
+        if not isinstance(c, dict) or c.get("type", "function") != "function" or not isinstance(fn, dict):
+            raise bad_request(f"{where} must be a function call object.", where)
+        name, args, call_id = fn.get("name"), fn.get("arguments", "{}"), c.get("id", f"call_{i}")
+        if not isinstance(name, str) or not NAME.match(name):
+            raise bad_request(f"{where}.function.name must be a function name.", where)
+        if isinstance(args, dict):
+            args = json.dumps(args, ensure_ascii=False)
+        if not isinstance(args, str) or not isinstance(call_id, str):
+            raise bad_request(f"{where}: 'id' and 'function.arguments' must be strings.", where)
+        calls.append(ToolCall(call_id, name, args))
+    return tuple(calls)
+
+
+def _array(raw: Any, param: str, limit: int) -> list[Any]:
+    if not isinstance(raw, list):
+        raise bad_request(f"'{param}' must be an array.", param)
+    if len(raw) > limit:
+        raise bad_request(f"'{param}' may hold at most {limit} entries.", param)
+    return raw
+
+
+def _tool(t: Any, where: str) -> Tool:
+    if not isinstance(t, dict) or t.get("type") != "function" or not isinstance(t.get("function"), dict):
+        raise bad_request(f"{where} must be {{'type': 'function', 'function': {{...}}}}.", where)
+    return _function(t["function"], f"{where}.function")
+
+
+def _function(f: Any, where: str) -> Tool:
+    if not isinstance(f, dict):
+        raise bad_request(f"{where} must be an object.", where)
+    name, description, params = f.get("name"), f.get("description", ""), f.get("parameters")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise bad_request(f"{where}.name must be 1-64 letters, digits, '_', '-', '.' or ':'.", where)
+    if not isinstance(description, str):
+        raise bad_request(f"{where}.description must be a string.", where)
+    if params is None:
+        params = {"type": "object", "properties": {}}
+    if not isinstance(params, dict):
+        raise bad_request(f"{where}.parameters must be a JSON schema object.", where)
+    return Tool(name, description, _schema_text(params, f"{where}.parameters"))
+
+
+def _schema_text(schema: dict[str, Any], where: str) -> str:
+    text = json.dumps(schema, ensure_ascii=False)
+    if len(text.encode("utf-8")) > MAX_SCHEMA_BYTES:
+        raise bad_request(f"{where} is over {MAX_SCHEMA_BYTES // 1024} KiB.", where)
+    return text
+
+
+def _choice(raw: Any, tools: tuple[Tool, ...], key: str) -> str:
+    if raw is None:
+        return "auto" if tools else "none"
+    name = None
+    if isinstance(raw, str):
+        if raw in ("auto", "none", "required"):
+            if raw == "required" and not tools:
+                raise bad_request(f"'{key}' is 'required' but no tools are given.", key)
+            return raw
+        raise bad_request(f"'{key}' must be 'auto', 'none', 'required' or names one function.", key)
+    if isinstance(raw, dict):
+        fn = raw.get("function") if key == "tool_choice" else raw
+        name = fn.get("name") if isinstance(fn, dict) else None
+    if not isinstance(name, str) or name not in {t.name for t in tools}:
+        raise bad_request(f"'{key}' names a function that is not among the tools.", key)
+    return name
+
+
+def _response_format(raw: Any) -> ResponseFormat | None:
+    if raw is None:
+        return None
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return ResponseFormat("json_object")
+    if kind == "json_schema":
+        spec = raw.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        if not isinstance(schema, dict):
+            raise bad_request("'response_format.json_schema.schema' must be a JSON schema object.", "response_format")
+        name = spec.get("name", "") if isinstance(spec, dict) else ""
+        name = name if isinstance(name, str) else ""
+        return ResponseFormat("json_schema", _schema_text(schema, "response_format"), name)
+    raise bad_request("'response_format.type' must be 'text', 'json_object' or 'json_schema'.", "response_format")
+
+
+__all__ = ["ApiError", "ToolsAsked", "parse_tool_calls", "parse_tool_fields"]
