@@ -33,6 +33,21 @@ HOSTILE_TEMPLATES = {
                        "{% endfor %}",
     "huge_output": "{% for i in range(100000) %}{{ 'y' * 1000 }}{% endfor %}",
     "nested_loops": "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}",
+    "tilde_doubling": "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}"
+                      "{% endfor %}",
+    "block_doubling": "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s %}{{ ns.s }}{{ ns.s }}"
+                      "{% endset %}{% endfor %}",
+    "macro_doubling": "{% macro d(n) %}{% if n %}{{ d(n - 1) }}{{ d(n - 1) }}{% else %}{{ 'x' * 4000000 }}"
+                      "{% endif %}{% endmacro %}{{ d(20)|length }}",
+    "format_width": "{{ '{:>999999999}'.format(1) }}",
+    "printf_width": "{{ '%*s' % (10**9, 'x') }}",
+    "center_filter": "{{ 'x'|center(10**9) }}",
+    "tojson_indent": "{{ [[1]]|tojson(indent=10**9) }}",
+    "join_shared": "{{ (['x' * 1000000] * 1000)|join }}",
+    "str_of_shared": "{{ [['x' * 1000] * 100000] * 100 }}",
+    "power_tower": "{% set ns = namespace(n=2) %}{% for i in range(9) %}{% set ns.n = ns.n ** 4096 %}{% endfor %}",
+    "keeps_copies": "{% set s = 'x' * 4000000 %}{% set ns = namespace(l=[]) %}{% for i in range(100000) %}"
+                    "{% set ns.l = ns.l + [s ~ i] %}{% endfor %}",
     "refuses_the_chat": "{{ raise_exception('Conversation roles must alternate user/assistant') }}",
     "renders_nothing": "{# nothing #}",
     "does_not_compile": "{% for %}",
