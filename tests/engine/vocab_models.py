@@ -237,3 +237,30 @@ def write_thinker(path: Path, thinking: str = "Two and two make four.", answer: 
     finally:
         v.close()
     return write_scripted(path, vocabs / "ggml-vocab-qwen2.gguf", chain, THINKING_TEMPLATE)
+
+
+# Our own template for a model that calls tools: ChatML, the tools listed in a system turn, earlier calls
+# written back as <tool_call> blocks and results as tool turns.
+TOOLS_TEMPLATE = (
+    "{%- if tools %}<|im_start|>system\nYou may call these tools:\n"
+    "{% for t in tools %}{{ t.function | tojson }}\n{% endfor %}<|im_end|>\n{% endif -%}"
+    "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+    "{% for c in m.tool_calls or [] %}<tool_call>{{ c.function | tojson }}</tool_call>{% endfor %}<|im_end|>\n"
+    "{% endfor -%}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif -%}"
+)
+# The call, cut into tokens that each appear once, so each has one successor in the script
+CALL_PIECES = ("<", "tool", "_call", '>{"', "name", '":"', "weather", '","', "arguments", '":{"', "city", '":', '"',
+               "Os", "lo", '"}}', "</", "t", "ool", "_c", "all", ">")
+
+
+def write_caller(path: Path) -> Path:
+    """A model (Qwen2's tokenizer, TOOLS_TEMPLATE) that answers every turn with one call:
+    weather(city="Oslo"), written in the Hermes form."""
+    vocabs = vocab_dir()
+    v = Vocab(vocabs / "ggml-vocab-qwen2.gguf")
+    try:
+        chain = [v.tokenize("<|im_start|>assistant\n")[-1], *(v.token(p) for p in CALL_PIECES), v.token("<|im_end|>")]
+    finally:
+        v.close()
+    return write_scripted(path, vocabs / "ggml-vocab-qwen2.gguf", chain, TOOLS_TEMPLATE)

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from typing import Protocol
 
 from prefill.engine.errors import EngineBusy
-from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token, ToolCalled
 from prefill.engine.request import ChatRequest
 
-Event = PrefillDone | Token | MetricsSnapshot | Finished
+Event = PrefillDone | Token | ToolCalled | MetricsSnapshot | Finished
 
 
 class ChatBackend(Protocol):

@@ -1,12 +1,15 @@
 """The typed events a streamed chat yields, in order.
 
-PrefillDone, then Token… (with a MetricsSnapshot every few hundred ms), then Finished.
-All are frozen so they can cross threads as they are.
+PrefillDone, then Token… (with a MetricsSnapshot every few hundred ms, and a ToolCalled for each
+call the model writes when it was offered tools), then Finished. All are frozen so they can cross
+threads as they are.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from prefill.engine.message import ToolCall
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,14 @@ class Token:
     text: str  # complete UTF-8 characters only
     n_tokens: int  # tokens generated so far
     reasoning: bool = False  # the model's thinking, not its answer
+
+
+@dataclass(frozen=True)
+class ToolCalled:
+    """The model finished writing a tool call (its markers never reach the answer's text)."""
+
+    call: ToolCall
+    n_tokens: int  # tokens generated so far
 
 
 @dataclass(frozen=True)
@@ -60,8 +71,10 @@ class MetricsSnapshot:
 
 @dataclass(frozen=True)
 class Finished:
-    reason: str  # "stop", "length", "cancelled", "context_full", or "error" (cut short: see `error`)
+    reason: str  # "stop", "tool_calls", "length", "cancelled", "context_full", or "error" (see `error`)
     text: str  # the answer, without the thinking (with "error": what came before the failure)
     metrics: MetricsSnapshot = field(default_factory=MetricsSnapshot)
     reasoning: str = ""  # the thinking, apart
     error: str = ""  # with reason "error": what cut the answer short, in words
+    tool_calls: tuple[ToolCall, ...] = ()  # the calls the answer made, in order
+    malformed_calls: tuple[str, ...] = ()  # why each call the model began did not parse (its text is in `text`)

@@ -145,6 +145,7 @@ async def stream_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
     try:
         if reply.kind == "chat":
             yield sse(reply.chunk(first=True))
+        n_calls = 0
         async for events in stream.batches():
             texts = [ev.text for ev in events if type(ev) is Token]
             out = [reply.text_chunk(*splitter.split("".join(texts)))] if texts else []
@@ -152,7 +153,12 @@ async def stream_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
             if isinstance(end, Finished):
                 reasoning, content = splitter.finish()
                 out.append(reply.text_chunk(reasoning, content))
-                out.append(sse(reply.chunk(reason=end.reason, m=end.metrics)))
+            calls = splitter.new_calls()
+            if calls:
+                out.append(reply.tool_call_chunks(calls, n_calls))
+                n_calls += len(calls)
+            if isinstance(end, Finished):
+                out.append(sse(reply.chunk(reason=splitter.final_reason(end.reason), m=end.metrics)))
                 if include_usage:
                     out.append(sse(reply.usage_chunk(end.metrics)))
                 out.append(SSE_DONE)
@@ -184,7 +190,7 @@ async def full_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
             for ev in nxt.result():
                 if isinstance(ev, Finished):
                     reasoning, content = splitter.finish(ev.text)
-                    return reply.full(content, reasoning, ev.reason, ev.metrics)
+                    return reply.full(content, reasoning, ev.reason, ev.metrics, splitter.calls)
                 if isinstance(ev, Failed):
                     raise server_error(ev.message)
     finally:

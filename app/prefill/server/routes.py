@@ -134,7 +134,8 @@ async def _generate(state: ServeState, request: Request, req: GenerationRequest)
     if sampling.max_tokens > state.scheduler.n_ctx_seq:
         sampling = replace(sampling, max_tokens=state.scheduler.n_ctx_seq)
     handle = submit(state.scheduler, prompt, sampling, stream, reply.id, client_of(request))
-    splitter = state.chat.reader(text, as_written=True) if req.kind == "chat" else plain_reader()
+    tools = req.kind == "chat" and bool(req.chat_request.offered_tools)
+    splitter = state.chat.reader(text, as_written=True, tools=tools) if req.kind == "chat" else plain_reader()
     if req.stream:
         body = stream_reply(reply, handle, stream, splitter, req.include_usage)
         return EventSourceResponse(body, handle, state.write_deadline_s)
@@ -146,7 +147,7 @@ async def _build_prompt(state: ServeState, req: GenerationRequest) -> tuple[str,
     bounds, chat = state.bounds, state.chat
 
     def build() -> tuple[str, list[int]]:
-        text = chat.render(req.messages, req.chat_request.options) if req.kind == "chat" else req.prompt
+        text = chat.text_of(req.chat_request) if req.kind == "chat" else req.prompt
         bounds.check_text(text)
         return text, chat.tokenize(text)
 

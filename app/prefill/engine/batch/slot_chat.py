@@ -90,7 +90,7 @@ class SlotChat:
         handle = self.scheduler.submit(BatchRequest(tuple(prompt), _serve_sampling(sampling, self.chat.stops(sampling)),
                                                     events.put, LABEL, owner=OWNER))
         try:
-            split = self.chat.reader(text, handle.clock)
+            split = self.chat.reader(text, handle.clock, tools=bool(request.offered_tools))
             yield from self._relay(handle, events, cancel, fitted.dropped, fitted.note, split)
         finally:
             handle.cancel()  # a no-op once it ended; frees the slot if the caller stopped reading
@@ -126,7 +126,7 @@ class SlotChat:
                 yield from split.end("", ev.metrics.completion_tokens)
                 metrics = replace(self._with_kv(ev.metrics), reasoning_tokens=clock.reasoning_tokens,
                                   answer_ttft_ms=clock.answer_ttft_ms)
-                yield Finished(ev.reason, split.answer_text, metrics, split.thinking_text)
+                yield split.finished(ev.reason, metrics)
                 return
 
     def _with_kv(self, m: MetricsSnapshot) -> MetricsSnapshot:

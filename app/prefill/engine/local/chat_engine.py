@@ -161,27 +161,25 @@ class ChatEngine:
             tokens.extend(self.chat.tokenize(rest, at_start=pos == 0))
         return tokens, used, rest
 
-    def _prepare(
-        self, messages: Sequence[Message], options: TemplateOptions | None = None
-    ) -> tuple[str, list[int], int, str]:
-        """Text, tokens, segments reused and remainder for `messages`; the last answer is kept,
-        so fitting a request and then sending it renders and tokenises it once."""
-        key = (*messages, options)
+    def _prepare(self, request: ChatRequest) -> tuple[str, list[int], int, str]:
+        """Text, tokens, segments reused and remainder for the request's prompt; the last answer is
+        kept, so fitting a request and then sending it renders and tokenises it once."""
+        key = (request.messages, request.options, request.offered_tools)
         if self._prepared is not None and self._prepared[0] == key:
             return self._prepared[1]
-        text = self.render(messages, options)
+        text = self.chat.text_of(request)
         result = (text, *self._prompt(text))
         self._prepared = (key, result)
         return result
 
     def count_tokens(self, request: ChatRequest) -> int:
         """How many tokens the request's prompt takes."""
-        return len(self._prepare(request.messages, request.options)[1])
+        return len(self._prepare(request)[1])
 
     def fit(self, request: ChatRequest) -> Fitted:
         """The request's messages as the overflow policy fits them into the context."""
         reserve = request.overflow.reserve_for(request.sampling.max_tokens, self.n_ctx)
-        return fit_messages(request.messages, lambda ms: len(self._prepare(ms, request.options)[1]),
+        return fit_messages(request.messages, lambda ms: len(self._prepare(request.with_messages(ms))[1]),
                             self.n_ctx, reserve, request.overflow.policy)
 
     # --- streaming --------------------------------------------------------------------
@@ -201,7 +199,7 @@ class ChatEngine:
         if not messages or messages[-1].role != "user":
             raise TemplateError("a chat request must end with a user message")
         fitted = self.fit(request)
-        text, prompt, used, rest = self._prepare(fitted.messages, request.options)
+        text, prompt, used, rest = self._prepare(request.with_messages(fitted.messages))
         rt = self.runtime
         if not prompt or not text.strip():  # nothing to decode: sampling would have no logits
             raise TemplateError("the chat template rendered an empty prompt: there is nothing to send")
@@ -264,7 +262,8 @@ class ChatEngine:
         restored, self._restored = self._restored, None
         yield PrefillDone(len(prompt), keep, evaluated, prefill_ms, fitted.dropped, fitted.note, cache_note,
                           min(keep, restored[0]) if restored else 0, restored[1] if restored else 0.0)
-        yield from self._decode(request.sampling, cancel, clock, self.chat.reader(text, clock))
+        split = self.chat.reader(text, clock, tools=bool(request.offered_tools))
+        yield from self._decode(request.sampling, cancel, clock, split)
 
     def _decode(
         self, sampling: SamplingSettings, cancel: threading.Event | None, clock: RequestClock,
@@ -311,7 +310,7 @@ class ChatEngine:
         cached_text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(b"".join(raw))
         self._segments.append(_Segment(cached_text, tuple(tokens[len(tokens) - len(raw) :])))
         metrics = clock.snapshot(rt.kv_cells_used(), n_ctx, self.bytes_per_cell, reason)
-        yield Finished(reason, split.answer_text, metrics, split.thinking_text)
+        yield split.finished(reason, metrics)
 
     def _sync_segments(self) -> None:
         """After a cancelled prefill the cache holds part of the last segment: forget its text."""

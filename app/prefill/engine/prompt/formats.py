@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prefill.engine.errors import TemplateError, TemplateRefusal
 from prefill.engine.message import Message
@@ -171,18 +171,19 @@ def render_builtin(name: str, messages: Sequence[Message]) -> str:
 
 def render(
     fmt: ChatFormat, messages: Sequence[Message], options: TemplateOptions | None = None,
-    cancel: threading.Event | None = None,
+    cancel: threading.Event | None = None, tools: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """The prompt for `messages` in `fmt`, ending where the assistant's answer starts."""
+    """The prompt for `messages` in `fmt`, ending where the assistant's answer starts; `tools` (OpenAI
+    function schemas) go to a template that renders them."""
     if fmt.template is not None:
         try:
-            return fmt.template.render(messages, True, options, cancel=cancel)
+            return fmt.template.render(messages, True, options, cancel=cancel, tools=tools)
         except TemplateRefusal:
             if not any(m.role == "system" for m in messages):
                 raise
             # Templates without a system role refuse one; the system prompt then leads the first
             # user message, the way their models were trained to read instructions.
-            return fmt.template.render(fold_system(messages), True, options, cancel=cancel)
+            return fmt.template.render(fold_system(messages), True, options, cancel=cancel, tools=tools)
     if fmt.is_base:
         return render_base(messages)
     return render_builtin(fmt.name, messages)
@@ -200,11 +201,12 @@ def for_model(template_source: str | None, runtime: LlamaRuntime) -> tuple[ChatF
 
 
 def prompt_text(
-    fmt: ChatFormat, messages: Sequence[Message], options: TemplateOptions | None, add_bos: bool
+    fmt: ChatFormat, messages: Sequence[Message], options: TemplateOptions | None, add_bos: bool,
+    tools: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """The prompt text: consecutive messages of one role merged, then rendered; the template's own
     BOS is cut when llama.cpp adds one itself (`add_bos`)."""
-    text = render(fmt, merge_turns(messages), options)
+    text = render(fmt, merge_turns(messages), options, tools=tools)
     bos = fmt.template.bos_token if fmt.template is not None else ""
     if add_bos and bos and text.startswith(bos):
         text = text[len(bos) :]
