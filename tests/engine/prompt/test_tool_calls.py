@@ -364,3 +364,19 @@ def test_earlier_rounds_written_as_text_read_back() -> None:
     result = render_result_as_text(Message("tool", '{"temp": 21}', tool_call_id=ID, name="get_weather"))
     assert result == '<tool_response name="get_weather">\n{"temp": 21}\n</tool_response>'
     assert render_result_as_text(Message("tool", "ok")) == "<tool_response>\nok\n</tool_response>"
+
+
+@pytest.mark.parametrize("cut", [1, 3, 7, 1000])
+def test_gpt_oss_call_channel_reaches_the_tool_parser_through_the_reasoning_parser(cut: int) -> None:
+    from prefill.engine.prompt.answer_split import AnswerSplit
+    from prefill.engine.prompt.reasoning import ReasoningParser, ReasoningSyntax
+    from prefill.engine.prompt.tool_formats import GPT_OSS
+
+    text = ("<|channel|>analysis<|message|>Need the weather.<|start|>assistant<|channel|>commentary "
+            'to=functions.get_weather <|constrain|>json<|message|>{"city": "Oslo"}')
+    split = AnswerSplit(ReasoningParser(ReasoningSyntax((), True)), None, GPT_OSS.parser())
+    for i in range(0, len(text), cut):
+        split.token(text[i : i + cut], 1, 0.0)
+    split.end("", 1)
+    assert [(c.name, c.arguments) for c in split.calls] == [("get_weather", '{"city":"Oslo"}')]
+    assert split.thinking_text == "Need the weather." and split.answer_text == ""

@@ -5,7 +5,8 @@ Two families of syntax are read:
   distills, SmolLM3, GLM, Granite…), `<seed:think>`, `<mm:think>`, `[THINK]…[/THINK]`,
   `<|START_THINKING|>…<|END_THINKING|>`, Gemma 4's `<|channel>thought…<channel|>`;
 - gpt-oss's channels: `<|channel|>analysis<|message|>…` is thinking,
-  `<|start|>assistant<|channel|>final<|message|>…` the answer; headers are dropped.
+  `<|start|>assistant<|channel|>final<|message|>…` the answer; headers are dropped, except a
+  call's (`commentary to=functions.NAME`), which goes on with the answer for the tool-call parser.
 
 A tag may arrive split across tokens: text that could be the start of a tag is held back
 until it is known not to be, so a tag never reaches either side. A generation prompt that
@@ -87,6 +88,8 @@ class ReasoningParser:
         self.close: str | None = opened[1] if opened else None  # inside a tag pair
         self.kind = REASONING if opened else ANSWER
         self.header: str | None = None  # gpt-oss: collecting a channel header until <|message|>
+        self.header_open = ""  # the marker that opened it
+        self.passed = ""  # a call's header, to go on as answer text
         self.held = ""
         self.started = {REASONING: False, ANSWER: False}  # leading whitespace is dropped
 
@@ -110,6 +113,9 @@ class ReasoningParser:
             out += self._body(buf[:i])
             buf = buf[i + len(marker) :]
             self._on_marker(marker)
+            if self.passed:
+                out += self._emit(ANSWER, self.passed)
+                self.passed = ""
         self.held = ""
         return out
 
@@ -138,10 +144,15 @@ class ReasoningParser:
     def _on_marker(self, marker: str) -> None:
         if marker == MESSAGE:
             channel = (self.header or "").split(CHANNEL)[-1].strip()  # "assistant<|channel|>analysis"
+            if " to=" in f" {self.header}":  # a tool call: its recipient names the function
+                self.passed = f"{self.header_open}{self.header}{MESSAGE}"
             self.header = None
-            self.kind = REASONING if channel.startswith("analysis") else ANSWER
+            self.kind = REASONING if channel.startswith("analysis") and not self.passed else ANSWER
         elif marker in (CHANNEL, START):
-            self.header = ""
+            if self.header is None:
+                self.header, self.header_open = "", marker
+            else:  # <|start|>assistant<|channel|>…: one header
+                self.header += marker
             self.close = None
         elif marker == self.close:
             self.close = None
