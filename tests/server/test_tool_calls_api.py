@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -64,3 +63,62 @@ def test_a_round_trip_is_rendered_and_tool_choice_none_hides_the_tools(served: S
                                            temperature=0)
     assert plain.choices[0].finish_reason == "stop" and plain.choices[0].message.tool_calls is None
     assert plain.usage.prompt_tokens < first.usage.prompt_tokens  # no tools in its prompt
+
+
+# --- constrained: a real model (SmolLM2, 135M) made to call, and to answer in a schema ----------------
+def _valid(value: object, schema: dict) -> bool:
+    """The small part of JSON Schema these tests use."""
+    kind = schema.get("type")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return (isinstance(value, dict) and all(k in value for k in schema.get("required", ()))
+                and (schema.get("additionalProperties", True) or set(value) <= set(props))
+                and all(_valid(v, props[k]) for k, v in value.items() if k in props))
+    if kind == "integer":
+        return isinstance(value, int) and value >= schema.get("minimum", value)
+    if kind == "string":
+        return isinstance(value, str) and (value in schema["enum"] if "enum" in schema else True)
+    return True
+
+
+TRIP = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1},
+                                         "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city", "days", "unit"], "additionalProperties": False}
+
+
+def test_tool_choice_required_makes_a_small_model_call_with_valid_arguments(prefill_server: Served) -> None:
+    tools = [WEATHER, {"type": "function", "function": {"name": "plan_trip", "description": "Plan a trip.",
+                                                       "parameters": TRIP}}]
+    for choice in ("required", {"type": "function", "function": {"name": "plan_trip"}}):
+        r = prefill_server.client().chat.completions.create(
+            model=prefill_server.model_id, messages=[{"role": "user", "content": "I want to go to Rome for a week."}],
+            tools=tools, tool_choice=choice, temperature=0, max_tokens=120)
+        assert r.choices[0].finish_reason == "tool_calls", r.choices[0].message
+        for call in r.choices[0].message.tool_calls:
+            schema = next(t["function"]["parameters"] for t in tools if t["function"]["name"] == call.function.name)
+            assert _valid(json.loads(call.function.arguments), schema), call.function.arguments
+        if isinstance(choice, dict):
+            assert {c.function.name for c in r.choices[0].message.tool_calls} == {"plan_trip"}
+
+
+def test_a_json_schema_answer_validates(prefill_server: Served) -> None:
+    fmt = {"type": "json_schema", "json_schema": {"name": "trip", "schema": TRIP, "strict": True}}
+    r = prefill_server.client().chat.completions.create(
+        model=prefill_server.model_id, messages=[{"role": "user", "content": "A trip to Oslo, please."}],
+        response_format=fmt, temperature=0, max_tokens=120)
+    assert _valid(json.loads(r.choices[0].message.content), TRIP), r.choices[0].message.content
+    obj = prefill_server.client().chat.completions.create(
+        model=prefill_server.model_id, messages=[{"role": "user", "content": "Name a cat, as JSON."}],
+        response_format={"type": "json_object"}, temperature=0, frequency_penalty=1.5, max_tokens=400)
+    assert obj.choices[0].finish_reason == "stop", obj.choices[0].message.content  # it closed the object itself
+    assert isinstance(json.loads(obj.choices[0].message.content), dict)
+
+
+def test_a_schema_that_makes_no_grammar_is_a_400(prefill_server: Served) -> None:
+    import openai
+
+    fmt = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "array", "prefixItems": False}}}
+    with pytest.raises(openai.BadRequestError) as e:
+        prefill_server.client().chat.completions.create(
+            model=prefill_server.model_id, messages=ASK, response_format=fmt, max_tokens=5)
+    assert e.value.status_code == 400 and "admits no value" in str(e.value)

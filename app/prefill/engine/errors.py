@@ -54,3 +54,8 @@ class InvalidSetting(EngineError, ValueError):
         self.key = key
         self.reason = reason
         super().__init__(f"{key}: {reason}")
+
+
+class GrammarError(EngineError):
+    """A response format's schema, a tool's parameters or a grammar could not be made into a
+    grammar llama.cpp takes; the message says which part and why."""

@@ -23,6 +23,7 @@ from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, Reque
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, Token
+from prefill.engine.llama.grammar_sampler import Constraint
 from prefill.engine.prompt.answer_split import AnswerSplit
 from prefill.engine.settings import ServeSampling
 from prefill.server.connections import closer
@@ -85,9 +86,9 @@ class EventStream:
 
 
 def submit(scheduler: BatchScheduler, prompt: Sequence[int], sampling: ServeSampling,
-           stream: EventStream, label: str, owner: str) -> RequestHandle:
+           stream: EventStream, label: str, owner: str, constraint: Constraint | None = None) -> RequestHandle:
     try:
-        handle = scheduler.submit(BatchRequest(tuple(prompt), sampling, stream.sink, label, owner))
+        handle = scheduler.submit(BatchRequest(tuple(prompt), sampling, stream.sink, label, owner, constraint))
     except QueueFull as e:
         raise busy(str(e), RETRY_AFTER_S) from None
     except ContextOverflow as e:

@@ -26,7 +26,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from prefill.engine.batch.scheduler import BatchScheduler
-from prefill.engine.errors import TemplateError
+from prefill.engine.errors import GrammarError, TemplateError
 from prefill.engine.prompt.model_chat import ModelChat, plain_reader
 from prefill.server.browser_guard import LOOPBACK_NAMES, BrowserGuard
 from prefill.server.cost_bounds import PromptBounds, body_limit
@@ -125,6 +125,10 @@ async def _completion(state: ServeState, request: Request) -> Response:
 
 
 async def _generate(state: ServeState, request: Request, req: GenerationRequest) -> Response:
+    try:  # a schema that makes no grammar is the client's to fix
+        constraint = state.chat.constraint(req.chat_request) if req.kind == "chat" else None
+    except GrammarError as e:
+        raise bad_request(str(e), "response_format" if req.tools.response_format else "tools") from None
     text, prompt = await _build_prompt(state, req)
     reply = Reply(req.kind, req.model)
     stream = EventStream(state.waker(), tokens=req.stream)
@@ -133,9 +137,9 @@ async def _generate(state: ServeState, request: Request, req: GenerationRequest)
         sampling = replace(sampling, stop=state.chat.stops(sampling))
     if sampling.max_tokens > state.scheduler.n_ctx_seq:
         sampling = replace(sampling, max_tokens=state.scheduler.n_ctx_seq)
-    handle = submit(state.scheduler, prompt, sampling, stream, reply.id, client_of(request))
-    tools = req.kind == "chat" and bool(req.chat_request.offered_tools)
-    splitter = state.chat.reader(text, as_written=True, tools=tools) if req.kind == "chat" else plain_reader()
+    handle = submit(state.scheduler, prompt, sampling, stream, reply.id, client_of(request), constraint)
+    chat = req.chat_request if req.kind == "chat" else None
+    splitter = state.chat.reader(text, as_written=True, request=chat) if chat is not None else plain_reader()
     if req.stream:
         body = stream_reply(reply, handle, stream, splitter, req.include_usage)
         return EventSourceResponse(body, handle, state.write_deadline_s)

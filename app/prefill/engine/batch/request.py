@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from prefill.engine.events import Finished, PrefillDone, Token
+from prefill.engine.llama.grammar_sampler import Constraint
 from prefill.engine.metrics import RequestClock
 from prefill.engine.settings import ServeSampling
 
@@ -39,6 +40,7 @@ class BatchRequest:
     sink: Sink
     label: str = ""  # shown in slot snapshots (a request id, "chat"…)
     owner: str = ""  # whose conversation: a cached prefix is reused only for the same owner
+    constraint: Constraint | None = None  # a grammar the answer must follow (tool calls, a JSON format)
 
 
 class RequestHandle:

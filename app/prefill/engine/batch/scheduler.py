@@ -247,7 +247,8 @@ class BatchScheduler:
         del slot.tokens[keep:]
         slot.prompt_len, slot.owner = len(prompt), owner
         s = handle.request.sampling
-        job = _Job(slot, handle, list(prompt[keep:]), keep, AnswerDecoder(self.runtime, s, s.stop))
+        answer = AnswerDecoder(self.runtime, s, s.stop, handle.request.constraint)
+        job = _Job(slot, handle, list(prompt[keep:]), keep, answer)
         handle.clock.t_prefill_start = time.perf_counter()
         slot.job = job
         self._active = sorted((*self._active, job), key=lambda j: j.slot.index)

@@ -78,8 +78,8 @@ class SlotChat:
 
     def _stream(self, request: ChatRequest, cancel: threading.Event | None) -> Iterator[Event]:
         messages, sampling, overflow = request.messages, request.sampling, request.overflow
-        if not messages or messages[-1].role != "user":
-            raise TemplateError("a chat request must end with a user message")
+        if not messages or messages[-1].role not in ("user", "tool"):  # "tool": a tool loop's next round
+            raise TemplateError("a chat request must end with a user message or a tool result")
         reserve = overflow.reserve_for(sampling.max_tokens, self.n_ctx)
         fitted = fit_messages(messages, lambda ms: self.count_tokens(request.with_messages(ms)), self.n_ctx,
                               reserve, overflow.policy)
@@ -88,9 +88,9 @@ class SlotChat:
             raise TemplateError("the chat template rendered an empty prompt: there is nothing to send")
         events: queue.SimpleQueue[BatchEvent] = queue.SimpleQueue()
         handle = self.scheduler.submit(BatchRequest(tuple(prompt), _serve_sampling(sampling, self.chat.stops(sampling)),
-                                                    events.put, LABEL, owner=OWNER))
+                                                    events.put, LABEL, OWNER, self.chat.constraint(request)))
         try:
-            split = self.chat.reader(text, handle.clock, tools=bool(request.offered_tools))
+            split = self.chat.reader(text, handle.clock, request=request)
             yield from self._relay(handle, events, cancel, fitted.dropped, fitted.note, split)
         finally:
             handle.cancel()  # a no-op once it ended; frees the slot if the caller stopped reading

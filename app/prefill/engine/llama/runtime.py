@@ -16,10 +16,12 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import llama_cpp
 
-from prefill.engine.errors import EngineError, ModelLoadError
+from prefill.engine.errors import EngineError, GrammarError, ModelLoadError
+from prefill.engine.llama.grammar_sampler import Constraint, GrammarSampler
 from prefill.engine.llama.kv_sizes import ggml_type_id
 from prefill.engine.settings import LoadSettings, SamplingSettings, ServeSampling
 
@@ -172,6 +174,7 @@ class LlamaRuntime:
         self._one = (llama_cpp.llama_token * 1)()
         self._one_batch = llama_cpp.llama_batch_get_one(self._one, 1)
         self._piece_buf = ctypes.create_string_buffer(256)
+        self._constrained: dict[int, GrammarSampler] = {}  # held until free_sampler
 
     # --- text <-> tokens ---------------------------------------------------------
     def tokenize(self, text: str, add_special: bool = False) -> list[int]:
@@ -217,6 +220,17 @@ class LlamaRuntime:
             n = llama_cpp.llama_token_to_piece(self.vocab, t, buf, 1024, 0, True)
             longest = max(longest, n if n >= 0 else -n)
         return longest
+
+    @functools.cached_property
+    def byte_tokens(self) -> dict[int, int]:
+        """A token for each byte that one token stands for alone (byte-level vocabularies have all
+        256): text fed to a grammar byte by byte. Read from the whole vocabulary once."""
+        buf = ctypes.create_string_buffer(8)
+        found: dict[int, int] = {}
+        for t in range(self.n_vocab):
+            if llama_cpp.llama_token_to_piece(self.vocab, t, buf, 8, 0, False) == 1:
+                found.setdefault(buf.raw[0], t)
+        return found
 
     def is_single_token(self, text: str) -> bool:
         """Whether the vocabulary has `text` as one token of its own (a special or added token)."""
@@ -289,37 +303,88 @@ class LlamaRuntime:
         self._has_logits = rc == 0
         return rc
 
-    def new_sampler(self, s: SamplingSettings, seed: int) -> ctypes.c_void_p:
+    def new_sampler(self, s: SamplingSettings, seed: int, constraint: Constraint | None = None) -> ctypes.c_void_p:
         """llama.cpp's chain: (end-of-generation banned), penalties, top-k, top-p, min-p, temperature.
         A `ServeSampling` adds what an OpenAI request may ask for: frequency and presence penalties
-        and the ban on end-of-generation tokens."""
+        and the ban on end-of-generation tokens.
+
+        A `constraint` keeps the answer inside its grammar, judged outside the chain as llama.cpp's
+        common sampler does (see grammar_sampler.py). Raises GrammarError, before anything is
+        sampled, when llama.cpp rejects the grammar. Free the sampler with `free_sampler`."""
+        pre, post = self._pre_samplers(s), self._post_samplers(s, seed)
+        if constraint is None:
+            return _chain(pre + post)
+        keep = 1 if s.temperature <= 0 else s.top_k if s.top_k > 0 else None
+        pre_chain, post_chain = _chain(pre), _chain(post)
+        try:
+            held = self._grammar_sampler(pre_chain, post_chain, keep, constraint)
+        except BaseException:
+            llama_cpp.llama_sampler_free(pre_chain)
+            llama_cpp.llama_sampler_free(post_chain)
+            raise
+        pointer: ctypes.c_void_p = held.pointer
+        self._constrained[_address(pointer)] = held
+        return pointer
+
+    def _pre_samplers(self, s: SamplingSettings) -> list[ctypes.c_void_p]:
+        """The samplers that change logits and drop nothing: the end-of-generation ban, penalties."""
         frequency_penalty = presence_penalty = 0.0
         ban_eog = False
         if isinstance(s, ServeSampling):
             frequency_penalty, presence_penalty, ban_eog = s.frequency_penalty, s.presence_penalty, s.ignore_eos
-        chain: ctypes.c_void_p = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
-        add = llama_cpp.llama_sampler_chain_add
+        out = []
         if ban_eog and self.eog:
             bias = (llama_cpp.llama_logit_bias * len(self.eog))()
             for i, t in enumerate(sorted(self.eog)):
                 bias[i].token, bias[i].bias = t, float("-inf")  # type: ignore[assignment]
-            add(chain, llama_cpp.llama_sampler_init_logit_bias(self.n_vocab, len(self.eog), bias))
+            out.append(llama_cpp.llama_sampler_init_logit_bias(self.n_vocab, len(self.eog), bias))
         if s.repeat_penalty != 1.0 or frequency_penalty or presence_penalty:
-            penalties = llama_cpp.llama_sampler_init_penalties(
+            out.append(llama_cpp.llama_sampler_init_penalties(
                 self.n_vocab, s.repeat_last_n, s.repeat_penalty, frequency_penalty, presence_penalty
-            )
-            add(chain, penalties)
+            ))
+        return out
+
+    @staticmethod
+    def _post_samplers(s: SamplingSettings, seed: int) -> list[ctypes.c_void_p]:
+        """Top-k, top-p, min-p, temperature and the pick (greedy at temperature 0)."""
         if s.temperature <= 0:
-            add(chain, llama_cpp.llama_sampler_init_greedy())
-            return chain
+            return [llama_cpp.llama_sampler_init_greedy()]
+        out = []
         if s.top_k > 0:
-            add(chain, llama_cpp.llama_sampler_init_top_k(s.top_k))
-        add(chain, llama_cpp.llama_sampler_init_top_p(s.top_p, 1))
+            out.append(llama_cpp.llama_sampler_init_top_k(s.top_k))
+        out.append(llama_cpp.llama_sampler_init_top_p(s.top_p, 1))
         if s.min_p > 0:
-            add(chain, llama_cpp.llama_sampler_init_min_p(s.min_p, 1))
-        add(chain, llama_cpp.llama_sampler_init_temp(s.temperature))
-        add(chain, llama_cpp.llama_sampler_init_dist(seed & 0xFFFFFFFF))
-        return chain
+            out.append(llama_cpp.llama_sampler_init_min_p(s.min_p, 1))
+        out.append(llama_cpp.llama_sampler_init_temp(s.temperature))
+        out.append(llama_cpp.llama_sampler_init_dist(seed & 0xFFFFFFFF))
+        return out
+
+    def _grammar_sampler(
+        self, pre: ctypes.c_void_p, post: ctypes.c_void_p, keep: int | None, constraint: Constraint
+    ) -> GrammarSampler:
+        if not constraint.grammar.strip():
+            raise GrammarError("the grammar is empty")
+        log = _init_backend()
+        log.start()
+        grammar = llama_cpp.llama_sampler_init_grammar(self.vocab, constraint.grammar.encode("utf-8"), b"root")
+        why = log.stop()
+        if not grammar:
+            raise GrammarError(f"llama.cpp rejected the grammar: {_last_error(why)}")
+        try:
+            held = GrammarSampler(self.vocab, pre, post, keep, grammar, constraint.lazy_trigger, self.n_vocab,
+                                  lambda: self.byte_tokens)
+        except BaseException:
+            llama_cpp.llama_sampler_free(grammar)
+            raise
+        if held.trigger and not held.starts_with_trigger():
+            held.pre = held.post = None  # the caller frees the chains
+            held.close()
+            raise GrammarError(f"the grammar does not begin with its trigger {constraint.lazy_trigger!r}")
+        return held
+
+    def constraint_of(self, sampler: ctypes.c_void_p) -> GrammarSampler | None:
+        """The grammar side of a sampler from `new_sampler` (None for a plain chain)."""
+        return self._constrained.get(_address(sampler))
 
     def sample(self, sampler: ctypes.c_void_p) -> int:
         """The next token from the last decode's logits."""
@@ -327,9 +392,13 @@ class LlamaRuntime:
             raise EngineError("nothing was decoded to sample from")
         return int(llama_cpp.llama_sampler_sample(sampler, self.ctx, -1))
 
-    @staticmethod
-    def free_sampler(sampler: ctypes.c_void_p) -> None:
-        llama_cpp.llama_sampler_free(sampler)
+    def free_sampler(self, sampler: ctypes.c_void_p) -> None:
+        """Free a sampler from `new_sampler`, with the chain and grammar a constrained one holds."""
+        held = self._constrained.pop(_address(sampler), None)
+        if held is not None:
+            held.close()
+        else:
+            llama_cpp.llama_sampler_free(sampler)
 
     # --- llama.cpp's own counters ------------------------------------------------------
     def perf(self) -> llama_cpp.llama_perf_context_data:
@@ -367,6 +436,17 @@ def _cpu_has_amx() -> bool:
             return any(line.startswith("flags") and " amx_int8" in line for line in f)
     except OSError:
         return False
+
+
+def _chain(samplers: list[ctypes.c_void_p]) -> ctypes.c_void_p:
+    chain: ctypes.c_void_p = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+    for smpl in samplers:
+        llama_cpp.llama_sampler_chain_add(chain, smpl)
+    return chain
+
+
+def _address(pointer: Any) -> int:
+    return ctypes.cast(pointer, ctypes.c_void_p).value or 0
 
 
 def _last_error(log: str) -> str:

@@ -31,6 +31,7 @@ from prefill.engine.message import Message
 from prefill.engine.metrics import RequestClock
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
 from prefill.engine.prompt.answer_split import AnswerSplit
+from prefill.engine.prompt.grammar import Constraint
 from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.prompt.overflow import Fitted, fit_messages
 from prefill.engine.request import ChatRequest, TemplateOptions
@@ -196,8 +197,9 @@ class ChatEngine:
     def _stream(self, request: ChatRequest, cancel: threading.Event | None) -> Iterator[Event]:
         clock = RequestClock()
         messages = request.messages
-        if not messages or messages[-1].role != "user":
-            raise TemplateError("a chat request must end with a user message")
+        if not messages or messages[-1].role not in ("user", "tool"):  # "tool": a tool loop's next round
+            raise TemplateError("a chat request must end with a user message or a tool result")
+        constraint = self.chat.constraint(request)  # a schema that makes no grammar fails before any work
         fitted = self.fit(request)
         text, prompt, used, rest = self._prepare(request.with_messages(fitted.messages))
         rt = self.runtime
@@ -262,15 +264,15 @@ class ChatEngine:
         restored, self._restored = self._restored, None
         yield PrefillDone(len(prompt), keep, evaluated, prefill_ms, fitted.dropped, fitted.note, cache_note,
                           min(keep, restored[0]) if restored else 0, restored[1] if restored else 0.0)
-        split = self.chat.reader(text, clock, tools=bool(request.offered_tools))
-        yield from self._decode(request.sampling, cancel, clock, split)
+        split = self.chat.reader(text, clock, request=request)
+        yield from self._decode(request.sampling, cancel, clock, split, constraint)
 
     def _decode(
         self, sampling: SamplingSettings, cancel: threading.Event | None, clock: RequestClock,
-        split: AnswerSplit,
+        split: AnswerSplit, constraint: Constraint | None = None,
     ) -> Iterator[Event]:
         rt = self.runtime
-        answer = AnswerDecoder(rt, sampling, self.chat.stops(sampling))
+        answer = AnswerDecoder(rt, sampling, self.chat.stops(sampling), constraint)
         sampler, feed = answer.sampler, answer.feed
         n_answer = 0
         raw: list[bytes] = []  # the bytes of the answer tokens that are in the cache

@@ -12,6 +12,7 @@ import ctypes
 import random
 from collections.abc import Sequence
 
+from prefill.engine.llama.grammar_sampler import Constraint, GrammarSampler
 from prefill.engine.llama.runtime import LlamaRuntime
 from prefill.engine.prompt.stop_strings import StopMatcher
 from prefill.engine.settings import SamplingSettings, ServeSampling
@@ -23,12 +24,21 @@ class AnswerDecoder:
     `feed(piece)` takes a sampled token's bytes and returns the text safe to show and whether a
     stop string ended the answer; text that could begin a stop string is held back until it is
     known not to, and `flush` gives it at the end.
+
+    A `constraint` (a grammar: JSON, tool calls) is applied by the sampler; an unusable one raises
+    GrammarError here, before anything is sampled. `grammar` is its state (None without one):
+    `released` when it had to let go (its end reached while end-of-generation is banned), `fault`
+    if its callback failed.
     """
 
-    def __init__(self, runtime: LlamaRuntime, sampling: SamplingSettings, stops: Sequence[str] = ()):
+    def __init__(
+        self, runtime: LlamaRuntime, sampling: SamplingSettings, stops: Sequence[str] = (),
+        constraint: Constraint | None = None,
+    ):
         self.runtime = runtime
         self.seed = sampling.seed if sampling.seed >= 0 else random.getrandbits(32)
-        self.sampler: ctypes.c_void_p = runtime.new_sampler(sampling, self.seed)
+        self.sampler: ctypes.c_void_p = runtime.new_sampler(sampling, self.seed, constraint)
+        self.grammar: GrammarSampler | None = runtime.constraint_of(self.sampler) if constraint else None
         self._freed = False
         self.max_tokens = sampling.max_tokens
         self.stop_on_eog = not (isinstance(sampling, ServeSampling) and sampling.ignore_eos)

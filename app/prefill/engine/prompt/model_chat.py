@@ -14,12 +14,14 @@ vocabulary: safe beside the decoding thread.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from prefill.engine.llama.runtime import LlamaRuntime
 from prefill.engine.message import Message
 from prefill.engine.metrics import RequestClock
 from prefill.engine.prompt import formats
 from prefill.engine.prompt.answer_split import AnswerSplit
+from prefill.engine.prompt.grammar import Constraint, constraint_for
 from prefill.engine.prompt.reasoning import ReasoningParser, opened_in_prompt
 from prefill.engine.prompt.tool_calls import generic_tool_system_prompt, render_call_as_text, render_result_as_text
 from prefill.engine.prompt.tool_formats import GENERIC, ToolFormat, detect_tool_format
@@ -70,14 +72,33 @@ class ModelChat:
         return (*sampling.stop, *self.format.stops)
 
     # --- what comes back -----------------------------------------------------------------
+    def constraint(self, request: ChatRequest) -> Constraint | None:
+        """What the sampler keeps the answer inside: a call when one is required, calls once the
+        model opens one ("auto", for families whose calls are JSON), the response format's JSON.
+
+        Raises:
+            GrammarError: a schema that cannot be made into a grammar.
+        """
+        fmt = self.calls_format(request)
+        if fmt.json_call is None and request.tool_choice == "auto":  # its calls are not JSON: free
+            request = replace(request, tools=())
+        return constraint_for(request, fmt.json_call, fmt.trigger)
+
+    def calls_format(self, request: ChatRequest) -> ToolFormat:
+        """How the answer's calls are written: the model's own way, but the generic JSON form where
+        a call is required and the model's own is not JSON (the grammar then writes that form)."""
+        forced = request.offered_tools and request.tool_choice not in ("auto", "none")
+        return GENERIC if forced and self.tool_format.json_call is None else self.tool_format
+
     def reader(self, prompt_text: str, clock: RequestClock | None = None, as_written: bool = False,
-               tools: bool = False) -> AnswerSplit:
+               request: ChatRequest | None = None) -> AnswerSplit:
         """A parser for the streamed answer to `prompt_text`: thinking apart from the answer, counted
-        into `clock`, and (`tools`: tools were offered) the calls taken out of the answer. A prompt that
-        opens the thinking (a template that starts it) starts inside it. `as_written`: a model without
+        into `clock`, and (when the `request` offered tools) the calls taken out of the answer. A prompt
+        that opens the thinking (a template that starts it) starts inside it. `as_written`: a model without
         reasoning markers has its text passed on untouched (the server's clients get every character;
         the window drops the answer's leading blank space)."""
-        calls = self.tool_format.parser() if tools else None
+        offered = request is not None and bool(request.offered_tools)
+        calls = self.calls_format(request).parser() if request is not None and offered else None
         if as_written and not self.reasoning:
             return AnswerSplit(None, clock, calls)
         parser = ReasoningParser(self.reasoning, opened_in_prompt(self.reasoning, prompt_text))
