@@ -10,6 +10,13 @@ Endless answers, each `ENDLESS_BYTES` long unless the client hangs up first (`hu
 set): "endless_body" a /models list that never ends; "endless_error" a 401 whose body never ends;
 "endless_line" (after the first words) a chunk without its newline; "endless_event" (after
 the first words) an event of many `data:` lines that never meets its blank line.
+
+Tool calls, `CALLS` each time, cut as different servers cut them: "calls_split" id and name
+first, then the arguments one character a chunk (OpenAI, vLLM); "calls_interleaved" the two
+calls' fragments alternating by index; "calls_late" the arguments first, the name repeated, the id
+last, and finish_reason "stop" (llama.cpp's server, Ollama); "calls_whole" both whole in one chunk,
+without indices; "calls_reply" a whole JSON reply, `stream` ignored. "calls_endless" opens a call
+whose arguments never end.
 """
 
 from __future__ import annotations
@@ -24,7 +31,12 @@ ENDLESS_BYTES = 200 * 2**20
 _PIECE = 64 * 2**10  # written again and again: the server's own memory stays small
 
 
-def chunk(delta: dict[str, str], finish: str | None = None, **extra: Any) -> bytes:
+# (id, name, arguments): escapes, braces in a string and a non-ASCII letter, to be cut anywhere
+CALLS = (("call_a", "weather", '{"city": "Troms\u00f8", "note": "a \\"quoted\\" {brace}"}'),
+         ("call_b", "clock", '{"zone": "Europe/Oslo"}'))
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
     obj = {"id": "c1", "object": "chat.completion.chunk", "model": "fake",
            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
     return f"data: {json.dumps(obj)}\n\n".encode()
@@ -117,17 +129,22 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if mode == "silent":
             self._hold()
+        if mode == "calls_reply":
+            self._reply_calls()
+            return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
         self.end_headers()
-        for part in self._parts(mode):
+        for part in (self._call_parts(mode) if mode.startswith("calls_") else self._parts(mode)):
             self.wfile.write(part)
             self.wfile.flush()
         if mode == "endless_line":
             self._endless(b'data: {"choices": [{"index": 0, "delta": {"content": "', b"and on ")
         elif mode == "endless_event":
             self._endless(b"", b"data: " + b"x" * 1000 + b"\n")
+        elif mode == "calls_endless":
+            self._endless(b"", chunk({"tool_calls": [{"index": 0, "function": {"arguments": "x" * 1000}}]}))
         self.close_connection = True
 
     def _parts(self, mode: str) -> Iterator[bytes]:
@@ -155,3 +172,55 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.holding.set()
         self.server.release.wait(30)
         self.server.holding.clear()
+
+    def _call_parts(self, mode: str) -> Iterator[bytes]:
+        def frag(index: int | None, **part: Any) -> bytes:
+            return chunk({"tool_calls": [part if index is None else {"index": index, **part}]})
+
+        def head(i: int) -> dict[str, Any]:
+            return {"id": CALLS[i][0], "type": "function", "function": {"name": CALLS[i][1], "arguments": ""}}
+
+        yield chunk({"role": "assistant", "content": ""})
+        finish = "tool_calls"
+        if mode == "calls_split":
+            yield chunk({"content": "Checking."})
+            for i, (_, _, args) in enumerate(CALLS):
+                yield frag(i, **head(i))
+                for ch in args:
+                    yield frag(i, function={"arguments": ch})
+        elif mode == "calls_interleaved":
+            yield frag(0, **head(0))
+            yield frag(1, **head(1))
+            a, b = CALLS[0][2], CALLS[1][2]
+            for k in range(0, max(len(a), len(b)), 3):
+                for i, args in ((1, b), (0, a)):
+                    if args[k:k + 3]:
+                        yield frag(i, function={"arguments": args[k:k + 3]})
+        elif mode == "calls_late":
+            for i, (call_id, name, args) in enumerate(CALLS):
+                yield frag(i, function={"arguments": args[:5]})
+                yield frag(i, type="function", function={"name": name})
+                yield frag(i, type="function", function={"name": name, "arguments": args[5:]})
+                yield frag(i, id=call_id, type="function", function={"name": name})
+            finish = "stop"
+        elif mode == "calls_whole":
+            calls = [{"id": c, "type": "function", "function": {"name": n, "arguments": a}} for c, n, a in CALLS]
+            yield chunk({"tool_calls": calls})
+            finish = "stop"
+        elif mode == "calls_endless":
+            yield frag(0, **head(0))
+            return
+        yield chunk({}, finish)
+        yield b"data: [DONE]\n\n"
+
+    def _reply_calls(self) -> None:
+        calls = [{"id": c, "type": "function", "function": {"name": n, "arguments": a}} for c, n, a in CALLS]
+        message = {"role": "assistant", "content": None, "tool_calls": calls}
+        body = json.dumps({"id": "c1", "object": "chat.completion", "model": "fake",
+                           "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+                           "usage": {"prompt_tokens": 12, "completion_tokens": 20, "total_tokens": 32}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)

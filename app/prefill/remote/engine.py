@@ -1,13 +1,18 @@
 """A chat served by an OpenAI-compatible endpoint, streamed with the local engine's events.
 
 `RemoteEngine.stream()` yields what `ChatEngine.stream()` yields (PrefillDone, Token…,
-MetricsSnapshot…, Finished), measured from the client: TTFT, decode tok/s and inter-token
-latency from the arrival of each streamed chunk (one chunk is counted as one token until the
-final `usage` says how many there were; then the decode rate counts usage's tokens).
+ToolCalled…, MetricsSnapshot…, Finished), measured from the client: TTFT, decode tok/s and
+inter-token latency from the arrival of each streamed chunk (one chunk, of text or of a call, is
+counted as one token until the final `usage` says how many there were; then the decode rate
+counts usage's tokens).
 llama.cpp's server adds `timings`; where present, its prompt/cache counts and its own prefill
 and decode speeds replace the client's estimates.
 The KV cache of a remote is not visible: snapshots leave `kv_total` at 0, which
 `MetricsSnapshot.kv_known` reads as unknown.
+
+A request's tools, tool choice and response format are sent in OpenAI's shape, and the calls
+the server streams back are put together by tool_calls.py's `CallAssembler`: a ToolCalled as
+each is complete, all of them in `Finished.tool_calls`, with reason "tool_calls".
 
 What a server sends is bounded as it arrives (`MAX_BODY_BYTES` for a whole JSON body, sse.py's
 bounds for a line and an event of a stream): past a bound the answer is refused with
@@ -23,7 +28,7 @@ import ssl
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,7 +36,8 @@ from urllib.parse import urlsplit
 import httpx2 as httpx
 
 from prefill.engine.chat_backend import Event, one_at_a_time
-from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token, ToolCalled
+from prefill.engine.message import ToolCall
 from prefill.engine.metrics import RequestClock
 from prefill.engine.request import ChatRequest
 from prefill.engine.settings import SamplingSettings
@@ -46,8 +52,10 @@ from prefill.remote.errors import (
     TlsFailure,
     Unauthorized,
     Unreachable,
+    size_text,
 )
 from prefill.remote.sse import SseTooLarge, sse_data, sse_lines
+from prefill.remote.tool_calls import CallAssembler, CallFault, openai_message, tool_fields
 
 SNAPSHOT_EVERY_S = 0.25
 CONNECT_TIMEOUT_S = 10.0
@@ -162,10 +170,11 @@ class RemoteEngine:
         messages, sampling = request.messages, request.sampling
         return {
             "model": self.resolve_model(),
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "messages": [openai_message(m) for m in messages],
             "stream": True,
             "stream_options": {"include_usage": True},
             **sampling_fields(sampling),
+            **tool_fields(request),
         }
 
     # --- HTTP -----------------------------------------------------------------------
@@ -252,6 +261,12 @@ class _Response:
         """The whole body, read as it arrives and refused once past `limit` bytes."""
         return _read_body(self.base, self.resp, limit)
 
+    @property
+    def is_json(self) -> bool:
+        """A whole JSON body (a server that ignored `stream`), not an event stream."""
+        kind = self.resp.headers.get("content-type", "")
+        return kind.split(";")[0].strip().lower() == "application/json"
+
     def lines(self) -> Iterator[str]:
         """The stream's lines, each as soon as its end arrives; raises SseTooLarge past sse.py's bound
         (httpx's `iter_lines` would buffer an endless line whole)."""
@@ -278,16 +293,9 @@ def _too_large(base: str, what: str, limit: int, status: int = 0, partial: str =
                reasoning: str = "") -> ResponseTooLarge:
     """The refusal of `what` ("an answer", "a line", "an event") past `limit` bytes, in words."""
     whole = "answer" if what == "an answer" else "stream"
-    message = f"the server at {base} sent {what} of more than {_size(limit)}; it is not an OpenAI-compatible {whole}"
+    message = (f"the server at {base} sent {what} of more than {size_text(limit)}; "
+               f"it is not an OpenAI-compatible {whole}")
     return ResponseTooLarge(base, message, limit, status, partial, reasoning)
-
-
-def _size(n: int) -> str:
-    """`n` bytes for a person: 8 MiB, 64 KiB, 100 bytes."""
-    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:g} {unit}"
-    return f"{n} bytes"
 
 
 def sampling_fields(s: SamplingSettings) -> dict[str, Any]:
@@ -359,16 +367,23 @@ class _Reader:
         self.cancel = cancel
         self.answer: list[str] = []
         self.thinking: list[str] = []
+        self.calls = CallAssembler()
         self.reason = ""
         self.usage: dict[str, Any] = {}
         self.timings: dict[str, Any] = {}
         self.started = False
 
     def read(self, resp: _Response) -> Iterator[Event]:
+        if resp.is_json:
+            yield from self._read_whole(resp)
+            return
+        yield from self._read_stream(resp.lines())
+
+    def _read_stream(self, lines: Iterable[str]) -> Iterator[Event]:
         next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
         done = False
         try:
-            for data in sse_data(resp.lines()):
+            for data in sse_data(lines):
                 if self.cancel is not None and self.cancel.is_set():
                     yield self._finished("cancelled")
                     return
@@ -381,6 +396,8 @@ class _Reader:
                     yield self._snapshot("", live=True)
         except SseTooLarge as e:  # the caller's `with` closes the connection, unread
             raise _too_large(self.base, e.what, e.limit, 0, "".join(self.answer), "".join(self.thinking)) from None
+        except CallFault as e:
+            raise self._call_fault(e) from None
         except (httpx.HTTPError, httpx.StreamError, OSError) as e:
             if self.cancel is not None and self.cancel.is_set():  # closed by the stop: not a failure
                 yield self._finished("cancelled")
@@ -396,19 +413,67 @@ class _Reader:
                 self.base, f"the stream from {self.base} ended before the answer was finished",
                 "".join(self.answer), "".join(self.thinking),
             )
+        yield from self._end()
+
+    def _read_whole(self, resp: _Response) -> Iterator[Event]:
+        """A server that answered with one JSON body, its `stream` ignored: the message is read as
+        one chunk's delta (its calls, which carry no index, in their order)."""
+        try:
+            raw = resp.read()
+        except RemoteError:
+            if self.cancel is not None and self.cancel.is_set():
+                yield self._finished("cancelled")
+                return
+            raise
+        if raw.lstrip().startswith((b"data:", b":")):  # an event stream labelled as JSON, read whole
+            yield from self._read_stream(sse_lines([raw]))
+            return
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            raise self._bad("the answer is not JSON") from None
+        choices = obj.get("choices") if isinstance(obj, dict) else None
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if isinstance(choice, dict) and isinstance(message, dict):
+            calls = message.get("tool_calls")
+            if isinstance(calls, list):
+                calls = [{"index": i, **c} if isinstance(c, dict) else c for i, c in enumerate(calls)]
+                message = {**message, "tool_calls": calls}
+            obj = {**obj, "choices": [{**choice, "delta": message}]}
+        try:
+            yield from self._object(obj)
+        except CallFault as e:
+            raise self._call_fault(e) from None
+        yield from self._end()
+
+    def _end(self) -> Iterator[Event]:
+        """The answer is over: the calls still open, then Finished."""
         if not self.started:
             yield self._prefill_done()
-        yield self._finished(self.reason or "stop")
+        yield from self._called(self.calls.finish())
+        yield self._finished(self._final_reason())
+
+    def _final_reason(self) -> str:
+        """The server's reason; "tool_calls" for an answer that ended by itself with calls (Ollama
+        says "stop"), and "stop" for one that says "tool_calls" but made none that could be read."""
+        reason = self.reason or "stop"
+        if reason in ("stop", "tool_calls", "function_call"):
+            return "tool_calls" if self.calls.calls else "stop"
+        return reason
 
     def _chunk(self, data: str) -> Iterator[Event]:
         try:
             obj = json.loads(data)
         except ValueError:
             raise self._bad("a streamed chunk is not JSON") from None
+        yield from self._object(obj)
+
+    def _object(self, obj: Any) -> Iterator[Event]:
         if not isinstance(obj, dict):
             raise self._bad("a streamed chunk is not an object")
         if "error" in obj:
-            raise self._bad(_error_message(data) or "the endpoint sent an error")
+            raise self._bad(_error_message(json.dumps(obj)) or "the endpoint sent an error")
         if isinstance(obj.get("usage"), dict):
             self.usage = obj["usage"]
         if isinstance(obj.get("timings"), dict):
@@ -426,21 +491,40 @@ class _Reader:
                 text = delta.get(key)
                 if isinstance(text, str) and text:
                     yield self._token(text, thinking)
+            fragments = delta.get("tool_calls")
+            if isinstance(fragments, list) and fragments:
+                self._arrived(thinking=False)  # a chunk of a call is a token of the answer, as text is
+                yield from self._called(self.calls.feed(fragments))
         if isinstance(choice.get("finish_reason"), str):
             self.reason = choice["finish_reason"]
+            if self.reason:
+                yield from self._called(self.calls.finish())
 
-    def _token(self, text: str, thinking: bool) -> Token:
+    def _called(self, calls: list[ToolCall]) -> Iterator[ToolCalled]:
+        for call in calls:
+            yield ToolCalled(call, len(self.clock.token_times))
+
+    def _call_fault(self, e: CallFault) -> BadResponse:
+        """A refused call in words; the answer and thinking before it kept."""
+        message = f"the server at {self.base} sent {e}"
+        if e.limit:
+            return ResponseTooLarge(self.base, f"{message}; the answer was stopped there", e.limit, 0,
+                                    "".join(self.answer), "".join(self.thinking))
+        return self._bad(message)
+
+    def _arrived(self, thinking: bool) -> None:
         now = time.perf_counter()
         clock = self.clock
         clock.token_times.append(now)
         if thinking:
             clock.reasoning_tokens += 1
-            self.thinking.append(text)
-        else:
-            if not clock.t_first_answer:
-                clock.t_first_answer = now
-            self.answer.append(text)
-        return Token(text, len(clock.token_times), thinking)
+        elif not clock.t_first_answer:
+            clock.t_first_answer = now
+
+    def _token(self, text: str, thinking: bool) -> Token:
+        self._arrived(thinking)
+        (self.thinking if thinking else self.answer).append(text)
+        return Token(text, len(self.clock.token_times), thinking)
 
     def _prefill_done(self) -> PrefillDone:
         # The remote's prompt pass ends, as far as a client can tell, when its first chunk arrives.
@@ -478,7 +562,8 @@ class _Reader:
         return out
 
     def _finished(self, reason: str) -> Finished:
-        return Finished(reason, "".join(self.answer), self._snapshot(reason), "".join(self.thinking))
+        return Finished(reason, "".join(self.answer), self._snapshot(reason), "".join(self.thinking),
+                        tool_calls=tuple(self.calls.calls), malformed_calls=tuple(self.calls.malformed))
 
     def _bad(self, message: str) -> BadResponse:
         return BadResponse(self.base, message, 0, "".join(self.answer), "".join(self.thinking))

@@ -74,3 +74,11 @@ class ResponseTooLarge(BadResponse):
 
 class StreamCut(RemoteError):
     """The stream ended (or broke) before the answer was finished; `partial` holds what came."""
+
+
+def size_text(n: int) -> str:
+    """`n` bytes for a person: 8 MiB, 64 KiB, 100 bytes."""
+    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n} bytes"
