@@ -5,10 +5,20 @@ layer may use it."""
 from __future__ import annotations
 
 import json
+import secrets
+import string
 from dataclasses import dataclass
 from typing import Any
 
 ROLES = ("system", "user", "assistant", "tool")
+
+
+_ID_ALPHABET = string.ascii_letters + string.digits
+
+
+def new_call_id() -> str:
+    """A call id as OpenAI writes them: "call_" and 24 random letters and digits."""
+    return "call_" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
 
 
 @dataclass(frozen=True)

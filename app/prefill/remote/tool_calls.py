@@ -27,8 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefill.engine.message import Message, ToolCall
-from prefill.engine.prompt.tool_calls import new_call_id
+from prefill.engine.message import Message, ToolCall, new_call_id
 from prefill.engine.request import ChatRequest
 from prefill.remote.errors import size_text
 

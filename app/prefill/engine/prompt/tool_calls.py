@@ -18,24 +18,14 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
-import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from prefill.engine.message import Message, ToolCall
+from prefill.engine.message import Message, ToolCall, new_call_id
 from prefill.engine.request import Tool
 
 GENERIC_OPEN, GENERIC_CLOSE = "<tool_call>", "</tool_call>"
-_ID_ALPHABET = string.ascii_letters + string.digits
-
-
-def new_call_id() -> str:
-    """A call id as OpenAI writes them: "call_" and 24 random letters and digits."""
-    return "call_" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
-
-
 @dataclass(frozen=True)
 class MalformedCall:
     """A call the model began but wrote wrongly: its text as written (markers included) and why

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from prefill.engine.message import new_call_id
 from prefill.engine.prompt.tool_calls import (
     GENERIC_CLOSE,
     GENERIC_OPEN,
@@ -29,7 +30,6 @@ from prefill.engine.prompt.tool_calls import (
     json_calls,
     load_json,
     load_json_values,
-    new_call_id,
     skip_space,
     value_or_text,
 )
