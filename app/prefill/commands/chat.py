@@ -16,6 +16,7 @@ from prefill.commands.chat_repl import (
     StopOnCtrlC,
     TerminalInput,
 )
+from prefill.commands.chat_tools import add_tool_options, check_tool_options, open_tools, tool_calls_json
 from prefill.commands.options import (
     add_model_options,
     add_sampling_options,
@@ -25,11 +26,14 @@ from prefill.commands.options import (
     sampling_settings,
 )
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
-from prefill.engine.message import Message
+from prefill.engine.message import Message, ToolCall
 from prefill.engine.request import REASONING_EFFORTS, ChatRequest, TemplateOptions
 from prefill.engine.settings import OverflowSettings, SamplingSettings
+from prefill.session.tool_loop import Decision, LoopFinished, RoundStarted, ToolCallDone, ToolCallStarted, run_tool_loop
 
 if TYPE_CHECKING:
+    from prefill.commands.chat_tools import TerminalTools
+    from prefill.mcp_tools.results import ToolResult
     from prefill.session.chat_session import ChatSession
 
 JSON_FIELDS = (
@@ -54,6 +58,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="chat with an OpenAI-compatible server instead of a local file; --model is then its model id")
     p.add_argument("--api-key", metavar="KEY", default="",
                    help="the --remote server's key (default: the key saved with that URL, if any)")
+    add_tool_options(p)
     p.set_defaults(handler=run)
 
 
@@ -86,12 +91,13 @@ def _prompts(args: argparse.Namespace) -> Iterable[str | Control]:
 def chat_turns(
     session: ChatSession, system: str, prompts: Iterable[str | Control], sampling: SamplingSettings,
     overflow: OverflowSettings, echo: bool, options: TemplateOptions | None = None,
-    stopper: StopOnCtrlC | None = None,
+    stopper: StopOnCtrlC | None = None, tools: TerminalTools | None = None,
 ) -> Iterator[Finished]:
-    """Run user turns in one conversation; yields each answer's Finished event. Echoed thinking
-    goes to stderr, dimmed, so stdout holds the answers alone. A NewConversation or SetSystem
-    among the prompts starts over or changes the system prompt; with a `stopper`, Ctrl-C ends
-    the answer that streams (kept as far as it got) and the chat goes on."""
+    """Run user turns in one conversation; yields each answer's Finished event (with `tools`, the
+    last round's: `tools.last` has the turn's calls). Echoed thinking goes to stderr, dimmed, so
+    stdout holds the answers alone. A NewConversation or SetSystem among the prompts starts over
+    or changes the system prompt; with a `stopper`, Ctrl-C ends the answer that streams (kept as
+    far as it got) or the tool that runs, and the chat goes on."""
     history: list[Message] = [Message("system", system)] if system else []
     for prompt in prompts:
         if isinstance(prompt, NewConversation | SetSystem):
@@ -100,31 +106,50 @@ def chat_turns(
             history = ([Message("system", system)] if system else []) + turns
             continue
         history.append(Message("user", prompt))
-        finished = None
-        thinking = False
+        end = None
+        thinking = mid_line = False
         with stopper or contextlib.nullcontext():
             cancel = stopper.cancel if stopper is not None else None
             request = ChatRequest(tuple(history), sampling, overflow, options or TemplateOptions())
-            for ev in session.stream(request, cancel):
+            if tools is not None:
+                events = tools.loop(session.stream, request, cancel)
+            else:
+                events = run_tool_loop(session.stream, request, _no_tool, _deny, 0, cancel)
+            for ev in events:
+                if echo and thinking and isinstance(ev, RoundStarted | ToolCallStarted | ToolCallDone | Finished):
+                    thinking = False
+                    print("\x1b[0m", end="", file=sys.stderr, flush=True)
                 if echo and isinstance(ev, Token):
                     if ev.reasoning != thinking:
                         thinking = ev.reasoning
                         print("\x1b[2m[thinking] " if thinking else "\x1b[0m\n", end="", file=sys.stderr, flush=True)
                     print(ev.text, end="", flush=True, file=sys.stderr if ev.reasoning else sys.stdout)
+                    if ev.text and not ev.reasoning:
+                        mid_line = not ev.text.endswith("\n")
                 elif echo and isinstance(ev, PrefillDone):
                     for note in (ev.overflow_note, ev.cache_note):
                         if note:
                             print(f"({note})", file=sys.stderr)
-                elif isinstance(ev, Finished):
-                    finished = ev
-        if echo and thinking:
-            print("\x1b[0m", end="", file=sys.stderr, flush=True)
-        assert finished is not None
-        if finished.reason == "cancelled" and not (finished.text or finished.reasoning):
+                elif echo and isinstance(ev, Finished) and ev.tool_calls and mid_line:
+                    print(flush=True)  # the calls are shown on lines of their own
+                    mid_line = False
+                elif isinstance(ev, LoopFinished):
+                    end = ev
+                if tools is not None:
+                    tools.show(ev)
+        assert end is not None
+        history = list(end.messages)
+        if end.reason == "cancelled" and history[-1].role == "user":
             history.pop()  # stopped before a word: the question goes, so the roles still alternate
-        else:
-            history.append(Message("assistant", finished.text, finished.reasoning))
-        yield finished
+        yield end.finished
+
+
+def _no_tool(call: ToolCall, _cancel: object) -> ToolResult:
+    raise AssertionError("no tools were offered, so none is called")
+
+
+def _deny(_call: ToolCall) -> Decision:
+    return Decision.DENY
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
     from prefill.session.backends import LocalModel, Target
     from prefill.session.chat_session import ChatSession
 
+    check_tool_options(args)
     session = ChatSession()
     target: Target
     asked = ""  # the remote model asked for
@@ -144,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
         target = LocalModel(str(model_path(args)), load_settings(args))
     info = session.load(target)
     assert info is not None
+    tools = None
     try:
         if isinstance(session.backend, RemoteEngine):
             check_listed(session.backend, asked)
@@ -154,18 +181,24 @@ def run(args: argparse.Namespace) -> int:
         overflow = overflow_settings(args)
         options = TemplateOptions(think=args.think, reasoning_effort=args.reasoning_effort)
         interactive = not args.prompt and sys.stdin.isatty()
+        tools = open_tools(args)
         turns = chat_turns(
             session, args.system, _prompts(args), sampling_settings(args), overflow, not args.json, options,
-            StopOnCtrlC() if interactive else None,
+            StopOnCtrlC() if interactive else None, tools,
         )
         if args.remote:
             turns = keep_partial(turns, args.json)
         for f in turns:
             if args.json:
-                print(json.dumps(turn_json(f, info.chat_format), ensure_ascii=False), flush=True)
+                line = turn_json(f, info.chat_format)
+                if tools is not None:
+                    line.update(tool_calls_json(tools.last))
+                print(json.dumps(line, ensure_ascii=False), flush=True)
             else:
                 print()
                 print(metrics_line(f.metrics), file=sys.stderr, flush=True)
     finally:
+        if tools is not None:
+            tools.close()
         session.unload()
     return 0
