@@ -33,7 +33,7 @@ from prefill.server.shapes import SSE_DONE, Reply, sse
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_S = 2  # what a client refused for a full queue is told to wait
-WRITE_DEADLINE_S = 30.0  # a stream whose client takes nothing for this long has stopped reading
+WRITE_DEADLINE_S = 15.0  # a stream whose client takes nothing for this long has stopped reading
 MAX_PENDING_EVENTS = 8192  # events the loop has not taken for one stream: past it, the request stops
 
 
