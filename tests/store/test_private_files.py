@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from prefill.engine.private_paths import private_file, private_folder
+from prefill.engine.private_paths import private_file, private_folder, write_private
 from prefill.store import HistoryStore
-from prefill.store.private_file import write_private
 
 
 def mode(path: Path) -> int:

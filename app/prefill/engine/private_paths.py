@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 FOLDER_MODE = 0o700
@@ -42,3 +43,24 @@ def _narrow(path: Path, allowed: int) -> None:
         mode = stat.S_IMODE(path.stat().st_mode)
         if mode & ~allowed:
             os.chmod(path, mode & allowed)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and os.replace; the file gets mode 0600 (what
+    holds keys: the settings, the saved endpoints, mcp.json).
+
+    Raises:
+        OSError: The folder or file cannot be written (the temporary file is removed).
+    """
+    private_folder(path.parent)
+    # mkstemp creates the file with mode 0600; os.replace puts it where a wider one may have been.
+    fd, temp_name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except OSError:
+        Path(temp_name).unlink(missing_ok=True)
+        raise

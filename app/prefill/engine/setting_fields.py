@@ -71,7 +71,7 @@ def check_value(key: str, hint: Any, meta: Mapping[str, Any], value: Any) -> Any
         elif option in (int, float) and _is_number(value, integral=option is int):
             _check_range(key, meta, value)
             return option(value)
-        elif (option is bool and isinstance(value, bool)) or (option is str and _is_text(value)):
+        elif (option is bool and isinstance(value, bool)) or (option is str and is_text(value)):
             return value
         elif typing.get_origin(option) is tuple and _is_text_list(value):
             return tuple(value)
@@ -98,7 +98,8 @@ def _is_number(value: Any, integral: bool) -> bool:
     return isinstance(value, int) or (not integral and isinstance(value, float))
 
 
-def _is_text(value: Any) -> bool:
+def is_text(value: Any) -> bool:
+    """A string that can be saved as UTF-8."""
     # JSON can spell a lone surrogate ("\ud800"): read from a file, it could never be saved again.
     if not isinstance(value, str):
         return False
@@ -110,7 +111,7 @@ def _is_text(value: Any) -> bool:
 
 
 def _is_text_list(value: Any) -> bool:
-    return isinstance(value, (list, tuple)) and all(_is_text(v) for v in value)
+    return isinstance(value, (list, tuple)) and all(is_text(v) for v in value)
 
 
 _TYPE_NAMES = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}

@@ -8,14 +8,12 @@ cannot.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 import platformdirs
 
-from prefill.engine.private_paths import private_folder
+from prefill.engine.private_paths import write_private
 from prefill.mcp_tools.config import EntryProblem, McpConfig, McpServer, config_document, parse_config
 from prefill.mcp_tools.errors import McpConfigError
 
@@ -74,17 +72,6 @@ def save_config(servers: Iterable[McpServer], path: Path | None = None, keep: It
     path = path if path is not None else default_config_path()
     text = json.dumps(config_document(servers, keep), indent=2, ensure_ascii=False) + "\n"
     try:
-        private_folder(path.parent)
-        # mkstemp makes the file 0600 whatever the umask; os.replace puts it where a wider one may have been.
-        fd, temp_name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp_name, path)
-        except OSError:
-            Path(temp_name).unlink(missing_ok=True)
-            raise
+        write_private(path, text)
     except OSError as exc:
         raise McpConfigError(path, exc.strerror or str(exc)) from exc

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import platformdirs
 
+from prefill.engine.private_paths import write_private
+from prefill.engine.setting_fields import is_text
 from prefill.store.errors import SettingsError
-from prefill.store.private_file import write_private
 
 log = logging.getLogger(__name__)
 
@@ -116,17 +117,8 @@ def _entry(item: object) -> SavedEndpoint | None:
     if not isinstance(item, dict):
         return None
     values = {k: item.get(k, "") for k in ("name", "url", "model", "api_key")}
-    if not all(_is_text(v) for v in values.values()) or not values["name"] or not values["url"]:
+    if not all(is_text(v) for v in values.values()) or not values["name"] or not values["url"]:
         return None
     return SavedEndpoint(**values)
 
 
-def _is_text(value: object) -> bool:
-    # JSON can spell a lone surrogate ("\ud800"): read from the file, it could never be saved again.
-    if not isinstance(value, str):
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

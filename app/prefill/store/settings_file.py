@@ -11,9 +11,9 @@ from pathlib import Path
 import platformdirs
 
 from prefill.engine.errors import InvalidSetting
+from prefill.engine.private_paths import write_private
 from prefill.store.app_settings import Settings
 from prefill.store.errors import SettingsError
-from prefill.store.private_file import write_private
 
 log = logging.getLogger(__name__)
 
