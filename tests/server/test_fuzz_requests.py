@@ -6,7 +6,6 @@ bodies to a real server on SmolLM2 and sees no 5xx and nothing logged as an erro
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import math
@@ -23,25 +22,11 @@ from prefill.engine.settings import LoadSettings
 from prefill.server.errors import ApiError
 from prefill.server.lifecycle import RunningServer, ServeOptions
 from prefill.server.parse import MAX_STOPS, GenerationRequest, parse_chat, parse_completion, parse_json
+from tests.json_fuzz import FUZZ, GONE, mutated
+from tests.json_fuzz import json_values as json_values_of
 
 MODEL = "SmolLM2-135M-Instruct"
-FUZZ = settings(max_examples=300, deadline=None)
-
-# --- strategies -----------------------------------------------------------------------------
-# Text as json.loads can return it: any code point, lone surrogates too (JSON spells them "\ud800").
-texts = st.text(st.characters(codec=None), max_size=12) | st.text(st.characters(categories=["Cs"]), max_size=3)
-numbers = st.one_of(
-    st.integers(),
-    st.integers(min_value=-(10**400), max_value=10**400),  # past any float, as JSON integers may be
-    st.floats(),  # nan, inf and -inf too: json.loads reads NaN and Infinity
-    st.sampled_from([0, 1, -1, 2, 2**31 - 1, 2**31, 2**32, 2**63, -(2**63), 1e308, 5e-324, -0.0, 2.0000001]),
-)
-scalars = st.none() | st.booleans() | numbers | texts
-json_values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
-    max_leaves=12,
-)
+json_values = json_values_of([0, 1, -1, 2, 2**31 - 1, 2**31, 2**32, 2**63, -(2**63), 1e308, 5e-324, -0.0, 2.0000001])
 
 
 def _valid_chat() -> dict[str, Any]:
@@ -92,25 +77,9 @@ CHAT_PATHS = COMMON_PATHS + [
     ("messages", 2, "content", 1, "type"), ("messages", 2, "content", 1, "text"),
 ]
 COMPLETION_PATHS = COMMON_PATHS + [("prompt",), ("echo",), ("suffix",), ("best_of",)]
-GONE = object()  # the field is removed instead of replaced
-
-
-def _mutated(base: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
-    body = copy.deepcopy(base)
-    *parents, last = path
-    holder: Any = body
-    for step in parents:
-        holder = holder[step]
-    if value is GONE:
-        holder.pop(last) if isinstance(holder, list) else holder.pop(last, None)
-    else:
-        holder[last] = value
-    return body
-
-
 replacements = st.just(GONE) | json_values
-chat_bodies = st.builds(_mutated, st.just(_valid_chat()), st.sampled_from(CHAT_PATHS), replacements)
-completion_bodies = st.builds(_mutated, st.just(_valid_completion()), st.sampled_from(COMPLETION_PATHS), replacements)
+chat_bodies = st.builds(mutated, st.just(_valid_chat()), st.sampled_from(CHAT_PATHS), replacements)
+completion_bodies = st.builds(mutated, st.just(_valid_completion()), st.sampled_from(COMPLETION_PATHS), replacements)
 
 
 def _json_bytes(value: Any) -> bytes:
@@ -209,18 +178,18 @@ def test_any_json_value_is_a_request_or_a_4xx(value: Any) -> None:
 
 @FUZZ
 @given(chat_bodies)
-@example(_mutated(_valid_chat(), ("temperature",), 10**400))  # math.isfinite(int) overflowed
-@example(_mutated(_valid_chat(), ("messages", 4, "content"), "\ud800"))  # passed, then failed to tokenize
-@example(_mutated(_valid_chat(), ("stop", 0), "\udfff"))
-@example(_mutated(_valid_chat(), ("messages", 0, "role"), ["user"]))  # unhashable: a TypeError escaped
+@example(mutated(_valid_chat(), ("temperature",), 10**400))  # math.isfinite(int) overflowed
+@example(mutated(_valid_chat(), ("messages", 4, "content"), "\ud800"))  # passed, then failed to tokenize
+@example(mutated(_valid_chat(), ("stop", 0), "\udfff"))
+@example(mutated(_valid_chat(), ("messages", 0, "role"), ["user"]))  # unhashable: a TypeError escaped
 def test_a_near_valid_chat_is_a_request_or_a_4xx(body: dict[str, Any]) -> None:
     _door(parse_chat, body)
 
 
 @FUZZ
 @given(completion_bodies)
-@example(_mutated(_valid_completion(), ("prompt",), "tell \ud83d"))
-@example(_mutated(_valid_completion(), ("top_p",), -(10**400)))
+@example(mutated(_valid_completion(), ("prompt",), "tell \ud83d"))
+@example(mutated(_valid_completion(), ("top_p",), -(10**400)))
 def test_a_near_valid_completion_is_a_request_or_a_4xx(body: dict[str, Any]) -> None:
     _door(parse_completion, body)
 
@@ -300,9 +269,9 @@ def _short(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.builds(_mutated, st.just(_short(_valid_chat())), st.sampled_from(E2E_PATHS), replacements))
-@example(_mutated(_short(_valid_chat()), ("messages", 4, "content"), "\ud800"))
-@example(_mutated(_short(_valid_chat()), ("stop", 0), "\udfff"))
+@given(st.builds(mutated, st.just(_short(_valid_chat())), st.sampled_from(E2E_PATHS), replacements))
+@example(mutated(_short(_valid_chat()), ("messages", 4, "content"), "\ud800"))
+@example(mutated(_short(_valid_chat()), ("stop", 0), "\udfff"))
 def test_a_real_server_answers_fuzzed_bodies_without_a_5xx(
     live: tuple[RunningServer, _Errors], body: dict[str, Any]
 ) -> None:

@@ -4,15 +4,12 @@ is what the store can write and the exporter can write back out."""
 
 from __future__ import annotations
 
-import copy
 import json
 import math
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from prefill.store.archive import ArchivedConversation, ArchivedMessage
@@ -20,39 +17,14 @@ from prefill.store.errors import ImportRejected
 from prefill.store.history_export import to_json_text
 from prefill.store.history_import import ImportFile, parse_import
 from prefill.store.records import ROLES
+from tests.json_fuzz import FUZZ, GONE, Raw, encode, mutated
+from tests.json_fuzz import json_values as json_values_of
+from tests.json_fuzz import raw_values as raw_values_of
 
 FILE = Path("chats.json")
 WEBUI_EXPORT = Path(__file__).parent / "data" / "llamacpp_webui_export.json"
-FUZZ = settings(max_examples=300, deadline=None)
-
-# --- strategies -----------------------------------------------------------------------------
-# Text as json.loads can return it: any code point, lone surrogates too (JSON spells them "\ud800").
-texts = st.text(st.characters(codec=None), max_size=12) | st.text(st.characters(categories=["Cs"]), max_size=3)
-numbers = st.one_of(
-    st.integers(),
-    st.integers(min_value=-(10**400), max_value=10**400),  # past any float, as JSON integers may be
-    st.floats(),  # nan, inf and -inf too: json.dumps writes NaN and Infinity, which the door refuses
-    st.sampled_from([0, -1, 1e11, 1e14, 1e12 + 1, 2**63, 1e308, 5e-324, -0.0]),
-)
-scalars = st.none() | st.booleans() | numbers | texts
-json_values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
-    max_leaves=12,
-)
-
-
-@dataclass(frozen=True)
-class Raw:
-    """JSON text spliced into the file as it is: what json.dumps would not write (1e999, read back as
-    infinity) or cannot (a list nested past the recursion limit, which deepcopy could not copy either)."""
-
-    text: str
-
-
-raw_values = st.integers(1, 1200).map(lambda n: Raw("[" * n + "]" * n)) | st.sampled_from(
-    [Raw("1e999"), Raw("-1e400"), Raw("1E+309"), Raw('{"a": [1e999]}')]
-)
+json_values = json_values_of([0, -1, 1e11, 1e14, 1e12 + 1, 2**63, 1e308, 5e-324, -0.0])
+raw_values = raw_values_of(["1e999", "-1e400", "1E+309", '{"a": [1e999]}'])
 
 
 def _prefill_export() -> dict[str, Any]:
@@ -96,44 +68,17 @@ WEBUI_PATHS: list[tuple[Any, ...]] = [
     *((*NODE, "timings", k) for k in ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")),
     (0, "messages", 2, "extra", 0), (0, "messages", 1, "parent"), (0, "messages", 3, "id"), (1, "conv", "id"),
 ]
-GONE = object()  # the field is removed instead of replaced
-
-
-def _mutated(base: Any, path: tuple[Any, ...], value: Any) -> Any:
-    doc = copy.deepcopy(base)
-    holder = doc
-    for step in path[:-1]:
-        holder = holder[step]
-    if value is GONE:
-        holder.pop(path[-1]) if isinstance(holder, list) else holder.pop(path[-1], None)
-    else:
-        holder[path[-1]] = value
-    return doc
-
-
 replacements = st.just(GONE) | json_values | raw_values
-prefill_docs = st.builds(_mutated, st.just(_prefill_export()), st.sampled_from(PREFILL_PATHS), replacements)
-webui_docs = st.builds(_mutated, st.just(_webui_export()), st.sampled_from(WEBUI_PATHS), replacements)
-
-
-def _encode(doc: Any) -> bytes:
-    # ensure_ascii writes a lone surrogate as its \ud800 escape; allow_nan lets NaN and Infinity through.
-    raws: list[str] = []
-
-    def keep(raw: Raw) -> str:
-        raws.append(raw.text)
-        return f"<raw {len(raws) - 1}>"
-
-    text = json.dumps(doc, default=keep)
-    return re.sub(r'"<raw (\d+)>"', lambda m: raws[int(m[1])], text).encode("ascii")
+prefill_docs = st.builds(mutated, st.just(_prefill_export()), st.sampled_from(PREFILL_PATHS), replacements)
+webui_docs = st.builds(mutated, st.just(_webui_export()), st.sampled_from(WEBUI_PATHS), replacements)
 
 
 files = st.one_of(
     st.binary(max_size=64),
-    json_values.map(_encode),
-    prefill_docs.map(_encode),
-    webui_docs.map(_encode),
-    prefill_docs.map(lambda d: b"\xef\xbb\xbf" + _encode(d)),  # a byte order mark
+    json_values.map(encode),
+    prefill_docs.map(encode),
+    webui_docs.map(encode),
+    prefill_docs.map(lambda d: b"\xef\xbb\xbf" + encode(d)),  # a byte order mark
     st.integers(1, 5000).map(lambda n: b"[" * n + b"]" * n),  # nested past the recursion limit
     st.integers(4000, 6000).map(lambda n: b'{"format": ' + b"9" * n + b"}"),  # past int's digit limit
     st.sampled_from([b'{"format": NaN}', b"[Infinity]", b'{"conv": "\xff"}', b"\xff\xfe[\x00]\x00"]),
@@ -175,8 +120,8 @@ def _door(data: bytes) -> ImportFile | None:
 
 @FUZZ
 @given(files)
-@example(_encode(_mutated(_webui_export(), (*NODE, "timings", "prompt_n"), 10**400)))  # isfinite overflowed
-@example(_encode(_mutated(_prefill_export(), (*CONV, "settings", "sampling"), Raw("[" * 990 + "]" * 990))))
+@example(encode(mutated(_webui_export(), (*NODE, "timings", "prompt_n"), 10**400)))  # isfinite overflowed
+@example(encode(mutated(_prefill_export(), (*CONV, "settings", "sampling"), Raw("[" * 990 + "]" * 990))))
 def test_any_file_is_an_import_or_a_worded_refusal(data: bytes) -> None:
     _door(data)
 
@@ -184,21 +129,21 @@ def test_any_file_is_an_import_or_a_worded_refusal(data: bytes) -> None:
 @FUZZ
 @given(json_values)
 def test_any_json_value_is_an_import_or_a_worded_refusal(value: Any) -> None:
-    _door(_encode(value))
-    _door(_encode({"format": "prefill-history", "version": 1, "conversations": value}))
-    _door(_encode({"conv": value, "messages": value}))
+    _door(encode(value))
+    _door(encode({"format": "prefill-history", "version": 1, "conversations": value}))
+    _door(encode({"conv": value, "messages": value}))
 
 
 def _with_raw(doc: Any, old: str, new: str) -> bytes:
     """The file with one value written as JSON text that json.dumps would not write."""
-    text = _encode(doc).decode("ascii")
+    text = encode(doc).decode("ascii")
     assert text.count(old) == 1
     return text.replace(old, new).encode("ascii")
 
 
 @FUZZ
-@given(prefill_docs.map(_encode))
-@example(_encode(_mutated(_prefill_export(), (*MSG, "figures", "decode_tps"), math.inf)))
+@given(prefill_docs.map(encode))
+@example(encode(mutated(_prefill_export(), (*MSG, "figures", "decode_tps"), math.inf)))
 @example(_with_raw(_prefill_export(), '"decode_tps": 31.5', '"decode_tps": 1e999'))  # read as inf, kept
 @example(_with_raw(_prefill_export(), '"temperature": 0.7', '"temperature": -1e400'))
 def test_a_near_valid_prefill_export_is_an_import_or_a_worded_refusal(data: bytes) -> None:
@@ -207,15 +152,15 @@ def test_a_near_valid_prefill_export_is_an_import_or_a_worded_refusal(data: byte
 
 @FUZZ
 @given(webui_docs)
-@example(_mutated(_webui_export(), (*NODE, "timings", "predicted_ms"), 5e-324))  # a rate of infinity
+@example(mutated(_webui_export(), (*NODE, "timings", "predicted_ms"), 5e-324))  # a rate of infinity
 def test_a_near_valid_webui_export_is_an_import_or_a_worded_refusal(doc: list[dict[str, Any]]) -> None:
-    _door(_encode(doc))
+    _door(encode(doc))
 
 
 def test_the_unchanged_files_import() -> None:
-    ours = _door(_encode(_prefill_export()))
+    ours = _door(encode(_prefill_export()))
     assert ours is not None and len(ours.conversations) == 2 and len(ours.conversations[0].messages) == 3
-    theirs = _door(_encode(_webui_export()))
+    theirs = _door(encode(_webui_export()))
     assert theirs is not None and len(theirs.conversations) == 2
 
 
@@ -231,9 +176,9 @@ def test_nesting_at_every_depth_is_an_import_or_a_worded_refusal() -> None:
 # --- what imports, exports and imports again, the same --------------------------------------
 @FUZZ
 @given(st.one_of(prefill_docs, webui_docs))
-@example(_mutated(_webui_export(), (*NODE, "timings", "predicted_ms"), 5e-324))
+@example(mutated(_webui_export(), (*NODE, "timings", "predicted_ms"), 5e-324))
 def test_what_imports_exports_and_imports_again(doc: Any) -> None:
-    first = _door(_encode(doc))
+    first = _door(encode(doc))
     if first is None:
         return
     again = _door(to_json_text(first.conversations, 1_700_000_200.0).encode("utf-8"))

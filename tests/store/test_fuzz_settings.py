@@ -5,64 +5,24 @@ back unchanged."""
 
 from __future__ import annotations
 
-import copy
 import json
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from prefill.engine.errors import InvalidSetting
 from prefill.store.app_settings import SECTIONS, Settings, keys
 from prefill.store.endpoints import EndpointsFile, SavedEndpoint
 from prefill.store.settings_file import SettingsFile
+from tests.json_fuzz import FUZZ, GONE, Raw, encode, mutated
+from tests.json_fuzz import json_values as json_values_of
+from tests.json_fuzz import raw_values as raw_values_of
 
-FUZZ = settings(max_examples=300, deadline=None)
-
-# --- strategies -----------------------------------------------------------------------------
-# Text as json.loads can return it: any code point, lone surrogates too (JSON spells them "\ud800").
-texts = st.text(st.characters(codec=None), max_size=12) | st.text(st.characters(categories=["Cs"]), max_size=3)
-numbers = st.one_of(
-    st.integers(),
-    st.integers(min_value=-(10**400), max_value=10**400),  # past any float, as JSON integers may be
-    st.floats(),  # nan, inf and -inf too: json.loads reads NaN and Infinity
-    st.sampled_from([0, -1, 1, 127, 128, 512, 2**31 - 1, 2**31, 1_048_576, 1_048_577, 2**63, 1e308, 5e-324]),
-)
-scalars = st.none() | st.booleans() | numbers | texts
-json_values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
-    max_leaves=12,
-)
-
-
-@dataclass(frozen=True)
-class Raw:
-    """JSON text spliced into the file as it is: 1e999 (read as infinity), or a list nested past the
-    recursion limit (that deepcopy and json.dumps in this test could not handle as a value)."""
-
-    text: str
-
-
-raw_values = st.integers(1, 1200).map(lambda n: Raw("[" * n + "]" * n)) | st.sampled_from(
-    [Raw("1e999"), Raw("-1e400"), Raw("[1e999]")]
-)
-
-
-def _encode(doc: Any) -> bytes:
-    # ensure_ascii writes a lone surrogate as its \ud800 escape; allow_nan lets NaN and Infinity through.
-    raws: list[str] = []
-
-    def keep(raw: Raw) -> str:
-        raws.append(raw.text)
-        return f"<raw {len(raws) - 1}>"
-
-    text = json.dumps(doc, default=keep)
-    return re.sub(r'"<raw (\d+)>"', lambda m: raws[int(m[1])], text).encode("ascii")
+json_values = json_values_of([0, -1, 1, 127, 128, 512, 2**31 - 1, 2**31, 1_048_576, 1_048_577, 2**63, 1e308, 5e-324])
+raw_values = raw_values_of(["1e999", "-1e400", "[1e999]"])
 
 
 def _valid_settings() -> dict[str, Any]:
@@ -81,29 +41,14 @@ PATHS: list[tuple[Any, ...]] = [
     *((name, key.partition(".")[2]) for name in SECTIONS for key in keys([SECTIONS[name]])),
     ("sampling", "stop", 0), ("model", "unknown"), ("unknown",),
 ]
-GONE = object()  # the field is removed instead of replaced
-
-
-def _mutated(base: Any, path: tuple[Any, ...], value: Any) -> Any:
-    doc = copy.deepcopy(base)
-    holder = doc
-    for step in path[:-1]:
-        holder = holder[step]
-    if value is GONE:
-        holder.pop(path[-1]) if isinstance(holder, list) else holder.pop(path[-1], None)
-    else:
-        holder[path[-1]] = value
-    return doc
-
-
 replacements = st.just(GONE) | json_values | raw_values
-near_valid = st.builds(_mutated, st.just(_valid_settings()), st.sampled_from(PATHS), replacements)
+near_valid = st.builds(mutated, st.just(_valid_settings()), st.sampled_from(PATHS), replacements)
 settings_files = st.one_of(
     st.binary(max_size=64),
-    json_values.map(_encode),
-    near_valid.map(_encode),
+    json_values.map(encode),
+    near_valid.map(encode),
     st.lists(st.tuples(st.sampled_from(PATHS), replacements), min_size=2, max_size=5).map(
-        lambda changes: _encode(_apply(_valid_settings(), changes))
+        lambda changes: encode(_apply(_valid_settings(), changes))
     ),
     st.integers(1, 5000).map(lambda n: b'{"model": ' + b"[" * n + b"]" * n + b"}"),
     st.integers(4000, 6000).map(lambda n: b'{"model": {"n_ctx": ' + b"9" * n + b"}}"),  # past int's digit limit
@@ -114,7 +59,7 @@ settings_files = st.one_of(
 def _apply(base: Any, changes: list[tuple[tuple[str, ...], Any]]) -> Any:
     for path, value in changes:
         try:
-            base = _mutated(base, path, value)
+            base = mutated(base, path, value)
         except (KeyError, IndexError, TypeError, AttributeError):  # an earlier change replaced the parent
             pass
     return base
@@ -147,9 +92,9 @@ def _read(folder: Path, data: bytes) -> Settings:
 
 @FUZZ
 @given(settings_files)
-@example(_encode(_mutated(_valid_settings(), ("hub", "hf_token"), "\ud800")))  # read, then could not be saved
-@example(_encode(_mutated(_valid_settings(), ("sampling", "stop"), ["\udfff"])))
-@example(_encode(_mutated(_valid_settings(), ("sampling", "temperature"), Raw("1e999"))))
+@example(encode(mutated(_valid_settings(), ("hub", "hf_token"), "\ud800")))  # read, then could not be saved
+@example(encode(mutated(_valid_settings(), ("sampling", "stop"), ["\udfff"])))
+@example(encode(mutated(_valid_settings(), ("sampling", "temperature"), Raw("1e999"))))
 def test_any_settings_file_reads_as_usable_settings(folder: Path, data: bytes) -> None:
     _read(folder, data)
 
@@ -157,7 +102,7 @@ def test_any_settings_file_reads_as_usable_settings(folder: Path, data: bytes) -
 @FUZZ
 @given(st.sampled_from(PATHS), replacements)
 def test_one_bad_value_leaves_the_others_as_they_were(folder: Path, path: tuple[str, ...], value: Any) -> None:
-    got = _read(folder, _encode(_mutated(_valid_settings(), path, value))).to_dict()
+    got = _read(folder, encode(mutated(_valid_settings(), path, value))).to_dict()
     for section, values in _valid_settings().items():
         for key, want in values.items():
             if (section, key)[: len(path)] == path[:2]:
@@ -202,15 +147,15 @@ ENDPOINT_PATHS: list[tuple[Any, ...]] = [("endpoints",), ("endpoints", 0), ("oth
 ]
 endpoint_files = st.one_of(
     st.binary(max_size=64),
-    json_values.map(_encode),
-    st.builds(_mutated, st.just(_valid_endpoints()), st.sampled_from(ENDPOINT_PATHS), replacements).map(_encode),
+    json_values.map(encode),
+    st.builds(mutated, st.just(_valid_endpoints()), st.sampled_from(ENDPOINT_PATHS), replacements).map(encode),
     st.integers(1, 5000).map(lambda n: b'{"endpoints": ' + b"[" * n + b"]" * n + b"}"),
 )
 
 
 @FUZZ
 @given(endpoint_files)
-@example(_encode(_mutated(_valid_endpoints(), ("endpoints", 1, "name"), "\ud800")))  # read, then could not be saved
+@example(encode(mutated(_valid_endpoints(), ("endpoints", 1, "name"), "\ud800")))  # read, then could not be saved
 def test_any_endpoints_file_reads_as_endpoints(folder: Path, data: bytes) -> None:
     path = folder / "endpoints.json"
     path.write_bytes(data)
