@@ -39,10 +39,12 @@ def under_xvfb(script: str, out: Path, prepare: Callable[[Path], list[str]] = la
 class Shots:
     """The window on the throw-away folders (inside Xvfb), and `shoot(name)` to save the screen as PNG.
 
-    `adjust(settings)` returns the settings to open with (sampling for a steady picture, a theme…).
+    `adjust(settings)` returns the settings to open with (sampling for a steady picture, a theme…);
+    `mcp_config`: an mcp.json whose servers' tools the chat offers (None: no tools).
     """
 
-    def __init__(self, out: Path, adjust: Callable[[Any], Any], bundled: Path | None, theme: str = "light"):
+    def __init__(self, out: Path, adjust: Callable[[Any], Any], bundled: Path | None, theme: str = "light",
+                 mcp_config: Path | None = None):
         from PySide6.QtWidgets import QApplication
 
         from prefill.store import HistoryStore, SettingsFile
@@ -57,7 +59,12 @@ class Shots:
         settings = adjust(settings_file.load())
         self.store = StoreProxy(Stores(HistoryStore(), settings_file))
         self.engine = EngineThread()
-        self.window = MainWindow(settings, self.store, self.engine, bundled, apply_theme(self.app, theme))
+        self.mcp = None
+        if mcp_config is not None:  # MCP servers from this mcp.json, their tools offered in the chat
+            from prefill.ui.shared.mcp_servers import McpServers
+
+            self.mcp = McpServers(mcp_config)
+        self.window = MainWindow(settings, self.store, self.engine, bundled, apply_theme(self.app, theme), self.mcp)
         self.window.resize(1380, 880)
         self.window.move(10, 10)
         self.window.show()
@@ -77,3 +84,5 @@ class Shots:
         self.app.exec()
         self.engine.stop()
         self.store.stop()
+        if self.mcp is not None:
+            self.mcp.close()

@@ -73,6 +73,9 @@ class UiSettings(Section):
     models_dir: str = field(
         default="", metadata=doc('Folder for downloaded models; "" = the default.', label="Models folder", folder=True)
     )
+    tools_off: str = field(
+        default="", metadata=doc("MCP tools not offered in chats: their model-facing names, comma-separated.")
+    )
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from prefill.store import HistoryStore, Settings, SettingsFile
     from prefill.ui.main_window import MainWindow
     from prefill.ui.shared.engine_worker import EngineThread
+    from prefill.ui.shared.mcp_servers import McpServers
     from prefill.ui.shared.store_worker import StoreProxy
 
 T_START = time.perf_counter()
@@ -51,17 +52,17 @@ def read_settings(settings_file: SettingsFile) -> StartSettings:
 
 def build_window(
     start: StartSettings, settings_file: SettingsFile, history: HistoryStore, bundled: Path | None,
-    theme: str = "light", disk: KvDiskCache | None = None,
+    theme: str = "light", disk: KvDiskCache | None = None, mcp: McpServers | None = None,
 ) -> tuple[MainWindow, StoreProxy, EngineThread]:
     """The window with its store and engine threads, showing what reading the settings said.
-    `disk`: where chats' KV caches are saved (None: not saved)."""
+    `disk`: where chats' KV caches are saved (None: not saved); `mcp`: the MCP servers (None: no tools)."""
     from prefill.ui.main_window import MainWindow
     from prefill.ui.shared.engine_worker import EngineThread
     from prefill.ui.shared.store_worker import StoreProxy, Stores
 
     store = StoreProxy(Stores(history, settings_file, save_settings=start.writable))
     engine = EngineThread(disk)
-    window = MainWindow(start.settings, store, engine, bundled, theme)
+    window = MainWindow(start.settings, store, engine, bundled, theme, mcp)
     if start.notice:  # an unreadable file stays unsaved all session: keep saying so
         (window.show_notice if start.writable else window.show_problem)(start.notice)
     if start.repaired:
@@ -126,7 +127,11 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     follower = ThemeFollower(app, settings.ui.theme)  # re-applies when the system scheme changes
     theme = follower.effective
     disk = KvDiskCache(budget=settings.model.kv_disk_budget_mb * 1024 * 1024)
-    window, store, engine = build_window(start, settings_file, HistoryStore(), bundled_model_path(), theme, disk)
+    from prefill.ui.shared.mcp_servers import McpServers
+
+    # mcp.json's servers: the hub is made, and each server started, on pool threads; closed on quit.
+    mcp = McpServers(off=filter(None, settings.ui.tools_off.split(",")))
+    window, store, engine = build_window(start, settings_file, HistoryStore(), bundled_model_path(), theme, disk, mcp)
     follower.theme_changed.connect(window.set_theme)
     window.theme_follower = follower
 
@@ -152,6 +157,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
         window.shown.connect(lambda: QTimer.singleShot(0, report))
     window.show()
     QTimer.singleShot(0, started)
+    QTimer.singleShot(0, mcp.start_all)
     from prefill.ui.markdown.rich_text import warm_up
     from prefill.ui.shared.pool_jobs import PoolJobs
 
@@ -159,6 +165,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     warm.run(warm_up)
     rc = app.exec()
     warm.close()
-    engine.stop()
+    engine.stop()  # first: a turn still running calls tools through the hub
+    mcp.close()
     store.stop()
     return rc

@@ -32,6 +32,7 @@ from prefill.ui.chat.controller import ChatController
 from prefill.ui.chat.input_box import InputBox
 from prefill.ui.chat.reasoning_controls import ReasoningControls
 from prefill.ui.chat.sidebar import EngineSidebar
+from prefill.ui.chat.tool_approval import ToolApprovalPanel
 from prefill.ui.chat.transcript_model import Row, TranscriptModel
 from prefill.ui.chat.view import ChatView
 from prefill.ui.history.conversation_list import ConversationList
@@ -49,6 +50,8 @@ MIB = 1024 * 1024
 if TYPE_CHECKING:
     from prefill.ui.models.download_worker import DownloadWorker
     from prefill.ui.models.page import ModelsPage
+    from prefill.ui.shared.mcp_servers import McpServers
+    from prefill.ui.tools_dialog import ToolsDialog
 
 CLOSE_GRACE_MS = 1500  # how long a close waits for a streaming answer to stop and be saved
 
@@ -67,7 +70,7 @@ class MainWindow(QMainWindow):
     cache_usage_changed = Signal(object)
 
     def __init__(self, settings: Settings, store: StoreProxy, engine: EngineThread,
-                 bundled: Path | None, theme: str = "light"):
+                 bundled: Path | None, theme: str = "light", mcp: McpServers | None = None):
         super().__init__()
         self.setWindowTitle("Prefill")
         self.settings = settings
@@ -107,8 +110,14 @@ class MainWindow(QMainWindow):
         self.problem.hide()
         self._problems: list[str] = []
         self.welcome = Welcome(bundled)
+        self.mcp = mcp  # the MCP servers whose tools chats may call (None: no tools)
+        self.tools_dialog: ToolsDialog | None = None
+        self.tool_approval = ToolApprovalPanel()
         self.controller = ChatController(store, engine.worker, self.transcript, self.sidebar, lambda: self.settings,
-                                         lambda: self.loaded.source if self.loaded else "")
+                                         lambda: self.loaded.source if self.loaded else "",
+                                         mcp.offered if mcp is not None else None)
+        if mcp is not None:
+            engine.worker.tool_runner = mcp.run_tool
 
         self.stack = QStackedWidget()
         self.stack.addWidget(self.welcome)
@@ -119,6 +128,7 @@ class MainWindow(QMainWindow):
         ml.addWidget(self.stack, 1)
         ml.addWidget(self.problem)
         ml.addWidget(self.notice)
+        ml.addWidget(self.tool_approval)
         ml.addWidget(self.input)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.conversations)
@@ -161,6 +171,10 @@ class MainWindow(QMainWindow):
         self.serve_action.setToolTip("Serve the loaded model over an OpenAI-compatible API, with its slots live")
         bar.addAction(self.serve_action)
         self.server_dock: QDockWidget | None = None  # built on first use: the HTTP stack loads then
+        self.tools_action = QAction("Tools", self)
+        self.tools_action.setToolTip("MCP servers and the tools chats may call")
+        self.tools_action.setVisible(self.mcp is not None)
+        bar.addAction(self.tools_action)
         bar.addAction(self.system_action)
         bar.addAction(self.settings_action)
         self.history_menu = HistoryMenu(self, self.store, lambda: self.controller.conversation_id)
@@ -204,6 +218,10 @@ class MainWindow(QMainWindow):
         self.controller.conversations_changed.connect(self.refresh_conversations)
         self.controller.conversation_opened.connect(self._on_controller_conversation_opened)
         self.controller.options_changed.connect(self.reasoning_controls.set_options)
+        self.controller.tool_asked.connect(self.tool_approval.ask)
+        self.controller.tool_settled.connect(self.tool_approval.settle)
+        self.tool_approval.answered.connect(self.controller.answer_tool)
+        self.tools_action.triggered.connect(self.open_tools)
         self.reasoning_controls.changed.connect(self.controller.set_options)
         self.chat_view.message_action.connect(self._on_chat_message_action)
         self.conversations.selected.connect(self.controller.open_conversation)
@@ -474,6 +492,22 @@ class MainWindow(QMainWindow):
         self.store.delete_conversation(cid, then=lambda _r: self.refresh_conversations())
 
     # --- settings -------------------------------------------------------------------------------
+    def open_tools(self) -> None:
+        """The Tools dialog: the MCP servers, their state and tools; which tools chats are offered."""
+        from prefill.ui.tools_dialog import ToolsDialog
+
+        if self.mcp is None:
+            return
+        dialog = ToolsDialog(self.mcp, self)
+        dialog.finished.connect(lambda _r: self._keep_tools_off())
+        self.tools_dialog = dialog
+        dialog.open()
+
+    def _keep_tools_off(self) -> None:
+        if self.mcp is not None:
+            self.settings = self.settings.replace("ui.tools_off", ",".join(sorted(self.mcp.off)))
+            self.store.save_settings(self.settings)
+
     def _edit_system_prompt(self) -> None:
         text, ok = QInputDialog.getMultiLineText(self, "System prompt", "For this conversation:",
                                                  self.controller.system_prompt)

@@ -47,7 +47,8 @@ LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Appearance", ("ui.theme",)),
 )
 # Kept as they are: set by the window itself, or (stop texts) by the file and the CLI.
-NOT_IN_DIALOG = frozenset({"model.last_model_path", "ui.window_geometry", "ui.splitter_states", "sampling.stop"})
+NOT_IN_DIALOG = frozenset({"model.last_model_path", "ui.window_geometry", "ui.splitter_states", "sampling.stop",
+                           "ui.tools_off"})  # the Tools dialog's checkboxes edit it
 COUNT = "count"  # the combo entry of a "choice or a number" field that enables its spin box
 INT_LIMIT = 2**31 - 1  # a QSpinBox holds a C int
 

@@ -16,8 +16,9 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
-from prefill.engine.message import Message
-from prefill.engine.request import ChatRequest, TemplateOptions
+from prefill.engine.message import Message, ToolCall
+from prefill.engine.request import ChatRequest, TemplateOptions, Tool
+from prefill.session.tool_loop import Decision, LoopFinished, ToolCallDone, ToolCallStarted
 from prefill.store import Conversation, MessageRecord
 from prefill.store.app_settings import Settings
 from prefill.ui.chat.sidebar import EngineSidebar
@@ -30,6 +31,8 @@ FLUSH_MS = 30
 TAIL_ROWS = 40  # a long chat opens with this many of its last messages, then reads the rest
 PREPEND_SLICE = 500  # the rest goes in this many rows a turn of the event loop
 SAVE_EVERY_S = 0.5
+STORED_RESULT_CHARS = 4000  # of each tool result kept with the answer (the figures stay small enough to export)
+CALL_FIELDS = ("id", "tool", "arguments", "elapsed_ms", "is_error", "denied", "stopped", "not_run", "round")
 
 
 class ChatController(QObject):
@@ -43,6 +46,8 @@ class ChatController(QObject):
         unsent(str, str): a message the store could not keep (its text goes back to the input box),
             and why, in words.
         options_changed(object): the open conversation's TemplateOptions (thinking, effort).
+        tool_asked(object): the model wants to run this ToolCall: ask the person (`answer_tool`).
+        tool_settled(): the question is no longer asked (answered, or Stop): hide it.
     """
 
     notice = Signal(str)
@@ -53,13 +58,20 @@ class ChatController(QObject):
     answer_finished = Signal(object)
     unsent = Signal(str, str)
     options_changed = Signal(object)
+    tool_asked = Signal(object)
+    tool_settled = Signal()
 
     def __init__(self, store: StoreProxy, worker: EngineWorker, model: TranscriptModel,
-                 sidebar: EngineSidebar, settings: Callable[[], Settings], model_path: Callable[[], str]):
+                 sidebar: EngineSidebar, settings: Callable[[], Settings], model_path: Callable[[], str],
+                 tools: Callable[[], tuple[Tool, ...]] | None = None):
         super().__init__()
         self.store, self.worker, self.model, self.sidebar = store, worker, model, sidebar
         self.settings = settings
         self.model_path = model_path
+        self.tools = tools  # the tools to offer in a turn (None: none)
+        self._asked = 0  # the serial of the tool question shown now (0: none)
+        self._tool_rows: dict[str, int] = {}  # a running call's id: its transcript row
+        self._turn_calls: list[dict[str, Any]] = []  # this turn's calls, kept with its answer
         self.conversation_id: int | None = None
         self.system_prompt = ""
         self.options = TemplateOptions()  # this conversation's thinking switch and effort
@@ -78,6 +90,10 @@ class ChatController(QObject):
         worker.metrics.connect(self._on_worker_metrics)
         worker.finished.connect(self._on_worker_finished)
         worker.failed.connect(self._on_worker_failed)
+        worker.tool_asked.connect(self._on_worker_tool_asked)
+        worker.tool_started.connect(self._on_worker_tool_started)
+        worker.tool_done.connect(self._on_worker_tool_done)
+        worker.tool_loop_finished.connect(self._on_worker_tool_loop_finished)
 
     # --- conversations --------------------------------------------------------------------
     def open_conversation(self, cid: int, message_id: int = -1) -> None:
@@ -94,6 +110,8 @@ class ChatController(QObject):
 
         def show(result: tuple[Conversation, list[Row]]) -> None:
             conv, rows = result
+            if conv.id != self.conversation_id:
+                self.worker.approvals.forget()  # "always allow" holds for the chat it was said in
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
             self._set_options(_stored_options(conv.settings))
             self.model.set_rows(rows)
@@ -133,6 +151,7 @@ class ChatController(QObject):
             return
 
         def made(conv: Conversation) -> None:
+            self.worker.approvals.forget()
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
             self._opening += 1  # what an earlier open still had to read is not for this chat
             self._complete = True
@@ -160,9 +179,19 @@ class ChatController(QObject):
             self.options_changed.emit(options)
 
     def messages(self, extra_user: str | None = None) -> list[Message]:
-        """The conversation as the engine takes it (notices left out; thinking kept apart)."""
+        """The conversation as the engine takes it (notices left out; thinking kept apart); an answer's
+        tool calls come before it as the loop wrote them: per round, the calls and their results."""
         out = [Message("system", self.system_prompt)] if self.system_prompt.strip() else []
-        out += [Message(r.role, r.content, r.reasoning) for r in self.model.rows() if r.role in ("user", "assistant")]
+        calls: list[Row] = []  # the tool rows before the next answer
+        for r in self.model.rows():
+            if r.role == "tool":
+                calls.append(r)
+            elif r.role == "user":
+                calls = []  # an answer that failed after its calls: they answered nothing
+                out.append(Message("user", r.content, r.reasoning))
+            elif r.role == "assistant":
+                out += _with_calls(r, calls, len(out))
+                calls = []
         if extra_user is not None:
             out.append(Message("user", extra_user))
         return out
@@ -217,12 +246,27 @@ class ChatController(QObject):
         self.worker.buffer.take_both()  # nothing stale from an earlier answer
         self.worker.cancel.clear()
         self._last_save = time.monotonic()
-        self.worker.generate(request, ChatRequest(tuple(messages), s.sampling, s.model.overflow(), self.options))
+        self._tool_rows, self._turn_calls = {}, []
+        tools = self.tools() if self.tools is not None else ()
+        self.worker.generate(request, ChatRequest(tuple(messages), s.sampling, s.model.overflow(), self.options,
+                                                  tools=tools))
         self._timer.start()
 
     def stop(self) -> None:
         if self.busy:
-            self.worker.cancel.set()
+            self.worker.cancel.set()  # a question waiting is answered DENY, a running tool is told
+            self._settle_question()
+
+    def answer_tool(self, decision: Decision) -> None:
+        """The person's answer to the tool call asked about (`tool_asked`)."""
+        if self._asked:
+            self.worker.answer_tool(self._asked, decision)
+            self._settle_question()
+
+    def _settle_question(self) -> None:
+        if self._asked:
+            self._asked = 0
+            self.tool_settled.emit()
 
     def flush(self) -> None:
         """Move streamed text from the worker's buffer to the transcript row: O(new text)."""
@@ -257,15 +301,57 @@ class ChatController(QObject):
         self.flush()
         self._timer.stop()
         row = self._row
-        figures = f.metrics.as_dict() if not f.error else {}  # cut short: nothing was measured to the end
+        figures: dict[str, Any] = f.metrics.as_dict() if not f.error else {}  # cut short: nothing measured to the end
         self.model.update_row(row, content=f.text, reasoning=f.reasoning, streaming=False, figures=figures,
                               finish_reason=f.reason)
         self.sidebar.on_finished(f)
-        self._finish_in_store(row, f.text, f.reason, figures, f.reasoning)
+        # The turn's calls are kept with the answer (the tool rows of a reopened chat come from them).
+        stored = {**figures, "tool_calls": list(self._turn_calls)} if self._turn_calls else figures
+        self._finish_in_store(row, f.text, f.reason, stored, f.reasoning)
         self._end()
         if f.error:
             self.notice.emit(f.error)
         self.answer_finished.emit(f)
+
+    # --- tool calls: each one a row before the answer that streams after it -----------------------
+    def _on_worker_tool_asked(self, request: int, serial: int, call: ToolCall) -> None:
+        if request != self._request:
+            return
+        self._asked = serial
+        self.flush()
+        self.tool_asked.emit(call)
+
+    def _on_worker_tool_started(self, request: int, ev: ToolCallStarted) -> None:
+        if request != self._request or self._row < 0:
+            return
+        self._settle_question()
+        self._tool_rows[ev.call.id] = self._insert_tool_row(Row("tool", [], _call_figures(ev.call), streaming=True))
+
+    def _on_worker_tool_done(self, request: int, ev: ToolCallDone) -> None:
+        if request != self._request or self._row < 0:
+            return
+        self._settle_question()
+        figures = {**_call_figures(ev.call), "elapsed_ms": round(ev.elapsed_s * 1000, 1), "is_error": ev.is_error,
+                   "denied": ev.denied, "stopped": ev.stopped, "not_run": ev.not_run, "round": ev.round}
+        self._turn_calls.append({**figures, "result": ev.text[:STORED_RESULT_CHARS]})
+        row = self._tool_rows.pop(ev.call.id, -1)
+        if row >= 0:
+            self.model.update_row(row, content=ev.text, streaming=False, figures=figures)
+        else:
+            self._insert_tool_row(Row("tool", [ev.text], figures))
+
+    def _insert_tool_row(self, row: Row) -> int:
+        at = self._row
+        self.flush()
+        self.model.insert_row(at, row)
+        self._row = at + 1  # the answer moved down one
+        return at
+
+    def _on_worker_tool_loop_finished(self, request: int, end: LoopFinished) -> None:
+        if request == self._request:
+            self._settle_question()
+            if end.note:
+                self.notice.emit(f"Tools: {end.note}.")
 
     def _finish_in_store(self, row: int, text: str, reason: str, figures: dict[str, Any], reasoning: str) -> None:
         answer_id = self._answer_id
@@ -300,6 +386,7 @@ class ChatController(QObject):
             self._answer_id = None
 
     def _end(self) -> None:
+        self._settle_question()
         self.busy = False
         self._row = -1
         self.busy_changed.emit(False)
@@ -311,6 +398,8 @@ class ChatController(QObject):
         if self.busy or not self._complete or row <= 0 or self.model.row(row).role != "assistant":
             return
         mid = self.model.row(row).message_id
+        while row > 0 and self.model.row(row - 1).role == "tool":  # the calls that answer made go with it
+            row -= 1
         self.model.remove_from(row)
         if mid >= 0:
             self.store.delete_from(mid)
@@ -320,7 +409,7 @@ class ChatController(QObject):
         """Ask again a question whose answer failed (the last row, a user message)."""
         rows = self.model.rows()
         if self.busy or not self._complete or rows[row].role != "user" or any(
-            r.role != "notice" for r in rows[row + 1 :]
+            r.role not in ("notice", "tool") for r in rows[row + 1 :]
         ):
             return
         self._generate()
@@ -345,6 +434,32 @@ class ChatController(QObject):
             self.store.delete_message(mid)
 
 
+def _call_figures(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.id, "tool": call.name, "arguments": call.arguments}
+
+
+def _with_calls(answer: Row, calls: list[Row], at: int) -> list[Message]:
+    """An answer and the tool rounds before it, as messages. Calls whose answer ended asking for
+    them (the round limit, Stop) share its message; earlier rounds' own words were not kept."""
+    rounds: dict[int, list[tuple[ToolCall, str]]] = {}
+    for i, r in enumerate(calls):
+        f = r.figures
+        call = ToolCall(str(f.get("id") or f"call_{at:012d}{i:012d}"), str(f.get("tool", "")),
+                        str(f.get("arguments") or "{}"))
+        n = f.get("round")
+        rounds.setdefault(n if isinstance(n, int) else 1, []).append((call, r.content))
+    out: list[Message] = []
+    ordered = [rounds[n] for n in sorted(rounds)]
+    for k, done in enumerate(ordered):
+        last = k == len(ordered) - 1 and answer.finish_reason == "tool_calls"
+        text, reasoning = (answer.content, answer.reasoning) if last else ("", "")
+        out.append(Message("assistant", text, reasoning, tool_calls=tuple(c for c, _ in done)))
+        out += [Message("tool", result, tool_call_id=c.id, name=c.name) for c, result in done]
+    if not ordered or answer.finish_reason != "tool_calls":
+        out.append(Message("assistant", answer.content, answer.reasoning))
+    return out
+
+
 def _stored_options(settings: Any) -> TemplateOptions:
     """A conversation's saved thinking switch and effort (whatever a file holds: checked here)."""
     t = settings.get("template") if isinstance(settings, Mapping) else None
@@ -364,7 +479,27 @@ def _stored_rows(
     """On the store thread: a conversation and its transcript rows (all, the last N, or those before
     a position), so building them costs the GUI nothing."""
     messages: list[MessageRecord] = stores.history.messages(cid, last=last, before=before)
-    rows = [Row(m.role, [m.content], dict(m.figures or {}), m.finish_reason or "", False, m.id,
-                [m.reasoning] if m.reasoning else [], position=m.position)
-            for m in messages if m.role != "system"]
+    rows: list[Row] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        figures = dict(m.figures or {})
+        if m.role == "assistant":
+            rows += _stored_tool_rows(figures.pop("tool_calls", None), m.position)
+        rows.append(Row(m.role, [m.content], figures, m.finish_reason or "", False, m.id,
+                        [m.reasoning] if m.reasoning else [], position=m.position))
     return stores.history.conversation(cid), rows
+
+
+def _stored_tool_rows(calls: Any, position: int) -> list[Row]:
+    """The tool rows kept with an answer (whatever the file holds: checked here; a bad one is skipped)."""
+    if not isinstance(calls, list):
+        return []
+    rows = []
+    for c in calls:
+        if not isinstance(c, dict) or not isinstance(c.get("tool"), str) or not isinstance(c.get("result"), str):
+            continue
+        figures = {k: c[k] for k in CALL_FIELDS if isinstance(c.get(k), (str, int, float, bool))}
+        figures["arguments"] = str(figures.get("arguments", "{}"))
+        rows.append(Row("tool", [c["result"]], figures, position=position))
+    return rows

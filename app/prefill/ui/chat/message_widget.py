@@ -16,13 +16,14 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.ui.chat.thinking_section import ThinkingSection
+from prefill.ui.chat.tool_call_section import ToolCallSection
 from prefill.ui.markdown.inline import SAFE_SCHEMES
 from prefill.ui.markdown.link_guard import open_link
 from prefill.ui.markdown.rich_text import code_blocks
 from prefill.ui.markdown.stream import MarkdownStream
 from prefill.ui.shared.plain_text import plain_label
 
-ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "notice": "Note"}
+ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "notice": "Note", "tool": "Tool call"}
 
 
 class SafeBrowser(QTextBrowser):
@@ -50,7 +51,7 @@ class SafeBrowser(QTextBrowser):
 
 
 REASONS = {"stop": "finished", "length": "hit max tokens", "cancelled": "stopped", "context_full": "context full",
-           "error": "⚠ incomplete: the answer was cut short"}
+           "error": "⚠ incomplete: the answer was cut short", "tool_calls": "ended asking for tool calls"}
 
 
 def figures_line(figures: dict[str, Any], reason: str) -> str:
@@ -90,6 +91,8 @@ class MessageWidget(QFrame):
         self.figures.setObjectName("message-figures")
         self.figures.setVisible(False)
         self.thinking = ThinkingSection()  # stays hidden unless the model thinks
+        self.tool: ToolCallSection | None = None  # a tool row's call and result, in place of the text
+        self._streaming = False
         bar = QHBoxLayout()
         bar.addWidget(self.title)
         bar.addStretch(1)
@@ -108,7 +111,7 @@ class MessageWidget(QFrame):
             b.clicked.connect(lambda _=False, n=name: self.action.emit(n, self))
             bar.addWidget(b)
             self.buttons[name] = b
-        if role == "notice":
+        if role in ("notice", "tool"):
             for b in self.buttons.values():
                 b.hide()
         if "retry" in self.buttons:
@@ -120,12 +123,23 @@ class MessageWidget(QFrame):
         lay.addWidget(self.thinking)
         lay.addWidget(self.browser)
         lay.addWidget(self.figures)
+        if role == "tool":
+            self.title.hide()
+            self.browser.hide()
+            self.tool = ToolCallSection()
+            lay.insertWidget(1, self.tool)
+            lay.setContentsMargins(10, 2, 10, 2)
 
     # --- content ---------------------------------------------------------------------
     def set_content(self, text: str) -> None:
+        if self.tool is not None:
+            self.tool.set_result(text)
+            return
         self.stream.set_text(text)
 
     def append(self, text: str) -> None:
+        if self.tool is not None:
+            return
         if text and self.thinking.isVisible():
             self.thinking.answer_started()
         self.stream.append(text)
@@ -145,14 +159,18 @@ class MessageWidget(QFrame):
         self.stream.finish()
 
     def text(self) -> str:
-        return self.stream.text
+        return self.tool.text() if self.tool is not None else self.stream.text
 
     def set_streaming(self, streaming: bool) -> None:
+        self._streaming = streaming
         for name in ("edit", "delete", "regenerate"):
             if name in self.buttons:
                 self.buttons[name].setEnabled(not streaming)
 
     def set_figures(self, figures: dict[str, Any], reason: str) -> None:
+        if self.tool is not None:
+            self.tool.set_call(figures, self._streaming)
+            return
         self.thinking.set_figures(figures)
         line = figures_line(figures, reason)
         self.figures.setText(line)

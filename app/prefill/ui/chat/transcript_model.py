@@ -16,7 +16,7 @@ Index = QModelIndex | QPersistentModelIndex
 
 
 class Roles(IntEnum):
-    ROLE = Qt.ItemDataRole.UserRole + 1  # "user", "assistant", "system", "notice"
+    ROLE = Qt.ItemDataRole.UserRole + 1  # "user", "assistant", "system", "notice", "tool"
     CONTENT = Qt.ItemDataRole.UserRole + 2
     FIGURES = Qt.ItemDataRole.UserRole + 3  # dict of the answer's figures
     FINISH_REASON = Qt.ItemDataRole.UserRole + 4
@@ -102,6 +102,13 @@ class TranscriptModel(QAbstractListModel):
         self._rows.append(row)
         self.endInsertRows()
         return n
+
+    def insert_row(self, at: int, row: Row) -> int:
+        """Put `row` at index `at` (a tool call, before the answer that streams after it)."""
+        self.beginInsertRows(QModelIndex(), at, at)
+        self._rows.insert(at, row)
+        self.endInsertRows()
+        return at
 
     def append_text(self, row: int, text: str) -> None:
         """Append streamed text to one row: O(len(text)), one dataChanged for that row."""

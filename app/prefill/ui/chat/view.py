@@ -216,7 +216,7 @@ class ChatView(QAbstractScrollArea):
     def _unanswered_row(self) -> int:
         """The last question, when nothing answered it (its answer failed): it offers Retry. -1: none."""
         row = self.model.rowCount() - 1
-        while row >= 0 and self.model.row(row).role == "notice":
+        while row >= 0 and self.model.row(row).role in ("notice", "tool"):
             row -= 1
         return row if row >= 0 and self.model.row(row).role == "user" else -1
 

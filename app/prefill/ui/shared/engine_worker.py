@@ -18,12 +18,23 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from prefill.engine.errors import ContextOverflow, EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.local.kv_disk import KvDiskCache
-from prefill.engine.message import Message
+from prefill.engine.message import Message, ToolCall
 from prefill.engine.request import ChatRequest
 from prefill.engine.settings import LoadSettings
 from prefill.remote.errors import RemoteError
+from prefill.session.tool_loop import (
+    DEFAULT_MAX_ROUNDS,
+    Decision,
+    LoopFinished,
+    ToolApprovals,
+    ToolCallDone,
+    ToolCallStarted,
+    ToolRunner,
+    run_tool_loop,
+)
 from prefill.store.endpoints import SavedEndpoint
 from prefill.ui.shared.remote_messages import remote_error_text
+from prefill.ui.shared.tool_gate import ApprovalGate
 
 if TYPE_CHECKING:
     from prefill.engine.chat_backend import ChatBackend
@@ -84,6 +95,16 @@ class EngineWorker(QObject):
         serve_failed(str): why the server could not start, in words (the chat goes on as before).
         serve_stopped(): the server stopped; the chat has the model to itself again.
         server_snapshot(object): a BatchSnapshot, a few times a second while the server runs.
+        tool_asked(int, int, object): request id, question serial, ToolCall: the engine thread waits
+            for `answer_tool(serial, decision)` (Stop answers DENY).
+        tool_started(int, object): request id, ToolCallStarted (an approved call runs now).
+        tool_done(int, object): request id, ToolCallDone (run, denied, stopped or not run).
+        tool_loop_finished(int, object): request id, LoopFinished (before `finished`, which then
+            carries the last round's Finished).
+
+    A request with tools (and a `tool_runner` set) runs the tool loop (`session/tool_loop.py`) on the
+    engine thread: per round the model's answer streams into the buffer as usual; `finished` comes
+    once, at the turn's end.
     """
 
     load_progress = Signal(float)
@@ -102,6 +123,10 @@ class EngineWorker(QObject):
     serve_failed = Signal(str)
     serve_stopped = Signal()
     server_snapshot = Signal(object)
+    tool_asked = Signal(int, int, object)
+    tool_started = Signal(int, object)
+    tool_done = Signal(int, object)
+    tool_loop_finished = Signal(int, object)
 
     # requests, queued into the worker's thread: the typed methods below emit them
     _request_load = Signal(int, object)
@@ -126,6 +151,12 @@ class EngineWorker(QObject):
         # The load the GUI thread still wants (0: none). The GUI thread writes it, the load's
         # progress callback reads it: llama.cpp abandons a load when the callback says False.
         self._wanted_load = 0
+        # Tools: what runs a call (set from the GUI thread once the servers are known; read on the
+        # engine thread at the start of a turn), the tools always allowed, and the approval gate.
+        self.tool_runner: ToolRunner | None = None
+        self.approvals = ToolApprovals()
+        self.max_tool_rounds = DEFAULT_MAX_ROUNDS
+        self.gate = ApprovalGate()
         self._request_load.connect(self._on_request_load)
         self._request_serve.connect(self._on_request_serve)
         self._request_stop_serving.connect(self._on_request_stop_serving)
@@ -198,6 +229,10 @@ class EngineWorker(QObject):
     def generate(self, request_id: int, request: ChatRequest) -> None:
         """Answer `request`; events come back tagged with `request_id`. `cancel` stops it."""
         self._request_generate.emit(request_id, request)
+
+    def answer_tool(self, serial: int, decision: Decision) -> None:
+        """The person's answer to question `serial` of `tool_asked`; never blocks."""
+        self.gate.answer(serial, decision)
 
     def unload(self) -> None:
         """Free the model."""
@@ -304,8 +339,19 @@ class EngineWorker(QObject):
             self.failed.emit(request_id, "No model is loaded yet.")
             return
         put = self.buffer.put
+        runner = self.tool_runner
+        looping = bool(request.tools) and runner is not None
         try:
-            for ev in self.session.stream(request, self.cancel):
+            if runner is not None and looping:
+                def approve(call: ToolCall) -> Decision:
+                    return self.gate.ask(call, lambda serial, c: self.tool_asked.emit(request_id, serial, c),
+                                         self.cancel)
+
+                events = run_tool_loop(self.session.stream, request, runner, approve, self.max_tool_rounds,
+                                       self.cancel, self.approvals)
+            else:
+                events = self.session.stream(request, self.cancel)
+            for ev in events:
                 if type(ev) is Token:
                     put(ev.text, ev.reasoning)
                 elif isinstance(ev, MetricsSnapshot):
@@ -313,7 +359,15 @@ class EngineWorker(QObject):
                 elif isinstance(ev, PrefillDone):
                     self.prefill_done.emit(request_id, ev)
                 elif isinstance(ev, Finished):
-                    self.finished.emit(request_id, ev)
+                    if not looping:  # in the loop, a round's end is not the turn's
+                        self.finished.emit(request_id, ev)
+                elif isinstance(ev, ToolCallStarted):
+                    self.tool_started.emit(request_id, ev)
+                elif isinstance(ev, ToolCallDone):
+                    self.tool_done.emit(request_id, ev)
+                elif isinstance(ev, LoopFinished):
+                    self.tool_loop_finished.emit(request_id, ev)
+                    self.finished.emit(request_id, ev.finished)
         except ContextOverflow as e:
             self.failed.emit(
                 request_id,
