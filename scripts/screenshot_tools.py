@@ -54,11 +54,11 @@ def inside(out: Path, model: str, config: str) -> int:
 
     from prefill.mcp_tools.state import ServerStatus
 
-    shots = Shots(out, lambda s: replace(s, sampling=replace(s.sampling, temperature=0.0)), None,
-                  mcp_config=Path(config))
+    # the caller calls on every turn: one round is the picture
+    shots = Shots(out, lambda s: replace(s, sampling=replace(s.sampling, temperature=0.0)).with_values(
+        {"ui.max_tool_rounds": 1}), None, mcp_config=Path(config))
     w, shoot, mcp = shots.window, shots.shoot, shots.mcp
     assert mcp is not None
-    w.engine.worker.max_tool_rounds = 1  # the caller calls on every turn: one round is the picture
     state = {"loaded": False, "sent": False}
 
     def ready() -> bool:

@@ -69,8 +69,10 @@ def open_window(qtbot, tmp_path: Path, smollm2: Path):
         settings_file = SettingsFile(tmp_path / "settings.json")
         store = StoreProxy(Stores(HistoryStore(tmp_path / "history.sqlite3"), settings_file))
         engine = EngineThread()
-        engine.worker.max_tool_rounds = 1  # the caller calls on every turn: one round, then the limit
-        w = MainWindow(small_settings(), store, engine, smollm2, mcp=mcp)
+        # the caller calls on every turn: one round, then the limit (the setting the window passes on)
+        settings = small_settings().with_values({"ui.max_tool_rounds": 1})
+        w = MainWindow(settings, store, engine, smollm2, mcp=mcp)
+        assert engine.worker.max_tool_rounds == 1
         qtbot.addWidget(w)
         w.show()
         opened.append((w, engine, store, mcp))
@@ -296,3 +298,11 @@ def test_the_server_editor_checks_its_entry_through_the_door(qtbot) -> None:
     web.headers.setPlainText("Authorization: Bearer x")
     web._on_buttons_accepted()
     assert web.server is not None and dict(web.server.headers) == {"Authorization": "Bearer x"}  # type: ignore[union-attr]
+
+
+def test_the_tool_rounds_setting_reaches_the_loop(qtbot, tmp_path) -> None:
+    from prefill.store.app_settings import Settings
+
+    s = Settings().with_values({"ui.max_tool_rounds": 3})
+    assert s.ui.max_tool_rounds == 3
+    assert Settings.from_dict({"ui": {"max_tool_rounds": 99}}).ui.max_tool_rounds == 8  # out of range: the default

@@ -76,6 +76,10 @@ class UiSettings(Section):
     tools_off: str = field(
         default="", metadata=doc("MCP tools not offered in chats: their model-facing names, comma-separated.")
     )
+    max_tool_rounds: int = field(
+        default=8, metadata=doc("Rounds of tool calls one answer may run before Prefill stops it (0 = no calls run).",
+                                label="Tool rounds per answer", minimum=0, maximum=64)
+    )
 
 
 @dataclass(frozen=True)

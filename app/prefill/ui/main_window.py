@@ -200,6 +200,7 @@ class MainWindow(QMainWindow):
         w.cache_note.connect(self.show_notice)
         w.disk_cache.connect(self._on_worker_disk_cache)
         w.set_cache_budget(self.settings.model.kv_disk_budget_mb * MIB)  # and report its use
+        w.max_tool_rounds = self.settings.ui.max_tool_rounds  # read by the tool loop on the engine thread
         self.picker.local_chosen.connect(self.load_model)
         self.picker.remote_chosen.connect(self.load_remote)
         self.picker.open_file_requested.connect(self._open_file)
@@ -532,6 +533,7 @@ class MainWindow(QMainWindow):
         self.store.save_settings(new)
         if new.model.kv_disk_budget_mb != old.model.kv_disk_budget_mb:
             self.engine.worker.set_cache_budget(new.model.kv_disk_budget_mb * MIB)
+        self.engine.worker.max_tool_rounds = new.ui.max_tool_rounds
         if new.ui.theme != old.ui.theme:
             if self.theme_follower is not None:
                 self.theme_follower.set_choice(new.ui.theme)

@@ -40,7 +40,8 @@ from prefill.ui.shared.plain_text import plain_label
 
 LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Generation", ("sampling.temperature", "sampling.top_k", "sampling.top_p", "sampling.min_p",
-                    "sampling.repeat_penalty", "sampling.repeat_last_n", "sampling.max_tokens", "sampling.seed")),
+                    "sampling.repeat_penalty", "sampling.repeat_last_n", "sampling.max_tokens", "sampling.seed",
+                    "ui.max_tool_rounds")),
     ("Model", ("model.n_ctx", "model.n_gpu_layers", "model.flash_attn", "model.kv_type", "model.n_threads",
                "model.n_batch", "model.overflow_policy", "model.kv_disk_budget_mb")),
     ("Downloads", ("ui.models_dir", "hub.hf_token")),
