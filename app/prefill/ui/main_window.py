@@ -196,6 +196,7 @@ class MainWindow(QMainWindow):
         w.load_cancelled.connect(self._on_worker_load_cancelled)
         w.load_progress.connect(self.sidebar.set_load_progress)
         w.kv_state.connect(self._on_worker_kv_state)
+        w.tool_loop_finished.connect(lambda _request, end: self.sidebar.on_tool_rounds(end.timings))
         w.token_count.connect(self._on_worker_token_count)
         w.cache_note.connect(self.show_notice)
         w.disk_cache.connect(self._on_worker_disk_cache)

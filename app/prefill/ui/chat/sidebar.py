@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import (
@@ -15,6 +17,7 @@ from PySide6.QtWidgets import (
 
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.session.loaded import LoadedModel
+from prefill.session.tool_loop import RoundTiming
 from prefill.ui.shared.plain_text import plain_label
 from prefill.ui.shared.theme import kv_bar_style
 
@@ -126,6 +129,8 @@ class EngineSidebar(QWidget):
         self._add(sf, "decode", "Decode", "—")
         self._add(sf, "itl", "Inter-token p50 / p95", "—")
         self._add(sf, "tokens", "Answer", "—")
+        self._add(sf, "tools", "Tool rounds", "—")
+        self.labels["tools"].setWordWrap(True)
         self.plot = RatePlot()
         sf.addRow(self.plot)
         lay.addWidget(speed_box)
@@ -177,6 +182,7 @@ class EngineSidebar(QWidget):
         self.plot.reset()
         for key in ("ttft", "ttfa", "prefill", "decode", "itl", "tokens", "prompt", "reused", "evaluated", "restored"):
             self.labels[key].setText("…")
+        self.labels["tools"].setText("—")
         self.cache_note.hide()
 
     def on_prefill(self, p: PrefillDone) -> None:
@@ -217,6 +223,25 @@ class EngineSidebar(QWidget):
         if self.remote and not f.metrics.prompt_tokens:  # a server that sends no `usage`
             for key in ("prompt", "reused", "evaluated"):
                 self.labels[key].setText("not reported by the server")
+
+    def on_tool_rounds(self, rounds: Sequence[RoundTiming]) -> None:
+        """Where a turn with tool calls spent its time: the model, the tools, waiting on the person and
+        Prefill itself between rounds, and each later round's prompt (the results) evaluated apart."""
+        if not rounds:
+            self.labels["tools"].setText("—")
+            return
+        model = sum(r.model_s for r in rounds)
+        tools = sum(r.tools_s for r in rounds)
+        asked = sum(r.approval_s for r in rounds)
+        overheads = [r.overhead_s for r in rounds if r.overhead_s is not None]
+        lines = [f"{len(rounds)} · model {model:.2f} s · tools {tools:.2f} s"
+                 + (f" · you {asked:.1f} s" if asked >= 0.05 else "")]
+        if overheads:
+            lines.append(f"Prefill between rounds: {max(overheads) * 1000:.2f} ms at most")
+        results = [f"{r.evaluated_tokens} of {r.prompt_tokens}" for r in rounds[1:] if r.prompt_tokens]
+        if results:
+            lines.append("results prefilled: " + ", ".join(results) + " tokens")
+        self.labels["tools"].setText("\n".join(lines))
 
     def set_kv(self, m: MetricsSnapshot) -> None:
         if not m.kv_known:
