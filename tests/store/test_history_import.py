@@ -218,3 +218,21 @@ def test_a_file_over_the_cap_is_refused_before_it_is_read(tmp_path: Path) -> Non
 def test_a_missing_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ImportRejected, match="No such file"):
         read_import_file(tmp_path / "nope.json")
+
+
+def test_an_answer_s_tool_calls_survive_export_and_import(store: HistoryStore, tmp_path: Path) -> None:
+    calls = [{"id": f"call_{i}", "name": "forecast__weather", "arguments": '{"city": "Oslo"}',
+              "result": "Sunny, 21 °C. " * 280, "is_error": False, "denied": False, "elapsed_ms": 37.5, "round": i}
+             for i in range(1, 41)]  # forty calls (5 rounds of 8) with results near the 4,000 characters kept of each
+    chat = store.create_conversation(title="weather")
+    store.add_message(chat.id, "user", "Weather in Oslo?")
+    store.add_message(chat.id, "assistant", "Sunny.", finish_reason="tool_calls",
+                      figures={"completion_tokens": 24, "tool_calls": calls})
+    path = tmp_path / "ours.json"
+    path.write_text(render(store.export_conversations(), "json", 0.0), encoding="utf-8")
+    other = HistoryStore(tmp_path / "other.sqlite3")
+    checked = read_import_file(path)
+    other.import_conversations(list(checked.conversations))
+    (back,) = other.list_conversations()
+    answer = other.messages(back.id)[-1]
+    assert answer.figures["tool_calls"] == calls and answer.finish_reason == "tool_calls"

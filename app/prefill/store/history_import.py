@@ -36,7 +36,8 @@ MAX_CONVERSATIONS = 100_000
 MAX_MESSAGES = 100_000  # in one conversation
 MAX_TEXT_CHARS = 4_000_000  # one message's text or reasoning, a system prompt
 MAX_LINE_CHARS = 4_096  # a title, a model path, an id
-MAX_MAPPING_CHARS = 64 * 1024  # settings or figures, as JSON
+MAX_MAPPING_CHARS = 64 * 1024  # a chat's settings, as JSON
+MAX_FIGURES_CHARS = 4 * 1024 * 1024  # an answer's figures, as JSON: with its tool calls and their results
 MAX_MAPPING_DEPTH = 32  # settings nest two or three levels; json's encoders recurse, one frame a level
 _MAX_SECONDS = 1e11  # year 5138: anything later is not a time
 WEBUI = "llama.cpp web UI"
@@ -166,12 +167,12 @@ def _time(obj: Mapping[str, Any], key: str, where: str, per_second: float = 1.0)
     return float(seconds)
 
 
-def _mapping(obj: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
+def _mapping(obj: Mapping[str, Any], key: str, where: str, limit: int = MAX_MAPPING_CHARS) -> dict[str, Any]:
     value = _object(obj.get(key, {}), f"{where}.{key}")
     _plain_json(value, f"{where}.{key}")
     encoded = to_json(value)
-    if len(encoded) > MAX_MAPPING_CHARS:
-        _fail(f"{where}.{key}", f"larger than {MAX_MAPPING_CHARS} characters")
+    if len(encoded) > limit:
+        _fail(f"{where}.{key}", f"larger than {limit} characters")
     _encodable(encoded, f"{where}.{key}")
     return value
 
@@ -261,7 +262,7 @@ def _prefill_message(obj: dict[str, Any], where: str) -> ArchivedMessage:
         created_at=_time(obj, "created_at", where),
         reasoning=_text(obj, "reasoning", where, MAX_TEXT_CHARS, ""),
         finish_reason=_optional_text(obj, "finish_reason", where, MAX_LINE_CHARS),
-        figures=_mapping(obj, "figures", where),
+        figures=_mapping(obj, "figures", where, MAX_FIGURES_CHARS),
         complete=complete,
     )
 
