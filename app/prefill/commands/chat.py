@@ -20,6 +20,7 @@ from prefill.commands.chat_tools import add_tool_options, check_tool_options, op
 from prefill.commands.options import (
     add_model_options,
     add_sampling_options,
+    add_speculative_option,
     load_settings,
     model_path,
     overflow_settings,
@@ -33,13 +34,14 @@ from prefill.session.tool_loop import Decision, LoopFinished, RoundStarted, Tool
 
 if TYPE_CHECKING:
     from prefill.commands.chat_tools import TerminalTools
+    from prefill.engine.local.chat_engine import ChatEngine
     from prefill.mcp_tools.results import ToolResult
     from prefill.session.chat_session import ChatSession
 
 JSON_FIELDS = (
     "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens", "evaluated_tokens",
     "ttft_ms", "answer_ttft_ms", "prefill_tps", "decode_tps", "itl_p50_ms", "itl_p95_ms", "kv_used",
-    "kv_total", "kv_bytes",
+    "kv_total", "kv_bytes", "draft_n", "draft_n_accepted",
 )
 
 
@@ -47,6 +49,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("chat", help="chat in the terminal")
     add_model_options(p)
     add_sampling_options(p)
+    add_speculative_option(p)
     p.add_argument("--system", default="", help="system prompt")
     p.add_argument("--prompt", action="append", default=[], help="a user turn to run without asking (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object per turn")
@@ -152,6 +155,19 @@ def _deny(_call: ToolCall) -> Decision:
     return Decision.DENY
 
 
+def _speculate(session: ChatSession, mode: str) -> ChatEngine | None:
+    """Set a local engine's speculative mode; the engine when it was asked for and applies."""
+    from prefill.engine.local.chat_engine import ChatEngine
+
+    if mode == "off":
+        return None
+    if not isinstance(session.backend, ChatEngine):
+        print("prefill: --speculative applies to a local model only: it is off", file=sys.stderr)
+        return None
+    session.backend.speculative = mode
+    return session.backend
+
+
 def run(args: argparse.Namespace) -> int:
     from prefill.remote.engine import RemoteEngine
     from prefill.session.backends import LocalModel, Target
@@ -172,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
     assert info is not None
     tools = None
     try:
+        engine = _speculate(session, args.speculative)
         if isinstance(session.backend, RemoteEngine):
             check_listed(session.backend, asked)
         if info.backend_warning:
@@ -188,7 +205,11 @@ def run(args: argparse.Namespace) -> int:
         )
         if args.remote:
             turns = keep_partial(turns, args.json)
+        told = ""
         for f in turns:
+            if engine is not None and engine.speculation_note and engine.speculation_note != told:
+                told = engine.speculation_note
+                print(f"prefill: {told}", file=sys.stderr)
             if args.json:
                 line = turn_json(f, info.chat_format)
                 if tools is not None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from prefill.commands.errors import CliError
 from prefill.engine.errors import InvalidSetting
+from prefill.engine.local.speculative import SPECULATIVE_MODES
 from prefill.engine.setting_fields import Section, choices, hints
 from prefill.engine.settings import GpuLayers, LoadSettings, OverflowSettings, SamplingSettings
 
@@ -77,6 +78,13 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
 def add_sampling_options(p: argparse.ArgumentParser) -> None:
     for option, (section, name) in SAMPLING_OPTIONS.items():
         _add(p, option, section, name)
+
+
+def add_speculative_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--speculative", choices=SPECULATIVE_MODES, default="off",
+                   help="ngram: draft tokens from the text itself and check them in one step; for greedy "
+                        "sampling with flash attention (--temperature 0 --repeat-penalty 1 --flash-attn); "
+                        "off: one token per step (default: off)")
 
 
 def model_path(args: argparse.Namespace) -> Path:

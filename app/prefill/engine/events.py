@@ -59,6 +59,8 @@ class MetricsSnapshot:
     kv_bytes: int = 0
     kv_bytes_total: int = 0
     finish_reason: str = ""
+    draft_n: int = 0  # speculative decoding: draft tokens checked by the model (0: it did not run)
+    draft_n_accepted: int = 0  # of those, the ones the model agreed with
 
     @property
     def kv_known(self) -> bool:

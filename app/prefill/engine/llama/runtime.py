@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import llama_cpp
+import numpy as np
 
 from prefill.engine.errors import EngineError, GrammarError, ModelLoadError
 from prefill.engine.llama.grammar_sampler import Constraint, GrammarSampler
@@ -175,6 +176,10 @@ class LlamaRuntime:
         self._one_batch = llama_cpp.llama_batch_get_one(self._one, 1)
         self._piece_buf = ctypes.create_string_buffer(256)
         self._constrained: dict[int, GrammarSampler] = {}  # held until free_sampler
+        self._all_batch: llama_cpp.llama_batch | None = None  # decode_all's batch, made on first use
+        self._all_tokens = (llama_cpp.llama_token * 0)()
+        self._all_logits = (ctypes.c_int8 * 0)()
+        self._all_rows = 0  # entries of the last decode_all whose logits top_two_at may read
 
     # --- text <-> tokens ---------------------------------------------------------
     def tokenize(self, text: str, add_special: bool = False) -> list[int]:
@@ -270,10 +275,16 @@ class LlamaRuntime:
         first `keep` (recurrent or hybrid memory trims only whole; a sliding window may have let
         go of what continuing needs): the cache is then cleared, and holds nothing."""
         self._has_logits = False
+        self._all_rows = 0
         if keep and llama_cpp.llama_memory_seq_rm(self.memory, 0, keep, -1) and self._holds_prefix(keep):
             return True
         llama_cpp.llama_memory_clear(self.memory, True)
         return keep == 0
+
+    @property
+    def sliding_window(self) -> int:
+        """The model's attention window in tokens (0: it attends to the whole context)."""
+        return int(llama_cpp.llama_model_n_swa(self.model))
 
     def _holds_prefix(self, keep: int) -> bool:
         """Whether the cells still there let decoding continue at position `keep`. (A recurrent
@@ -293,6 +304,7 @@ class LlamaRuntime:
         arr = (llama_cpp.llama_token * n)(*tokens)
         rc = llama_cpp.llama_decode(self.ctx, llama_cpp.llama_batch_get_one(arr, n))
         self._has_logits = rc == 0
+        self._all_rows = 0
         if rc != 0:
             raise EngineError(f"llama.cpp failed to decode (code {rc}): the KV cache may be full")
 
@@ -301,7 +313,48 @@ class LlamaRuntime:
         self._one[0] = token
         rc = int(llama_cpp.llama_decode(self.ctx, self._one_batch))
         self._has_logits = rc == 0
+        self._all_rows = 0
         return rc
+
+    def decode_all(self, tokens: Sequence[int]) -> int:
+        """Evaluate tokens that continue the cache, keeping the logits of every one of them (for
+        `top_two_at`): a speculative draft checked in one step. The C status (0 is success)."""
+        n = len(tokens)
+        if not 0 < n <= self.n_batch:  # llama.cpp asserts on more than its batch
+            raise EngineError(f"cannot decode {n} tokens at once (1 to {self.n_batch})")
+        if self._all_batch is None or len(self._all_tokens) < n:
+            self._all_tokens = (llama_cpp.llama_token * max(n, 32))()
+            self._all_logits = (ctypes.c_int8 * max(n, 32))(*([1] * max(n, 32)))
+            batch = llama_cpp.llama_batch()
+            batch.token = ctypes.cast(self._all_tokens, ctypes.POINTER(llama_cpp.llama_token))  # type: ignore[assignment]
+            batch.logits = ctypes.cast(self._all_logits, ctypes.POINTER(ctypes.c_int8))  # type: ignore[assignment]
+            # pos and seq_id left NULL: llama.cpp continues sequence 0 from its last position.
+            self._all_batch = batch
+        self._all_tokens[:n] = list(tokens)
+        self._all_batch.n_tokens = n
+        rc = int(llama_cpp.llama_decode(self.ctx, self._all_batch))
+        self._has_logits = rc == 0
+        self._all_rows = n if rc == 0 else 0
+        return rc
+
+    def top_two_at(self, index: int) -> tuple[int, float]:
+        """The likeliest token after entry `index` of the last `decode_all`, and by how much its
+        logit leads the runner-up's (raw logits: no sampler applied, nothing accepted)."""
+        if not 0 <= index < self._all_rows:
+            raise EngineError(f"no logits kept for entry {index} of the last decode")
+        row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ctx, index), shape=(self.n_vocab,))
+        best = int(row.argmax())
+        lead = float(row[best])
+        row_copy = row.copy()
+        row_copy[best] = -np.inf
+        return best, lead - float(row_copy.max())
+
+    def kv_drop_from(self, pos: int) -> bool:
+        """Drop sequence 0's cells from `pos` on, and nothing else (the tail of a rejected draft).
+        False when llama.cpp cannot (recurrent memory); the cache is then as it was."""
+        self._has_logits = False
+        self._all_rows = 0
+        return bool(llama_cpp.llama_memory_seq_rm(self.memory, 0, pos, -1))
 
     def new_sampler(self, s: SamplingSettings, seed: int, constraint: Constraint | None = None) -> ctypes.c_void_p:
         """llama.cpp's chain: (end-of-generation banned), penalties, top-k, top-p, min-p, temperature.

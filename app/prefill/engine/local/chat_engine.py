@@ -25,7 +25,7 @@ from prefill.engine.gguf.header import GGUFHeader
 from prefill.engine.llama.kv_sizes import kv_bytes_per_cell
 from prefill.engine.llama.offload import DeviceReport, device_report, resolve_gpu_layers
 from prefill.engine.llama.runtime import LlamaRuntime
-from prefill.engine.local import kv_resume
+from prefill.engine.local import kv_resume, speculative
 from prefill.engine.local.kv_disk import KvDiskCache, SaveResult
 from prefill.engine.message import Message
 from prefill.engine.metrics import RequestClock
@@ -64,6 +64,10 @@ class ChatEngine:
         self._prepared: tuple[tuple[object, ...], tuple[str, list[int], int, str]] | None = None
         self._busy = threading.Lock()
         self._restored: tuple[int, float] | None = None  # tokens and ms of a restore the next prefill reports
+        # "ngram": greedy answers are decoded speculatively (drafts from the text itself; see
+        # local/speculative.py); "off": one token per step.
+        self.speculative = "off"
+        self.speculation_note = ""  # why the last answer was not decoded speculatively when asked to be
 
     @classmethod
     def load(
@@ -280,8 +284,16 @@ class ChatEngine:
         next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
         reason = "length"
         hit = False
+        asked = self.speculative == "ngram"
+        self.speculation_note = speculative.why_not(rt, sampling, constraint) if asked else ""
+        drafts = speculative.DraftStats() if asked and not self.speculation_note else None
         try:
-            while n_answer < sampling.max_tokens:
+            if drafts is not None:
+                done = yield from speculative.decode_speculative(
+                    rt, answer, split, clock, sampling, tokens, raw, cancel, self.bytes_per_cell, drafts
+                )
+                reason, hit, n_answer = done.reason, done.hit, done.n_answer
+            while drafts is None and n_answer < sampling.max_tokens:
                 tok = rt.sample(sampler)
                 if tok in eog:
                     reason = "stop"
@@ -312,7 +324,7 @@ class ChatEngine:
         cached_text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(b"".join(raw))
         self._segments.append(_Segment(cached_text, tuple(tokens[len(tokens) - len(raw) :])))
         metrics = clock.snapshot(rt.kv_cells_used(), n_ctx, self.bytes_per_cell, reason)
-        yield split.finished(reason, metrics)
+        yield split.finished(reason, drafts.on(metrics) if drafts is not None else metrics)
 
     def _sync_segments(self) -> None:
         """After a cancelled prefill the cache holds part of the last segment: forget its text."""

@@ -1,0 +1,187 @@
+"""Speculative decoding with drafts from the text itself, checked greedily in one decode.
+
+When sampling is greedy (temperature 0), the answer is the model's argmax at every step, so a
+guess of the next few tokens can be checked all at once: the guess (an `NgramIndex` draft: what
+followed the last occurrence of the latest n-gram in the prompt or the answer) is decoded after
+the current token in ONE `llama_decode` that keeps the logits of every position (`decode_all`);
+the draft is taken up to the first position whose argmax differs from it, and that argmax is the
+next token. Rejected positions leave the KV cache (`kv_drop_from`) before anything else is decoded.
+
+The answer is the one plain greedy decoding writes only if a batched decode gives the logits a
+one-token decode gives. On llama.cpp's CPU backend that holds with flash attention (measured
+bit-identical on SmolLM2) and not without it (its attention differs by up to ~0.8 in a logit, and
+near-ties flip), so speculation asks for flash attention. As a guard for backends whose batched
+kernels differ slightly all the same (GPU), a position whose two likeliest tokens are nearly tied
+(NEAR_TIE) is decoded again on its own and sampled the plain way. Every token taken goes through
+the same `AnswerDecoder` (UTF-8, stop strings) and the same checks (end of generation, max_tokens,
+cancel, context) one by one, so a rejected draft never reaches the text.
+
+Off, with the reason in `why_not`, unless sampling is greedy (temperature 0) with neutral
+penalties (repeat penalty 1: a penalty changes the argmax by what was accepted, which raw logits do
+not show), flash attention is on (above), the answer has no grammar (it judges tokens outside the chain), and
+the cache can drop a tail (not recurrent or hybrid memory, no sliding window that a draft could push cells out of).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, replace
+
+from prefill.engine.chat_backend import Event
+from prefill.engine.errors import EngineError
+from prefill.engine.events import MetricsSnapshot
+from prefill.engine.llama.runtime import LlamaRuntime
+from prefill.engine.local.ngram_draft import DraftLength, NgramIndex
+from prefill.engine.metrics import RequestClock
+from prefill.engine.prompt.answer_decoder import AnswerDecoder
+from prefill.engine.prompt.answer_split import AnswerSplit
+from prefill.engine.prompt.grammar import Constraint
+from prefill.engine.settings import SamplingSettings, ServeSampling
+
+SPECULATIVE_MODES = ("off", "ngram")
+SNAPSHOT_EVERY_S = 0.25
+# A pick whose lead over the runner-up is smaller than this is made the plain way, in case the
+# batched kernels round differently from the one-token ones (identical on the CPU with flash attention).
+NEAR_TIE = 1.0
+
+
+def why_not(runtime: LlamaRuntime, sampling: SamplingSettings, constraint: Constraint | None) -> str:
+    """Why n-gram speculation cannot run for this answer; "" when it can."""
+    if sampling.temperature > 0:
+        return "speculative decoding runs with greedy sampling only (temperature 0)"
+    if sampling.repeat_penalty != 1.0 or (isinstance(sampling, ServeSampling) and (
+            sampling.frequency_penalty or sampling.presence_penalty or sampling.ignore_eos)):
+        return "speculative decoding runs without penalties only (repeat penalty 1)"
+    if not runtime.settings.flash_attn:
+        return ("speculative decoding needs flash attention on: without it a batched decode's logits "
+                "differ from a one-token decode's and the answer could drift from plain greedy decoding")
+    if constraint is not None:
+        return "speculative decoding is off for an answer held to a grammar"
+    if runtime.recurrent or runtime.sliding_window > 0:
+        return "speculative decoding is off for a model whose cache cannot drop a rejected draft"
+    if runtime.n_batch < 2:
+        return "speculative decoding needs a batch of at least 2 tokens"
+    return ""
+
+
+@dataclass
+class DraftStats:
+    drafted: int = 0  # draft tokens proposed and checked
+    accepted: int = 0  # of those, the ones the model agreed with
+
+    def on(self, m: MetricsSnapshot) -> MetricsSnapshot:
+        return replace(m, draft_n=self.drafted, draft_n_accepted=self.accepted)
+
+
+@dataclass
+class Outcome:
+    reason: str = "length"
+    hit: bool = False  # a stop string ended the answer
+    n_answer: int = 0
+
+
+def decode_speculative(
+    rt: LlamaRuntime, answer: AnswerDecoder, split: AnswerSplit, clock: RequestClock, sampling: SamplingSettings,
+    tokens: list[int], raw: list[bytes], cancel: threading.Event | None, bytes_per_cell: int,
+    stats: DraftStats,
+) -> Generator[Event, None, Outcome]:
+    """The plain decode loop's steps, with greedy drafts checked in one decode each.
+
+    `tokens` is what the KV cache holds (the prompt so far) and grows by each answer token that
+    enters it, as `raw` by its bytes; on return the cache holds exactly `tokens`.
+    """
+    sampler, feed, eog, n_ctx, times = answer.sampler, answer.feed, rt.eog, rt.n_ctx, clock.token_times
+    index = NgramIndex(tokens)
+    length = DraftLength()
+    done = Outcome()
+    ahead: list[int] = []  # tokens the model picked that are in the cache past `tokens`
+    taken = 0  # of `ahead`, those handled
+    next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
+    try:
+        nxt = rt.sample(sampler)  # the token after the prompt
+        while done.n_answer < sampling.max_tokens:
+            cached = taken < len(ahead)
+            if cached:
+                tok = ahead[taken]
+                taken += 1
+            else:
+                tok = nxt
+            if tok in eog:
+                done.reason = "stop"
+                break
+            now = time.perf_counter()
+            times.append(now)
+            done.n_answer += 1
+            piece = rt.piece(tok)
+            out, done.hit = feed(piece)
+            yield from split.token(out, done.n_answer, now)
+            if done.hit:
+                done.reason = "stop"
+                break
+            if cancel is not None and cancel.is_set():
+                done.reason = "cancelled"
+                break
+            if not cached:
+                if len(tokens) >= n_ctx:
+                    done.reason = "context_full"
+                    break
+                index.append(tok)
+                want = min(length.want(), sampling.max_tokens - done.n_answer, n_ctx - len(tokens) - 1,
+                           rt.n_batch - 1)
+                draft = index.draft(want)
+                if draft and rt.decode_all([tok, *draft]) != 0:
+                    _drop(rt, len(tokens))  # what a failed decode left; the token alone is tried next
+                    draft = []
+                if draft:
+                    ahead, taken = [], 0
+                    nxt = _verify(rt, answer, tokens, tok, draft, ahead)
+                    stats.drafted += len(draft)
+                    stats.accepted += len(ahead)
+                    length.taken(len(draft), len(ahead))
+                else:
+                    if rt.decode_one(tok) != 0:
+                        done.reason = "context_full"
+                        break
+                    if done.n_answer < sampling.max_tokens:  # the plain loop samples no further
+                        nxt = rt.sample(sampler)
+            else:
+                index.append(tok)
+            tokens.append(tok)
+            raw.append(piece)
+            if now >= next_snapshot:
+                next_snapshot = now + SNAPSHOT_EVERY_S
+                yield stats.on(clock.snapshot(len(tokens), n_ctx, bytes_per_cell, live=True))
+    finally:
+        if rt.kv_cells_used() > len(tokens):  # picked or drafted tokens the answer did not take
+            _drop(rt, len(tokens))
+    return done
+
+
+def _verify(rt: LlamaRuntime, answer: AnswerDecoder, tokens: list[int], tok: int, draft: list[int],
+            ahead: list[int]) -> int:
+    """Check a draft decoded after `tok` (`tokens` holds neither yet): put the draft's agreed prefix
+    in `ahead`, leave the cache holding tokens + tok + ahead, and return the model's next token.
+
+    A row whose two likeliest tokens are closer than NEAR_TIE is not trusted to the batch: its
+    input is decoded again on its own, as the plain loop decodes it, and sampled from there."""
+    inputs = [tok, *draft]
+    start = len(tokens)  # where `tok` sits in the cache
+    for i in range(len(inputs)):
+        best, lead = rt.top_two_at(i)
+        if lead < NEAR_TIE:
+            _drop(rt, start + i)
+            if rt.decode_one(inputs[i]) != 0:  # it fitted a moment ago, in the batch
+                raise EngineError("llama.cpp could not decode a token it had room for")
+            return rt.sample(answer.sampler)
+        if i == len(draft) or best != draft[i]:
+            _drop(rt, start + 1 + i)
+            return best
+        ahead.append(best)
+    raise AssertionError("unreachable: the last row always returns")
+
+
+def _drop(rt: LlamaRuntime, keep: int) -> None:
+    if not rt.kv_drop_from(keep):
+        raise EngineError("llama.cpp could not drop a rejected draft from the KV cache")

@@ -1,0 +1,35 @@
+"""`prefill chat --speculative`: the same answers, with the draft figures in --json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.commands.test_chat_terminal import SMALL, prefill
+
+COPY = ("Repeat this exactly: the cat sat on the mat, the dog sat on the log, "
+        "and the bird sat on the wall by the old stone gate.")
+GREEDY = [*SMALL, "--repeat-penalty", "1", "--flash-attn", "--max-tokens", "40"]
+
+
+def turns(tmp_path: Path, *args: str) -> tuple[list[dict[str, object]], str]:
+    out = prefill(tmp_path, "chat", "--model", "bundled", "--prompt", COPY, "--prompt", "Again.", "--json",
+                  *args)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()], out.stderr
+
+
+def test_speculative_ngram_answers_as_off_and_counts_drafts(tmp_path: Path) -> None:
+    plain, _ = turns(tmp_path, *GREEDY, "--speculative", "off")
+    fast, err = turns(tmp_path, *GREEDY, "--speculative", "ngram")
+    assert [t["answer"] for t in fast] == [t["answer"] for t in plain]
+    assert [t["cached_tokens"] for t in fast] == [t["cached_tokens"] for t in plain]
+    assert all(t["draft_n"] == t["draft_n_accepted"] == 0 for t in plain)
+    assert sum(int(t["draft_n_accepted"]) for t in fast) > 0  # type: ignore[call-overload]
+    assert "speculative" not in err
+
+
+def test_speculative_says_why_it_is_off(tmp_path: Path) -> None:
+    fast, err = turns(tmp_path, *SMALL, "--max-tokens", "8", "--speculative", "ngram")  # repeat penalty 1.1
+    assert all(t["draft_n"] == 0 for t in fast)
+    assert "prefill: speculative decoding runs without penalties only" in err
