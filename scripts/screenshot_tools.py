@@ -22,17 +22,9 @@ from scripts.xvfb import ROOT, Shots, under_xvfb  # noqa: E402
 
 
 def prepare(home: Path) -> list[str]:
-    from tests.engine.vocab_models import CALL_PIECES, TOOLS_TEMPLATE, Vocab, vocab_dir, write_scripted
+    from tests.engine.vocab_models import write_caller
 
-    vocabs = vocab_dir()
-    v = Vocab(vocabs / "ggml-vocab-qwen2.gguf")
-    try:
-        i = CALL_PIECES.index("weather")
-        pieces = (*CALL_PIECES[:i], "forecast", "__", "weather", *CALL_PIECES[i + 1:])
-        chain = [v.tokenize("<|im_start|>assistant\n")[-1], *(v.token(p) for p in pieces), v.token("<|im_end|>")]
-    finally:
-        v.close()
-    model = write_scripted(home / "caller.gguf", vocabs / "ggml-vocab-qwen2.gguf", chain, TOOLS_TEMPLATE)
+    model = write_caller(home / "caller.gguf", ("forecast", "__", "weather"))
     config = home / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {
         "forecast": {"command": sys.executable, "args": [str(ROOT / "tests" / "commands" / "weather_mcp_server.py")]},

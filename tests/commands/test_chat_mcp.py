@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.vocab_models import CALL_PIECES, TOOLS_TEMPLATE, Vocab, vocab_dir, write_scripted
+from tests.engine.vocab_models import write_caller
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -27,16 +27,7 @@ TOOL = "forecast__weather"  # the tool `weather` of the server called "forecast"
 def caller(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The scripted caller of tests/engine/vocab_models.py, calling the weather tool by the name the
     hub gives it: forecast__weather(city="Oslo"), on every turn."""
-    vocabs = vocab_dir()
-    v = Vocab(vocabs / "ggml-vocab-qwen2.gguf")
-    try:
-        i = CALL_PIECES.index("weather")
-        pieces = (*CALL_PIECES[:i], "forecast", "__", "weather", *CALL_PIECES[i + 1:])
-        chain = [v.tokenize("<|im_start|>assistant\n")[-1], *(v.token(p) for p in pieces), v.token("<|im_end|>")]
-    finally:
-        v.close()
-    path = tmp_path_factory.mktemp("caller") / "caller.gguf"
-    return write_scripted(path, vocabs / "ggml-vocab-qwen2.gguf", chain, TOOLS_TEMPLATE)
+    return write_caller(tmp_path_factory.mktemp("caller") / "caller.gguf", ("forecast", "__", "weather"))
 
 
 @pytest.fixture(scope="module")

@@ -254,13 +254,16 @@ CALL_PIECES = ("<", "tool", "_call", '>{"', "name", '":"', "weather", '","', "ar
                "Os", "lo", '"}}', "</", "t", "ool", "_c", "all", ">")
 
 
-def write_caller(path: Path) -> Path:
+def write_caller(path: Path, name: tuple[str, ...] = ("weather",)) -> Path:
     """A model (Qwen2's tokenizer, TOOLS_TEMPLATE) that answers every turn with one call:
-    weather(city="Oslo"), written in the Hermes form."""
+    weather(city="Oslo") (the function named by the pieces of `name`, e.g. ("forecast", "__", "weather")
+    as an MCP hub names it), written in the Hermes form."""
     vocabs = vocab_dir()
     v = Vocab(vocabs / "ggml-vocab-qwen2.gguf")
+    i = CALL_PIECES.index("weather")
+    pieces = (*CALL_PIECES[:i], *name, *CALL_PIECES[i + 1 :])
     try:
-        chain = [v.tokenize("<|im_start|>assistant\n")[-1], *(v.token(p) for p in CALL_PIECES), v.token("<|im_end|>")]
+        chain = [v.tokenize("<|im_start|>assistant\n")[-1], *(v.token(p) for p in pieces), v.token("<|im_end|>")]
     finally:
         v.close()
     return write_scripted(path, vocabs / "ggml-vocab-qwen2.gguf", chain, TOOLS_TEMPLATE)

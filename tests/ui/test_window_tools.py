@@ -22,7 +22,7 @@ from prefill.ui.shared.mcp_servers import McpServers
 from prefill.ui.shared.store_worker import StoreProxy, Stores
 from prefill.ui.shared.tool_gate import ApprovalGate
 from prefill.ui.tools_dialog import ServerEditor, ToolsDialog, servers_from_json
-from tests.engine.vocab_models import CALL_PIECES, TOOLS_TEMPLATE, Vocab, vocab_dir, write_scripted
+from tests.engine.vocab_models import write_caller
 from tests.ui.conftest import ANSWER_TIMEOUT, load, small_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,16 +35,7 @@ START_TIMEOUT = 60_000
 @pytest.fixture(scope="module")
 def caller(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A model that answers every turn with forecast__weather(city="Oslo") (as tests/commands/test_chat_mcp.py)."""
-    vocabs = vocab_dir()
-    v = Vocab(vocabs / "ggml-vocab-qwen2.gguf")
-    try:
-        i = CALL_PIECES.index("weather")
-        pieces = (*CALL_PIECES[:i], "forecast", "__", "weather", *CALL_PIECES[i + 1:])
-        chain = [v.tokenize("<|im_start|>assistant\n")[-1], *(v.token(p) for p in pieces), v.token("<|im_end|>")]
-    finally:
-        v.close()
-    path = tmp_path_factory.mktemp("caller") / "caller.gguf"
-    return write_scripted(path, vocabs / "ggml-vocab-qwen2.gguf", chain, TOOLS_TEMPLATE)
+    return write_caller(tmp_path_factory.mktemp("caller") / "caller.gguf", ("forecast", "__", "weather"))
 
 
 def write_config(folder: Path, servers: dict[str, object]) -> Path:

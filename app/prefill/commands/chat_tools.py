@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import json
 import re
 import signal
 import sys
@@ -27,7 +26,6 @@ from typing import TextIO
 from prefill.commands.errors import CliError
 from prefill.engine.message import ToolCall
 from prefill.engine.request import ChatRequest, Tool
-from prefill.mcp_tools import wording
 from prefill.mcp_tools.config_file import read_config
 from prefill.mcp_tools.errors import McpConfigError
 from prefill.mcp_tools.hub import McpHub
@@ -146,13 +144,7 @@ class TerminalTools:
                              functools.partial(self.approve, cancel=cancel), self.max_rounds, cancel, self.approvals)
 
     def run_tool(self, call: ToolCall, cancel: threading.Event | None = None) -> ToolResult:
-        try:
-            arguments = json.loads(call.arguments)
-        except ValueError:
-            return ToolResult(wording.bad_arguments(call.name, "they are not JSON"), True, 0.0)
-        if not isinstance(arguments, dict):
-            return ToolResult(wording.bad_arguments(call.name, "they are not an object"), True, 0.0)
-        return self.hub.call_model_tool(call.name, arguments, cancel=cancel)
+        return self.hub.run_call(call, cancel)
 
     def show(self, ev: LoopEvent) -> None:
         """Print what the loop did: a call starting, its result, why the turn stopped."""

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from prefill.engine.message import ToolCall
 from prefill.mcp_tools import wording
 from prefill.mcp_tools.config import McpServer
 from prefill.mcp_tools.connection import PROBE_TIMEOUT_S, ServerConnection
@@ -200,6 +201,18 @@ class McpHub:
         if tool is None:
             return ToolResult(f"There is no tool named '{model_name}'. Use one of the tools offered.", True, 0.0)
         return self.call(tool.server, tool.name, arguments, timeout_s, cancel)
+
+    def run_call(self, call: ToolCall, cancel: threading.Event | None = None,
+                 timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> ToolResult:
+        """A call as the model wrote it (arguments as JSON text): arguments that are not a JSON object
+        come back as a worded error result, like every other fault."""
+        try:
+            arguments = json.loads(call.arguments)
+        except ValueError:
+            return ToolResult(wording.bad_arguments(call.name, "they are not JSON"), True, 0.0)
+        if not isinstance(arguments, dict):
+            return ToolResult(wording.bad_arguments(call.name, "they are not an object"), True, 0.0)
+        return self.call_model_tool(call.name, arguments, timeout_s, cancel)
 
     # ---- closing
 

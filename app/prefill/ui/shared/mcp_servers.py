@@ -65,18 +65,7 @@ class McpServers(QObject):
 
     def run_tool(self, call: ToolCall, cancel: threading.Event | None = None) -> ToolResult:
         """Run a model's call (on the engine thread); every fault comes back as a worded result."""
-        import json
-
-        from prefill.mcp_tools import wording
-        from prefill.mcp_tools.results import ToolResult
-
-        try:
-            arguments = json.loads(call.arguments)
-        except ValueError:
-            return ToolResult(wording.bad_arguments(call.name, "they are not JSON"), True, 0.0)
-        if not isinstance(arguments, dict):
-            return ToolResult(wording.bad_arguments(call.name, "they are not an object"), True, 0.0)
-        return self.hub().call_model_tool(call.name, arguments, cancel=cancel)
+        return self.hub().run_call(call, cancel)
 
     # --- from the GUI thread ---------------------------------------------------------------------
     def offered(self) -> tuple[Tool, ...]:
