@@ -234,7 +234,7 @@ class EngineSidebar(QWidget):
         tools = sum(r.tools_s for r in rounds)
         asked = sum(r.approval_s for r in rounds)
         overheads = [r.overhead_s for r in rounds if r.overhead_s is not None]
-        lines = [f"{len(rounds)} · model {model:.2f} s · tools {tools:.2f} s"
+        lines = [f"{len(rounds)} round{'s' if len(rounds) != 1 else ''} · model {model:.2f} s · tools {tools:.2f} s"
                  + (f" · you {asked:.1f} s" if asked >= 0.05 else "")]
         if overheads:
             lines.append(f"Prefill between rounds: {max(overheads) * 1000:.2f} ms at most")
