@@ -108,7 +108,8 @@ def test_allow_runs_the_tool_and_its_result_shows_folded(open_window, qtbot, cal
     assert past_limit.figures["not_run"]
     assert "tool round" in w.notice.text()
     rounds = w.sidebar.text("tools")  # where the turn's time went, the result's prefill apart
-    assert rounds.startswith("2 rounds · model ") and " s · tools " in rounds and "results prefilled: " in rounds, rounds
+    assert rounds.startswith("2 rounds · model ") and " s · tools " in rounds, rounds
+    assert "results prefilled: " in rounds, rounds
     row = tool_rows(w)[0]
     qtbot.waitUntil(lambda: w.chat_view.live_widget(row) is not None, timeout=10_000)
     section = w.chat_view.live_widget(row).tool
