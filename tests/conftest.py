@@ -85,3 +85,13 @@ def prefill_server(smollm2: Path) -> Iterator[Served]:
     s = start_server(smollm2, "--ctx", "2048", "--api-key", "sk-test")
     yield s
     stop_server(s)
+
+
+@pytest.fixture(scope="session")
+def caller_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """`prefill serve` on the scripted model that answers every turn with weather(city="Oslo")."""
+    from tests.engine.vocab_models import write_caller
+
+    s = start_server(write_caller(tmp_path_factory.mktemp("caller") / "caller.gguf"), "--parallel", "1", "--ctx", "512")
+    yield s
+    stop_server(s)

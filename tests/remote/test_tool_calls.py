@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import time
 import tracemalloc
-from collections.abc import Iterator
 from typing import Any
 
 import httpx2 as httpx
@@ -31,9 +30,8 @@ from prefill.remote.tool_calls import (
     CallFault,
 )
 from prefill.ui.shared.remote_messages import remote_error_text
-from tests.engine.vocab_models import write_caller
 from tests.remote.fault_server import CALLS, FaultServer
-from tests.server.conftest import Served, start_server, stop_server
+from tests.server.conftest import Served
 
 WEATHER = Tool("weather", "The weather in a city.",
                '{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}')
@@ -310,12 +308,8 @@ def test_calls_that_end_for_length_keep_that_reason() -> None:
 
 # --- against prefill serve ------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def caller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """`prefill serve` on a scripted model that answers every turn with weather(city="Oslo")."""
-    model = write_caller(tmp_path_factory.mktemp("caller") / "caller.gguf")
-    s = start_server(model, "--parallel", "1", "--ctx", "512")
-    yield s
-    stop_server(s)
+def caller(caller_server: Served) -> Served:
+    return caller_server
 
 
 def test_prefill_serve_calls_a_tool_through_the_remote_engine(caller: Served) -> None:

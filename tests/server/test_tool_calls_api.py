@@ -4,12 +4,10 @@ calls a tool gives `tool_calls` and finish_reason "tool_calls", whole and stream
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
-from tests.engine.vocab_models import write_caller
-from tests.server.conftest import Served, start_server, stop_server
+from tests.server.conftest import Served
 
 WEATHER = {"type": "function", "function": {
     "name": "weather", "description": "The weather in a city.",
@@ -18,11 +16,8 @@ ASK = [{"role": "user", "content": "What is the weather in Oslo?"}]
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    model = write_caller(tmp_path_factory.mktemp("caller") / "caller.gguf")
-    s = start_server(model, "--parallel", "1", "--ctx", "512")
-    yield s
-    stop_server(s)
+def served(caller_server: Served) -> Served:
+    return caller_server
 
 
 def test_a_call_comes_back_as_tool_calls(served: Served) -> None:

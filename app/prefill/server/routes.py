@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.errors import GrammarError, TemplateError
 from prefill.engine.prompt.model_chat import ModelChat, plain_reader
+from prefill.engine.request import ChatRequest
 from prefill.server.browser_guard import LOOPBACK_NAMES, BrowserGuard
 from prefill.server.cost_bounds import PromptBounds, body_limit
 from prefill.server.errors import ApiError, bad_request, server_error, too_large, unauthorized
@@ -125,11 +126,12 @@ async def _completion(state: ServeState, request: Request) -> Response:
 
 
 async def _generate(state: ServeState, request: Request, req: GenerationRequest) -> Response:
+    chat = req.chat_request if req.kind == "chat" else None  # the turn as every backend takes it, built once
     try:  # a schema that makes no grammar is the client's to fix
-        constraint = state.chat.constraint(req.chat_request) if req.kind == "chat" else None
+        constraint = state.chat.constraint(chat) if chat is not None else None
     except GrammarError as e:
         raise bad_request(str(e), "response_format" if req.tools.response_format else "tools") from None
-    text, prompt = await _build_prompt(state, req)
+    text, prompt = await _build_prompt(state, req, chat)
     reply = Reply(req.kind, req.model)
     stream = EventStream(state.waker(), tokens=req.stream)
     sampling = req.sampling
@@ -138,7 +140,6 @@ async def _generate(state: ServeState, request: Request, req: GenerationRequest)
     if sampling.max_tokens > state.scheduler.n_ctx_seq:
         sampling = replace(sampling, max_tokens=state.scheduler.n_ctx_seq)
     handle = submit(state.scheduler, prompt, sampling, stream, reply.id, client_of(request), constraint)
-    chat = req.chat_request if req.kind == "chat" else None
     splitter = state.chat.reader(text, as_written=True, request=chat) if chat is not None else plain_reader()
     if req.stream:
         body = stream_reply(reply, handle, stream, splitter, req.include_usage)
@@ -146,17 +147,19 @@ async def _generate(state: ServeState, request: Request, req: GenerationRequest)
     return JSONResponse(await full_reply(reply, handle, stream, splitter, request))
 
 
-async def _build_prompt(state: ServeState, req: GenerationRequest) -> tuple[str, list[int]]:
-    """The prompt's text and tokens, refused as soon as it cannot fit; a few are built at once."""
+async def _build_prompt(state: ServeState, req: GenerationRequest,
+                        chat_request: ChatRequest | None) -> tuple[str, list[int]]:
+    """The prompt's text and tokens (a chat's, or a completion's prompt), refused as soon as it cannot
+    fit; a few are built at once."""
     bounds, chat = state.bounds, state.chat
 
     def build() -> tuple[str, list[int]]:
-        text = chat.text_of(req.chat_request) if req.kind == "chat" else req.prompt
+        text = chat.text_of(chat_request) if chat_request is not None else req.prompt
         bounds.check_text(text)
         return text, chat.tokenize(text)
 
-    if req.kind == "chat":
-        bounds.check_messages(req.messages)
+    if chat_request is not None:
+        bounds.check_messages(chat_request.messages)
     async with bounds.builds():
         try:
             return await anyio.to_thread.run_sync(build)
