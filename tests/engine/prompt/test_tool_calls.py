@@ -380,3 +380,29 @@ def test_gpt_oss_call_channel_reaches_the_tool_parser_through_the_reasoning_pars
     split.end("", 1)
     assert [(c.name, c.arguments) for c in split.calls] == [("get_weather", '{"city":"Oslo"}')]
     assert split.thinking_text == "Need the weather." and split.answer_text == ""
+
+
+ZIP_TOOL = Tool("ship", parameters=json.dumps({"type": "object", "properties": {
+    "zip": {"type": "string"}, "count": {"type": "integer"}, "gift": {"type": "boolean"},
+    "note": {"type": ["string", "null"]}, "tags": {"type": "array"}}}))
+
+
+@pytest.mark.parametrize("fmt, text", [
+    (QWEN3_CODER, "<tool_call>\n<function=ship>\n<parameter=zip>\n12345\n</parameter>\n<parameter=count>\n3\n"
+                  "</parameter>\n<parameter=gift>\ntrue\n</parameter>\n<parameter=note>\nnull\n</parameter>\n"
+                  '<parameter=tags>\n["a"]\n</parameter>\n<parameter=extra>\n1.5\n</parameter>\n</function>\n</tool_call>'),
+    (GLM_4_5, "<tool_call>ship\n<arg_key>zip</arg_key>\n<arg_value>12345</arg_value>\n<arg_key>count</arg_key>\n"
+              "<arg_value>3</arg_value>\n<arg_key>gift</arg_key>\n<arg_value>true</arg_value>\n<arg_key>note</arg_key>\n"
+              "<arg_value>null</arg_value>\n<arg_key>tags</arg_key>\n<arg_value>[\"a\"]</arg_value>\n"
+              "<arg_key>extra</arg_key>\n<arg_value>1.5</arg_value>\n</tool_call>"),
+])
+def test_bare_values_read_as_their_parameters_types(fmt: ToolFormat, text: str) -> None:
+    """A string parameter keeps its text ("12345", not 12345); the others read as JSON; an undeclared one too."""
+    parser = fmt.parser(tools=(ZIP_TOOL,))
+    items = joined([*parser.feed(text), *parser.finish()])
+    assert len(items) == 1 and isinstance(items[0], ToolCall), items
+    assert json.loads(items[0].arguments) == {"zip": "12345", "count": 3, "gift": True, "note": None,
+                                              "tags": ["a"], "extra": 1.5}
+    untyped = fmt.parser()  # no schema known: as before, JSON where it parses
+    got = joined([*untyped.feed(text), *untyped.finish()])
+    assert json.loads(got[0].arguments)["zip"] == 12345

@@ -98,7 +98,9 @@ class ModelChat:
         reasoning markers has its text passed on untouched (the server's clients get every character;
         the window drops the answer's leading blank space)."""
         offered = request is not None and bool(request.offered_tools)
-        calls = self.calls_format(request).parser() if request is not None and offered else None
+        calls = None
+        if request is not None and offered:
+            calls = self.calls_format(request).parser(tools=request.offered_tools)
         if as_written and not self.reasoning:
             return AnswerSplit(None, clock, calls)
         parser = ReasoningParser(self.reasoning, opened_in_prompt(self.reasoning, prompt_text))

@@ -81,9 +81,10 @@ class CallSyntax:
 class ToolCallParser:
     """Feed answer text; get plain text, `ToolCall`s and `MalformedCall`s, in the order written."""
 
-    def __init__(self, syntax: CallSyntax, new_id: Callable[[], str] = new_call_id):
+    def __init__(self, syntax: CallSyntax, new_id: Callable[[], str] = new_call_id, tools: Sequence[Tool] = ()):
         self.syntax = syntax
         self.new_id = new_id
+        self.schemas = _parameter_schemas(tools)  # how each function's bare-text arguments read
         self.markers = syntax.opens + syntax.drops
         self.held = ""  # undecided text: a marker's possible start, or a call not yet complete
         self.in_call = False
@@ -177,6 +178,9 @@ class ToolCallParser:
                 raise Unreadable(f"the arguments of {name.strip()} are not JSON") from None
         if not isinstance(args, dict):
             raise Unreadable(f"the arguments of {name.strip()} are not a JSON object")
+        if any(isinstance(v, BareValue) for v in args.values()):
+            props = self.schemas.get(name.strip(), {})
+            args = {k: typed_value(v, props.get(k)) if isinstance(v, BareValue) else v for k, v in args.items()}
         return ToolCall(str(raw.id) if raw.id else self.new_id(), name.strip(), compact_json(args))
 
     def _text(self, text: str, out: list[Item]) -> None:
@@ -336,13 +340,41 @@ def load_json_values(text: str) -> Any:
     return values[0] if len(values) == 1 else values
 
 
+class BareValue(str):
+    """An argument written as bare text between tags (XML-style formats: Qwen3-Coder, GLM): what
+    it means depends on the parameter's type, so the parser reads it once it knows the function."""
+
+
 def value_or_text(text: str) -> Any:
-    """An argument written as bare text (XML-style formats): its JSON value where it parses as
-    one, else the text itself."""
+    """An argument written as bare text: its JSON value where it parses as one, else the text itself."""
     try:
         return json.loads(text)
     except ValueError:
         return text
+
+
+def typed_value(text: str, schema: Any) -> Any:
+    """A bare argument read as its parameter's schema says, as llama.cpp's XML readers do: text for
+    a string parameter ("007" stays "007", "true" stays "true"), otherwise its JSON value where it
+    parses as one (a number, a boolean, an object…), else the text."""
+    kinds = schema.get("type") if isinstance(schema, dict) else None
+    kinds = [kinds] if isinstance(kinds, str) else kinds if isinstance(kinds, list) else []
+    if "string" in kinds and not {"null", "number", "integer", "boolean", "object", "array"} & set(kinds):
+        return str(text)
+    return value_or_text(str(text))
+
+
+def _parameter_schemas(tools: Sequence[Tool]) -> dict[str, dict[str, Any]]:
+    """Each offered function's parameters' schemas by name (what a bare value is read against)."""
+    out: dict[str, dict[str, Any]] = {}
+    for tool in tools:
+        try:
+            props = json.loads(tool.parameters).get("properties")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(props, dict):
+            out[tool.name] = props
+    return out
 
 
 def json_calls(value: Any, name: str = "name", args: tuple[str, ...] = ("arguments", "parameters"),

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from prefill.engine.message import new_call_id
 from prefill.engine.prompt.tool_calls import (
     GENERIC_CLOSE,
     GENERIC_OPEN,
+    BareValue,
     CallScan,
     CallSyntax,
     RawCall,
@@ -31,8 +32,8 @@ from prefill.engine.prompt.tool_calls import (
     load_json,
     load_json_values,
     skip_space,
-    value_or_text,
 )
+from prefill.engine.request import Tool
 
 
 def _inner(text: str, opener: str, *closers: str) -> str:
@@ -72,7 +73,7 @@ def _qwen3_coder_read(text: str) -> Read:
     body = _inner(text, GENERIC_OPEN, GENERIC_CLOSE)
     calls: Read = []
     for f in _FUNCTION.finditer(body):
-        args = {p.group(1).strip(): value_or_text(_one_newline_trimmed(p.group(2)))
+        args = {p.group(1).strip(): BareValue(_one_newline_trimmed(p.group(2)))
                 for p in _PARAMETER.finditer(f.group(2))}
         calls.append(RawCall(f.group(1).strip(), args))
     if not calls:
@@ -93,7 +94,7 @@ def _glm_read(text: str) -> Read:
     if body.startswith("{"):  # the Hermes form, which GLM sometimes falls back to
         return json_calls(load_json(body))
     head = body.split("<arg_key>", 1)[0]
-    return [RawCall(head.strip(), {k.strip(): value_or_text(v) for k, v in _ARG.findall(body)})]
+    return [RawCall(head.strip(), {k.strip(): BareValue(v) for k, v in _ARG.findall(body)})]
 
 
 GLM_SYNTAX = CallSyntax((GENERIC_OPEN,), closer_end(GENERIC_CLOSE), _glm_read, (GENERIC_CLOSE,))
@@ -421,9 +422,10 @@ class ToolFormat:
     json_call: tuple[str, str] | None
     trigger: str
 
-    def parser(self, new_id: Callable[[], str] = new_call_id) -> ToolCallParser:
-        """A parser for one answer; `new_id` makes the id of a call that carries none."""
-        return ToolCallParser(self.syntax, new_id)
+    def parser(self, new_id: Callable[[], str] = new_call_id, tools: Sequence[Tool] = ()) -> ToolCallParser:
+        """A parser for one answer; `new_id` makes the id of a call that carries none; `tools`: the
+        functions offered (their schemas say how a bare-text argument reads)."""
+        return ToolCallParser(self.syntax, new_id, tools)
 
 
 def _has(*markers: str) -> Callable[[str], bool]:
