@@ -108,7 +108,7 @@ def test_allow_runs_the_tool_and_its_result_shows_folded(open_window, qtbot, cal
     assert past_limit.figures["not_run"]
     assert "tool round" in w.notice.text()
     rounds = w.sidebar.text("tools")  # where the turn's time went, the result's prefill apart
-    assert rounds.startswith("2 rounds · model ") and " s · tools " in rounds, rounds
+    assert rounds.startswith("1 tool round · model ") and " s · tools " in rounds, rounds
     assert "results prefilled: " in rounds, rounds
     row = tool_rows(w)[0]
     qtbot.waitUntil(lambda: w.chat_view.live_widget(row) is not None, timeout=10_000)
@@ -300,3 +300,57 @@ def test_the_tool_rounds_setting_reaches_the_loop(qtbot, tmp_path) -> None:
     s = Settings().with_values({"ui.max_tool_rounds": 3})
     assert s.ui.max_tool_rounds == 3
     assert Settings.from_dict({"ui": {"max_tool_rounds": 99}}).ui.max_tool_rounds == 8  # out of range: the default
+
+
+def test_tools_are_switched_per_chat_and_kept_with_it(open_window, qtbot, caller: Path) -> None:
+    w = open_window(WEATHER)
+    load(qtbot, w, caller)
+    button = w.tools_button
+    qtbot.waitUntil(lambda: button.text() == "Tools: 1", timeout=START_TIMEOUT)
+    menu = button.menu()
+    menu.aboutToShow.emit()  # the menu is built as it opens
+    use, tool = menu.actions()[0], next(a for a in menu.actions() if a.text() == "forecast › weather")
+    assert use.isChecked() and tool.isChecked()
+    use.trigger()  # before the first chat: the choice is that chat's
+    assert button.text() == "Tools: off"
+    with qtbot.waitSignal(w.controller.answer_finished, timeout=ANSWER_TIMEOUT) as done:
+        w.controller.send("What is the weather in Oslo?")
+    assert done.args[0].reason != "tool_calls" and not done.args[0].tool_calls  # no tools offered: no call
+    assert not tool_rows(w) and not w.tool_approval.isVisible()
+    first = w.controller.conversation_id
+
+    with qtbot.waitSignal(w.controller.conversation_opened, timeout=ANSWER_TIMEOUT):
+        w.controller.new_conversation()
+    assert button.text() == "Tools: 1"  # a new chat offers the tools again
+    menu.aboutToShow.emit()
+    next(a for a in menu.actions() if a.text() == "forecast › weather").trigger()  # this chat: without it
+    assert button.text() == "Tools: 0" and w.controller.chat_tools.offer(w.mcp.offered()) == ()
+    second = w.controller.conversation_id
+
+    for cid, text in ((first, "Tools: off"), (second, "Tools: 0")):  # read back from the history file
+        with qtbot.waitSignal(w.controller.conversation_opened, timeout=ANSWER_TIMEOUT):
+            w.controller.open_conversation(cid)
+        assert button.text() == text
+    got: list[dict] = []
+    w.store.call(lambda s: s.history.conversation(second).settings, then=got.append)
+    qtbot.waitUntil(lambda: bool(got), timeout=ANSWER_TIMEOUT)
+    assert got[0]["tools"] == {"enabled": True, "off": [TOOL]}
+
+
+def test_regenerate_runs_the_rounds_again_and_keeps_one_copy(open_window, qtbot, caller: Path) -> None:
+    w = open_window(WEATHER)
+    load(qtbot, w, caller)
+    with qtbot.waitSignal(w.controller.answer_finished, timeout=ANSWER_TIMEOUT):
+        ask(qtbot, w)
+        w.tool_approval.always.click()
+    roles = [r.role for r in w.transcript.rows()]
+    assert roles == ["user", "tool", "tool", "assistant"]
+    first_id = w.transcript.row(1).figures["id"]
+    with qtbot.waitSignal(w.controller.answer_finished, timeout=ANSWER_TIMEOUT):
+        w.controller.regenerate(3)  # the answer's calls go with it and are made again
+    assert [r.role for r in w.transcript.rows()] == roles
+    assert w.transcript.row(1).content == "Sunny in Oslo, 21 °C." and w.transcript.row(1).figures["id"] != first_id
+    with qtbot.waitSignal(w.controller.conversation_opened, timeout=10_000):
+        w.controller.open_conversation(w.controller.conversation_id)
+    assert [r.role for r in w.transcript.rows()] == roles  # one copy in the history file
+    assert w.transcript.row(1).figures["id"] != first_id

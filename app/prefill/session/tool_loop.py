@@ -191,6 +191,11 @@ class LoopFinished:
         return len(self.timings)
 
     @property
+    def tool_rounds(self) -> int:
+        """The rounds whose calls were answered (run or denied): what `max_rounds` bounds."""
+        return len({c.round for c in self.calls if not c.not_run})
+
+    @property
     def model_s(self) -> float:
         return sum(t.model_s for t in self.timings)
 

@@ -21,6 +21,7 @@ from prefill.engine.request import ChatRequest, TemplateOptions, Tool
 from prefill.session.tool_loop import Decision, LoopFinished, ToolCallDone, ToolCallStarted
 from prefill.store import Conversation, MessageRecord
 from prefill.store.app_settings import Settings
+from prefill.ui.chat.chat_tools import ChatTools, stored_chat_tools
 from prefill.ui.chat.sidebar import EngineSidebar
 from prefill.ui.chat.transcript_model import Row, TranscriptModel
 from prefill.ui.shared.engine_worker import EngineWorker
@@ -46,6 +47,7 @@ class ChatController(QObject):
         unsent(str, str): a message the store could not keep (its text goes back to the input box),
             and why, in words.
         options_changed(object): the open conversation's TemplateOptions (thinking, effort).
+        chat_tools_changed(object): the open conversation's ChatTools (which tools it offers).
         tool_asked(object): the model wants to run this ToolCall: ask the person (`answer_tool`).
         tool_settled(): the question is no longer asked (answered, or Stop): hide it.
     """
@@ -58,6 +60,7 @@ class ChatController(QObject):
     answer_finished = Signal(object)
     unsent = Signal(str, str)
     options_changed = Signal(object)
+    chat_tools_changed = Signal(object)
     tool_asked = Signal(object)
     tool_settled = Signal()
 
@@ -68,7 +71,9 @@ class ChatController(QObject):
         self.store, self.worker, self.model, self.sidebar = store, worker, model, sidebar
         self.settings = settings
         self.model_path = model_path
-        self.tools = tools  # the tools to offer in a turn (None: none)
+        self.tools = tools  # the tools the app offers in a turn (None: none)
+        self.chat_tools = ChatTools()  # of those, the ones this conversation offers
+        self._stored_settings: dict[str, Any] = {}  # this conversation's, as last read or written
         self._asked = 0  # the serial of the tool question shown now (0: none)
         self._tool_rows: dict[str, int] = {}  # a running call's id: its transcript row
         self._turn_calls: list[dict[str, Any]] = []  # this turn's calls, kept with its answer
@@ -114,6 +119,8 @@ class ChatController(QObject):
                 self.worker.approvals.forget()  # "always allow" holds for the chat it was said in
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
             self._set_options(_stored_options(conv.settings))
+            self._stored_settings = dict(conv.settings) if isinstance(conv.settings, Mapping) else {}
+            self._set_chat_tools(stored_chat_tools(conv.settings))
             self.model.set_rows(rows)
             if tail is None or len(rows) < tail:
                 complete()
@@ -149,12 +156,16 @@ class ChatController(QObject):
                          error: Callable[[Exception], None] | None = None) -> None:
         if self.busy:
             return
+        fresh = self.conversation_id is not None  # else the switches chosen before the first chat carry over
 
         def made(conv: Conversation) -> None:
             self.worker.approvals.forget()
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
             self._opening += 1  # what an earlier open still had to read is not for this chat
             self._complete = True
+            self._stored_settings = {}
+            if fresh:
+                self._set_chat_tools(ChatTools())
             self.model.set_rows([])
             self.worker.resume(self.messages())
             self.conversations_changed.emit()
@@ -177,6 +188,19 @@ class ChatController(QObject):
         if options != self.options:
             self.options = options
             self.options_changed.emit(options)
+
+    def set_chat_tools(self, chat: ChatTools) -> None:
+        """Which tools this conversation offers; kept with it at once."""
+        self._set_chat_tools(chat)
+        if self.conversation_id is not None:
+            self._stored_settings = {**self._stored_settings, "tools": chat.as_dict()}
+            self.store.call(lambda s, cid=self.conversation_id, kept=self._stored_settings:
+                            s.history.set_conversation_settings(cid, kept))
+
+    def _set_chat_tools(self, chat: ChatTools) -> None:
+        if chat != self.chat_tools:
+            self.chat_tools = chat
+            self.chat_tools_changed.emit(chat)
 
     def messages(self, extra_user: str | None = None) -> list[Message]:
         """The conversation as the engine takes it (notices left out; thinking kept apart); an answer's
@@ -239,7 +263,9 @@ class ChatController(QObject):
         s = self.settings()
         used = {"model": {k: v for k, v in s.to_dict()["model"].items() if k != "last_model_path"},
                 "sampling": s.to_dict()["sampling"],
-                "template": {"think": self.options.think, "reasoning_effort": self.options.reasoning_effort}}
+                "template": {"think": self.options.think, "reasoning_effort": self.options.reasoning_effort},
+                "tools": self.chat_tools.as_dict()}
+        self._stored_settings = used
         self.store.record_model(self.conversation_id, self.model_path(), used)
         self.store.begin_answer(self.conversation_id, then=started)
         self.sidebar.begin_answer()
@@ -247,7 +273,7 @@ class ChatController(QObject):
         self.worker.cancel.clear()
         self._last_save = time.monotonic()
         self._tool_rows, self._turn_calls = {}, []
-        tools = self.tools() if self.tools is not None else ()
+        tools = self.chat_tools.offer(self.tools()) if self.tools is not None else ()
         self.worker.generate(request, ChatRequest(tuple(messages), s.sampling, s.model.overflow(), self.options,
                                                   tools=tools))
         self._timer.start()

@@ -7,6 +7,9 @@ and kept by the store in a file only its owner can read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -23,6 +26,10 @@ from prefill.store.endpoints import SavedEndpoint
 from prefill.ui.shared.plain_text import plain_label
 from prefill.ui.shared.pool_jobs import PoolJobs
 from prefill.ui.shared.remote_messages import remote_error_text
+
+if TYPE_CHECKING:
+    from prefill.ui.models.picker import ModelPicker
+    from prefill.ui.shared.store_worker import StoreProxy, Stores
 
 
 def list_models(url: str, key: str) -> list[str]:
@@ -144,3 +151,34 @@ class EndpointDialog(QDialog):
     def done(self, result: int) -> None:
         self._jobs.close(0)  # a listing still running is left to finish; its answer is dropped
         super().done(result)
+
+
+def edit_endpoint(parent: QWidget, existing: SavedEndpoint | None, picker: ModelPicker, store: StoreProxy,
+                  use: Callable[[SavedEndpoint], None]) -> None:
+    """Add an endpoint (or edit or remove `existing`) with the dialog; the store keeps it (off the GUI
+    thread), the picker lists the result, and a saved endpoint is handed to `use` (connect to it)."""
+    dialog = EndpointDialog(picker.endpoint_names(), parent, existing)
+    result = dialog.exec()
+    if not result:
+        return
+    old = existing.name if existing else ""
+    if result == REMOVED:
+        def remove(s: Stores) -> list[SavedEndpoint]:
+            s.endpoints.remove(old)
+            return s.endpoints.load()
+
+        store.call(remove, then=picker.set_endpoints)
+        return
+    endpoint = dialog.endpoint()
+
+    def saved(endpoints: list[SavedEndpoint]) -> None:
+        picker.set_endpoints(endpoints)
+        use(endpoint)
+
+    def put(s: Stores) -> list[SavedEndpoint]:
+        if old and old != endpoint.name:
+            s.endpoints.remove(old)  # renamed
+        s.endpoints.put(endpoint)
+        return s.endpoints.load()
+
+    store.call(put, then=saved)
