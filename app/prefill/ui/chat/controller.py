@@ -192,10 +192,10 @@ class ChatController(QObject):
     def set_chat_tools(self, chat: ChatTools) -> None:
         """Which tools this conversation offers; kept with it at once."""
         self._set_chat_tools(chat)
-        if self.conversation_id is not None:
-            self._stored_settings = {**self._stored_settings, "tools": chat.as_dict()}
-            self.store.call(lambda s, cid=self.conversation_id, kept=self._stored_settings:
-                            s.history.set_conversation_settings(cid, kept))
+        cid = self.conversation_id
+        if cid is not None:
+            kept = self._stored_settings = {**self._stored_settings, "tools": chat.as_dict()}
+            self.store.call(lambda s: s.history.set_conversation_settings(cid, kept))
 
     def _set_chat_tools(self, chat: ChatTools) -> None:
         if chat != self.chat_tools:
