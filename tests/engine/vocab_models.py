@@ -9,6 +9,22 @@ once into a cache and unpacks only those files.
 weights are zero, so each token's embedding alone decides the next token: an output layer
 that maps each token of a chosen text to its successor makes llama.cpp generate exactly
 that text, through the real template and tokenizer, at any temperature.
+
+With `after_result`, one token (the branch) has a second successor, taken once a marker token
+(one only a tool's result holds) is anywhere in the context, so a model can call a tool, then
+answer from its result. The residual stream stays one-hot (state k at dimension k, the marker at
+dimension MARKER), and the one layer adds two things:
+
+* attention, head 0 only: every state's query and the marker's key sit on the head's last
+  dimension, whose rope pair turns slowest (10000^-0.875 ≈ 3e-4 rad a position), so the marker
+  scores ~64 after the 1/sqrt(16) scale from any position and every other key 0; only the
+  marker has a value, which attn_output writes to FLAG as 1. With no marker in the context
+  each value is 0, so the attention adds exactly nothing.
+* the feed-forward: silu(gate) * up with the gate reading FLAG (silu(8.5) ≈ 8.5) and up reading
+  the branch's dimension, so it is nonzero only for the branch token after a marker; ffn_down
+  writes it (~48) to BRANCHED, the dimension the output row of the second successor reads.
+  After the output norm of e_branch + e_FLAG + 48 e_BRANCHED, the second successor's logit is
+  ~320 and the first's ~7.
 """
 
 from __future__ import annotations
@@ -34,6 +50,11 @@ THINKING_TEMPLATE = (
 CACHE = Path(os.environ.get("PREFILL_TEST_CACHE", Path.home() / ".cache" / "prefill-tests"))
 N_EMBD = 64
 LOGIT_SCALE = 40.0  # rms-normed one-hot embeddings are sqrt(N_EMBD): logits of ~320 against 0
+# Residual dimensions of the branch (see the module's docstring), above the scripted states'
+MARKER, FLAG, BRANCHED = N_EMBD - 1, N_EMBD - 2, N_EMBD - 3
+HEAD_DIM = N_EMBD // 4
+QK = 2.0  # query and key weights: (8 * QK)^2 / sqrt(HEAD_DIM) = 64, the marker's attention score
+GATE = 1.5  # the flag's gate weight: rms-normed e_branch + e_FLAG is 5.66 each, and 5.66 * 1.5 = 8.5
 
 
 def vocab_dir() -> Path:
@@ -176,18 +197,31 @@ def _write_gguf(path: Path, kvs: list[bytes], tensors: list[tuple[str, np.ndarra
 
 def write_scripted(
     path: Path, vocab_path: Path, chain: Sequence[int], template: str | None = None, keep_template: bool = True,
+    after_result: tuple[int, Sequence[int]] | None = None,
 ) -> Path:
     """A llama model with `vocab_path`'s tokenizer that, after token chain[0], writes chain[1:].
 
     `chain` is the prompt's last token, then the answer's tokens, then the end-of-turn token.
     Each token must always have the same successor. `template`: a chat template to carry
-    (None: the vocabulary file's own if `keep_template`, else none).
+    (None: the vocabulary file's own if `keep_template`, else none). `after_result`: (marker,
+    chain_after): where the marker token is in the context, the branch token chain_after[0] (a
+    token of `chain`) is followed by chain_after[1:] instead (see the module's docstring).
     """
     successor: dict[int, int] = {}
-    for a, b in zip(chain, chain[1:]):
-        assert successor.setdefault(a, b) == b, f"token {a} is followed by both {successor[a]} and {b}"
-    states = list(dict.fromkeys(chain[:-1]))
-    assert len(states) <= N_EMBD, f"a script of {len(states)} distinct tokens needs a wider model"
+
+    def link(seq: Sequence[int]) -> None:
+        for a, b in zip(seq, seq[1:]):
+            assert successor.setdefault(a, b) == b, f"token {a} is followed by both {successor[a]} and {b}"
+
+    link(chain)
+    after: Sequence[int] = ()
+    if after_result is not None:
+        marker, after = after_result
+        assert after[0] in successor, "the branch token must be one of the script's"
+        assert after[0] not in after[1:] and marker not in (*chain, *after), "the branch and the marker stand apart"
+        link(after[1:])
+    states = list(dict.fromkeys([*chain[:-1], *after[:-1]]))
+    assert len(states) <= BRANCHED, f"a script of {len(states)} distinct tokens needs a wider model"
     tok_kvs, n_vocab = _tokenizer_kvs(vocab_path)
     own = tok_kvs.pop("tokenizer.chat_template", None)
     name = tok_kvs.pop("general.name", _kv("general.name", _STRING, _string("prefill-scripted")))
@@ -197,7 +231,7 @@ def write_scripted(
         *(_kv(f"llama.{k}", _U32, struct.pack("<I", v)) for k, v in (
             ("context_length", 4096), ("embedding_length", N_EMBD), ("block_count", 1),
             ("feed_forward_length", N_EMBD), ("attention.head_count", 4), ("attention.head_count_kv", 4),
-            ("rope.dimension_count", N_EMBD // 4))),
+            ("rope.dimension_count", HEAD_DIM))),
         _kv("llama.attention.layer_norm_rms_epsilon", _F32, struct.pack("<f", 1e-5)),
         _kv("general.file_type", _U32, struct.pack("<I", 1)),
         *tok_kvs.values(),
@@ -211,12 +245,24 @@ def write_scripted(
     for k, tok in enumerate(states):
         embd[tok, k] = 1.0
         out[successor[tok], k] = LOGIT_SCALE
-    zeros = np.zeros((N_EMBD, N_EMBD), dtype=np.float16)
+    layer = {n: np.zeros((N_EMBD, N_EMBD), dtype=np.float16)  # [out, in], as every weight here
+             for n in ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")}
+    if after_result is not None:
+        # Head 0's last dimension: the slowest rope pair both in llama.cpp's normal and NeoX layouts
+        embd[marker, MARKER] = 1.0
+        layer["attn_q"][HEAD_DIM - 1, : len(states)] = QK
+        layer["attn_k"][HEAD_DIM - 1, MARKER] = QK
+        layer["attn_v"][0, MARKER] = 1 / 8  # the rms-normed marker is 8 e_MARKER: a value of 1
+        layer["attn_output"][FLAG, 0] = 1.0
+        layer["ffn_gate"][0, FLAG] = GATE
+        layer["ffn_up"][0, states.index(after[0])] = 1.0
+        layer["ffn_down"][BRANCHED, 0] = 1.0
+        out[after[1], BRANCHED] = LOGIT_SCALE
     ones = np.ones(N_EMBD, dtype=np.float32)
-    tensors = [("token_embd.weight", embd), ("output_norm.weight", ones), ("output.weight", out),
-               ("blk.0.attn_norm.weight", ones), ("blk.0.ffn_norm.weight", ones)]
-    tensors += [(f"blk.0.{n}.weight", zeros) for n in
-                ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")]
+    tensors: list[tuple[str, np.ndarray]] = [
+        ("token_embd.weight", embd), ("output_norm.weight", ones), ("output.weight", out),
+        ("blk.0.attn_norm.weight", ones), ("blk.0.ffn_norm.weight", ones)]
+    tensors += [(f"blk.0.{n}.weight", w) for n, w in layer.items()]
     _write_gguf(path, kvs, tensors)
     return path
 
@@ -254,16 +300,41 @@ CALL_PIECES = ("<", "tool", "_call", '>{"', "name", '":"', "weather", '","', "ar
                "Os", "lo", '"}}', "</", "t", "ool", "_c", "all", ">")
 
 
+def _call_chain(v: Vocab, name: tuple[str, ...]) -> list[int]:
+    """The generation prompt's last token, the pieces of weather(city="Oslo") named `name`, <|im_end|>."""
+    i = CALL_PIECES.index("weather")
+    pieces = (*CALL_PIECES[:i], *name, *CALL_PIECES[i + 1 :])
+    return [v.tokenize("<|im_start|>assistant\n")[-1], *(v.token(p) for p in pieces), v.token("<|im_end|>")]
+
+
 def write_caller(path: Path, name: tuple[str, ...] = ("weather",)) -> Path:
     """A model (Qwen2's tokenizer, TOOLS_TEMPLATE) that answers every turn with one call:
     weather(city="Oslo") (the function named by the pieces of `name`, e.g. ("forecast", "__", "weather")
     as an MCP hub names it), written in the Hermes form."""
     vocabs = vocab_dir()
     v = Vocab(vocabs / "ggml-vocab-qwen2.gguf")
-    i = CALL_PIECES.index("weather")
-    pieces = (*CALL_PIECES[:i], *name, *CALL_PIECES[i + 1 :])
     try:
-        chain = [v.tokenize("<|im_start|>assistant\n")[-1], *(v.token(p) for p in pieces), v.token("<|im_end|>")]
+        chain = _call_chain(v, name)
     finally:
         v.close()
     return write_scripted(path, vocabs / "ggml-vocab-qwen2.gguf", chain, TOOLS_TEMPLATE)
+
+
+def write_round_tripper(path: Path, name: tuple[str, ...] = ("weather",), marker: str = "Sunny",
+                        answer: str = "It is sunny in Oslo.") -> Path:
+    """`write_caller`'s model, except that once a tool's result holding `marker` ("Sunny, 21 °C") is in
+    the conversation, it answers `answer` in plain text instead of calling, so a tool round trip ends
+    by itself. A result without the marker gets the call again. The marker's last token is the one
+    attended to ("unny" of "S", "unny"; " sunny" is another token), so the rest of the prompt must
+    not hold it."""
+    vocabs = vocab_dir()
+    v = Vocab(vocabs / "ggml-vocab-qwen2.gguf")
+    try:
+        chain = _call_chain(v, name)
+        after = [chain[0], *v.tokenize(answer, special=False), chain[-1]]
+        shared = set(after[1:-1]) & set(chain)
+        assert not shared, f"{answer!r} shares tokens with the call: {shared}"
+        mark = v.tokenize(marker, special=False)[-1]
+    finally:
+        v.close()
+    return write_scripted(path, vocabs / "ggml-vocab-qwen2.gguf", chain, TOOLS_TEMPLATE, after_result=(mark, after))
