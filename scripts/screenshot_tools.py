@@ -1,10 +1,10 @@
 """Screenshots of tools in the window under Xvfb: the question before a call runs, the call's
-folded row once the turn ended, and the Tools dialog (one server ready, one failed).
+folded row once the turn ended, the chat's Tools menu, and the Tools dialog (one server ready, one failed).
 
 The model is the scripted caller of tests/engine/vocab_models.py (Qwen2's real tokenizer): it
 answers every turn with forecast__weather(city="Oslo"); the tool is served by the SDK server
-tests/commands/weather_mcp_server.py. Saves <out>/tool-approval.png, tool-round-folded.png and
-tools-dialog.png. Needs Xvfb.
+tests/commands/weather_mcp_server.py. Saves <out>/tool-approval.png, tool-round-folded.png,
+tools-menu.png and tools-dialog.png. Needs Xvfb.
 
     python scripts/screenshot_tools.py [--out packaging/screenshots]
 """
@@ -66,7 +66,13 @@ def inside(out: Path, model: str, config: str) -> int:
         QTimer.singleShot(300, lambda: (shoot("tool-approval.png"), w.tool_approval.allow_once.click()))
 
     def answered(_f: object) -> None:
-        QTimer.singleShot(400, lambda: (shoot("tool-round-folded.png"), dialog()))
+        QTimer.singleShot(400, lambda: (shoot("tool-round-folded.png"), chat_menu()))
+
+    def chat_menu() -> None:
+        menu = w.tools_button.menu()
+        # showMenu runs the menu's own event loop: shoot from inside it, then close it
+        QTimer.singleShot(400, lambda: (shoot("tools-menu.png"), menu.close(), QTimer.singleShot(0, dialog)))
+        w.tools_button.showMenu()
 
     def dialog() -> None:
         w.open_tools()
@@ -83,7 +89,7 @@ def inside(out: Path, model: str, config: str) -> int:
     mcp.start_all()
     QTimer.singleShot(300, lambda: w.load_model(model))
     shots.run(120_000)
-    return 0 if len(shots.saved) == 3 else 1
+    return 0 if len(shots.saved) == 4 else 1
 
 
 if __name__ == "__main__":
