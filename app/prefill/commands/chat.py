@@ -7,6 +7,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prefill.commands.chat_repl import (
@@ -156,7 +157,10 @@ def _deny(_call: ToolCall) -> Decision:
 
 
 def _speculate(session: ChatSession, mode: str) -> ChatEngine | None:
-    """Set a local engine's speculative mode; the engine when it was asked for and applies."""
+    """Set a local engine's speculative mode (off, ngram, or a draft model's path, loaded here);
+    the engine when it was asked for and applies. A refused draft model is one line, and the chat
+    goes on without it."""
+    from prefill.engine.errors import DraftModelError
     from prefill.engine.local.chat_engine import ChatEngine
 
     if mode == "off":
@@ -164,6 +168,13 @@ def _speculate(session: ChatSession, mode: str) -> ChatEngine | None:
     if not isinstance(session.backend, ChatEngine):
         print("prefill: --speculative applies to a local model only: it is off", file=sys.stderr)
         return None
+    if mode != "ngram":
+        try:
+            session.backend.use_draft_model(Path(mode).expanduser())
+        except DraftModelError as e:
+            print(f"prefill: {e}; speculative decoding is off", file=sys.stderr)
+            return None
+        mode = "draft"
     session.backend.speculative = mode
     return session.backend
 

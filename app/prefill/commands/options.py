@@ -80,10 +80,20 @@ def add_sampling_options(p: argparse.ArgumentParser) -> None:
         _add(p, option, section, name)
 
 
+def speculative_mode(value: str) -> str:
+    """--speculative's value: off, ngram, or the path of a draft model (a .gguf file)."""
+    if value in SPECULATIVE_MODES and value != "draft":
+        return value
+    if value.lower().endswith(".gguf") or Path(value).expanduser().exists():
+        return value
+    raise argparse.ArgumentTypeError(f"expected off, ngram or a draft model's .gguf file, not {value!r}")
+
+
 def add_speculative_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--speculative", choices=SPECULATIVE_MODES, default="off",
-                   help="ngram: draft tokens from the text itself and check them in one step; for greedy "
-                        "sampling with flash attention (--temperature 0 --repeat-penalty 1 --flash-attn); "
+    p.add_argument("--speculative", type=speculative_mode, default="off", metavar="off|ngram|PATH.gguf",
+                   help="ngram: draft tokens from the text itself and check them in one step; PATH.gguf: draft "
+                        "them with that small model (same tokenizer as --model); for greedy sampling with flash "
+                        "attention (--temperature 0 --repeat-penalty 1 --flash-attn), the answer unchanged; "
                         "off: one token per step (default: off)")
 
 

@@ -59,3 +59,8 @@ class InvalidSetting(EngineError, ValueError):
 class GrammarError(EngineError):
     """A response format's schema, a tool's parameters or a grammar could not be made into a
     grammar llama.cpp takes; the message says which part and why."""
+
+
+class DraftModelError(ModelLoadError):
+    """A draft model for speculative decoding was refused: its file could not be loaded, or its
+    vocabulary is not the main model's (the message says what differs)."""

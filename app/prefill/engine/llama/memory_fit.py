@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 
@@ -62,6 +62,7 @@ class FitEstimate:
     ram_needed: int
     vram_free: int
     ram_available: int
+    draft: int = 0  # of `total`, what a draft model loaded beside it takes (`with_draft`)
 
     @property
     def total(self) -> int:
@@ -171,6 +172,47 @@ def _shape(hs: Sequence[GGUFHeader], kv_type: str = "f16") -> _Shape:
     )
 
 
+def with_draft(
+    headers: GGUFHeader | Sequence[GGUFHeader],
+    draft_headers: GGUFHeader | Sequence[GGUFHeader],
+    n_ctx: int,
+    memory: MachineMemory,
+    kv_type: str = "f16",
+    n_ubatch: int = 512,
+    flash_attn: bool = False,
+) -> FitEstimate:
+    """How a model fits `memory` with a draft model (speculative decoding) loaded beside it.
+
+    The draft model gets the same context and offload settings; it is small, so it is placed first
+    and the main model is fitted into what it leaves. The result is the main model's verdict and
+    layers, with the draft's weights, KV cache and compute buffers added to every byte count
+    (`draft` says how much of `total` is the draft's); a draft that does not fit alone: WONT_FIT.
+    """
+    d = estimate_fit(draft_headers, n_ctx, memory, kv_type, n_ubatch, flash_attn)
+    left = MachineMemory(
+        memory.ram_total, max(0, memory.ram_available - d.ram_needed),
+        tuple(replace(g, free=max(0, g.free - d.vram_needed)) if i == 0 else g for i, g in enumerate(memory.gpus)),
+    )
+    m = estimate_fit(headers, n_ctx, left, kv_type, n_ubatch, flash_attn)
+    return replace(
+        m, fit=Fit.WONT_FIT if d.fit == Fit.WONT_FIT else m.fit, weights=m.weights + d.weights,
+        kv_cache=m.kv_cache + d.kv_cache, compute=m.compute + d.compute, vram_needed=m.vram_needed + d.vram_needed,
+        ram_needed=m.ram_needed + d.ram_needed, vram_free=memory.vram_free, ram_available=memory.ram_available,
+        draft=d.total,
+    )
+
+
+def estimate_local_with_draft(
+    path: str | Path, draft_path: str | Path, n_ctx: int, kv_type: str, memory: MachineMemory,
+) -> FitEstimate:
+    """`with_draft` for a model and a draft model on disk (reads their headers)."""
+    def parts(p: str | Path) -> list[GGUFHeader]:
+        first = read_header(p)
+        return [first, *(read_header(x) for x in split_paths(p, first)[1:])]
+
+    return with_draft(parts(path), parts(draft_path), n_ctx, memory, kv_type)
+
+
 # --- a model on disk, and its estimate against what a load used ------------------------------
 def estimate_local(path: str | Path, n_ctx: int, kv_type: str, memory: MachineMemory) -> FitEstimate:
     """The fit estimate of a model on disk, every part of a split set read (reads headers)."""
@@ -183,7 +225,8 @@ def fit_breakdown(e: FitEstimate) -> str:
     return (f"weights {format_bytes(e.weights)}\n"
             f"KV cache {format_bytes(e.kv_cache)} at {e.n_ctx} tokens\n"
             f"compute buffers {format_bytes(e.compute)}\nGPU layers {e.gpu_layers} of {e.n_layer}\n"
-            f"free: VRAM {format_bytes(e.vram_free)}, RAM {format_bytes(e.ram_available)}")
+            f"free: VRAM {format_bytes(e.vram_free)}, RAM {format_bytes(e.ram_available)}"
+            + (f"\nof which the draft model {format_bytes(e.draft)}" if e.draft else ""))
 
 
 def fit_vs_actual(estimate: FitEstimate, model_bytes: int, kv_bytes_total: int, verdict: bool = True) -> str:

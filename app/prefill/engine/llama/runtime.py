@@ -265,6 +265,15 @@ class LlamaRuntime:
     def add_bos(self) -> bool:
         return bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
 
+    @property
+    def add_eos(self) -> bool:
+        return bool(llama_cpp.llama_vocab_get_add_eos(self.vocab))
+
+    @property
+    def vocab_type(self) -> int:
+        """llama.cpp's kind of tokenizer (`llama_vocab_type`: 1 SentencePiece, 2 byte-level BPE, 3 WordPiece…)."""
+        return int(llama_cpp.llama_vocab_type(self.vocab))
+
     # --- the KV cache ------------------------------------------------------------
     def kv_cells_used(self) -> int:
         """Cells of sequence 0 in the cache, as llama.cpp reports them."""
@@ -348,6 +357,15 @@ class LlamaRuntime:
         row_copy = row.copy()
         row_copy[best] = -np.inf
         return best, lead - float(row_copy.max())
+
+    def top_prob(self) -> tuple[int, float]:
+        """The likeliest token after the last one decoded and its probability (softmax of the raw
+        logits): a draft model's guess and how sure it is of it."""
+        if not self._has_logits:
+            raise EngineError("nothing was decoded to read logits from")
+        row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ctx, -1), shape=(self.n_vocab,))
+        best = int(row.argmax())
+        return best, 1.0 / float(np.exp(row - row[best]).sum())
 
     def kv_drop_from(self, pos: int) -> bool:
         """Drop sequence 0's cells from `pos` on, and nothing else (the tail of a rejected draft).

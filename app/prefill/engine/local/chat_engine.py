@@ -26,7 +26,9 @@ from prefill.engine.llama.kv_sizes import kv_bytes_per_cell
 from prefill.engine.llama.offload import DeviceReport, device_report, resolve_gpu_layers
 from prefill.engine.llama.runtime import LlamaRuntime
 from prefill.engine.local import kv_resume, speculative
+from prefill.engine.local.draft_model import DraftModel
 from prefill.engine.local.kv_disk import KvDiskCache, SaveResult
+from prefill.engine.local.ngram_draft import DRAFT_MAX, DraftLength, NgramIndex
 from prefill.engine.message import Message
 from prefill.engine.metrics import RequestClock
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
@@ -64,10 +66,13 @@ class ChatEngine:
         self._prepared: tuple[tuple[object, ...], tuple[str, list[int], int, str]] | None = None
         self._busy = threading.Lock()
         self._restored: tuple[int, float] | None = None  # tokens and ms of a restore the next prefill reports
-        # "ngram": greedy answers are decoded speculatively (drafts from the text itself; see
-        # local/speculative.py); "off": one token per step.
+        # "ngram": greedy answers are decoded speculatively with drafts from the text itself, "draft":
+        # with drafts from the draft model (`use_draft_model`; see local/speculative.py); "off": one
+        # token per step.
         self.speculative = "off"
+        self.draft_max = DRAFT_MAX  # the longest draft checked in one step (the adaptive length's cap)
         self.speculation_note = ""  # why the last answer was not decoded speculatively when asked to be
+        self.draft_model: DraftModel | None = None
 
     @classmethod
     def load(
@@ -87,7 +92,26 @@ class ChatEngine:
         return cls(p, header, runtime, device_report(settings.n_gpu_layers, runtime.offload, layers))
 
     def close(self) -> None:
+        self.use_draft_model(None)
         self.runtime.close()
+
+    # --- the draft model --------------------------------------------------------------
+    def use_draft_model(self, path: str | Path | None) -> None:
+        """Load the draft model `speculative = "draft"` drafts with (None: unload it). It gets this
+        model's context size and offload settings; the one it replaces stays when it is refused.
+
+        Raises:
+            DraftModelError: the file cannot be loaded, or its vocabulary is not this model's.
+        """
+        new = DraftModel.load(path, self.runtime) if path is not None else None
+        if self.draft_model is not None:
+            self.draft_model.close()
+        self.draft_model = new
+
+    @property
+    def draft_memory_bytes(self) -> int:
+        """The loaded draft model's weights and KV cache (0 without one): memory beside this model's."""
+        return self.draft_model.memory_bytes if self.draft_model is not None else 0
 
     # --- state ----------------------------------------------------------------------
     @property
@@ -284,13 +308,13 @@ class ChatEngine:
         next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
         reason = "length"
         hit = False
-        asked = self.speculative == "ngram"
-        self.speculation_note = speculative.why_not(rt, sampling, constraint) if asked else ""
-        drafts = speculative.DraftStats() if asked and not self.speculation_note else None
+        source = self._draft_source(sampling, constraint, cancel)
+        drafts = speculative.DraftStats() if source is not None else None
         try:
-            if drafts is not None:
+            if source is not None and drafts is not None:
                 done = yield from speculative.decode_speculative(
-                    rt, answer, split, clock, sampling, tokens, raw, cancel, self.bytes_per_cell, drafts
+                    rt, answer, split, clock, sampling, tokens, raw, cancel, self.bytes_per_cell, drafts,
+                    source, DraftLength(most=self.draft_max),
                 )
                 reason, hit, n_answer = done.reason, done.hit, done.n_answer
             while drafts is None and n_answer < sampling.max_tokens:
@@ -325,6 +349,24 @@ class ChatEngine:
         self._segments.append(_Segment(cached_text, tuple(tokens[len(tokens) - len(raw) :])))
         metrics = clock.snapshot(rt.kv_cells_used(), n_ctx, self.bytes_per_cell, reason)
         yield split.finished(reason, drafts.on(metrics) if drafts is not None else metrics)
+
+    def _draft_source(
+        self, sampling: SamplingSettings, constraint: Constraint | None, cancel: threading.Event | None,
+    ) -> speculative.DraftSource | None:
+        """This answer's drafts, as `speculative` asks; None (and the reason in `speculation_note`)
+        when it decodes one token per step."""
+        mode = self.speculative
+        note = ""
+        if mode == "draft" and self.draft_model is None:
+            note = "no draft model is loaded: speculative decoding is off"
+        elif mode in ("ngram", "draft"):
+            note = speculative.why_not(self.runtime, sampling, constraint)
+        self.speculation_note = note
+        if note or mode not in ("ngram", "draft"):
+            return None
+        if self.draft_model is not None and mode == "draft":
+            return self.draft_model.begin(self._tokens, cancel)
+        return NgramIndex(self._tokens)
 
     def _sync_segments(self) -> None:
         """After a cancelled prefill the cache holds part of the last segment: forget its text."""

@@ -5,7 +5,8 @@ index here maps every n-gram of the history (prompt and answer so far) to where 
 occurrence ended; the draft is what followed that occurrence. Adding a token updates the index in
 O(1), and a lookup is O(1) too, so drafting costs the same at token 10 and at token 10,000.
 
-`DraftLength` adapts how many tokens are proposed: longer after a draft was taken whole, shorter
+`DraftLength` adapts how many tokens are proposed (by either draft source, this one or a draft
+model): longer after a draft was taken whole, shorter
 after a rejection, and none for a while after repeated misses, so text with nothing to copy pays
 almost nothing for it.
 """

@@ -1,9 +1,10 @@
-"""Speculative decoding with drafts from the text itself, checked greedily in one decode.
+"""Speculative decoding: drafts of the next tokens, checked greedily in one decode.
 
 When sampling is greedy (temperature 0), the answer is the model's argmax at every step, so a
-guess of the next few tokens can be checked all at once: the guess (an `NgramIndex` draft: what
-followed the last occurrence of the latest n-gram in the prompt or the answer) is decoded after
-the current token in ONE `llama_decode` that keeps the logits of every position (`decode_all`);
+guess of the next few tokens can be checked all at once: the guess comes from a `DraftSource` (an
+`NgramIndex`: what followed the last occurrence of the latest n-gram in the prompt or the answer,
+see ngram_draft.py; or a `DraftModel`: a small model with the same vocabulary, see draft_model.py)
+and is decoded after the current token in ONE `llama_decode` that keeps the logits of every position (`decode_all`);
 the draft is taken up to the first position whose argmax differs from it, and that argmax is the
 next token. Rejected positions leave the KV cache (`kv_drop_from`) before anything else is decoded.
 
@@ -16,10 +17,13 @@ kernels differ slightly all the same (GPU), a position whose two likeliest token
 the same `AnswerDecoder` (UTF-8, stop strings) and the same checks (end of generation, max_tokens,
 cancel, context) one by one, so a rejected draft never reaches the text.
 
-Off, with the reason in `why_not`, unless sampling is greedy (temperature 0) with neutral
-penalties (repeat penalty 1: a penalty changes the argmax by what was accepted, which raw logits do
-not show), flash attention is on (above), the answer has no grammar (it judges tokens outside the chain), and
-the cache can drop a tail (not recurrent or hybrid memory, no sliding window that a draft could push cells out of).
+The check is greedy verification, not the acceptance rule of speculative sampling: the text is
+exactly what plain greedy decoding writes, whatever the drafts were, and a draft that was not the
+argmax is never taken. Hence speculation is off, with the reason in `why_not`, unless sampling is
+greedy (temperature 0) with neutral penalties (repeat penalty 1: a penalty changes the argmax by
+what was accepted, which raw logits do not show), flash attention is on (above), the answer has no
+grammar (it judges tokens outside the chain), and the cache can drop a tail (not recurrent or hybrid
+memory, no sliding window that a draft could push cells out of).
 """
 
 from __future__ import annotations
@@ -28,29 +32,41 @@ import threading
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from prefill.engine.chat_backend import Event
 from prefill.engine.errors import EngineError
 from prefill.engine.events import MetricsSnapshot
 from prefill.engine.llama.runtime import LlamaRuntime
-from prefill.engine.local.ngram_draft import DraftLength, NgramIndex
+from prefill.engine.local.ngram_draft import DraftLength
 from prefill.engine.metrics import RequestClock
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
 from prefill.engine.prompt.answer_split import AnswerSplit
 from prefill.engine.prompt.grammar import Constraint
 from prefill.engine.settings import SamplingSettings, ServeSampling
 
-SPECULATIVE_MODES = ("off", "ngram")
+SPECULATIVE_MODES = ("off", "ngram", "draft")  # "draft": a draft model (ChatEngine.use_draft_model)
 SNAPSHOT_EVERY_S = 0.25
 # A pick whose lead over the runner-up is smaller than this is made the plain way, in case the
 # batched kernels round differently from the one-token ones (identical on the CPU with flash attention).
 NEAR_TIE = 1.0
 
 
+class DraftSource(Protocol):
+    """Where drafts come from, for one answer: told each token the answer takes, asked for guesses."""
+
+    def append(self, token: int) -> None:
+        """The model took `token` (the text's next token)."""
+
+    def draft(self, limit: int) -> list[int]:
+        """Up to `limit` tokens that may follow the text so far ([] for none)."""
+
+
 def why_not(runtime: LlamaRuntime, sampling: SamplingSettings, constraint: Constraint | None) -> str:
-    """Why n-gram speculation cannot run for this answer; "" when it can."""
+    """Why speculation cannot run for this answer; "" when it can."""
     if sampling.temperature > 0:
-        return "speculative decoding runs with greedy sampling only (temperature 0)"
+        return ("speculative decoding runs with greedy sampling only (temperature 0): drafts are checked "
+                "against the model's likeliest token, so a sampled answer is decoded one token per step")
     if sampling.repeat_penalty != 1.0 or (isinstance(sampling, ServeSampling) and (
             sampling.frequency_penalty or sampling.presence_penalty or sampling.ignore_eos)):
         return "speculative decoding runs without penalties only (repeat penalty 1)"
@@ -85,16 +101,15 @@ class Outcome:
 def decode_speculative(
     rt: LlamaRuntime, answer: AnswerDecoder, split: AnswerSplit, clock: RequestClock, sampling: SamplingSettings,
     tokens: list[int], raw: list[bytes], cancel: threading.Event | None, bytes_per_cell: int,
-    stats: DraftStats,
+    stats: DraftStats, source: DraftSource, length: DraftLength,
 ) -> Generator[Event, None, Outcome]:
-    """The plain decode loop's steps, with greedy drafts checked in one decode each.
+    """The plain decode loop's steps, with greedy drafts from `source` checked in one decode each.
 
-    `tokens` is what the KV cache holds (the prompt so far) and grows by each answer token that
-    enters it, as `raw` by its bytes; on return the cache holds exactly `tokens`.
+    `tokens` is what the KV cache holds (the prompt so far, which `source` has been given) and grows
+    by each answer token that enters it, as `raw` by its bytes; on return the cache holds exactly
+    `tokens`. `length` says how long a draft to ask for.
     """
     sampler, feed, eog, n_ctx, times = answer.sampler, answer.feed, rt.eog, rt.n_ctx, clock.token_times
-    index = NgramIndex(tokens)
-    length = DraftLength()
     done = Outcome()
     ahead: list[int] = []  # tokens the model picked that are in the cache past `tokens`
     taken = 0  # of `ahead`, those handled
@@ -127,10 +142,10 @@ def decode_speculative(
                 if len(tokens) >= n_ctx:
                     done.reason = "context_full"
                     break
-                index.append(tok)
+                source.append(tok)
                 want = min(length.want(), sampling.max_tokens - done.n_answer, n_ctx - len(tokens) - 1,
                            rt.n_batch - 1)
-                draft = index.draft(want)
+                draft = source.draft(want) if want > 0 else []
                 if draft and rt.decode_all([tok, *draft]) != 0:
                     _drop(rt, len(tokens))  # what a failed decode left; the token alone is tried next
                     draft = []
@@ -147,7 +162,7 @@ def decode_speculative(
                     if done.n_answer < sampling.max_tokens:  # the plain loop samples no further
                         nxt = rt.sample(sampler)
             else:
-                index.append(tok)
+                source.append(tok)
             tokens.append(tok)
             raw.append(piece)
             if now >= next_snapshot:

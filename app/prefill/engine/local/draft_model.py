@@ -1,0 +1,185 @@
+"""A small model beside the main one that guesses the main model's next tokens (a draft model).
+
+The draft model is a second `LlamaRuntime` with its own KV cache, loaded with the main model's
+context size and offload settings, used on the same (engine) thread. For each answer it is a
+draft source for `speculative.decode_speculative`: it is told every token the main model takes
+(`append`), and asked for up to `limit` tokens at a time (`draft`), which it writes greedily, one
+decode each, stopping early where its own top probability falls under `p_min` (llama.cpp's
+`--draft-p-min`: an unsure guess costs a decode and is likely rejected anyway).
+
+Its cache follows the accepted text lazily: before drafting, the cells past the longest common
+prefix of what it holds and the text (a rejected draft, or a previous conversation) are dropped,
+and only the tokens it lacks are decoded. Across turns this is the same prefix reuse the main
+model's cache gets.
+
+A draft model must share the main model's tokenizer, since drafts are token ids: `vocab_mismatch`
+checks it as llama.cpp's `common_speculative_are_compatible` does (same kind of tokenizer, same BOS
+and EOS handling, vocabulary sizes within 128, the same text for every token from id 5 up to the
+smaller size) and says what differs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from prefill.engine.errors import DraftModelError, EngineError, ModelLoadError
+from prefill.engine.gguf.guard import read_model_header
+from prefill.engine.llama.kv_sizes import kv_bytes_per_cell
+from prefill.engine.llama.offload import resolve_gpu_layers
+from prefill.engine.llama.runtime import LlamaRuntime
+
+P_MIN = 0.75  # llama.cpp's long-standing default for --draft-p-min
+VOCAB_SIZE_SLACK = 128  # llama.cpp's SPEC_VOCAB_MAX_SIZE_DIFFERENCE: padding rows some conversions add
+VOCAB_CHECK_FROM = 5  # llama.cpp's SPEC_VOCAB_CHECK_START_TOKEN_ID: the first ids are often special, renamed
+_TOKENIZER_KINDS = {0: "none", 1: "SentencePiece", 2: "byte-level BPE", 3: "WordPiece", 4: "Unigram",
+                    5: "RWKV", 6: "PLaMo-2"}
+
+
+def vocab_mismatch(main: LlamaRuntime, draft: LlamaRuntime) -> str:
+    """Why `draft`'s token ids do not mean what `main`'s mean, in words; "" when they do."""
+    if main.vocab_type != draft.vocab_type:
+        kind = _TOKENIZER_KINDS.get
+        return (f"its tokenizer is {kind(draft.vocab_type, 'of another kind')}, the main model's is "
+                f"{kind(main.vocab_type, 'of another kind')}")
+    if main.add_bos != draft.add_bos or (main.add_bos and main.bos_id != draft.bos_id):
+        return "it starts a text with another beginning-of-text token than the main model"
+    if main.add_eos != draft.add_eos or (main.add_eos and main.eos_id != draft.eos_id):
+        return "it ends a text with another end-of-text token than the main model"
+    if abs(main.n_vocab - draft.n_vocab) > VOCAB_SIZE_SLACK:
+        return (f"its vocabulary has {draft.n_vocab} tokens and the main model's {main.n_vocab}: "
+                "they do not share a tokenizer")
+    for t in range(VOCAB_CHECK_FROM, min(main.n_vocab, draft.n_vocab)):
+        ours, theirs = main.token_text(t), draft.token_text(t)
+        if ours != theirs:
+            return (f"token {t} is {theirs!r} in its vocabulary and {ours!r} in the main model's: "
+                    "they do not share a tokenizer")
+    return ""
+
+
+class DraftModel:
+    """A loaded draft model and the tokens its KV cache holds. One thread uses it at a time.
+
+    Attributes:
+        path: the GGUF file.
+        runtime: its llama.cpp model and context.
+        p_min: a guess less likely than this (by the draft model's own softmax) ends a draft.
+    """
+
+    def __init__(self, path: Path, runtime: LlamaRuntime, bytes_per_cell: int, main_vocab: int):
+        self.path = path
+        self.runtime = runtime
+        self.bytes_per_cell = bytes_per_cell
+        self.p_min = P_MIN
+        self._main_vocab = main_vocab  # a guess past the main model's vocabulary is never proposed
+        self._cached: list[int] = []  # exactly what is in the draft model's KV cache
+        self._text: list[int] = []  # the accepted text of this answer: the main model's tokens
+        self._same = 0  # a prefix of `_cached` and `_text` known to agree
+        self._cancel: threading.Event | None = None
+        self.decoded = 0  # tokens decoded into it so far, drafts included (what keeping in step costs)
+
+    @classmethod
+    def load(cls, path: str | Path, main: LlamaRuntime) -> DraftModel:
+        """Check and load `path` beside `main`, with its context size and offload settings.
+
+        Raises:
+            DraftModelError: the file is missing or not a model llama.cpp loads, or its vocabulary
+                is not the main model's (the message says what differs).
+        """
+        p = Path(path)
+        try:
+            header = read_model_header(p)
+            settings = replace(main.settings, n_ctx=main.n_ctx)
+            layers = resolve_gpu_layers(settings.n_gpu_layers, header, settings)
+            runtime = LlamaRuntime(p, settings, layers, header.n_layer)
+        except ModelLoadError as e:
+            raise DraftModelError(f"the draft model {p.name} could not be loaded: {e}") from e
+        why = vocab_mismatch(main, runtime)
+        if not why and runtime.recurrent:
+            why = "its cache (recurrent or hybrid memory) cannot drop a rejected draft"
+        if why:
+            runtime.close()
+            raise DraftModelError(f"{p.name} cannot draft for this model: {why}. A draft model must come "
+                                  "from the main model's family, with the same tokenizer")
+        return cls(p, runtime, kv_bytes_per_cell(header, settings.kv_type, settings.kv_type), main.n_vocab)
+
+    @property
+    def memory_bytes(self) -> int:
+        """Its weights and a KV cache of its whole context: what it adds to the main model's memory."""
+        return self.runtime.model_bytes() + self.runtime.n_ctx * self.bytes_per_cell
+
+    @property
+    def cached_tokens(self) -> list[int]:
+        return list(self._cached)
+
+    def close(self) -> None:
+        self.runtime.close()
+        self._cached.clear()
+        self._same = 0
+
+    # --- a draft source for one answer ----------------------------------------------------
+    def begin(self, tokens: Sequence[int], cancel: threading.Event | None = None) -> DraftModel:
+        """Start an answer whose text so far (the prompt in the main model's cache) is `tokens`;
+        `cancel` stops bringing the cache up to date. Returns itself, the answer's draft source."""
+        self._text = list(tokens)
+        self._cancel = cancel
+        same, limit = 0, min(len(self._cached), len(self._text))
+        while same < limit and self._cached[same] == self._text[same]:
+            same += 1
+        self._same = same
+        return self
+
+    def append(self, token: int) -> None:
+        """The main model took `token`."""
+        self._text.append(token)
+
+    def draft(self, limit: int) -> list[int]:
+        """Up to `limit` tokens the draft model expects next, greedily, while it is sure enough."""
+        if limit <= 0 or not self._sync():
+            return []
+        rt, out = self.runtime, []
+        while True:
+            tok, p = rt.top_prob()
+            if p < self.p_min or tok >= self._main_vocab:
+                break
+            out.append(tok)
+            if len(out) >= limit or tok in rt.eog or rt.decode_one(tok) != 0:
+                break
+            self._cached.append(tok)
+            self.decoded += 1
+        return out
+
+    def _sync(self) -> bool:
+        """Make the cache hold the text and leave the logits of its last token; False when it cannot."""
+        text, cached, rt = self._text, self._cached, self.runtime
+        same, limit = self._same, min(len(cached), len(text))
+        while same < limit and cached[same] == text[same]:
+            same += 1
+        keep = min(same, len(text) - 1)  # the last token is decoded again for its logits if need be
+        if keep < 0:
+            return False
+        if keep < len(cached):
+            if not rt.kv_truncate(keep):  # a sliding window let go of what the prefix needs: all again
+                keep = 0
+            del cached[keep:]
+        self._same = keep
+        todo = text[keep:]
+        if any(t >= rt.n_vocab for t in todo):  # a token the draft's vocabulary lacks: no guesses
+            return False
+        for i in range(0, len(todo), rt.n_batch):
+            if self._cancel is not None and self._cancel.is_set():
+                return False
+            chunk = todo[i : i + rt.n_batch]
+            try:
+                rt.decode(chunk)
+            except EngineError:  # its cache is full: start again from nothing next time
+                rt.kv_truncate(0)
+                cached.clear()
+                self._same = 0
+                return False
+            cached.extend(chunk)
+            self._same = len(cached)
+            self.decoded += len(chunk)
+        return True
