@@ -22,7 +22,7 @@ from prefill.ui.shared.mcp_servers import McpServers
 from prefill.ui.shared.store_worker import StoreProxy, Stores
 from prefill.ui.shared.tool_gate import ApprovalGate
 from prefill.ui.tools_dialog import ServerEditor, ToolsDialog, servers_from_json
-from tests.engine.vocab_models import write_caller
+from tests.engine.vocab_models import write_caller, write_round_tripper
 from tests.ui.conftest import ANSWER_TIMEOUT, load, small_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -354,3 +354,17 @@ def test_regenerate_runs_the_rounds_again_and_keeps_one_copy(open_window, qtbot,
         w.controller.open_conversation(w.controller.conversation_id)
     assert [r.role for r in w.transcript.rows()] == roles  # one copy in the history file
     assert w.transcript.row(1).figures["id"] != first_id
+
+
+def test_a_round_trip_ends_with_the_models_answer(open_window, qtbot, tmp_path: Path) -> None:
+    """A model that answers once the result is in: the loop ends by itself, within the round limit."""
+    w = open_window(WEATHER)
+    load(qtbot, w, write_round_tripper(tmp_path / "round.gguf", ("forecast", "__", "weather")))
+    with qtbot.waitSignal(w.controller.answer_finished, timeout=ANSWER_TIMEOUT) as done:
+        ask(qtbot, w)
+        w.tool_approval.allow_once.click()
+    assert done.args[0].reason == "stop" and done.args[0].text == "It is sunny in Oslo."
+    assert [r.role for r in w.transcript.rows()] == ["user", "tool", "assistant"]
+    assert w.transcript.row(1).content == "Sunny in Oslo, 21 °C." and not w.notice.isVisible()
+    assert w.sidebar.text("tools").startswith("1 tool round · model ")
+    assert [m.role for m in w.controller.messages()] == ["user", "assistant", "tool", "assistant"]
