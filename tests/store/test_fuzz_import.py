@@ -16,7 +16,7 @@ from prefill.store.archive import ArchivedConversation, ArchivedMessage
 from prefill.store.errors import ImportRejected
 from prefill.store.history_export import to_json_text
 from prefill.store.history_import import ImportFile, parse_import
-from prefill.store.records import ROLES
+from prefill.store.records import ROLES, AnswerVersion
 from tests.json_fuzz import FUZZ, GONE, Raw, encode, mutated
 from tests.json_fuzz import json_values as json_values_of
 from tests.json_fuzz import raw_values as raw_values_of
@@ -33,7 +33,8 @@ def _prefill_export() -> dict[str, Any]:
         ArchivedMessage("system", "Be brief.", 1_700_000_001.0),
         ArchivedMessage("user", "How far is the Moon?", 1_700_000_002.0),
         ArchivedMessage("assistant", "About 384,400 km.", 1_700_000_003.5, reasoning="Mean distance.",
-                        finish_reason="stop", figures={"prompt_tokens": 12, "decode_tps": 31.5}, complete=True),
+                        finish_reason="stop", figures={"prompt_tokens": 12, "decode_tps": 31.5}, complete=True,
+                        versions=(AnswerVersion("Far.", "Guess.", "length", {"decode_tps": 30.0}, False),), version=1),
     )
     chats = (
         ArchivedConversation("c-1", "The Moon", 1_700_000_000.0, 1_700_000_003.5, system_prompt="Be brief.",
@@ -57,7 +58,9 @@ PREFILL_PATHS: list[tuple[Any, ...]] = [
                            "messages")),
     (*CONV, "settings", "sampling"), (*CONV, "settings", "sampling", "temperature"), (*CONV, "messages", 0),
     *((*MSG, k) for k in ("role", "content", "reasoning", "created_at", "finish_reason", "figures", "complete")),
-    (*MSG, "figures", "decode_tps"), ("conversations", 1, "id"),
+    (*MSG, "figures", "decode_tps"), ("conversations", 1, "id"), (*MSG, "version"), (*MSG, "versions"),
+    *((*MSG, "versions", 0, k) for k in ("content", "reasoning", "finish_reason", "figures", "complete")),
+    (*MSG, "versions", 0), (*MSG, "versions", 0, "figures", "decode_tps"),
 ]
 NODE = (0, "messages", 4)
 WEBUI_PATHS: list[tuple[Any, ...]] = [
@@ -105,6 +108,12 @@ def _check_file(checked: ImportFile) -> None:
                 text.encode("utf-8")
             assert type(m.created_at) is float and math.isfinite(m.created_at) and m.created_at >= 0
             json.dumps(dict(m.figures), allow_nan=False)  # no NaN or Infinity: a re-import refuses them
+            assert type(m.version) is int and 0 <= m.version <= len(m.versions)
+            assert not m.versions or m.role == "assistant"
+            for v in m.versions:
+                assert isinstance(v.content, str) and isinstance(v.reasoning, str) and type(v.complete) is bool
+                (v.content + v.reasoning + (v.finish_reason or "")).encode("utf-8")
+                json.dumps(dict(v.figures), allow_nan=False)
 
 
 def _door(data: bytes) -> ImportFile | None:

@@ -77,8 +77,36 @@ PRAGMA user_version = 3;
 )
 
 
+# Version 4 added a conversation's lasting uid.
+V4_DDL = (
+    V3_DDL.replace("PRAGMA user_version = 3;", "")
+    + """
+ALTER TABLE conversations ADD COLUMN uid TEXT NOT NULL DEFAULT '';
+UPDATE conversations SET uid = 'uid-' || id;
+CREATE UNIQUE INDEX conversations_by_uid ON conversations (uid);
+PRAGMA user_version = 4;
+"""
+)
+
+
 def test_previous_version_is_migrated_with_its_rows(db_path: Path) -> None:
-    assert SCHEMA_VERSION == 4, "write the new previous version's DDL into this test"
+    assert SCHEMA_VERSION == 5, "write the new previous version's DDL into this test"
+    _old_database(db_path, V4_DDL)
+    with HistoryStore(db_path) as store:
+        (_, answer) = store.messages(1)
+        assert (answer.content, answer.versions, answer.version) == ("A small marsupial.", (), 0)
+        again = store.regenerate_answer(answer.id)
+        store.finish_answer(again.id, "A wallaby's cousin.", "stop")
+        (_, answer) = store.messages(1)
+        assert store.conversation(1).uid == "uid-1"
+    assert (answer.content, answer.version, [v.content for v in answer.versions]) == (
+        "A wallaby's cousin.", 1, ["A small marsupial."])
+    with sqlite3.connect(db_path) as raw:
+        assert user_version(raw) == SCHEMA_VERSION
+        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_version_3_is_migrated_with_its_rows(db_path: Path) -> None:
     _old_database(db_path, V3_DDL)
     with HistoryStore(db_path) as store:
         old, empty = sorted(store.list_conversations(), key=lambda c: c.id)

@@ -17,10 +17,12 @@ from prefill.store.errors import ConversationNotFound
 from prefill.store.records import (
     CONVERSATION_COLUMNS,
     MESSAGE_COLUMNS,
+    AnswerVersion,
     Role,
     conversation_from_row,
     message_from_row,
     to_json,
+    versions_to_json,
 )
 
 FORMAT_NAME = "prefill-history"
@@ -38,6 +40,8 @@ class ArchivedMessage:
     finish_reason: str | None = None
     figures: Mapping[str, Any] = field(default_factory=dict, hash=False)
     complete: bool = True
+    versions: tuple[AnswerVersion, ...] = ()
+    version: int = 0
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,8 @@ def read_archive(
                 finish_reason=m.finish_reason,
                 figures=m.figures,
                 complete=m.complete,
+                versions=m.versions,
+                version=m.version,
             )
             for m in map(message_from_row, rows)
         )
@@ -150,7 +156,8 @@ def write_archive(
         conversation_id = cursor.lastrowid
         conn.executemany(
             "INSERT INTO messages (conversation_id, position, role, content, reasoning,"
-            " created_at, finish_reason, figures, complete) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " created_at, finish_reason, figures, complete, versions, version)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     conversation_id,
@@ -162,6 +169,8 @@ def write_archive(
                     m.finish_reason,
                     to_json(m.figures),
                     int(m.complete),
+                    versions_to_json(m.versions),
+                    m.version,
                 )
                 for position, m in enumerate(conv.messages)
             ],
@@ -197,6 +206,9 @@ def to_document(
                         "finish_reason": m.finish_reason,
                         "figures": dict(m.figures),
                         "complete": m.complete,
+                        # Only an answer regenerated has them: older Prefills read the rest alike.
+                        **({"versions": [v.as_dict() for v in m.versions], "version": m.version}
+                           if m.versions else {}),
                     }
                     for m in conv.messages
                 ],

@@ -27,7 +27,9 @@ from prefill.store.errors import (
 from prefill.store.records import (
     CONVERSATION_COLUMNS,
     DEFAULT_TITLE,
+    MAX_VERSIONS,
     MESSAGE_COLUMNS,
+    AnswerVersion,
     Conversation,
     MessageRecord,
     check_role,
@@ -35,6 +37,7 @@ from prefill.store.records import (
     message_from_row,
     title_from_text,
     to_json,
+    versions_to_json,
 )
 from prefill.store.schema import new_uid
 from prefill.store.search import SearchHit
@@ -300,6 +303,69 @@ class HistoryStore:
             self._touch(conn, message.conversation_id)
             return message
 
+    def regenerate_answer(self, message_id: int) -> MessageRecord:
+        """Start a new version of an answer: what it showed joins its other versions, it becomes empty
+        and incomplete (streamed into as ``begin_answer``'s row is), and every message after it goes.
+
+        Raises:
+            MessageNotFound: No such message.
+            ValueError: It is not an answer.
+        """
+        with db.transaction(self._db) as conn:
+            message = self._message(conn, message_id)
+            if message.role != "assistant":
+                raise ValueError(f"only an answer has versions, not a {message.role} message")
+            self._delete_after(conn, message_id)
+            every = [*message.all_versions(), AnswerVersion("", complete=False)][-MAX_VERSIONS:]
+            return self._show(conn, message_id, every, len(every) - 1)
+
+    def show_version(self, message_id: int, index: int, drop_shown: bool = False) -> MessageRecord:
+        """Show another version of an answer (its place among them all, clamped to those there are).
+
+        Args:
+            message_id: The answer.
+            index: The version to show, 0 the first.
+            drop_shown: Forget the version shown now (an answer that failed), unless it is the only one.
+                ``index`` counts without it.
+
+        Raises:
+            MessageNotFound: No such message.
+        """
+        with db.transaction(self._db) as conn:
+            message = self._message(conn, message_id)
+            every = message.all_versions()
+            if drop_shown and len(every) > 1:
+                del every[message.version]
+            return self._show(conn, message_id, every, index)
+
+    def branch_conversation(self, message_id: int) -> Conversation:
+        """Make a chat of this message's chat up to and including it, titled "Branch of <title>".
+
+        It has the same system prompt, model and settings; its messages keep their versions and times.
+
+        Raises:
+            MessageNotFound: No such message.
+        """
+        with db.transaction(self._db) as conn:
+            message = self._message(conn, message_id)
+            source = self._conversation(conn, message.conversation_id)
+            now = self._clock()
+            cursor = conn.execute(
+                "INSERT INTO conversations (title, created_at, updated_at, system_prompt, model, settings, uid)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (f"Branch of {source.title}", now, now, source.system_prompt, source.model,
+                 to_json(source.settings), new_uid()),
+            )
+            branch = int(cursor.lastrowid or 0)
+            conn.execute(
+                "INSERT INTO messages (conversation_id, position, role, content, created_at, finish_reason,"
+                " figures, complete, reasoning, versions, version) SELECT ?, position, role, content,"
+                " created_at, finish_reason, figures, complete, reasoning, versions, version FROM messages"
+                " WHERE conversation_id = ? AND position <= ? ORDER BY position",
+                (branch, source.id, message.position),
+            )
+            return self._conversation(conn, branch)
+
     def export_conversations(
         self, conversation_ids: list[int] | None = None
     ) -> list[ArchivedConversation]:
@@ -390,6 +456,19 @@ class HistoryStore:
         )
         self._touch(conn, message.conversation_id)
         return cursor.rowcount
+
+    def _show(
+        self, conn: sqlite3.Connection, message_id: int, every: list[AnswerVersion], index: int
+    ) -> MessageRecord:
+        index = min(max(0, index), len(every) - 1)
+        shown, others = every[index], every[:index] + every[index + 1 :]
+        conn.execute(
+            "UPDATE messages SET content = ?, reasoning = ?, finish_reason = ?, figures = ?, complete = ?,"
+            " versions = ?, version = ? WHERE id = ?",
+            (shown.content, shown.reasoning, shown.finish_reason, to_json(shown.figures), int(shown.complete),
+             versions_to_json(others), index, message_id),
+        )
+        return self._message(conn, message_id)
 
     def _touch(self, conn: sqlite3.Connection, conversation_id: int) -> None:
         conn.execute(

@@ -80,6 +80,8 @@ def _message(m: ArchivedMessage) -> str:
     if m.content.strip():
         parts.append(m.content.strip() + "\n")
     notes = []
+    if m.versions:  # the one shown; the others are in the JSON export
+        notes.append(f"answer {m.version + 1} of {len(m.versions) + 1}")
     if not m.complete:
         notes.append("cut off")
     if m.finish_reason:

@@ -29,7 +29,15 @@ from prefill.store.archive import (
     ArchivedMessage,
 )
 from prefill.store.errors import ImportRejected
-from prefill.store.records import DEFAULT_TITLE, ROLES, check_role, title_from_text, to_json
+from prefill.store.records import (
+    DEFAULT_TITLE,
+    MAX_VERSIONS,
+    ROLES,
+    AnswerVersion,
+    check_role,
+    title_from_text,
+    to_json,
+)
 
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 MAX_CONVERSATIONS = 100_000
@@ -253,13 +261,38 @@ def _prefill_message(obj: dict[str, Any], where: str) -> ArchivedMessage:
     role = _text(obj, "role", where, MAX_LINE_CHARS)
     if role not in ROLES:
         _fail(f"{where}.role", f"expected one of {', '.join(ROLES)}, found {role!r}")
+    shown = _version(obj, where)
+    versions: tuple[AnswerVersion, ...] = ()
+    version = 0
+    if "versions" in obj or "version" in obj:  # an answer's other versions: exports before them have none
+        if role != "assistant":
+            _fail(f"{where}.versions", f"only an answer has versions, not a {role} message")
+        raw = _list(obj.get("versions"), f"{where}.versions", MAX_VERSIONS - 1)
+        versions = tuple(_version(_object(v, f"{where}.versions[{n}]"), f"{where}.versions[{n}]")
+                         for n, v in enumerate(raw))
+        version = obj.get("version", 0)
+        if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= len(versions):
+            _fail(f"{where}.version", f"expected a whole number from 0 to {len(versions)}, found {version!r}")
+    return ArchivedMessage(
+        role=check_role(role),
+        content=shown.content,
+        created_at=_time(obj, "created_at", where),
+        reasoning=shown.reasoning,
+        finish_reason=shown.finish_reason,
+        figures=shown.figures,
+        complete=shown.complete,
+        versions=versions,
+        version=version,
+    )
+
+
+def _version(obj: dict[str, Any], where: str) -> AnswerVersion:
+    """What a message and each of an answer's versions hold: its text, thinking, end and figures."""
     complete = obj.get("complete", True)
     if not isinstance(complete, bool):
         _fail(f"{where}.complete", f"expected true or false, found {_kind(complete)}")
-    return ArchivedMessage(
-        role=check_role(role),
+    return AnswerVersion(
         content=_text(obj, "content", where, MAX_TEXT_CHARS),
-        created_at=_time(obj, "created_at", where),
         reasoning=_text(obj, "reasoning", where, MAX_TEXT_CHARS, ""),
         finish_reason=_optional_text(obj, "finish_reason", where, MAX_LINE_CHARS),
         figures=_mapping(obj, "figures", where, MAX_FIGURES_CHARS),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -45,6 +45,30 @@ class Conversation:
 
 
 @dataclass(frozen=True)
+class AnswerVersion:
+    """One answer to a question, kept beside the one shown (Regenerate keeps every answer).
+
+    Attributes:
+        content: The answer's text.
+        reasoning: Its thinking ("" = none).
+        finish_reason: Why it ended, None if unknown.
+        figures: Its figures, its tool calls ("tool_calls") included.
+        complete: False for an answer cut off by a crash.
+    """
+
+    content: str
+    reasoning: str = ""
+    finish_reason: str | None = None
+    figures: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    complete: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        """The version as a JSON object (the column's and the export's shape)."""
+        return {"content": self.content, "reasoning": self.reasoning, "finish_reason": self.finish_reason,
+                "figures": dict(self.figures), "complete": self.complete}
+
+
+@dataclass(frozen=True)
 class MessageRecord:
     """One stored turn of a chat: the turn itself (`turn`, the engine's one `Message`) and where
     and when it was kept.
@@ -62,6 +86,8 @@ class MessageRecord:
         complete: False while an answer is streaming, and forever for one cut off by a crash.
         reasoning: A reasoning model's thinking before the answer, kept apart from
             ``content`` ("" = none).
+        versions: An answer's other versions, in order, without the one shown (the fields above).
+        version: Where the shown one stands among all of them: 0 ≤ version ≤ len(versions).
     """
 
     id: int
@@ -74,6 +100,17 @@ class MessageRecord:
     figures: Mapping[str, Any] = field(default_factory=dict, hash=False)
     complete: bool = True
     reasoning: str = ""
+    versions: tuple[AnswerVersion, ...] = ()
+    version: int = 0
+
+    @property
+    def shown(self) -> AnswerVersion:
+        """The version shown (the record's own fields)."""
+        return AnswerVersion(self.content, self.reasoning, self.finish_reason, self.figures, self.complete)
+
+    def all_versions(self) -> list[AnswerVersion]:
+        """Every version in order, the shown one at ``version``."""
+        return [*self.versions[: self.version], self.shown, *self.versions[self.version :]]
 
     @property
     def turn(self) -> Message:
@@ -84,8 +121,9 @@ class MessageRecord:
 CONVERSATION_COLUMNS = "id, title, created_at, updated_at, system_prompt, model, settings, uid"
 MESSAGE_COLUMNS = (
     "id, conversation_id, position, role, content, created_at, finish_reason, figures, complete,"
-    " reasoning"
+    " reasoning, versions, version"
 )
+MAX_VERSIONS = 1000  # of one answer: paging past this many is not a use anyone has
 
 
 def check_role(role: str) -> Role:
@@ -119,6 +157,39 @@ def from_json(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def versions_to_json(versions: Sequence[AnswerVersion]) -> str:
+    """Encode an answer's other versions for the ``versions`` column.
+
+    Raises:
+        TypeError: If a figure is not JSON-serialisable.
+    """
+    return json.dumps([v.as_dict() for v in versions], ensure_ascii=False, sort_keys=True)
+
+
+def versions_from_json(text: str | None) -> tuple[AnswerVersion, ...]:
+    """Decode the ``versions`` column; an entry that is not a version is left out (the column is ours,
+    written by ``versions_to_json``, so that is a damaged file, not a shape to honour)."""
+    try:
+        value = json.loads(text or "[]")
+    except ValueError:
+        return ()
+    if not isinstance(value, list):
+        return ()
+    out = []
+    for v in value[:MAX_VERSIONS]:
+        if not isinstance(v, dict) or not isinstance(v.get("content"), str):
+            continue
+        reason, figures = v.get("finish_reason"), v.get("figures")
+        out.append(AnswerVersion(
+            v["content"],
+            v["reasoning"] if isinstance(v.get("reasoning"), str) else "",
+            reason if isinstance(reason, str) else None,
+            figures if isinstance(figures, dict) else {},
+            v["complete"] if isinstance(v.get("complete"), bool) else True,
+        ))
+    return tuple(out)
+
+
 def conversation_from_row(row: sqlite3.Row) -> Conversation:
     """Build a Conversation from a row selected with CONVERSATION_COLUMNS."""
     return Conversation(
@@ -146,6 +217,8 @@ def message_from_row(row: sqlite3.Row) -> MessageRecord:
         figures=from_json(row["figures"]),
         complete=bool(row["complete"]),
         reasoning=row["reasoning"],
+        versions=(versions := versions_from_json(row["versions"])),
+        version=min(max(0, int(row["version"] or 0)), len(versions)),
     )
 
 

@@ -80,6 +80,19 @@ def _v4_conversation_uid(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE UNIQUE INDEX conversations_by_uid ON conversations (uid)")
 
 
+def _v5_answer_versions(conn: sqlite3.Connection) -> None:
+    """Version 5: Regenerate keeps every answer. ``versions`` holds an answer's other versions (a JSON
+    list of content, reasoning, finish_reason, figures, complete); ``version`` is where the shown one
+    (the row's own columns) stands among them all."""
+    _run(
+        conn,
+        [
+            "ALTER TABLE messages ADD COLUMN versions TEXT NOT NULL DEFAULT '[]'",
+            "ALTER TABLE messages ADD COLUMN version INTEGER NOT NULL DEFAULT 0",
+        ],
+    )
+
+
 def new_uid() -> str:
     """Return a fresh conversation uid (a random UUID, as text)."""
     return str(uuid.uuid4())
@@ -90,6 +103,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _v2_engine_record,
     _v3_reasoning,
     _v4_conversation_uid,
+    _v5_answer_versions,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
