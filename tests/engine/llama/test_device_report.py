@@ -16,9 +16,10 @@ from prefill.engine.settings import LoadSettings
 def test_cpu_run_on_a_machine_without_a_gpu_is_said_quietly(smollm2: Path) -> None:
     """Most laptops: no NVIDIA GPU, so running on the CPU is no fault: no warning, a note on the
     backend line. Asking for GPU layers explicitly still warns, without rebuild advice."""
+    from prefill.engine.cuda_libs import is_cuda_build
     from prefill.engine.llama.hardware import nvidia_gpus
 
-    if supports_gpu_offload() or nvidia_gpus():
+    if supports_gpu_offload() or nvidia_gpus() or is_cuda_build():
         pytest.skip("this machine has a GPU build or an NVIDIA GPU")
     for asked, summary, warned in (("auto", "CPU (no NVIDIA GPU found)", False),
                                    ("none", "CPU", False),
@@ -47,6 +48,7 @@ def test_a_gpu_there_and_unused_gets_advice_for_how_prefill_was_installed(
     gpu = hardware.GpuMemory(0, "NVIDIA GeForce RTX 4090", 24 << 30, 23 << 30)
     monkeypatch.setattr(hardware, "nvidia_gpus", lambda lib=None: (gpu,))
     monkeypatch.setattr(backend, "supports_gpu_offload", lambda: False)
+    monkeypatch.setattr(backend, "is_cuda_build", lambda: False)
     monkeypatch.setattr(sys, "frozen", frozen, raising=False)
     for asked in ("auto", "all", 12):
         r = backend.device_report(asked, OffloadReport(0, 31, ""))
@@ -56,7 +58,7 @@ def test_a_gpu_there_and_unused_gets_advice_for_how_prefill_was_installed(
             assert "CUDA build of Prefill" in r.warning and "prefill-cuda" in r.warning
             assert "pip" not in r.warning and "CMAKE_ARGS" not in r.warning
         else:
-            assert 'CMAKE_ARGS="-DGGML_CUDA=on"' in r.warning and "llama-cpp-python" in r.warning
+            assert "`make run CUDA=1`" in r.warning and "CMAKE_ARGS" not in r.warning
     assert backend.device_report("none", OffloadReport(0, 31, "")).warning == ""
 
 
