@@ -4,11 +4,13 @@
 # builds with different CMAKE_ARGS apart, so each variant also gets its own cache).
 #
 #   packaging/build_llama_wheel.sh cpu-portable   # any x86-64 CPU; best kernels picked at run time
-#   packaging/build_llama_wheel.sh cuda           # cpu-portable + the CUDA backend (needs nvcc)
+#   packaging/build_llama_wheel.sh cuda           # cpu-portable + the CUDA backend (Linux: NVIDIA's
+#                                                 # PyPI toolkit wheels, as `make run` uses; Windows: nvcc on PATH)
 #   packaging/build_llama_wheel.sh metal          # macOS on Apple silicon
 #
 # Env: PYTHON (the interpreter to build for, default python3), LLAMA_CPP_VERSION,
-#      CMAKE_BUILD_PARALLEL_LEVEL (default: all cores), PIP_CACHE_DIR (default: one per variant and set of flags).
+#      CMAKE_BUILD_PARALLEL_LEVEL (default: all cores), PIP_CACHE_DIR (default: one per variant and set of flags),
+#      CUDA_ARCHS (cuda: the GPU architectures, "86 90"; on Linux default the seven below, ~35 min each on 2 cores).
 set -euo pipefail
 
 variant=${1:?usage: build_llama_wheel.sh cpu-portable|cuda|metal}
@@ -27,8 +29,20 @@ portable="-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON"
 portable+=" -DCMAKE_PROJECT_llama_cpp_INCLUDE=$cmake_here/cmake/install_ggml_backends.cmake"
 case "$variant" in
   cpu-portable) args="$portable" ;;
-  # CUDA architectures: ggml's own portable default when GGML_NATIVE=OFF.
-  cuda) args="$portable -DGGML_CUDA=ON" ;;
+  # Linux: a fat binary for the cards people own, Turing (75) to Blackwell (100, 120), CUDA 13
+  # builds nothing older; the toolkit is NVIDIA's wheels in a build-only venv (as for `make run`),
+  # which have no libcuda.so (the driver's) to link: GGML_CUDA_NO_VMM. Windows: the system
+  # toolkit on PATH and ggml's default architectures, unless CUDA_ARCHS is given.
+  cuda) args="$portable -DGGML_CUDA=ON"
+        if [ "$(uname -s)" = Linux ]; then
+          cu13=$("$python" "$here/../scripts/llama_build.py" toolkit)
+          archs=${CUDA_ARCHS:-75;80;86;89;90;100;120}
+          args+=" -DGGML_CUDA_NO_VMM=ON -DCUDAToolkit_ROOT=$cu13 -DCMAKE_CUDA_COMPILER=$cu13/bin/nvcc"
+          export CUDA_HOME="$cu13" PATH="$cu13/bin:$PATH"
+        else
+          archs=${CUDA_ARCHS:-}
+        fi
+        if [ -n "$archs" ]; then args+=" -DCMAKE_CUDA_ARCHITECTURES=${archs// /;}"; fi ;;
   # Apple silicon: one CPU generation family, Metal built in (llama-cpp-python turns it on).
   metal) args="-DGGML_NATIVE=OFF -DGGML_METAL=ON" ;;
   *) echo "unknown variant: $variant" >&2; exit 2 ;;

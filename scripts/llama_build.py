@@ -4,6 +4,7 @@
     python scripts/llama_build.py install --venv .venv     # the venv's llama-cpp-python made to match it
     python scripts/llama_build.py wheel                    # build (or reuse) the CUDA wheel; prints its path
     python scripts/llama_build.py toolkit                  # the CUDA toolkit folder (nvcc, headers, libs)
+    python scripts/llama_build.py runtime                  # the runtime wheels a CUDA build needs, for pip
 
 Where `nvidia-smi` answers with the GPUs' compute capabilities (and a driver new enough for
 CUDA 13), llama-cpp-python is built with CUDA for those architectures; elsewhere the CPU build
@@ -213,8 +214,8 @@ def ensure_toolkit(python: str = sys.executable) -> Path:
     venv = toolkit_venv()
     stamp = venv / ".installed"
     if not stamp.exists():
-        print(f"llama.cpp: installing the CUDA {TOOLKIT} toolkit wheels into {venv} (build only, ~3 GB)",
-              flush=True)
+        print(f"llama.cpp: installing the CUDA {TOOLKIT} toolkit wheels into {venv} (build only, about 1 GB)",
+              file=sys.stderr, flush=True)
         _run([python, "-m", "venv", str(venv)])
         _run([str(_venv_python(venv)), "-m", "pip", "install", "--upgrade", "pip"])
         _run([str(_venv_python(venv)), "-m", "pip", "install", *TOOLKIT_WHEELS])
@@ -228,7 +229,8 @@ def ensure_toolkit(python: str = sys.executable) -> Path:
 
 
 def _run(cmd: list[str], env: dict[str, str] | None = None) -> None:
-    if subprocess.call(cmd, env=env) != 0:
+    """Run a step; its output is diagnostics (stderr), so `toolkit` and `wheel` print only their path."""
+    if subprocess.call(cmd, env=env, stdout=sys.stderr) != 0:
         raise BuildError(f"failed: {' '.join(cmd)}")
 
 
@@ -249,7 +251,7 @@ def build_wheel(plan: Plan, version: str, python: str = sys.executable) -> Path:
     key = plan.key(version)
     found = cached_wheel(key)
     if found is not None:
-        print(f"llama.cpp: reusing {found}", flush=True)
+        print(f"llama.cpp: reusing {found}", file=sys.stderr, flush=True)
         return found
     cu13 = ensure_toolkit(python)
     folder = wheel_folder(key)
@@ -267,7 +269,7 @@ def build_wheel(plan: Plan, version: str, python: str = sys.executable) -> Path:
     log_path = folder / "build.log"
     print(f"llama.cpp: building llama-cpp-python {version} with CUDA for {_sm(plan.arches)} "
           f"({env['CMAKE_BUILD_PARALLEL_LEVEL']} jobs; about 35 min per architecture on 2 cores, "
-          f"once); log: {log_path}", flush=True)
+          f"once); log: {log_path}", file=sys.stderr, flush=True)
     start = time.monotonic()
     with open(log_path, "w") as log:
         log.write(f"CMAKE_ARGS={env['CMAKE_ARGS']}\n")
@@ -279,7 +281,7 @@ def build_wheel(plan: Plan, version: str, python: str = sys.executable) -> Path:
             if m:
                 _progress(int(m.group(1)), int(m.group(2)), time.monotonic() - start)
         rc = proc.wait()
-    print(flush=True)
+    print(file=sys.stderr, flush=True)
     wheels = sorted(partial.glob("llama_cpp_python-*.whl"))
     if rc != 0 or not wheels:
         raise BuildError(f"the CUDA build of llama-cpp-python failed (exit {rc}); see {log_path}")
@@ -288,16 +290,16 @@ def build_wheel(plan: Plan, version: str, python: str = sys.executable) -> Path:
     final = folder / wheels[0].name
     wheels[0].replace(final)
     shutil.rmtree(partial, ignore_errors=True)
-    print(f"llama.cpp: built in {(time.monotonic() - start) / 60:.0f} min: {final}", flush=True)
+    print(f"llama.cpp: built in {(time.monotonic() - start) / 60:.0f} min: {final}", file=sys.stderr, flush=True)
     return final
 
 
 def _progress(step: int, total: int, seconds: float) -> None:
     text = f"  step {step}/{total}, {seconds / 60:.0f} min"
-    if sys.stdout.isatty():
-        print(f"\r{text}", end="", flush=True)
+    if sys.stderr.isatty():
+        print(f"\r{text}", end="", file=sys.stderr, flush=True)
     elif step % 25 == 0 or step == total:
-        print(text, flush=True)
+        print(text, file=sys.stderr, flush=True)
 
 
 # --- the app's venv --------------------------------------------------------------------------
@@ -346,7 +348,7 @@ def current_plan(cuda: str = "", archs: str | None = None) -> Plan:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("plan", "install", "wheel", "toolkit"))
+    parser.add_argument("command", choices=("plan", "install", "wheel", "toolkit", "runtime"))
     parser.add_argument("--venv", type=Path, default=Path(".venv"), help="the app's venv (install)")
     parser.add_argument("--cuda", default="", help="0 or 1; default: decided from nvidia-smi")
     parser.add_argument("--arch", help='CUDA architectures, "86 90"; default: $CUDA_ARCHS, else the GPUs\'')
@@ -355,6 +357,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "toolkit":
             print(ensure_toolkit())
+            return 0
+        if args.command == "runtime":
+            print(" ".join(RUNTIME_WHEELS))
             return 0
         plan = current_plan(args.cuda, args.arch)
         version = args.version or os.environ.get("LLAMA_CPP_VERSION") or LLAMA_VERSION
