@@ -52,6 +52,7 @@ def test_stop_regenerate_edit_delete(app, qtbot, smollm2: Path) -> None:
     qtbot.waitUntil(lambda: rows[1].message_id >= 0 or w.transcript.row(1).message_id >= 0)
     c.delete(1)
     assert [r.role for r in w.transcript.rows()] == ["user"]
+    c.pending.timer.timeout.emit()  # Undo was not taken: the delete reaches the history
     qtbot.waitUntil(lambda: w.store.pending() == 0)
     history = HistoryStore(app.data / "history.sqlite3")
     try:

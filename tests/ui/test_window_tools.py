@@ -262,7 +262,7 @@ def test_the_gate_takes_only_the_answer_to_its_own_question() -> None:
 
 
 def test_stored_calls_are_checked_before_they_become_rows() -> None:
-    from prefill.ui.chat.controller import _stored_tool_rows
+    from prefill.ui.chat.stored_rows import stored_tool_rows as _stored_tool_rows
 
     good = {"tool": TOOL, "arguments": '{"city": "Oslo"}', "result": "Sunny", "elapsed_ms": 5.0, "is_error": False}
     rows = _stored_tool_rows([good, "junk", {"tool": 3, "result": "x"}, {"tool": TOOL}, {**good, "round": [1]}], 7)

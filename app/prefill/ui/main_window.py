@@ -30,6 +30,7 @@ from prefill.store.app_settings import Settings
 from prefill.store.endpoints import SavedEndpoint
 from prefill.ui.chat.controller import ChatController
 from prefill.ui.chat.input_box import InputBox
+from prefill.ui.chat.message_actions import MessageActions
 from prefill.ui.chat.reasoning_controls import ReasoningControls
 from prefill.ui.chat.sidebar import EngineSidebar
 from prefill.ui.chat.tool_approval import ToolApprovalPanel
@@ -439,17 +440,7 @@ class MainWindow(QMainWindow):
                          "its answers share the batch with the server's clients.")
 
     def _on_chat_message_action(self, name: str, row: int) -> None:
-        if name == "regenerate":
-            self.controller.regenerate(row)
-        elif name == "retry":
-            self.controller.retry(row)
-        elif name == "delete":
-            self.controller.delete(row)
-        elif name == "edit":
-            old = self.transcript.row(row).content
-            text, ok = QInputDialog.getMultiLineText(self, "Edit message", "Message:", old)
-            if ok and text.strip() and text != old:
-                self.controller.edit(row, text.strip())
+        MessageActions.of(self.controller, self.chat_view).run(name, row)
 
     def show_notice(self, text: str) -> None:
         self.notice.setText(text)

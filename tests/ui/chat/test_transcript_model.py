@@ -35,3 +35,15 @@ def test_remove_from_and_update(qtbot) -> None:
     m.update_row(0, content="edited", message_id=3)
     assert m.data(m.index(0), Roles.CONTENT) == "edited"
     assert m.data(m.index(0), Roles.MESSAGE_ID) == 3
+
+
+def test_paging_an_answer_changes_its_row_only(qtbot, qtmodeltester) -> None:
+    m = TranscriptModel()
+    m.set_rows([Row("user", ["a"]), Row("assistant", ["third"], version=2, versions=3), Row("user", ["c"])])
+    with qtbot.waitSignal(m.dataChanged) as blocker:
+        m.update_row(1, content="second", version=1)
+    top, bottom, roles = blocker.args
+    assert (top.row(), bottom.row()) == (1, 1) and set(roles) == {Roles.CONTENT, Roles.VERSION}
+    assert (m.data(m.index(1), Roles.VERSION), m.data(m.index(1), Roles.VERSIONS)) == (1, 3)
+    assert m.data(m.index(1), Roles.CONTENT) == "second" and m.data(m.index(0), Roles.VERSIONS) == 1
+    qtmodeltester.check(m, force_py=True)

@@ -22,7 +22,9 @@ from prefill.session.tool_loop import Decision, LoopFinished, ToolCallDone, Tool
 from prefill.store import Conversation, MessageRecord
 from prefill.store.app_settings import Settings
 from prefill.ui.chat.chat_tools import ChatTools, stored_chat_tools
+from prefill.ui.chat.pending_delete import PendingDelete
 from prefill.ui.chat.sidebar import EngineSidebar
+from prefill.ui.chat.stored_rows import message_rows, stored_rows
 from prefill.ui.chat.transcript_model import Row, TranscriptModel
 from prefill.ui.shared.engine_worker import EngineWorker
 from prefill.ui.shared.store_messages import store_error_text
@@ -33,7 +35,6 @@ TAIL_ROWS = 40  # a long chat opens with this many of its last messages, then re
 PREPEND_SLICE = 500  # the rest goes in this many rows a turn of the event loop
 SAVE_EVERY_S = 0.5
 STORED_RESULT_CHARS = 4000  # of each tool result kept with the answer (the figures stay small enough to export)
-CALL_FIELDS = ("id", "tool", "arguments", "elapsed_ms", "is_error", "denied", "stopped", "not_run", "round")
 
 
 class ChatController(QObject):
@@ -87,6 +88,8 @@ class ChatController(QObject):
         self._request = 0
         self._row = -1
         self._answer_id: int | None = None
+        self._regenerated: int | None = None  # while a new version streams: the version shown before it
+        self.pending = PendingDelete(model, store)  # a deleted message, while Undo is offered
         self._last_save = 0.0
         self._timer = QTimer(self)
         self._timer.setInterval(FLUSH_MS)
@@ -108,6 +111,7 @@ class ChatController(QObject):
         rest (one more store call); until then nothing is sent from it, so no prompt misses them."""
         if self.busy:
             return
+        self.pending.commit()
         tail = None if message_id >= 0 else TAIL_ROWS
         self._complete = False
         self._opening += 1
@@ -126,7 +130,7 @@ class ChatController(QObject):
                 complete()
             else:
                 first = rows[0].position
-                self.store.call(lambda stores: _stored_rows(stores, cid, before=first)[1], then=earlier)
+                self.store.call(lambda stores: stored_rows(stores, cid, before=first)[1], then=earlier)
             self.conversation_opened.emit(conv.id)
             if message_id >= 0:
                 found = [i for i, r in enumerate(rows) if r.message_id == message_id]
@@ -150,12 +154,13 @@ class ChatController(QObject):
             # The engine saves the last chat's cache and restores this one's.
             self.worker.resume(self.messages())
 
-        self.store.call(lambda stores: _stored_rows(stores, cid, last=tail), then=show)
+        self.store.call(lambda stores: stored_rows(stores, cid, last=tail), then=show)
 
     def new_conversation(self, then: Callable[[int], None] | None = None,
                          error: Callable[[Exception], None] | None = None) -> None:
         if self.busy:
             return
+        self.pending.commit()
         fresh = self.conversation_id is not None  # else the switches chosen before the first chat carry over
 
         def made(conv: Conversation) -> None:
@@ -224,6 +229,7 @@ class ChatController(QObject):
     def send(self, text: str) -> None:
         if self.busy:
             return
+        self.pending.commit()
         if not self._complete:  # the chat's earlier messages are still being read: send after them
             self.store.after_pending(lambda: self.send(text))
             return
@@ -244,15 +250,21 @@ class ChatController(QObject):
         if row < self.model.rowCount():
             self.model.update_row(row, message_id=message_id)
 
-    def _generate(self) -> None:
+    def _generate(self, version_of: Row | None = None) -> None:
+        """Answer the chat as it stands; `version_of`: a stored answer gets a new version (Regenerate)."""
         assert self.conversation_id is not None
         messages = self.messages()
         self.busy = True
         self.busy_changed.emit(True)
         self.notice.emit("")
         self._request = next(self._ids)
-        self._row = self.model.append_row(Row("assistant", [], streaming=True))
-        self._answer_id = None
+        answer = Row("assistant", [], streaming=True)
+        if version_of is not None:
+            answer.message_id, answer.position = version_of.message_id, version_of.position
+            answer.version, answer.versions = version_of.versions, version_of.versions + 1
+        self._row = self.model.append_row(answer)
+        self._answer_id = version_of.message_id if version_of is not None else None
+        self._regenerated = version_of.version if version_of is not None else None
         row, request = self._row, self._request
 
         def started(answer_id: int) -> None:
@@ -267,7 +279,8 @@ class ChatController(QObject):
                 "tools": self.chat_tools.as_dict()}
         self._stored_settings = used
         self.store.record_model(self.conversation_id, self.model_path(), used)
-        self.store.begin_answer(self.conversation_id, then=started)
+        if version_of is None:
+            self.store.begin_answer(self.conversation_id, then=started)
         self.sidebar.begin_answer()
         self.worker.buffer.take_both()  # nothing stale from an earlier answer
         self.worker.cancel.clear()
@@ -398,6 +411,14 @@ class ChatController(QObject):
             return
         self._timer.stop()
         self.worker.buffer.take_both()
+        mid, before = self._answer_id, self._regenerated
+        if mid is not None and before is not None and 0 <= self._row < self.model.rowCount():
+            # A new version that failed goes; the one shown before comes back in its row, with its tool rows.
+            self.model.update_row(self._row, streaming=False)
+            self.store.call(lambda s: s.history.show_version(mid, before, drop_shown=True), then=self._show_answer)
+            self.notice.emit(f"{message} The answer before it is kept.")
+            self._end()
+            return
         if 0 <= self._row < self.model.rowCount():
             self.model.remove_row(self._row)
         # The answer row in the database goes too, once begin_answer has come back (calls run in order).
@@ -420,16 +441,59 @@ class ChatController(QObject):
 
     # --- actions on a message ----------------------------------------------------------------
     def regenerate(self, row: int) -> None:
-        """Drop the answer at `row` (and anything after it) and answer again."""
+        """Answer again in place of the answer at `row`: it keeps its versions and gains one (anything
+        after it goes)."""
         if self.busy or not self._complete or row <= 0 or self.model.row(row).role != "assistant":
             return
-        mid = self.model.row(row).message_id
-        while row > 0 and self.model.row(row - 1).role == "tool":  # the calls that answer made go with it
-            row -= 1
+        self.pending.commit()
+        old = self.model.row(row)
+        row = _first_of_answer(self.model, row)  # the calls that answer made go with it
         self.model.remove_from(row)
-        if mid >= 0:
-            self.store.delete_from(mid)
-        self._generate()
+        if old.message_id < 0:  # not stored yet: nothing to keep it beside
+            self._generate()
+            return
+        self.store.call(lambda s: s.history.regenerate_answer(old.message_id))
+        self._generate(version_of=old)
+
+    def page(self, row: int, step: int) -> None:
+        """Show another version of the answer at `row` (-1 the one before, +1 the one after)."""
+        r = self.model.row(row) if 0 <= row < self.model.rowCount() else None
+        if self.busy or r is None or r.role != "assistant" or r.message_id < 0:
+            return
+        to = r.version + step
+        if 0 <= to < r.versions:
+            self.pending.commit()
+            self.store.call(lambda s: s.history.show_version(r.message_id, to), then=self._show_answer)
+
+    def _show_answer(self, record: MessageRecord) -> None:
+        """Put a stored answer's shown version (and its tool rows) in place of the rows it has now."""
+        at = next((i for i, r in enumerate(self.model.rows()) if r.message_id == record.id), -1)
+        if at < 0 or self.busy:
+            return
+        first, new = _first_of_answer(self.model, at), message_rows(record)
+        if at == first and len(new) == 1:  # no tool rows before or after: one row changes
+            a = new[0]
+            self.model.update_row(at, content=a.content, reasoning=a.reasoning, figures=a.figures,
+                                  finish_reason=a.finish_reason, version=a.version, versions=a.versions,
+                                  streaming=False)
+            return
+        for _ in range(at - first + 1):
+            self.model.remove_row(first)
+        for i, r in enumerate(new):
+            self.model.insert_row(first + i, r)
+
+    def branch(self, row: int) -> None:
+        """A new chat holding this one up to and including `row`, opened (same system prompt and settings)."""
+        mid = self.model.row(row).message_id if 0 <= row < self.model.rowCount() else -1
+        if self.busy or not self._complete or mid < 0:
+            return
+        self.pending.commit()
+
+        def made(conv: Conversation) -> None:
+            self.conversations_changed.emit()
+            self.open_conversation(conv.id)
+
+        self.store.call(lambda s: s.history.branch_conversation(mid), then=made)
 
     def retry(self, row: int) -> None:
         """Ask again a question whose answer failed (the last row, a user message)."""
@@ -444,6 +508,7 @@ class ChatController(QObject):
         """Replace a user message; the answer after it is generated anew."""
         if self.busy or not self._complete or self.model.row(row).role != "user" or not text.strip():
             return
+        self.pending.commit()
         mid = self.model.row(row).message_id
         self.model.remove_from(row + 1)
         self.model.update_row(row, content=text)
@@ -452,12 +517,16 @@ class ChatController(QObject):
         self._generate()
 
     def delete(self, row: int) -> None:
-        if self.busy:
-            return
-        mid = self.model.row(row).message_id
-        self.model.remove_row(row)
-        if mid >= 0:
-            self.store.delete_message(mid)
+        """Hide the message at `row` and offer Undo; the history lets it go when the offer ends."""
+        if not self.busy and 0 <= row < self.model.rowCount():
+            self.pending.hide(row)
+
+
+def _first_of_answer(model: TranscriptModel, row: int) -> int:
+    """The first row of the answer at `row`: its tool calls come before it."""
+    while row > 0 and model.row(row - 1).role == "tool":
+        row -= 1
+    return row
 
 
 def _call_figures(call: ToolCall) -> dict[str, Any]:
@@ -497,35 +566,3 @@ def _stored_options(settings: Any) -> TemplateOptions:
         return TemplateOptions(think if isinstance(think, bool) else None, effort if isinstance(effort, str) else "")
     except ValueError:
         return TemplateOptions()
-
-
-def _stored_rows(
-    stores: Any, cid: int, last: int | None = None, before: int | None = None
-) -> tuple[Conversation, list[Row]]:
-    """On the store thread: a conversation and its transcript rows (all, the last N, or those before
-    a position), so building them costs the GUI nothing."""
-    messages: list[MessageRecord] = stores.history.messages(cid, last=last, before=before)
-    rows: list[Row] = []
-    for m in messages:
-        if m.role == "system":
-            continue
-        figures = dict(m.figures or {})
-        if m.role == "assistant":
-            rows += _stored_tool_rows(figures.pop("tool_calls", None), m.position)
-        rows.append(Row(m.role, [m.content], figures, m.finish_reason or "", False, m.id,
-                        [m.reasoning] if m.reasoning else [], position=m.position))
-    return stores.history.conversation(cid), rows
-
-
-def _stored_tool_rows(calls: Any, position: int) -> list[Row]:
-    """The tool rows kept with an answer (whatever the file holds: checked here; a bad one is skipped)."""
-    if not isinstance(calls, list):
-        return []
-    rows = []
-    for c in calls:
-        if not isinstance(c, dict) or not isinstance(c.get("tool"), str) or not isinstance(c.get("result"), str):
-            continue
-        figures = {k: c[k] for k in CALL_FIELDS if isinstance(c.get(k), (str, int, float, bool))}
-        figures["arguments"] = str(figures.get("arguments", "{}"))
-        rows.append(Row("tool", [c["result"]], figures, position=position))
-    return rows

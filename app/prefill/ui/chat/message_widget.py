@@ -7,6 +7,7 @@ from typing import Any
 from PySide6.QtCore import QSizeF, Qt, QUrl, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QHBoxLayout,
     QSizePolicy,
@@ -15,6 +16,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from prefill.ui.chat.inline_editor import InlineEditor
 from prefill.ui.chat.thinking_section import ThinkingSection
 from prefill.ui.chat.tool_call_section import ToolCallSection
 from prefill.ui.markdown.inline import SAFE_SCHEMES
@@ -70,12 +72,23 @@ def figures_line(figures: dict[str, Any], reason: str) -> str:
     return " · ".join(parts)
 
 
+ACTION_TIPS = {
+    "copy": "Copy the message", "edit": "Edit the message here and answer again", "retry": "Ask again",
+    "regenerate": "Answer again; this answer is kept as a version", "delete": "Delete the message (Undo follows)",
+    "branch": "Start a new chat from here, with the messages up to this one",
+    "older": "Show the answer before this one", "newer": "Show the next answer",
+}
+
+
 class MessageWidget(QFrame):
     """Signals:
-        action(str, object): "copy" | "edit" | "delete" | "regenerate" | "retry", and this widget.
+        action(str, object): "copy" | "edit" | "delete" | "regenerate" | "retry" | "branch" | "older" |
+            "newer" (an answer's versions), and this widget.
+        edit_saved(str, object): the inline editor saved this text.
     """
 
     action = Signal(str, object)
+    edit_saved = Signal(str, object)
 
     def __init__(self, role: str, code_palette: Any = None):
         super().__init__()
@@ -92,30 +105,40 @@ class MessageWidget(QFrame):
         self.figures.setVisible(False)
         self.thinking = ThinkingSection()  # stays hidden unless the model thinks
         self.tool: ToolCallSection | None = None  # a tool row's call and result, in place of the text
+        self.editor: InlineEditor | None = None  # while the message is edited in place
         self._streaming = False
+        self._version, self._versions = 0, 1
         bar = QHBoxLayout()
         bar.addWidget(self.title)
         bar.addStretch(1)
         self.buttons: dict[str, QToolButton] = {}
-        actions = ["copy", "delete"]
+        actions = ["copy", "branch", "delete"]
         if role == "user":
-            actions.insert(1, "edit")
-            actions.insert(2, "retry")  # shown only on a question left without an answer
+            actions[1:1] = ["edit", "retry"]  # retry: shown only on a question left without an answer
         elif role == "assistant":
-            actions.insert(1, "regenerate")
+            actions[0:0] = ["older", "newer"]  # ‹ 2 / 3 ›: shown once an answer has versions
+            actions.insert(3, "regenerate")
+        self.version_label = plain_label()
+        self.version_label.setObjectName("message-version")
         for name in actions:
             b = QToolButton()
-            b.setText(name.capitalize())
+            b.setText({"older": "‹", "newer": "›"}.get(name, name.capitalize()))
             b.setAutoRaise(True)
             b.setObjectName(f"message-{name}")
+            b.setToolTip(ACTION_TIPS[name])
+            b.setAccessibleName(ACTION_TIPS[name])
             b.clicked.connect(lambda _=False, n=name: self.action.emit(n, self))
             bar.addWidget(b)
+            if name == "older":
+                bar.addWidget(self.version_label)
             self.buttons[name] = b
         if role in ("notice", "tool"):
             for b in self.buttons.values():
                 b.hide()
-        if "retry" in self.buttons:
-            self.buttons["retry"].hide()
+        for hidden in ("retry", "older", "newer"):
+            if hidden in self.buttons:
+                self.buttons[hidden].hide()
+        self.version_label.hide()
         lay = QVBoxLayout(self)
         lay.setContentsMargins(10, 6, 10, 6)
         lay.setSpacing(2)
@@ -163,9 +186,54 @@ class MessageWidget(QFrame):
 
     def set_streaming(self, streaming: bool) -> None:
         self._streaming = streaming
-        for name in ("edit", "delete", "regenerate"):
+        for name in ("copy", "edit", "retry", "delete", "regenerate", "branch"):
             if name in self.buttons:
-                self.buttons[name].setEnabled(not streaming)
+                self.buttons[name].setEnabled(name == "copy" or not streaming)
+        self.set_versions(self._version, self._versions)
+
+    def set_versions(self, version: int, versions: int) -> None:
+        """An answer's pager: ‹ version+1 / versions ›, shown once it has more than one."""
+        if "older" not in self.buttons:
+            return
+        self._version, self._versions = version, versions
+        shown = versions > 1
+        self.version_label.setText(f"{version + 1} / {versions}")
+        self.version_label.setAccessibleName(f"Answer {version + 1} of {versions}")
+        for name in ("older", "newer"):
+            self.buttons[name].setVisible(shown)
+        self.version_label.setVisible(shown)
+        self.buttons["older"].setEnabled(version > 0 and not self._streaming)
+        self.buttons["newer"].setEnabled(version < versions - 1 and not self._streaming)
+
+    # --- editing in place -------------------------------------------------------------
+    def begin_edit(self) -> InlineEditor:
+        """Swap the text for an editor holding it (Save: `edit_saved`; Cancel: back as it was)."""
+        if self.editor is None:
+            self.editor = InlineEditor(self.text())
+            self.editor.saved.connect(lambda text: self.edit_saved.emit(text, self))
+            self.editor.cancelled.connect(self.end_edit)
+            layout = self.layout()
+            assert isinstance(layout, QVBoxLayout)
+            layout.insertWidget(layout.indexOf(self.browser), self.editor)
+            self.browser.hide()
+            for b in self.buttons.values():
+                b.setEnabled(False)
+        self.editor.begin()
+        return self.editor
+
+    def end_edit(self) -> None:
+        """Close the editor; the message shows its text again."""
+        if self.editor is None:
+            return
+        editor, self.editor = self.editor, None
+        focus = QApplication.focusWidget()
+        had_focus = focus is not None and editor.isAncestorOf(focus)
+        editor.hide()
+        editor.deleteLater()
+        self.browser.show()
+        self.set_streaming(self._streaming)
+        if had_focus and "edit" in self.buttons:
+            self.buttons["edit"].setFocus()  # the keyboard stays on this message
 
     def set_figures(self, figures: dict[str, Any], reason: str) -> None:
         if self.tool is not None:

@@ -23,6 +23,8 @@ class Roles(IntEnum):
     STREAMING = Qt.ItemDataRole.UserRole + 5
     MESSAGE_ID = Qt.ItemDataRole.UserRole + 6  # the row in the history database, or -1
     REASONING = Qt.ItemDataRole.UserRole + 7  # the model's thinking, kept apart from the answer
+    VERSION = Qt.ItemDataRole.UserRole + 8  # which of an answer's versions is shown, 0 the first
+    VERSIONS = Qt.ItemDataRole.UserRole + 9  # how many versions the answer has (1: never regenerated)
 
 
 @dataclass
@@ -35,6 +37,8 @@ class Row:
     message_id: int = -1
     reasoning_chunks: list[str] = field(default_factory=list)
     position: int = -1  # its place in the stored chat (-1: not stored yet)
+    version: int = 0  # of an answer's versions, the one shown
+    versions: int = 1  # an answer's versions (Regenerate keeps every one)
     _joined: str | None = None
 
     @property
@@ -77,6 +81,10 @@ class TranscriptModel(QAbstractListModel):
             return r.message_id
         if role == Roles.REASONING:
             return r.reasoning
+        if role == Roles.VERSION:
+            return r.version
+        if role == Roles.VERSIONS:
+            return r.versions
         return None
 
     def roleNames(self) -> dict[int, QByteArray]:

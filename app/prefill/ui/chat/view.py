@@ -26,6 +26,7 @@ from PySide6.QtWidgets import QAbstractScrollArea, QFrame, QWidget
 from prefill.ui.chat.message_widget import MessageWidget
 from prefill.ui.chat.row_heights import RowHeights, estimate_heights
 from prefill.ui.chat.transcript_model import Roles, TranscriptModel
+from prefill.ui.chat.undo_toast import UndoToast
 
 PAD = 12  # around the messages
 SPACING = 10  # between two messages
@@ -44,10 +45,13 @@ class ChatView(QAbstractScrollArea):
     ``scroll_to_row(row)`` brings a row to the top of the viewport.
 
     Signals:
-        message_action(str, int): an action ("copy", "edit", "delete", "regenerate") on a row.
+        message_action(str, int): an action ("copy", "edit", "delete", "regenerate", "branch", "older",
+            "newer"…) on a row.
+        edit_saved(int, str): the row edited in place (``begin_edit``) was saved with this text.
     """
 
     message_action = Signal(str, int)
+    edit_saved = Signal(int, str)
 
     def __init__(self, model: TranscriptModel, code_palette: Any = None):
         super().__init__()
@@ -71,6 +75,7 @@ class ChatView(QAbstractScrollArea):
         self._fill.setSingleShot(True)
         self._fill.setInterval(0)
         self._fill.timeout.connect(self._relayout)
+        self.toast = UndoToast(self)  # over the bottom of the chat while a delete can be undone
         model.modelReset.connect(self._on_model_reset)
         model.rowsInserted.connect(self._on_model_rows_inserted)
         model.rowsRemoved.connect(self._on_model_rows_removed)
@@ -89,6 +94,14 @@ class ChatView(QAbstractScrollArea):
 
     def live_rows(self) -> list[int]:
         return sorted(self._live)
+
+    def begin_edit(self, row: int) -> bool:
+        """Edit `row` in place (a rendered row: its widget shows an editor). False if it is not rendered."""
+        w = self._live.get(row)
+        if w is None:
+            return False
+        w.begin_edit()
+        return True
 
     def scroll_to_row(self, row: int) -> None:
         """Bring `row` to the top of the viewport (a search hit), rendering what it needs."""
@@ -178,6 +191,8 @@ class ChatView(QAbstractScrollArea):
                     w.finish()
             if not roles or Roles.FIGURES in roles or Roles.FINISH_REASON in roles:
                 w.set_figures(r.figures, r.finish_reason)
+            if not roles or Roles.VERSION in roles or Roles.VERSIONS in roles:
+                w.set_versions(r.version, r.versions)
         if changed:
             self._relayout()
 
@@ -188,12 +203,19 @@ class ChatView(QAbstractScrollArea):
                 widget.copy_text()
             self.message_action.emit(name, row)
 
+    def _on_widget_edit_saved(self, text: str, widget: MessageWidget) -> None:
+        row = next((r for r, w in self._live.items() if w is widget), -1)
+        widget.end_edit()
+        if row >= 0:
+            self.edit_saved.emit(row, text)
+
     # --- widgets for the rows near the viewport --------------------------------------------
     def _make_widget(self, row: int) -> MessageWidget:
         r = self.model.row(row)
         w = MessageWidget(r.role, self.code_palette)
         w.setParent(self.viewport())
         w.action.connect(self._on_widget_action)
+        w.edit_saved.connect(self._on_widget_edit_saved)
         text, n = self.model.chunks_since(row, 0)
         thinking, n_thinking = self.model.reasoning_since(row, 0)
         w.set_reasoning(thinking, from_history=not r.streaming)
@@ -203,6 +225,7 @@ class ChatView(QAbstractScrollArea):
         else:
             w.set_content(text)
         w.set_figures(r.figures, r.finish_reason)
+        w.set_versions(r.version, r.versions)
         w.set_retry_visible(row == self._unanswered_row())
         w.setGeometry(PAD, 0, self._width, max(1, self._heights[row] - SPACING))
         w.show()
@@ -368,6 +391,7 @@ class ChatView(QAbstractScrollArea):
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
+        self.toast.place()
         self._relayout()
 
     def showEvent(self, event: QShowEvent) -> None:

@@ -1,0 +1,53 @@
+"""What a message's buttons do: regenerate, page an answer's versions, edit in place, branch, delete."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject
+
+from prefill.ui.chat.controller import ChatController
+from prefill.ui.chat.view import ChatView
+
+
+class MessageActions(QObject):
+    """Runs a message action (the view's `message_action`) on the chat's controller.
+
+    One per view, made by `of` on the first action: it joins the view's Undo toast and inline
+    editor to the controller then.
+    """
+
+    def __init__(self, controller: ChatController, view: ChatView):
+        super().__init__(view)
+        self.controller, self.view = controller, view
+        pending = controller.pending
+        pending.offered.connect(view.toast.offer)
+        pending.closed.connect(view.toast.hide)
+        view.toast.undo_requested.connect(pending.undo)
+        view.edit_saved.connect(self._on_view_edit_saved)
+
+    @staticmethod
+    def of(controller: ChatController, view: ChatView) -> MessageActions:
+        """The view's MessageActions, made on first use."""
+        found = view.findChild(MessageActions)
+        return found if isinstance(found, MessageActions) else MessageActions(controller, view)
+
+    def run(self, name: str, row: int) -> None:
+        """Do `name` ("regenerate", "retry", "delete", "edit", "branch", "older", "newer"; "copy" is
+        the view's own) on the message at `row`."""
+        c = self.controller
+        if name == "regenerate":
+            c.regenerate(row)
+        elif name == "retry":
+            c.retry(row)
+        elif name == "delete":
+            c.delete(row)
+        elif name == "edit":
+            if not c.busy:
+                self.view.begin_edit(row)
+        elif name == "branch":
+            c.branch(row)
+        elif name in ("older", "newer"):
+            c.page(row, -1 if name == "older" else 1)
+
+    def _on_view_edit_saved(self, row: int, text: str) -> None:
+        if text != self.controller.model.row(row).content:
+            self.controller.edit(row, text)

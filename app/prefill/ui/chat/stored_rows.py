@@ -1,0 +1,52 @@
+"""Transcript rows from the history: a stored message, its answer's tool calls, its versions.
+
+Built on the store thread (the functions take the stores), so opening a chat or paging an
+answer costs the GUI thread nothing but the model's update. What a file holds is checked here:
+a tool call kept with an answer that is not one is skipped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefill.store import Conversation, MessageRecord
+from prefill.ui.chat.transcript_model import Row
+
+CALL_FIELDS = ("id", "tool", "arguments", "elapsed_ms", "is_error", "denied", "stopped", "not_run", "round")
+
+
+def stored_rows(
+    stores: Any, cid: int, last: int | None = None, before: int | None = None
+) -> tuple[Conversation, list[Row]]:
+    """On the store thread: a conversation and its transcript rows (all, the last N, or those before
+    a position)."""
+    messages: list[MessageRecord] = stores.history.messages(cid, last=last, before=before)
+    rows: list[Row] = []
+    for m in messages:
+        if m.role != "system":
+            rows += message_rows(m)
+    return stores.history.conversation(cid), rows
+
+
+def message_rows(m: MessageRecord) -> list[Row]:
+    """One stored message as rows: an answer's tool calls first, then the message, showing its version."""
+    figures = dict(m.figures or {})
+    rows = stored_tool_rows(figures.pop("tool_calls", None), m.position) if m.role == "assistant" else []
+    rows.append(Row(m.role, [m.content], figures, m.finish_reason or "", False, m.id,
+                    [m.reasoning] if m.reasoning else [], position=m.position,
+                    version=m.version, versions=len(m.versions) + 1))
+    return rows
+
+
+def stored_tool_rows(calls: Any, position: int) -> list[Row]:
+    """The tool rows kept with an answer (whatever the file holds: checked here; a bad one is skipped)."""
+    if not isinstance(calls, list):
+        return []
+    rows = []
+    for c in calls:
+        if not isinstance(c, dict) or not isinstance(c.get("tool"), str) or not isinstance(c.get("result"), str):
+            continue
+        figures = {k: c[k] for k in CALL_FIELDS if isinstance(c.get(k), (str, int, float, bool))}
+        figures["arguments"] = str(figures.get("arguments", "{}"))
+        rows.append(Row("tool", [c["result"]], figures, position=position))
+    return rows
