@@ -188,3 +188,32 @@ def test_delete_hides_at_once_and_undo_puts_it_back(app, qtbot, smollm2: Path) -
     assert not toast.isVisible()
     qtbot.waitUntil(lambda: w.store.pending() == 0)
     assert [m.content for m in _stored(app, c.conversation_id)][:2] == [before[1][1], before[2][1]]
+
+
+def test_a_regeneration_that_fails_brings_back_the_answer_before_it(app, qtbot, smollm2: Path) -> None:
+    w = app.open(small_settings(max_tokens=4))
+    load(qtbot, w, smollm2)
+    c = w.controller
+    kept = send(qtbot, w, "Name a colour.").text
+    w.engine.worker.generate = lambda _id, _request: None  # type: ignore[method-assign]  # it never answers
+    w._on_chat_message_action("regenerate", 1)
+    assert w.transcript.row(1).streaming and w.transcript.row(1).versions == 2
+    w.engine.worker.failed.emit(c._request, "The model stopped.")
+    qtbot.waitUntil(lambda: w.transcript.row(1).content == kept and not w.transcript.row(1).streaming)
+    assert (w.transcript.row(1).version, w.transcript.row(1).versions) == (0, 1) and not c.busy
+    qtbot.waitUntil(lambda: w.store.pending() == 0)
+    stored = _stored(app, c.conversation_id)[1]
+    assert (stored.content, stored.versions, stored.complete) == (kept, (), True)
+
+
+def test_undo_is_withdrawn_when_the_chat_is_deleted(app, qtbot, smollm2: Path) -> None:
+    w = app.open(small_settings(max_tokens=4))
+    load(qtbot, w, smollm2)
+    send(qtbot, w, "One")
+    qtbot.waitUntil(lambda: w.store.pending() == 0)
+    w._on_chat_message_action("delete", 1)
+    assert w.chat_view.toast.isVisible()
+    w._on_conversations_delete_requested(w.controller.conversation_id)
+    assert not w.chat_view.toast.isVisible() and w.transcript.rowCount() == 0
+    qtbot.waitUntil(lambda: w.store.pending() == 0)
+    assert not w.problem.isVisible()  # the message went with its chat: nothing to report

@@ -46,6 +46,8 @@ class PendingDelete(QObject):
         self.timer.setSingleShot(True)
         self.timer.setInterval(undo_ms)
         self.timer.timeout.connect(self.commit)
+        # A transcript filled anew (another chat opened, this one deleted) has no place to put it back in.
+        model.modelReset.connect(self.commit)
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.commit)
