@@ -1,12 +1,17 @@
-"""`prefill bench`: the engine's streaming path against the leanest llama.cpp loop."""
+"""`prefill bench`: the engine's streaming path against the leanest llama.cpp loop; with
+`--speculative`, speculative decoding against plain decoding on the same prompts."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from prefill.commands.errors import CliError
 from prefill.commands.options import add_model_options, load_settings, model_path
+
+if TYPE_CHECKING:
+    from prefill.engine.settings import LoadSettings
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -17,20 +22,43 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--reps", type=int, default=3, help="alternating runs of each loop (default 3)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (every figure and run) instead of a table")
+    p.add_argument("--speculative", metavar="ngram|DRAFT.gguf",
+                   help="compare speculative decoding with plain decoding instead: drafts from the text itself "
+                        "(ngram) or from a draft model; greedy, flash attention on, on a copy task and a task "
+                        "with nothing to copy")
+    p.add_argument("--draft-max", type=int, default=16, help="with --speculative: the longest draft (default 16)")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    settings = load_settings(args)
+    if args.speculative:
+        return _speculative(args, settings)
     from prefill.bench.side_by_side import bench
 
-    settings = load_settings(args)
     need = args.prompt_tokens + args.gen_tokens + 64
     if settings.n_ctx < need:
         settings = replace(settings, n_ctx=need)
     result = bench(model_path(args), args.prompt_tokens, args.gen_tokens, args.reps, settings)
     print(json.dumps(result) if args.json else table(result))
+    return 0
+
+
+def _speculative(args: argparse.Namespace, settings: LoadSettings) -> int:
+    from pathlib import Path
+
+    from prefill.bench import speculative_compare
+
+    if not 1 <= args.draft_max <= 32:
+        raise CliError(f"--draft-max: {args.draft_max} is not between 1 and 32")
+    if args.speculative != "ngram" and not Path(args.speculative).expanduser().is_file():
+        raise CliError(f"--speculative: expected ngram or a draft model's .gguf file, not {args.speculative!r}")
+    draft = args.speculative if args.speculative == "ngram" else str(Path(args.speculative).expanduser())
+    # A refused model or draft model is an EngineError: the CLI says it in one line.
+    result = speculative_compare.compare(model_path(args), draft, args.gen_tokens, args.reps, settings, args.draft_max)
+    print(json.dumps(result) if args.json else speculative_compare.table(result))
     return 0
 
 

@@ -2,21 +2,42 @@
 
 A target names what should answer (a model file, a remote endpoint, a slot of the running
 server); `open_backend` builds the `ChatBackend` for it. `describe` says what a person sees of it.
+A model file's target carries its speculative decoding (`Speculation`), set on the engine once it
+is loaded, and again by `apply_speculation` when it changes (no reload).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.batch.slot_chat import SlotChat
 from prefill.engine.chat_backend import ChatBackend
+from prefill.engine.errors import EngineError, InvalidSetting
 from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.settings import LoadSettings
 from prefill.remote.engine import RemoteEngine
 from prefill.session.loaded import LoadedModel, local_model, remote_model
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """How a local engine decodes: one token per step ("off"), or guesses checked in one step, drafted
+    from the text itself ("ngram") or by a small model sharing the vocabulary ("draft", `draft_path`)."""
+
+    mode: str = "off"
+    draft_path: str = ""  # read in "draft" mode only
+    draft_max: int = 16  # the longest guess
+
+    @property
+    def draft_wanted(self) -> str:
+        """The draft model this asks for ("" for none: the other modes free it)."""
+        return self.draft_path if self.mode == "draft" else ""
 
 
 @dataclass(frozen=True)
@@ -25,6 +46,7 @@ class LocalModel:
 
     path: str
     settings: LoadSettings
+    speculation: Speculation = field(default_factory=Speculation)
 
 
 @dataclass(frozen=True)
@@ -58,7 +80,13 @@ def open_backend(target: Target, progress: Callable[[float], bool] | None = None
         RemoteError: the endpoint cannot be reached, refuses the key, or lists no model.
     """
     if isinstance(target, LocalModel):
-        return ChatEngine.load(target.path, target.settings, progress=progress)
+        local = ChatEngine.load(target.path, target.settings, progress=progress)
+        try:
+            apply_speculation(local, target.speculation)
+        except EngineError as e:  # the model answers all the same, one token per step
+            local.speculation_note = refusal_text(e)
+            log.warning("%s", local.speculation_note)
+        return local
     if isinstance(target, ServerSlot):
         return SlotChat(target.scheduler)
     engine = RemoteEngine(target.url, target.model, target.api_key)
@@ -77,3 +105,32 @@ def describe(backend: ChatBackend, target: Target, load_ms: float) -> LoadedMode
         return remote_model(backend, backend.resolve_model(), name, load_ms)
     assert isinstance(backend, ChatEngine | SlotChat)
     return local_model(backend, Path(target.path) if isinstance(target, LocalModel) else backend.path, load_ms)
+
+
+def apply_speculation(engine: ChatEngine, wanted: Speculation, before: Speculation | None = None) -> None:
+    """Set `engine`'s speculative decoding; the draft model is loaded (or freed) only when the one
+    wanted differs from `before`'s (None: the engine has none yet), so a change of mode or draft
+    length alone costs nothing.
+
+    Raises:
+        EngineError: the draft model was refused (or "draft" names none); speculation is then off.
+    """
+    engine.draft_max = wanted.draft_max
+    had = before.draft_wanted if before is not None else ""
+    try:
+        if wanted.mode == "draft" and not wanted.draft_path:
+            raise InvalidSetting("model.draft_model_path", "speculative decoding with a draft model needs "
+                                 "a draft model file (Settings > Model > Draft model)")
+        if wanted.draft_wanted != had:
+            engine.use_draft_model(wanted.draft_wanted or None)
+    except EngineError:
+        engine.use_draft_model(None)  # the draft a refused one would have replaced goes too: plainly off
+        engine.speculative = "off"
+        raise
+    engine.speculative = wanted.mode
+
+
+def refusal_text(e: EngineError) -> str:
+    """A refused draft model in words, with what happens instead."""
+    reason = e.reason if isinstance(e, InvalidSetting) else str(e)
+    return f"Speculative decoding is off: {reason.rstrip('.')}. Answers are decoded one token per step."

@@ -29,6 +29,7 @@ from prefill.engine.settings import (
 log = logging.getLogger(__name__)
 
 Theme = Literal["system", "light", "dark"]
+SpeculativeMode = Literal["off", "ngram", "draft"]
 
 
 def _field_of(section: type[Section], name: str) -> dataclasses.Field[Any]:
@@ -51,6 +52,23 @@ class ModelSettings(LoadSettings):
         default=4096,
         metadata=doc("Disk space for chats' saved KV caches, in MiB; 0 = none saved.",
                      label="Chat cache budget (MiB)", minimum=0, maximum=1_048_576),
+    )
+    # Set on the loaded engine as they change (no reload), so they are not LoadSettings' fields.
+    speculative: SpeculativeMode = field(
+        default="off",
+        metadata=doc("Speculative decoding: off, from the text itself, or with a draft model (guesses checked "
+                     "in one step; the same answer; temperature 0, repeat penalty 1, flash attention on).",
+                     label="Speculative decoding"),
+    )
+    draft_model_path: str = field(
+        default="",
+        metadata=doc('A small GGUF model that shares the main model\'s vocabulary, for speculative decoding '
+                     'with a draft model; "" = none.', label="Draft model"),
+    )
+    draft_max: int = field(
+        default=16,
+        metadata=doc("The most tokens guessed ahead per step (the guess shortens by itself when the model "
+                     "keeps refusing it).", label="Longest draft (tokens)", minimum=1, maximum=32),
     )
 
     def load_settings(self) -> LoadSettings:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
-    QApplication,
     QDialog,
     QDockWidget,
     QFileDialog,
@@ -39,11 +38,12 @@ from prefill.ui.chat.view import ChatView
 from prefill.ui.history.conversation_list import ConversationList
 from prefill.ui.history.menu import HistoryMenu
 from prefill.ui.models.picker import REMOTE, ModelPicker
-from prefill.ui.settings_dialog import SettingsDialog, needs_reload
+from prefill.ui.settings_apply import apply_settings, send_speculation
+from prefill.ui.settings_dialog import SettingsDialog
 from prefill.ui.shared.engine_worker import EngineThread
-from prefill.ui.shared.plain_text import inform, plain_label
+from prefill.ui.shared.plain_text import plain_label
 from prefill.ui.shared.store_worker import StoreProxy, Stores
-from prefill.ui.shared.theme import ThemeFollower, apply_theme, code_palette
+from prefill.ui.shared.theme import ThemeFollower, code_palette
 from prefill.ui.welcome import Welcome
 
 MIB = 1024 * 1024
@@ -203,6 +203,8 @@ class MainWindow(QMainWindow):
         w.disk_cache.connect(self._on_worker_disk_cache)
         w.set_cache_budget(self.settings.model.kv_disk_budget_mb * MIB)  # and report its use
         w.max_tool_rounds = self.settings.ui.max_tool_rounds  # read by the tool loop on the engine thread
+        send_speculation(w, self.settings.model)  # and for every model loaded
+        w.speculation_refused.connect(self.show_notice)
         self.picker.local_chosen.connect(self.load_model)
         self.picker.remote_chosen.connect(self.load_remote)
         self.picker.open_file_requested.connect(self._open_file)
@@ -523,22 +525,7 @@ class MainWindow(QMainWindow):
         new = dialog.result_settings()
         old, self.settings = self.settings, new
         self.store.save_settings(new)
-        if new.model.kv_disk_budget_mb != old.model.kv_disk_budget_mb:
-            self.engine.worker.set_cache_budget(new.model.kv_disk_budget_mb * MIB)
-        self.engine.worker.max_tool_rounds = new.ui.max_tool_rounds
-        if new.ui.theme != old.ui.theme:
-            if self.theme_follower is not None:
-                self.theme_follower.set_choice(new.ui.theme)
-            else:
-                app = QApplication.instance()
-                if isinstance(app, QApplication):
-                    self.set_theme(apply_theme(app, new.ui.theme))
-        if self.loaded is not None and needs_reload(old.model, new.model):
-            if self.controller.busy:
-                inform(self, "Settings", "The model reloads after this answer; stop it to reload now.")
-                self.controller.busy_changed.connect(self._reload_when_idle)
-            else:
-                self.load_model(str(self.loaded.path))
+        apply_settings(self, old, new)
 
     def set_theme(self, effective: str) -> None:
         """Light or dark: recolour what the palette does not reach (code, the KV bar)."""
@@ -546,9 +533,9 @@ class MainWindow(QMainWindow):
         self.sidebar.theme = effective
         self.chat_view.set_code_palette(code_palette(effective))
 
-    def _reload_when_idle(self, busy: bool) -> None:
+    def reload_when_idle(self, busy: bool) -> None:
         if not busy and self.loaded is not None:
-            self.controller.busy_changed.disconnect(self._reload_when_idle)
+            self.controller.busy_changed.disconnect(self.reload_when_idle)
             self.load_model(str(self.loaded.path))
 
     # --- window state ---------------------------------------------------------------------------

@@ -43,13 +43,16 @@ LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "sampling.repeat_penalty", "sampling.repeat_last_n", "sampling.max_tokens", "sampling.seed",
                     "ui.max_tool_rounds")),
     ("Model", ("model.n_ctx", "model.n_gpu_layers", "model.flash_attn", "model.kv_type", "model.n_threads",
-               "model.n_batch", "model.overflow_policy", "model.kv_disk_budget_mb")),
+               "model.n_batch", "model.overflow_policy", "model.kv_disk_budget_mb", "model.speculative",
+               "model.draft_model_path", "model.draft_max")),
     ("Downloads", ("ui.models_dir", "hub.hf_token")),
     ("Appearance", ("ui.theme",)),
 )
 # Kept as they are: set by the window itself, or (stop texts) by the file and the CLI.
 NOT_IN_DIALOG = frozenset({"model.last_model_path", "ui.window_geometry", "ui.splitter_states", "sampling.stop",
                            "ui.tools_off"})  # the Tools dialog's checkboxes edit it
+# Text fields that name a file: a "Choose…" button opens a file dialog with this filter.
+FILE_FILTERS = {"model.draft_model_path": "GGUF models (*.gguf)"}
 COUNT = "count"  # the combo entry of a "choice or a number" field that enables its spin box
 INT_LIMIT = 2**31 - 1  # a QSpinBox holds a C int
 
@@ -108,7 +111,7 @@ class FieldEditor:
         self.input, self._read = line, lambda: line.text().strip()
         if self.meta.get("secret"):
             line.setEchoMode(QLineEdit.EchoMode.Password)
-        if not self.meta.get("folder"):
+        if not self.meta.get("folder") and self.key not in FILE_FILTERS:
             return line
         browse = QPushButton("Choose…")
         browse.clicked.connect(lambda: self._on_browse_clicked(line))
@@ -135,9 +138,12 @@ class FieldEditor:
         return spin
 
     def _on_browse_clicked(self, line: QLineEdit) -> None:
-        folder = QFileDialog.getExistingDirectory(self.widget, self.label, line.text())
-        if folder:
-            line.setText(folder)
+        if self.key in FILE_FILTERS:
+            chosen, _ = QFileDialog.getOpenFileName(self.widget, self.label, line.text(), FILE_FILTERS[self.key])
+        else:
+            chosen = QFileDialog.getExistingDirectory(self.widget, self.label, line.text())
+        if chosen:
+            line.setText(chosen)
 
 
 def _row(main: QWidget, side: QWidget) -> QWidget:
@@ -178,6 +184,10 @@ class SettingsDialog(QDialog):
                 form.addRow(plain_label("Saved chat caches"), _row(self.cache_use, clear))
             tabs.addTab(page, title)
         self.cache_budget = self.editors["model.kv_disk_budget_mb"].input
+        speculative = self.editors["model.speculative"].input
+        assert isinstance(speculative, QComboBox)
+        speculative.currentTextChanged.connect(self._on_speculative_changed)
+        self._on_speculative_changed(speculative.currentText())
         self.set_cache_usage(cache_usage)
         self.problem = plain_label()
         self.problem.setObjectName("settings-problem")
@@ -224,6 +234,11 @@ class SettingsDialog(QDialog):
     def set_cache_usage(self, usage: Usage | None) -> None:
         self.cache_use.setText("" if usage is None else f"{usage.bytes / 1024**3:.2f} GB in {usage.files} files")
 
+    def _on_speculative_changed(self, mode: str) -> None:
+        # What does not apply to the mode chosen is greyed out (and kept as it is).
+        self.editors["model.draft_model_path"].widget.setEnabled(mode == "draft")
+        self.editors["model.draft_max"].widget.setEnabled(mode != "off")
+
     def _on_editor_changed(self, *_args: object) -> None:
         problem = self.check()
         self.problem.setText(problem)
@@ -232,5 +247,6 @@ class SettingsDialog(QDialog):
 
 
 def needs_reload(old: ModelSettings, new: ModelSettings) -> bool:
-    """Whether a change of model settings takes a reload of the model: any load setting."""
+    """Whether a change of model settings takes a reload of the model: any load setting. (Speculative
+    decoding is set on the loaded engine: its mode and draft length at once, a draft model loaded beside it.)"""
     return old.load_settings() != new.load_settings()

@@ -445,13 +445,17 @@ class ChatController(QObject):
         after it goes)."""
         if self.busy or not self._complete or row <= 0 or self.model.row(row).role != "assistant":
             return
-        self.pending.commit()
         old = self.model.row(row)
+        if old.message_id < 0:  # its row in the history is on its way: regenerate once it is there
+            def again() -> None:
+                if row < self.model.rowCount() and self.model.row(row).message_id >= 0:
+                    self.regenerate(row)
+
+            self.store.after_pending(again)
+            return
+        self.pending.commit()
         row = _first_of_answer(self.model, row)  # the calls that answer made go with it
         self.model.remove_from(row)
-        if old.message_id < 0:  # not stored yet: nothing to keep it beside
-            self._generate()
-            return
         self.store.call(lambda s: s.history.regenerate_answer(old.message_id))
         self._generate(version_of=old)
 

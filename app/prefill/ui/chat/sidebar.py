@@ -1,4 +1,4 @@
-"""The engine sidebar: prompt, KV cache, TTFT, prefill and decode speed, latency, backend. Live."""
+"""The engine sidebar: prompt, KV cache, TTFT, prefill and decode speed, latency, backend, speculation. Live."""
 
 from __future__ import annotations
 
@@ -18,10 +18,23 @@ from PySide6.QtWidgets import (
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.session.loaded import LoadedModel
 from prefill.session.tool_loop import RoundTiming
-from prefill.ui.shared.plain_text import plain_label
+from prefill.ui.chat.draft_strip import DraftStrip
+from prefill.ui.shared.plain_text import plain_label, tooltip
 from prefill.ui.shared.theme import kv_bar_style
 
 MIB = 1024 * 1024
+# What each speculation figure means, for someone who has never heard of it.
+SPECULATION_TIPS = {
+    "spec-drafts": "Speculative decoding guesses a few tokens ahead and has the model check the guesses "
+                   "all at once.\nDrafted: tokens guessed so far. Accepted: the guesses the model agreed "
+                   "with, which it then did not have to work out one by one. The percentage is how often "
+                   "the guesses were right.",
+    "spec-step": "How many tokens each step of the model wrote on average. Without speculation it is "
+                 "exactly 1; at 2.0 the answer took half as many model steps.",
+    "spec-rate": "How fast this answer is written with speculation, and how that compares with this "
+                 "model's last answer written without it (a different answer, so a rough guide). The "
+                 "answer's text is the same either way: speculation changes only the speed.",
+}
 
 
 class RatePlot(QWidget):
@@ -72,7 +85,7 @@ class EngineSidebar(QWidget):
 
     def __init__(self, theme: str = "light") -> None:
         super().__init__()
-        self.theme = theme
+        self._theme = theme
         self.labels: dict[str, QLabel] = {}
         lay = QVBoxLayout(self)
         lay.setContentsMargins(8, 8, 8, 8)
@@ -134,9 +147,39 @@ class EngineSidebar(QWidget):
         self.plot = RatePlot()
         sf.addRow(self.plot)
         lay.addWidget(speed_box)
+
+        # Shown while an answer's drafts run, and kept after it until the next answer.
+        self.speculation_box = QGroupBox("Speculation")
+        self.speculation_box.setObjectName("speculation-box")
+        spf = QFormLayout(self.speculation_box)
+        self._add(spf, "spec-drafts", "Drafted / accepted", "—")
+        self._add(spf, "spec-step", "Tokens per step", "—")
+        self._add(spf, "spec-rate", "Decode", "—")
+        self.labels["spec-rate"].setWordWrap(True)
+        for key, tip in SPECULATION_TIPS.items():
+            self.labels[key].setToolTip(tooltip(tip))
+            title = spf.labelForField(self.labels[key])
+            if title is not None:
+                title.setToolTip(tooltip(tip))
+        self.strip = DraftStrip(theme)
+        spf.addRow(self.strip)
+        self.speculation_box.hide()
+        lay.addWidget(self.speculation_box)
         lay.addStretch(1)
         self.last: MetricsSnapshot | None = None
         self.remote = False  # a remote endpoint answers: what it does not report is unknown
+        self._model = ""  # the model answering, by name: plain decode rates are its own
+        self.plain_tps: dict[str, float] = {}  # per model: its last answer's decode rate without speculation
+
+    @property
+    def theme(self) -> str:
+        return self._theme
+
+    @theme.setter
+    def theme(self, effective: str) -> None:
+        """Light or dark: what is painted here by hand follows (the strip at once)."""
+        self._theme = effective
+        self.strip.set_theme(effective)
 
     def _add(self, form: QFormLayout, key: str, title: str, value: str) -> None:
         label = plain_label(value)
@@ -160,6 +203,7 @@ class EngineSidebar(QWidget):
     def set_model(self, m: LoadedModel | None, error: str = "") -> None:
         self.load_bar.hide()
         self.remote = m is not None and bool(m.remote)
+        self._model = "" if m is None else f"{m.remote}|{m.path}|{m.name}"
         if m is None:
             self.labels["model"].setText("none loaded" if not error else "failed to load")
             self.labels["backend"].setText("—")
@@ -184,6 +228,8 @@ class EngineSidebar(QWidget):
             self.labels[key].setText("…")
         self.labels["tools"].setText("—")
         self.cache_note.hide()
+        self.strip.reset()
+        self.speculation_box.hide()
 
     def on_prefill(self, p: PrefillDone) -> None:
         if self.remote and not p.prompt_tokens:  # a remote reports its prompt in `usage`, at the end
@@ -216,10 +262,25 @@ class EngineSidebar(QWidget):
             self.labels["reused"].setText(f"{m.cached_tokens}")
             self.labels["evaluated"].setText(f"{m.evaluated_tokens}")
         self.plot.add_snapshot(m)
+        if m.draft_n:
+            self._on_drafts(m)
         self.set_kv(m)
+
+    def _on_drafts(self, m: MetricsSnapshot) -> None:
+        """The speculation figures of a snapshot whose drafts ran: a few labels and one strip column."""
+        accepted, n = m.draft_n_accepted, m.completion_tokens
+        self.labels["spec-drafts"].setText(f"{m.draft_n} / {accepted} · {accepted / m.draft_n:.0%} accepted")
+        self.labels["spec-step"].setText(f"{n / max(1, n - accepted):.2f}")
+        plain = self.plain_tps.get(self._model)
+        self.labels["spec-rate"].setText(f"{m.decode_tps:.0f} tok/s · {m.decode_tps / plain:.2f}× plain" if plain
+                                         else f"{m.decode_tps:.0f} tok/s · no answer without it yet to compare")
+        self.strip.add_snapshot(m)
+        self.speculation_box.show()
 
     def on_finished(self, f: Finished) -> None:
         self.on_metrics(f.metrics)
+        if not f.metrics.draft_n and f.metrics.decode_tps > 0 and not self.remote:
+            self.plain_tps[self._model] = f.metrics.decode_tps  # what the next speculative answer compares with
         if self.remote and not f.metrics.prompt_tokens:  # a server that sends no `usage`
             for key in ("prompt", "reused", "evaluated"):
                 self.labels[key].setText("not reported by the server")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
@@ -39,7 +40,7 @@ from prefill.ui.shared.tool_gate import ApprovalGate
 if TYPE_CHECKING:
     from prefill.engine.chat_backend import ChatBackend
     from prefill.server.lifecycle import RunningServer, ServeOptions
-    from prefill.session.backends import Target
+    from prefill.session.backends import Speculation, Target
     from prefill.session.chat_session import ChatSession
 
 
@@ -74,7 +75,7 @@ class EngineWorker(QObject):
 
     The GUI thread asks through the typed methods (`load`, `load_remote`, `cancel_load`, `generate`,
     `unload`, `ask_count`, `serve`, `stop_serving`, `resume`, `set_cache_budget`, `clear_cache`,
-    `shutdown`); each queues one private request signal into the engine thread, where the
+    `set_speculative`, `shutdown`); each queues one private request signal into the engine thread, where the
     `ChatSession` (made there, so llama.cpp loads off the GUI thread) does the work.
 
     Signals:
@@ -101,6 +102,7 @@ class EngineWorker(QObject):
         tool_done(int, object): request id, ToolCallDone (run, denied, stopped or not run).
         tool_loop_finished(int, object): request id, LoopFinished (before `finished`, which then
             carries the last round's Finished).
+        speculation_refused(str): the draft model was refused, in words; speculation is off.
 
     A request with tools (and a `tool_runner` set) runs the tool loop (`session/tool_loop.py`) on the
     engine thread: per round the model's answer streams into the buffer as usual; `finished` comes
@@ -127,6 +129,7 @@ class EngineWorker(QObject):
     tool_started = Signal(int, object)
     tool_done = Signal(int, object)
     tool_loop_finished = Signal(int, object)
+    speculation_refused = Signal(str)
 
     # requests, queued into the worker's thread: the typed methods below emit them
     _request_load = Signal(int, object)
@@ -139,6 +142,7 @@ class EngineWorker(QObject):
     _request_resume = Signal(object)
     _request_cache_budget = Signal(object)  # bytes (an int past 2 GiB: not a Qt int)
     _request_clear_cache = Signal()
+    _request_speculative = Signal(object)
 
     def __init__(self, disk: KvDiskCache | None = None) -> None:
         super().__init__()
@@ -157,6 +161,9 @@ class EngineWorker(QObject):
         self.approvals = ToolApprovals()
         self.max_tool_rounds = DEFAULT_MAX_ROUNDS
         self.gate = ApprovalGate()
+        # Speculative decoding: what a load asks for (GUI thread), and what the engine has (engine thread).
+        self.speculation: Speculation | None = None
+        self._speculating: Speculation | None = None
         self._request_load.connect(self._on_request_load)
         self._request_serve.connect(self._on_request_serve)
         self._request_stop_serving.connect(self._on_request_stop_serving)
@@ -167,6 +174,7 @@ class EngineWorker(QObject):
         self._request_resume.connect(self._on_request_resume)
         self._request_cache_budget.connect(self._on_request_cache_budget)
         self._request_clear_cache.connect(self._on_request_clear_cache)
+        self._request_speculative.connect(self._on_request_speculative)
 
     @property
     def session(self) -> ChatSession:
@@ -197,9 +205,9 @@ class EngineWorker(QObject):
         Returns:
             The tag `load_cancelled` names if this load is cancelled.
         """
-        from prefill.session.backends import LocalModel
+        from prefill.session.backends import LocalModel, Speculation
 
-        return self._load(LocalModel(path, settings))
+        return self._load(LocalModel(path, settings, self.speculation or Speculation()))
 
     def load_remote(self, endpoint: SavedEndpoint) -> int:
         """Chat through a remote endpoint (after unloading the local model); as `load`, a newer load
@@ -255,6 +263,14 @@ class EngineWorker(QObject):
         """Delete every saved cache."""
         self._request_clear_cache.emit()
 
+    def set_speculative(self, mode: str, draft_path: str, draft_max: int) -> None:
+        """Speculative decoding ("off", "ngram" or "draft" with `draft_path`) for the loaded model, set
+        without a reload (a draft model is loaded or freed beside it), and for the models loaded next."""
+        from prefill.session.backends import Speculation
+
+        self.speculation = Speculation(mode, draft_path, draft_max)
+        self._request_speculative.emit(self.speculation)
+
     def shutdown(self) -> None:
         """The last request: after everything queued before it, free the model and end the thread."""
         self._request_shutdown.emit()
@@ -287,6 +303,7 @@ class EngineWorker(QObject):
             self.load_cancelled.emit(tag)
             return
         self.loaded.emit(info)
+        self._speculation_loaded(target)
         self._report_kv()
 
     @Slot()
@@ -323,6 +340,36 @@ class EngineWorker(QObject):
     @Slot()
     def _on_request_clear_cache(self) -> None:
         self.session.clear_cache()
+
+    @Slot(object)
+    def _on_request_speculative(self, wanted: Speculation) -> None:
+        from prefill.engine.local.chat_engine import ChatEngine
+        from prefill.session.backends import apply_speculation, refusal_text
+
+        engine = self.engine
+        if not isinstance(engine, ChatEngine):  # a remote, or the server's slot: the next load takes it
+            return
+        try:
+            apply_speculation(engine, wanted, self._speculating)
+        except EngineError as e:
+            self._speculating = replace(wanted, mode="off")
+            self.speculation_refused.emit(refusal_text(e))
+            return
+        self._speculating = wanted
+
+    def _speculation_loaded(self, target: Target) -> None:
+        """What a load set up (`open_backend` applied the target's speculation), and its refusal told."""
+        from prefill.engine.local.chat_engine import ChatEngine
+        from prefill.session.backends import LocalModel
+
+        engine = self.engine
+        if not isinstance(engine, ChatEngine) or not isinstance(target, LocalModel):
+            self._speculating = None
+            return
+        self._speculating = target.speculation
+        if engine.speculation_note:  # set by the load only when the draft model was refused
+            self._speculating = replace(target.speculation, mode="off")
+            self.speculation_refused.emit(engine.speculation_note)
 
     @Slot()
     def _on_request_shutdown(self) -> None:
