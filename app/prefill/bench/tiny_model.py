@@ -56,11 +56,13 @@ def write_tiny_llama(
     seed: int = 0,
     edit: Callable[[GGUFWriter], None] | None = None,
     name: str = "prefill-tiny",
+    weight_scale: float = 0.5,
 ) -> Path:
     """A random-weight llama model that llama.cpp loads and runs (it talks nonsense).
 
     `edit` may change the writer's metadata before it is written (the tests' hostile files);
-    `name` is its `general.name` (tests give hostile ones).
+    `name` is its `general.name` (tests give hostile ones). `weight_scale`: the weights' standard
+    deviation (smaller: calmer activations, so a cached prefix and a fresh one agree on the next token).
     """
     path = Path(path)
     rng = np.random.default_rng(seed)
@@ -87,7 +89,7 @@ def write_tiny_llama(
         w.add_chat_template(chat_template)
 
     def t(name: str, *shape: int, f32: bool = False) -> None:
-        a = rng.standard_normal(shape, dtype=np.float32) * 0.5
+        a = rng.standard_normal(shape, dtype=np.float32) * weight_scale
         w.add_tensor(name, a if f32 else a.astype(np.float16))
 
     t("token_embd.weight", n_vocab, n_embd)

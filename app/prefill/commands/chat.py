@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +28,7 @@ from prefill.commands.options import (
     sampling_settings,
 )
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
-from prefill.engine.message import Message, ToolCall
+from prefill.engine.message import ImagePart, Message, ToolCall
 from prefill.engine.request import REASONING_EFFORTS, ChatRequest, TemplateOptions
 from prefill.engine.settings import OverflowSettings, SamplingSettings
 from prefill.session.tool_loop import Decision, LoopFinished, RoundStarted, ToolCallDone, ToolCallStarted, run_tool_loop
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 JSON_FIELDS = (
     "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens", "evaluated_tokens",
     "ttft_ms", "answer_ttft_ms", "prefill_tps", "decode_tps", "itl_p50_ms", "itl_p95_ms", "kv_used",
-    "kv_total", "kv_bytes", "draft_n", "draft_n_accepted",
+    "kv_total", "kv_bytes", "draft_n", "draft_n_accepted", "image_tokens", "image_encode_ms",
 )
 
 
@@ -63,6 +63,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="chat with an OpenAI-compatible server instead of a local file; --model is then its model id")
     p.add_argument("--api-key", metavar="KEY", default="",
                    help="the --remote server's key (default: the key saved with that URL, if any)")
+    p.add_argument("--image", metavar="PATH", action="append", default=[],
+                   help="an image for the next prompt (repeatable); needs a vision model's projector")
+    p.add_argument("--mmproj", metavar="PATH", default="",
+                   help="the vision model's projector (default: the mmproj*.gguf beside the model; 'none': no images)")
     add_tool_options(p)
     p.set_defaults(handler=run)
 
@@ -107,13 +111,13 @@ def _prompts(args: argparse.Namespace) -> Iterable[str | Control]:
 def chat_turns(
     session: ChatSession, system: str, prompts: Iterable[str | Control], sampling: SamplingSettings,
     overflow: OverflowSettings, echo: bool, options: TemplateOptions | None = None,
-    stopper: StopOnCtrlC | None = None, tools: TerminalTools | None = None,
+    stopper: StopOnCtrlC | None = None, tools: TerminalTools | None = None, images: Sequence[ImagePart] = (),
 ) -> Iterator[Finished]:
     """Run user turns in one conversation; yields each answer's Finished event (with `tools`, the
     last round's: `tools.last` has the turn's calls). Echoed thinking goes to stderr, dimmed, so
     stdout holds the answers alone. A NewConversation or SetSystem among the prompts starts over
     or changes the system prompt; with a `stopper`, Ctrl-C ends the answer that streams (kept as
-    far as it got) or the tool that runs, and the chat goes on."""
+    far as it got) or the tool that runs, and the chat goes on. `images` go with the first prompt."""
     history: list[Message] = [Message("system", system)] if system else []
     for prompt in prompts:
         if isinstance(prompt, NewConversation | SetSystem):
@@ -121,7 +125,8 @@ def chat_turns(
             turns = [m for m in history if m.role != "system"] if isinstance(prompt, SetSystem) else []
             history = ([Message("system", system)] if system else []) + turns
             continue
-        history.append(Message("user", prompt))
+        history.append(Message("user", prompt, images=tuple(images)))
+        images = ()
         end = None
         thinking = mid_line = False
         with stopper or contextlib.nullcontext():
@@ -191,12 +196,40 @@ def _speculate(session: ChatSession, mode: str) -> ChatEngine | None:
     return session.backend
 
 
+def _images(args: argparse.Namespace) -> list[ImagePart]:
+    """The --image files through the door (a refused one is one line, and nothing runs)."""
+    from prefill.engine.vision.image_door import read_image_file
+
+    return [read_image_file(Path(p).expanduser()) for p in args.image]
+
+
+def _projector(session: ChatSession, args: argparse.Namespace, wanted: bool) -> None:
+    """Load the projector of a local model: --mmproj's file, else the mmproj*.gguf beside the model
+    (said on stderr, so the person knows which); none found is said only when images are wanted."""
+    from prefill.engine.local.chat_engine import ChatEngine
+    from prefill.engine.vision.projector import find_projector
+
+    engine = session.backend
+    if not isinstance(engine, ChatEngine) or args.mmproj == "none":
+        return
+    path = Path(args.mmproj).expanduser() if args.mmproj else find_projector(engine.path)
+    if path is None:
+        if wanted:
+            print(f"prefill: no mmproj*.gguf beside {engine.path.name}: images need the model's projector "
+                  "(--mmproj PATH)", file=sys.stderr)
+        return
+    engine.use_projector(path)
+    how = "" if args.mmproj else " (found beside the model)"
+    print(f"prefill: projector: {path.name}{how}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from prefill.remote.engine import RemoteEngine
     from prefill.session.backends import LocalModel, Target
     from prefill.session.chat_session import ChatSession
 
     check_tool_options(args)
+    images = _images(args)
     session = ChatSession()
     target: Target
     asked = ""  # the remote model asked for
@@ -211,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
     assert info is not None
     tools = None
     try:
+        _projector(session, args, bool(images))
         engine = _speculate(session, args.speculative)
         if isinstance(session.backend, RemoteEngine):
             check_listed(session.backend, asked)
@@ -224,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
         tools = open_tools(args)
         turns = chat_turns(
             session, args.system, _prompts(args), sampling_settings(args), overflow, not args.json, options,
-            StopOnCtrlC() if interactive else None, tools,
+            StopOnCtrlC() if interactive else None, tools, images,
         )
         if args.remote:
             turns = keep_partial(turns, args.json)

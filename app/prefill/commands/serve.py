@@ -33,6 +33,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--max-queue", type=int, default=0,
                    help="requests that may wait for a slot before more get 429 (default: 8 per slot)")
     p.add_argument("--alias", default="", help="the model's id in the API (default: the file name)")
+    p.add_argument("--mmproj", metavar="PATH", default="",
+                   help="the vision model's projector, for image_url parts (default: the mmproj*.gguf beside the "
+                        "model; 'none': no images)")
+    p.add_argument("--allow-remote-images", action="store_true",
+                   help="fetch image_url parts' http(s) URLs (default: only base64 data: URLs are read)")
     p.set_defaults(handler=run)
 
 
@@ -56,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         model=model_path(args), settings=load_settings(args), host=args.host, port=args.port,
         parallel=args.parallel, api_key=args.api_key, cors_origins=tuple(args.cors_origin),
         allowed_hosts=tuple(args.allowed_host), max_queued=max(0, args.max_queue),
+        mmproj=projector_path(args), allow_remote_images=args.allow_remote_images,
         model_id=args.alias,
     )
 
@@ -66,6 +72,19 @@ def run(args: argparse.Namespace) -> int:
 
     serve(options, ready)
     return 0
+
+
+def projector_path(args: argparse.Namespace) -> Path | None:
+    """--mmproj's file, else the mmproj*.gguf beside the model (said on stderr, so the person knows which)."""
+    from prefill.engine.vision.projector import find_projector
+
+    if args.mmproj == "none":
+        return None
+    path = Path(args.mmproj).expanduser() if args.mmproj else find_projector(model_path(args))
+    if path is not None:
+        how = "" if args.mmproj else " (found beside the model)"
+        print(f"prefill: projector: {path.name}{how}: image_url parts are read", file=sys.stderr, flush=True)
+    return path
 
 
 def read_key_file(path: Path) -> str:

@@ -23,6 +23,8 @@ class PrefillDone:
     cache_note: str = ""  # why more than the new tokens were evaluated (a cache that cannot be trimmed)
     restored_tokens: int = 0  # of cached_tokens, those restored from the disk cache before this request
     restore_ms: float = 0.0  # how long that restore took
+    image_tokens: int = 0  # of prompt_tokens' positions, the images' embeddings (their count)
+    image_encode_ms: float = 0.0  # the vision encoder's time on this prompt's new images (not in prefill_ms)
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class MetricsSnapshot:
     finish_reason: str = ""
     draft_n: int = 0  # speculative decoding: draft tokens checked by the model (0: it did not run)
     draft_n_accepted: int = 0  # of those, the ones the model agreed with
+    image_tokens: int = 0  # image embeddings in the prompt (0: no image)
+    image_encode_ms: float = 0.0  # the vision encoder's time on this prompt's new images
 
     @property
     def kv_known(self) -> bool:

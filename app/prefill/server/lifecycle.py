@@ -18,6 +18,7 @@ from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.batch.snapshot import BatchSnapshot
 from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.settings import LoadSettings
+from prefill.engine.vision.projector import Projector
 from prefill.server.browser_guard import allowed_hosts, is_loopback
 from prefill.server.connections import HEADER_DEADLINE_S, MAX_CONNECTIONS, guarded_protocol
 from prefill.server.generate import WRITE_DEADLINE_S
@@ -43,6 +44,8 @@ class ServeOptions:
     header_deadline_s: float = HEADER_DEADLINE_S  # for a connection's request headers
     max_connections: int = MAX_CONNECTIONS  # lowered to what the file-descriptor limit allows
     write_deadline_s: float = WRITE_DEADLINE_S  # a stream's client that takes nothing this long is dropped
+    mmproj: Path | None = None  # the projector that lets the model read images (engine/vision)
+    allow_remote_images: bool = False  # fetch image_url parts' http(s) URLs (off: base64 data: URLs only)
 
 
 class ExposureError(ValueError):
@@ -91,6 +94,7 @@ class RunningServer:
             model_id=options.model_id or options.model.name.removesuffix(".gguf"),
             api_key=options.api_key, cors_origins=options.cors_origins, max_body=options.max_body,
             hosts=allowed_hosts(options.host, options.allowed_hosts), write_deadline_s=options.write_deadline_s,
+            allow_remote_images=options.allow_remote_images,
         )
         self.model_id = state.model_id
         config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="off",
@@ -117,9 +121,13 @@ class RunningServer:
         scheduler = BatchScheduler(load_batch_model(options.model, options.settings, options.parallel), on_snapshot,
                                    options.max_queued)
         try:
+            if options.mmproj is not None:
+                scheduler.projector = Projector(options.mmproj, scheduler.runtime)
             return cls(options, scheduler, bind(options.host, options.port))
         except BaseException:
             scheduler.close()
+            if scheduler.projector is not None:
+                scheduler.projector.close()
             raise
 
     def serve_forever(self) -> None:
@@ -128,6 +136,8 @@ class RunningServer:
             self._server.run(sockets=[self.sock])
         finally:
             self.scheduler.close()
+            if self.scheduler.projector is not None:
+                self.scheduler.projector.close()
             self.sock.close()
 
     def start_thread(self) -> None:

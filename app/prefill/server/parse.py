@@ -15,6 +15,7 @@ from prefill.engine.message import Message
 from prefill.engine.request import ChatRequest
 from prefill.engine.settings import ServeSampling
 from prefill.server.errors import ApiError, bad_request, model_not_found
+from prefill.server.images import ImageRef, image_url_of
 from prefill.server.parse_tools import ToolsAsked, parse_tool_calls, parse_tool_fields
 
 MAX_STOPS = 16
@@ -37,6 +38,7 @@ class GenerationRequest:
     include_usage: bool = False
     sampling: ServeSampling = field(default_factory=lambda: DEFAULTS)
     tools: ToolsAsked = field(default_factory=ToolsAsked)
+    images: tuple[ImageRef, ...] = ()  # chat: the image_url parts, unread (server/images.py reads them)
 
     @property
     def chat_request(self) -> ChatRequest:
@@ -70,8 +72,9 @@ def parse_chat(obj: dict[str, Any], model_id: str) -> GenerationRequest:
     tools = parse_tool_fields(obj)
     if obj.get("logprobs"):
         raise bad_request("Log probabilities are not supported.", "logprobs")
-    messages = tuple(_message(m, i) for i, m in enumerate(raw))
-    return GenerationRequest("chat", model, messages=messages, tools=tools, **_common(obj))
+    images: list[ImageRef] = []
+    messages = tuple(_message(m, i, images) for i, m in enumerate(raw))
+    return GenerationRequest("chat", model, messages=messages, tools=tools, images=tuple(images), **_common(obj))
 
 
 def parse_completion(obj: dict[str, Any], model_id: str) -> GenerationRequest:
@@ -100,7 +103,8 @@ def _model(obj: dict[str, Any], model_id: str) -> str:
     return model
 
 
-def _message(m: Any, i: int) -> Message:
+def _message(m: Any, i: int, images: list[ImageRef]) -> Message:
+    """One message; its image_url parts (a user's) are appended to `images`, to be read later."""
     param = f"messages[{i}]"
     if not isinstance(m, dict):
         raise bad_request(f"{param} must be an object.", param)
@@ -112,13 +116,17 @@ def _message(m: Any, i: int) -> Message:
         content = ""
     if isinstance(content, list):
         parts = []
-        for part in content:
+        for j, part in enumerate(content):
+            if isinstance(part, dict) and part.get("type") == "image_url" and role == "user":
+                images.append(ImageRef(i, j, image_url_of(part, f"{param}.content[{j}]")))
+                continue
             if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise bad_request(f"{param}.content: only text parts are supported.", param)
+                raise bad_request(f"{param}.content: only text parts (and a user's image_url parts) are "
+                                  "supported.", param)
             parts.append(part["text"])
         content = "".join(parts)
     if not isinstance(content, str):
-        raise bad_request(f"{param}.content must be a string or an array of text parts.", param)
+        raise bad_request(f"{param}.content must be a string or an array of content parts.", param)
     content = _unicode(content, f"{param}.content")
     if role == "tool":
         call_id, name = m.get("tool_call_id", ""), m.get("name", "")

@@ -26,13 +26,16 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from prefill.engine.batch.scheduler import BatchScheduler
-from prefill.engine.errors import GrammarError, TemplateError
+from prefill.engine.errors import EngineError, GrammarError, TemplateError
+from prefill.engine.message import images_of
 from prefill.engine.prompt.model_chat import ModelChat, plain_reader
 from prefill.engine.request import ChatRequest
+from prefill.engine.vision.prompt_images import tokenize_with_images
 from prefill.server.browser_guard import LOOPBACK_NAMES, BrowserGuard
 from prefill.server.cost_bounds import PromptBounds, body_limit
 from prefill.server.errors import ApiError, bad_request, server_error, too_large, unauthorized
 from prefill.server.generate import WRITE_DEADLINE_S, EventSourceResponse, EventStream, full_reply, stream_reply, submit
+from prefill.server.images import IMAGE_BODY_BYTES, attach_images
 from prefill.server.loop_waker import LoopWaker
 from prefill.server.parse import GenerationRequest, parse_chat, parse_completion, parse_json
 from prefill.server.shapes import Reply, model_list
@@ -51,7 +54,8 @@ class ServeState:
     api_key: str = ""
     cors_origins: tuple[str, ...] = ()
     hosts: frozenset[str] | None = LOOPBACK_NAMES  # the names Host may carry (None: any)
-    max_body: int = 0  # bytes; 0: what the slot's context can hold (cost_bounds.body_limit)
+    max_body: int = 0  # bytes; 0: what the slot's context can hold (cost_bounds.body_limit), and images
+    allow_remote_images: bool = False  # fetch image_url parts' http(s) URLs (off: data: URLs only)
     write_deadline_s: float = WRITE_DEADLINE_S  # a stream's client that takes nothing this long is dropped
     created: int = field(default_factory=lambda: int(time.time()))
     bounds: PromptBounds = field(init=False)
@@ -59,7 +63,8 @@ class ServeState:
 
     def __post_init__(self) -> None:
         n_ctx = self.scheduler.n_ctx_seq
-        self.max_body = self.max_body or body_limit(n_ctx)
+        can_see = self.scheduler.projector is not None
+        self.max_body = self.max_body or body_limit(n_ctx) + (IMAGE_BODY_BYTES if can_see else 0)
         self.bounds = PromptBounds(n_ctx, self.scheduler.runtime.longest_token_bytes)
 
     def waker(self) -> LoopWaker:
@@ -117,6 +122,10 @@ async def _health(state: ServeState, request: Request) -> Response:
 
 async def _chat(state: ServeState, request: Request) -> Response:
     req = parse_chat(parse_json(await read_body(request, state.max_body)), state.model_id)
+    if req.images:  # read and checked before anything is rendered; refused first when they cannot be
+        messages = await attach_images(req.messages, req.images, state.scheduler.projector is not None,
+                                       state.allow_remote_images)
+        req = replace(req, messages=messages)
     return await _generate(state, request, req)
 
 
@@ -156,7 +165,10 @@ async def _build_prompt(state: ServeState, req: GenerationRequest,
     def build() -> tuple[str, list[int]]:
         text = chat.text_of(chat_request) if chat_request is not None else req.prompt
         bounds.check_text(text)
-        return text, chat.tokenize(text)
+        if chat_request is None or not req.images:
+            return text, chat.tokenize(text)
+        images = images_of(chat_request.messages)
+        return text, tokenize_with_images(text, True, chat.tokenize, images, state.scheduler.projector)
 
     if chat_request is not None:
         bounds.check_messages(chat_request.messages)
@@ -165,6 +177,8 @@ async def _build_prompt(state: ServeState, req: GenerationRequest,
             return await anyio.to_thread.run_sync(build)
         except TemplateError as e:
             raise bad_request(str(e), "messages") from None
+        except EngineError as e:  # the projector refused an image
+            raise bad_request(f"An image could not be read: {e}.", "messages") from None
 
 
 def client_of(request: Request) -> str:

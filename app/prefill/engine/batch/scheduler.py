@@ -24,6 +24,8 @@ from prefill.engine.batch.snapshot import BatchSnapshot, RateMeter, SlotSnapshot
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
+from prefill.engine.vision.projector import Projector, is_image_token
+from prefill.engine.vision.prompt_images import run_end, run_start, text_before_image
 
 log = logging.getLogger(__name__)
 PUBLISH_EVERY_S = 0.1
@@ -92,6 +94,7 @@ class BatchScheduler:
         self.runtime = rt = model.runtime
         self.n_ctx_seq = rt.n_ctx_seq
         self.n_slots = rt.n_seq
+        self.projector: Projector | None = None  # lets prompts hold images (engine/vision); set by the server
         self._on_snapshot = on_snapshot
         self.on_events: Callable[[bool], None] | None = None
         self._slots = [_Slot(i) for i in range(rt.n_seq)]
@@ -242,7 +245,7 @@ class BatchScheduler:
             return (n if continued else 0, not s.tokens, -s.last_used)
 
         slot = max(idle, key=score)
-        keep = min(shared[slot.index], len(prompt) - 1)  # evaluate >= 1 token
+        keep = run_start(prompt, min(shared[slot.index], len(prompt) - 1))  # evaluate >= 1 token, an image whole
         keep = self.runtime.seq_truncate(slot.index, keep)
         del slot.tokens[keep:]
         slot.prompt_len, slot.owner = len(prompt), owner
@@ -265,7 +268,9 @@ class BatchScheduler:
             for j in sorted((j for j in active if j.state == "prefill"), key=lambda j: j.handle.id):
                 if batch.room == 0:
                     break
-                chunk = j.pending[j.fed : j.fed + batch.room]
+                if self.projector is not None and not self._feed_images(j):
+                    continue
+                chunk = text_before_image(j.pending, j.fed, batch.room)
                 done = j.fed + len(chunk) == len(j.pending)
                 j.index = batch.add(chunk, len(j.slot.tokens), j.slot.index, done)
                 chunks.append((j, chunk, done))
@@ -295,6 +300,23 @@ class BatchScheduler:
         for j in ready:
             self._accept(j, sample_at(j.sampler, j.index), now)
         self._rate.add(now, len(ready))
+
+    def _feed_images(self, j: _Job) -> bool:
+        """Encode the images at the front of `j`'s pending prompt and decode them into its sequence, outside
+        the shared batch (mtmd decodes an image's embeddings in batches of its own; the other slots wait
+        for the encoder); False when one failed, and `j` with it."""
+        assert self.projector is not None
+        pending, slot = j.pending, j.slot
+        while j.fed < len(pending) and is_image_token(pending[j.fed]):
+            end = run_end(pending, j.fed)
+            try:
+                self.projector.evaluate(pending[j.fed], len(slot.tokens), slot.index)
+            except EngineError as e:
+                self._fail(j, str(e))
+                return False
+            slot.tokens.extend(pending[j.fed : end])
+            j.fed = end
+        return True
 
     def _prefilled(self, j: _Job, now: float) -> None:
         clock = j.handle.clock

@@ -29,7 +29,7 @@ from prefill.engine.local import kv_resume, speculative
 from prefill.engine.local.draft_model import DraftModel
 from prefill.engine.local.kv_disk import KvDiskCache, SaveResult
 from prefill.engine.local.ngram_draft import DRAFT_MAX, DraftLength, NgramIndex
-from prefill.engine.message import Message
+from prefill.engine.message import ImagePart, Message, images_of
 from prefill.engine.metrics import RequestClock
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
 from prefill.engine.prompt.answer_split import AnswerSplit
@@ -38,6 +38,8 @@ from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.prompt.overflow import Fitted, fit_messages
 from prefill.engine.request import ChatRequest, TemplateOptions
 from prefill.engine.settings import LoadSettings, SamplingSettings
+from prefill.engine.vision import prompt_images
+from prefill.engine.vision.projector import Projector, is_image_token
 
 SNAPSHOT_EVERY_S = 0.25
 
@@ -73,27 +75,55 @@ class ChatEngine:
         self.draft_max = DRAFT_MAX  # the longest draft checked in one step (the adaptive length's cap)
         self.speculation_note = ""  # why the last answer was not decoded speculatively when asked to be
         self.draft_model: DraftModel | None = None
+        self.projector: Projector | None = None  # the mmproj that lets the model see images (`use_projector`)
+        self._images: dict[str, ImagePart] = {}  # the images of the prompt being prepared, by digest
 
     @classmethod
     def load(
         cls, path: str | Path, settings: LoadSettings | None = None,
-        progress: Callable[[float], bool] | None = None,
+        progress: Callable[[float], bool] | None = None, mmproj: str | Path | None = None,
     ) -> ChatEngine:
         """Check the file, then load it with llama.cpp; `progress` gets 0..1 and may return False to stop.
+        `mmproj`: the projector that lets it see images (`use_projector`).
 
         Raises:
-            ModelLoadError: missing, empty, truncated or non-GGUF file, or llama.cpp refused it.
+            ModelLoadError: missing, empty, truncated or non-GGUF file, or llama.cpp refused it
+                (ProjectorError: the projector).
         """
         settings = settings or LoadSettings()
         p = Path(path)
         header = read_model_header(p)
         layers = resolve_gpu_layers(settings.n_gpu_layers, header, settings)
         runtime = LlamaRuntime(p, settings, layers, header.n_layer, progress)
-        return cls(p, header, runtime, device_report(settings.n_gpu_layers, runtime.offload, layers))
+        engine = cls(p, header, runtime, device_report(settings.n_gpu_layers, runtime.offload, layers))
+        if mmproj is not None:
+            try:
+                engine.use_projector(mmproj)
+            except BaseException:
+                engine.close()
+                raise
+        return engine
 
     def close(self) -> None:
         self.use_draft_model(None)
+        self.use_projector(None)
         self.runtime.close()
+
+    # --- the projector (images) -----------------------------------------------------------
+    def use_projector(self, path: str | Path | None) -> None:
+        """Load the projector (mmproj) that turns images into this model's tokens (None: unload it).
+        The cache is emptied: its images were embedded by the projector it replaces.
+
+        Raises:
+            ProjectorError: the file is not a projector, or not one for this model (its width differs).
+        """
+        new = Projector(path, self.runtime) if path is not None else None
+        old, self.projector = self.projector, new
+        if old is not None or new is not None:
+            self.reset_cache()
+            self.__dict__.pop("cache_scope", None)  # a saved state depends on the projector too
+        if old is not None:
+            old.close()
 
     # --- the draft model --------------------------------------------------------------
     def use_draft_model(self, path: str | Path | None) -> None:
@@ -142,7 +172,10 @@ class ChatEngine:
     @functools.cached_property
     def cache_scope(self) -> str:
         """What a saved state of this engine depends on besides its tokens (model, cache settings, build)."""
-        return kv_resume.cache_scope(kv_resume.model_identity(self.path), self.settings, self.n_ctx)
+        identity = kv_resume.model_identity(self.path)
+        if self.projector is not None:
+            identity += "+" + kv_resume.model_identity(self.projector.path)
+        return kv_resume.cache_scope(identity, self.settings, self.n_ctx)
 
     def save_state(self, disk: KvDiskCache) -> SaveResult:
         """Save the KV cache, its tokens and their segments to `disk`, keyed by scope and tokens."""
@@ -187,7 +220,8 @@ class ChatEngine:
             used += 1
         rest = text[pos:]
         if rest:
-            tokens.extend(self.chat.tokenize(rest, at_start=pos == 0))
+            tokens.extend(prompt_images.tokenize_with_images(
+                rest, pos == 0, self.chat.tokenize, self._images, self.projector, self.path.name))
         return tokens, used, rest
 
     def _prepare(self, request: ChatRequest) -> tuple[str, list[int], int, str]:
@@ -197,6 +231,7 @@ class ChatEngine:
         if self._prepared is not None and self._prepared[0] == key:
             return self._prepared[1]
         text = self.chat.text_of(request)
+        self._images = images_of(request.messages)
         result = (text, *self._prompt(text))
         self._prepared = (key, result)
         return result
@@ -241,7 +276,7 @@ class ChatEngine:
         limit = min(len(prompt), len(self._tokens))
         while keep < limit and prompt[keep] == self._tokens[keep]:
             keep += 1
-        keep = min(keep, len(prompt) - 1)
+        keep = prompt_images.run_start(prompt, min(keep, len(prompt) - 1))
         cache_note = ""
         if not rt.kv_truncate(keep):
             # Recurrent and hybrid memory cannot be trimmed part-way, and a sliding window may no
@@ -263,15 +298,22 @@ class ChatEngine:
         rt.perf_reset()
         clock.t_prefill_start = time.perf_counter()
         todo = prompt[keep:]
-        for i in range(0, len(todo), rt.n_batch):  # n_batch pieces: llama.cpp aborts on more
+        encode_ms = 0.0  # the vision encoder's share, reported apart from the text's prefill
+        # n_batch pieces of text (llama.cpp aborts on more), and each image whole (the projector's own batches)
+        pieces = prompt_images.spans(todo, rt.n_batch) if self.projector is not None else (
+            (i, i + rt.n_batch, False) for i in range(0, len(todo), rt.n_batch))
+        for start, end, image in pieces:
             if cancel is not None and cancel.is_set():
                 self._sync_segments()
                 snap = clock.snapshot(rt.kv_cells_used(), self.n_ctx, self.bytes_per_cell, "cancelled")
                 yield Finished("cancelled", "", snap)
                 return
-            chunk = todo[i : i + rt.n_batch]
+            chunk = todo[start:end]
             try:
-                rt.decode(chunk)
+                if image and self.projector is not None:
+                    encode_ms += self.projector.evaluate(chunk[0], keep + start)
+                else:
+                    rt.decode(chunk)
             except EngineError:
                 self.reset_cache()
                 raise
@@ -280,18 +322,22 @@ class ChatEngine:
         perf = rt.perf()
         evaluated = len(todo)
         prefill_ms = perf.t_p_eval_ms if perf.n_p_eval == evaluated and perf.t_p_eval_ms > 0 else (
-            (clock.t_prefill_end - clock.t_prefill_start) * 1000
+            (clock.t_prefill_end - clock.t_prefill_start) * 1000 - encode_ms
         )
+        n_image = prompt_images.image_tokens(prompt, self.projector)
         clock.base = MetricsSnapshot(
             prompt_tokens=len(prompt),
             cached_tokens=keep,
             evaluated_tokens=evaluated,
             prefill_ms=prefill_ms,
             prefill_tps=evaluated / prefill_ms * 1000 if prefill_ms > 0 else 0.0,
+            image_tokens=n_image,
+            image_encode_ms=encode_ms,
         )
         restored, self._restored = self._restored, None
         yield PrefillDone(len(prompt), keep, evaluated, prefill_ms, fitted.dropped, fitted.note, cache_note,
-                          min(keep, restored[0]) if restored else 0, restored[1] if restored else 0.0)
+                          min(keep, restored[0]) if restored else 0, restored[1] if restored else 0.0,
+                          n_image, encode_ms)
         split = self.chat.reader(text, clock, request=request)
         yield from self._decode(request.sampling, cancel, clock, split, constraint)
 
@@ -361,6 +407,8 @@ class ChatEngine:
             note = "no draft model is loaded: speculative decoding is off"
         elif mode in ("ngram", "draft"):
             note = speculative.why_not(self.runtime, sampling, constraint)
+            if not note and self.projector is not None and any(is_image_token(t) for t in self._tokens):
+                note = "an image is in the chat: speculative decoding is off (its tokens are no words to draft)"
         self.speculation_note = note
         if note or mode not in ("ngram", "draft"):
             return None

@@ -32,6 +32,7 @@ import llama_cpp
 from prefill.engine.llama.runtime import LlamaRuntime
 from prefill.engine.local.kv_disk import HEAD_SIZE, CorruptState, KvDiskCache, SaveResult, StateHeader, state_key
 from prefill.engine.settings import LoadSettings
+from prefill.engine.vision.projector import IMAGE_TOKEN_BASE
 
 _LLAMA_SEQ_MAGIC = struct.pack("<Ii", 0xAF143CD8, 0)  # llama.cpp's state magic, then sequence 0
 _EDGE = 1024 * 1024
@@ -169,7 +170,7 @@ def restore(rt: LlamaRuntime, disk: KvDiskCache, scope: str, text: str, live: in
             disk.discard(path)
             notes.append(f"a saved cache was discarded ({found})")
             continue
-        if len(found.tokens) > rt.n_ctx or any(t >= rt.n_vocab for t in found.tokens):
+        if len(found.tokens) > rt.n_ctx or any(rt.n_vocab <= t < IMAGE_TOKEN_BASE for t in found.tokens):
             disk.discard(path)
             notes.append("a saved cache was discarded (it does not fit this model's context or vocabulary)")
             continue

@@ -48,6 +48,8 @@ class ModelChat:
         Raises:
             TemplateError: the template refused the conversation, failed, or left its sandbox.
         """
+        if any(m.images for m in messages):  # templates see text: each image as its marker
+            messages = [m.with_image_markers() for m in messages]
         if self.renders_tools:
             return formats.prompt_text(self.format, messages, options, self.runtime.add_bos,
                                        [t.as_openai() for t in tools])
