@@ -45,7 +45,8 @@ def inside(out: Path) -> int:
     def greedy(s: Settings) -> Settings:
         return s.with_values({"sampling.temperature": 0.0, "sampling.repeat_penalty": 1.0,
                               "sampling.max_tokens": 260, "model.flash_attn": True, "model.n_ctx": 2048,
-                              "model.n_gpu_layers": "none", "model.speculative": "off"})
+                              "model.n_gpu_layers": "none", "model.speculative": "off",
+                              "model.n_threads": 1})  # one thread: steadier on a shared machine
 
     shots = Shots(out, greedy, None)
     w, shoot = shots.window, shots.shoot
