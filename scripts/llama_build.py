@@ -284,7 +284,8 @@ def build_wheel(plan: Plan, version: str, python: str = sys.executable) -> Path:
     print(file=sys.stderr, flush=True)
     wheels = sorted(partial.glob("llama_cpp_python-*.whl"))
     if rc != 0 or not wheels:
-        raise BuildError(f"the CUDA build of llama-cpp-python failed (exit {rc}); see {log_path}")
+        raise BuildError(f"the CUDA build of llama-cpp-python failed (exit {rc}); see {log_path} "
+                         "(make run CUDA=0 keeps the CPU build)")
     if not has_cuda_backend(wheels[0]):
         raise BuildError(f"{wheels[0].name} has no CUDA backend (libggml-cuda); see {log_path}")
     final = folder / wheels[0].name

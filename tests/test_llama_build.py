@@ -219,3 +219,40 @@ def test_toolkit_libraries_get_the_names_cmake_looks_for(tmp_path: Path) -> None
     assert os.readlink(lib / "libcublasLt.so") == "libcublasLt.so.13"
     assert (cu13 / "lib64" / "libcublas.so").exists()
     assert "-DCMAKE_CUDA_ARCHITECTURES=86;90" in lb.cmake_args(("86", "90"), cu13)
+
+
+FAKE_PIP = """#!{python}
+# Stands in for `python -m pip wheel ... -w DIR`: prints ninja's progress, writes the wheel, checks the flags.
+import os, sys, zipfile
+args = sys.argv[1:]
+out = args[args.index("-w") + 1]
+assert "-DCMAKE_CUDA_ARCHITECTURES=86;90" in os.environ["CMAKE_ARGS"], os.environ["CMAKE_ARGS"]
+assert os.environ["PIP_CACHE_DIR"].endswith("cuda-86+90-0.3.36/pip-cache")  # never pip's shared cache
+for i in range(1, 4):
+    print(f"  [{{i}}/3] nvcc ...", flush=True)
+if os.environ.get("FAIL"):
+    sys.exit(1)
+with zipfile.ZipFile(os.path.join(out, "llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl"), "w") as z:
+    z.writestr("llama_cpp/lib/libggml-cuda.so", "")
+"""
+
+
+def test_a_build_lands_in_its_key_folder_and_a_failure_names_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PREFILL_BUILD_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(lb, "ensure_toolkit", lambda python=None: tmp_path / "cu13")
+    fake = tmp_path / "fake-python"
+    fake.write_text(FAKE_PIP.format(python=sys.executable))
+    fake.chmod(0o755)
+    plan = lb.Plan("cuda", ("86", "90"), "CUDA=1 for CUDA_ARCHS (sm_86, sm_90)")
+    monkeypatch.setenv("FAIL", "1")
+    with pytest.raises(lb.BuildError, match="build.log"):
+        lb.build_wheel(plan, "0.3.36", str(fake))
+    assert lb.cached_wheel("cuda-86+90-0.3.36") is None  # a failed build leaves nothing to reuse
+    monkeypatch.delenv("FAIL")
+    wheel = lb.build_wheel(plan, "0.3.36", str(fake))
+    assert wheel.parent == lb.wheel_folder("cuda-86+90-0.3.36") and lb.cached_wheel("cuda-86+90-0.3.36") == wheel
+    assert "[3/3]" in (wheel.parent / "build.log").read_text()
+    assert "step 3/3" in capsys.readouterr().err
+    assert lb.build_wheel(plan, "0.3.36", str(fake)) == wheel  # the next time: reused, not rebuilt
