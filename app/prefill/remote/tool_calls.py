@@ -1,7 +1,8 @@
 """Tools across the wire to an OpenAI-compatible server, both ways.
 
-Out: a request's tools, tool choice and response format, and its tool turns (an assistant's calls,
-a tool's result) in OpenAI's shape (`tool_fields`, `openai_message`).
+Out: a request's tools, tool choice and response format, and its turns (an assistant's calls,
+a tool's result, a user's images as base64 `image_url` parts) in OpenAI's shape (`tool_fields`,
+`openai_message`).
 
 Back: `CallAssembler` puts the `delta.tool_calls` fragments of a stream together by `index`.
 Servers cut a call differently: OpenAI and vLLM send the id and name first, then the arguments
@@ -21,6 +22,7 @@ arguments together, a call's name and id, and the number of calls in one answer;
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Callable
@@ -40,8 +42,14 @@ MAX_CALLS = 1024  # calls in one answer (as many as Prefill's server takes back 
 # --- out ------------------------------------------------------------------------------------
 def openai_message(m: Message) -> dict[str, Any]:
     """A turn as OpenAI's API takes it: an assistant's calls under `tool_calls` (content null
-    when it wrote no text), a tool's result naming the call it answers."""
+    when it wrote no text), a tool's result naming the call it answers, a turn's images as `image_url`
+    parts (base64 data: URLs) before its text, where the local engine shows them too."""
     out: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.images:
+        images = [{"type": "image_url", "image_url": {"url": f"data:{img.mime};base64,"
+                                                             f"{base64.b64encode(img.data).decode('ascii')}"}}
+                  for img in m.images]
+        out["content"] = [*images, *([{"type": "text", "text": m.content}] if m.content else [])]
     if m.role == "assistant" and m.tool_calls:
         out["tool_calls"] = [c.as_openai() for c in m.tool_calls]
         if not m.content:
