@@ -72,6 +72,7 @@ class Plan:
     variant: str  # "cpu" or "cuda"
     arches: tuple[str, ...]  # CUDA architectures, sorted; () for the CPU
     reason: str  # one line for the person at the terminal
+    forced: bool = False  # CUDA=0 or CUDA=1 said so (only then is an installed CUDA build replaced)
 
     def key(self, version: str) -> str:
         return cache_key(self.variant, self.arches, version)
@@ -144,7 +145,7 @@ def decide(cuda: str, gpus: Gpus | None, arch_override: tuple[str, ...] = ()) ->
     if cuda not in ("", "0", "1"):
         raise ValueError(f"CUDA={cuda}: write CUDA=0 (the CPU build) or CUDA=1 (the CUDA build)")
     if cuda == "0":
-        return Plan("cpu", (), "CUDA=0: the CPU build")
+        return Plan("cpu", (), "CUDA=0: the CPU build", forced=True)
     usable = tuple(a for a in gpus.arches if int(a) >= MIN_ARCH) if gpus else ()
     if cuda == "1":
         arches = arch_override or usable or (DEFAULT_ARCH,)
@@ -154,7 +155,7 @@ def decide(cuda: str, gpus: Gpus | None, arch_override: tuple[str, ...] = ()) ->
             why = f"CUDA=1 for this machine's GPU ({_sm(arches)})"
         else:
             why = f"CUDA=1 but no GPU answered nvidia-smi: built for {_sm(arches)} (set CUDA_ARCHS for yours)"
-        return Plan("cuda", arches, why)
+        return Plan("cuda", arches, why, forced=True)
     if gpus is None:
         return Plan("cpu", (), "no NVIDIA driver found (nvidia-smi): the CPU build")
     if not gpus.arches:
@@ -316,8 +317,8 @@ def installed_version(python: Path) -> str | None:
 
 
 def install(venv: Path, plan: Plan, python: str = sys.executable) -> str:
-    """Make the venv's llama-cpp-python the build `plan` names. A CPU plan leaves pip's build alone
-    unless a CUDA build is installed (CUDA=0 after CUDA=1). Returns what was done, in words."""
+    """Make the venv's llama-cpp-python the build `plan` names. A CPU plan leaves pip's build alone, and
+    replaces an installed CUDA build only when forced (CUDA=0). Returns what was done, in words."""
     vpy = _venv_python(venv)
     marker = venv / MARKER
     current = marker.read_text().strip() if marker.exists() else ""
@@ -325,6 +326,8 @@ def install(venv: Path, plan: Plan, python: str = sys.executable) -> str:
     if plan.variant == "cpu":
         if not current:
             return f"llama.cpp: {plan.reason}"
+        if not plan.forced:  # a GPU that stopped answering: the CUDA build stays and says why it runs on the CPU
+            return f"llama.cpp: {plan.reason}; keeping the CUDA build {current} (make run CUDA=0 replaces it)"
         _run([str(vpy), "-m", "pip", "install", "--force-reinstall", "--no-deps", f"llama-cpp-python=={version}"])
         _run([str(vpy), "-m", "pip", "uninstall", "-y", *(w.split("==")[0] for w in RUNTIME_WHEELS)])
         marker.unlink()

@@ -104,7 +104,7 @@ def test_a_driver_too_old_for_cuda_13_or_a_gpu_too_old_keeps_the_cpu_build(smi_p
 
 def test_cuda_0_and_1_override_what_nvidia_smi_says(smi_path) -> None:
     smi_path("9.0, 580.65.06\n")
-    assert lb.current_plan("0") == lb.Plan("cpu", (), "CUDA=0: the CPU build")
+    assert lb.current_plan("0") == lb.Plan("cpu", (), "CUDA=0: the CPU build", forced=True)
     smi_path(None)
     plan = lb.current_plan("1")
     assert plan.variant == "cuda" and plan.arches == ("90",)
@@ -128,7 +128,7 @@ def test_the_plan_command_prints_one_json_object(tmp_path: Path) -> None:
     env = dict(os.environ, PATH=str(fake_smi(tmp_path / "bin", "8.9, 590.1\n")), PREFILL_BUILD_CACHE=str(tmp_path))
     out = subprocess.run([sys.executable, str(SCRIPT), "plan"], env=env, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == {"variant": "cuda", "arches": ["89"], "key": "cuda-89-0.3.36", "wheel": "",
-                                      "reason": "NVIDIA GPU found: the CUDA build for sm_89"}
+                                      "reason": "NVIDIA GPU found: the CUDA build for sm_89", "forced": False}
 
 
 def test_make_passes_cuda_from_its_command_line_only() -> None:
@@ -194,9 +194,12 @@ def test_install_puts_the_cached_cuda_wheel_and_the_runtime_wheels_in_the_venv(
     _fake_wheel(lb.wheel_folder("cuda-120-0.3.36") / "llama_cpp_python-0.3.36-cp311-cp311-linux_x86_64.whl")
     lb.install(venv, lb.Plan("cuda", ("120",), "x"))
     assert (venv / lb.MARKER).read_text().strip() == "cuda-120-0.3.36" and len(pip.calls) == 2
-    # CUDA=0 after that: pip's CPU build back, the runtime wheels out.
+    # nvidia-smi not answering one day: the CUDA build stays (and the app says why it runs on the CPU).
     pip.calls.clear()
-    said = lb.install(venv, lb.Plan("cpu", (), "CUDA=0: the CPU build"))
+    said = lb.install(venv, lb.Plan("cpu", (), "no NVIDIA driver found (nvidia-smi): the CPU build"))
+    assert "keeping the CUDA build cuda-120-0.3.36" in said and pip.calls == [] and (venv / lb.MARKER).exists()
+    # CUDA=0: pip's CPU build back, the runtime wheels out.
+    said = lb.install(venv, lb.Plan("cpu", (), "CUDA=0: the CPU build", forced=True))
     assert "replaced the CUDA build cuda-120-0.3.36" in said and not (venv / lb.MARKER).exists()
     assert pip.calls[0][-3:] == ["--force-reinstall", "--no-deps", "llama-cpp-python==0.3.36"]
     assert pip.calls[1][-2:] == ["nvidia-cuda-runtime", "nvidia-cublas"]
