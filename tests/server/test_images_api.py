@@ -142,3 +142,22 @@ def test_remote_images_when_allowed_are_fetched_and_checked() -> None:
                 anyio.run(attach_images, msgs, [ImageRef(0, 1, base + path)], True, True)
     finally:
         httpd.shutdown()
+
+
+def test_two_slots_read_their_images_at_once(seeing: Served) -> None:
+    client = seeing.client()
+    results: dict[int, int] = {}
+
+    def one(i: int) -> None:
+        url = data_url(png(30 + i, 30, (40 * i, 90, 200 - 40 * i)))
+        r = client.chat.completions.create(model=seeing.model_id, messages=ask(f"picture {i}", url),  # type: ignore[arg-type]
+                                           max_tokens=6, temperature=0)
+        assert r.usage is not None
+        results[i] = r.usage.prompt_tokens
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [0, 1, 2, 3] and all(n > N_IMAGE for n in results.values())

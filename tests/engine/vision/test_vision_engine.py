@@ -151,3 +151,33 @@ def test_the_projector_beside_the_model_is_found(tmp_path: Path) -> None:
     (tmp_path / "mmproj-gemma-3-4b-it-F16.gguf").write_bytes(b"")
     found = find_projector(model)
     assert found is not None and found.name == "mmproj-gemma-3-4b-it-F16.gguf"
+
+
+def test_two_images_in_a_turn_and_one_shown_again_later(seeing: ChatEngine) -> None:
+    red, blue = image((200, 0, 0)), image((0, 0, 200))
+    msgs = [Message("user", "compare them", images=(red, blue))]
+    p1, _ = turn(seeing, msgs)
+    assert p1.image_tokens == 2 * N_IMAGE
+    msgs += [Message("assistant", "two squares"), Message("user", "this one again?", images=(red,))]
+    p2, _ = turn(seeing, msgs)
+    assert p2.image_tokens == 3 * N_IMAGE and p2.cached_tokens > 2 * N_IMAGE
+    assert p2.image_encode_ms > 0  # the red one is encoded again where it is shown again
+    for extreme in ((1, 1), (1200, 2)):  # mtmd scales every shape to the projector's size
+        p, _ = turn(seeing, [Message("user", "and this", images=(image(width=extreme[0], height=extreme[1]),))])
+        assert p.image_tokens == N_IMAGE
+
+
+def test_a_projector_missing_what_clip_asserts_on_is_refused_before_llama_cpp(
+        tiny_vision: tuple[Path, Path], tmp_path: Path) -> None:
+    from gguf import GGUFWriter
+
+    path = tmp_path / "mmproj-broken.gguf"
+    w = GGUFWriter(str(path), "clip")
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_string("clip.projector_type", "mlp")  # no image_mean / image_std: clip.cpp would abort the process
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(ProjectorError, match="lacks clip.vision.image_mean"):
+        ChatEngine.load(tiny_vision[0], SETTINGS, mmproj=path)
