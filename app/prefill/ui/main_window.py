@@ -27,6 +27,7 @@ from prefill.session.loaded import LoadedModel
 from prefill.store import Conversation
 from prefill.store.app_settings import Settings
 from prefill.store.endpoints import SavedEndpoint
+from prefill.ui.chat.chat_tools import ChatToolsButton
 from prefill.ui.chat.controller import ChatController
 from prefill.ui.chat.input_box import InputBox
 from prefill.ui.chat.message_actions import MessageActions
@@ -42,7 +43,7 @@ from prefill.ui.settings_apply import apply_settings, send_speculation
 from prefill.ui.settings_dialog import SettingsDialog
 from prefill.ui.shared.engine_worker import EngineThread
 from prefill.ui.shared.plain_text import plain_label
-from prefill.ui.shared.store_worker import StoreProxy, Stores
+from prefill.ui.shared.store_worker import StoreProxy
 from prefill.ui.shared.theme import ThemeFollower, code_palette
 from prefill.ui.welcome import Welcome
 
@@ -172,10 +173,9 @@ class MainWindow(QMainWindow):
         self.serve_action.setToolTip("Serve the loaded model over an OpenAI-compatible API, with its slots live")
         bar.addAction(self.serve_action)
         self.server_dock: QDockWidget | None = None  # built on first use: the HTTP stack loads then
-        self.tools_action = QAction("Tools", self)
-        self.tools_action.setToolTip("MCP servers and the tools chats may call")
+        self.tools_button = ChatToolsButton(self)  # this chat's tools, and the MCP servers' dialog
+        self.tools_action = bar.addWidget(self.tools_button)
         self.tools_action.setVisible(self.mcp is not None)
-        bar.addAction(self.tools_action)
         bar.addAction(self.system_action)
         bar.addAction(self.settings_action)
         self.history_menu = HistoryMenu(self, self.store, lambda: self.controller.conversation_id)
@@ -197,7 +197,7 @@ class MainWindow(QMainWindow):
         w.load_cancelled.connect(self._on_worker_load_cancelled)
         w.load_progress.connect(self.sidebar.set_load_progress)
         w.kv_state.connect(self._on_worker_kv_state)
-        w.tool_loop_finished.connect(lambda _request, end: self.sidebar.on_tool_rounds(end.timings))
+        w.tool_loop_finished.connect(lambda _request, end: self.sidebar.on_tool_rounds(end.timings, end.tool_rounds))
         w.token_count.connect(self._on_worker_token_count)
         w.cache_note.connect(self.show_notice)
         w.disk_cache.connect(self._on_worker_disk_cache)
@@ -209,7 +209,7 @@ class MainWindow(QMainWindow):
         self.picker.remote_chosen.connect(self.load_remote)
         self.picker.open_file_requested.connect(self._open_file)
         self.picker.add_remote_requested.connect(lambda: self._add_remote())
-        self.picker.edit_remote_requested.connect(self._edit_remote)
+        self.picker.edit_remote_requested.connect(self._add_remote)
         self.store.call(lambda s: s.endpoints.load(), then=self.picker.set_endpoints)
         w.serving.connect(self._on_worker_serving)
         self.welcome.use_model.connect(self.load_model)
@@ -226,7 +226,12 @@ class MainWindow(QMainWindow):
         self.controller.tool_asked.connect(self.tool_approval.ask)
         self.controller.tool_settled.connect(self.tool_approval.settle)
         self.tool_approval.answered.connect(self.controller.answer_tool)
-        self.tools_action.triggered.connect(self.open_tools)
+        self.tools_button.manage_requested.connect(self.open_tools)
+        self.tools_button.changed.connect(self.controller.set_chat_tools)
+        self.controller.chat_tools_changed.connect(self.tools_button.set_chat)
+        if self.mcp is not None:
+            mcp = self.mcp
+            mcp.changed.connect(lambda: self.tools_button.set_tools(mcp.tools, mcp.off))
         self.reasoning_controls.changed.connect(self.controller.set_options)
         self.chat_view.message_action.connect(self._on_chat_message_action)
         self.conversations.selected.connect(self.controller.open_conversation)
@@ -271,37 +276,10 @@ class MainWindow(QMainWindow):
         self._load_tag = self.engine.worker.load_remote(endpoint)
 
     def _add_remote(self, existing: SavedEndpoint | None = None) -> None:
-        from prefill.ui.models.endpoint_dialog import REMOVED, EndpointDialog
+        from prefill.ui.models.endpoint_dialog import edit_endpoint
 
-        dialog = EndpointDialog(self.picker.endpoint_names(), self, existing)
-        result = dialog.exec()
+        edit_endpoint(self, existing, self.picker, self.store, self.load_remote)
         self.picker.show_current(self._loaded_data())
-        if not result:
-            return
-        old = existing.name if existing else ""
-        if result == REMOVED:
-            def remove(s: Stores) -> list[SavedEndpoint]:
-                s.endpoints.remove(old)
-                return s.endpoints.load()
-
-            self.store.call(remove, then=self.picker.set_endpoints)
-            return
-        endpoint = dialog.endpoint()
-
-        def saved(endpoints: list[SavedEndpoint]) -> None:
-            self.picker.set_endpoints(endpoints)
-            self.load_remote(endpoint)
-
-        def put(s: Stores) -> list[SavedEndpoint]:
-            if old and old != endpoint.name:
-                s.endpoints.remove(old)  # renamed
-            s.endpoints.put(endpoint)
-            return s.endpoints.load()
-
-        self.store.call(put, then=saved)
-
-    def _edit_remote(self, endpoint: SavedEndpoint) -> None:
-        self._add_remote(endpoint)
 
     def _loaded_data(self) -> str:
         """The picker's entry for what is loaded ("" for nothing)."""
@@ -500,6 +478,7 @@ class MainWindow(QMainWindow):
 
     def _keep_tools_off(self) -> None:
         if self.mcp is not None:
+            self.tools_button.set_tools(self.mcp.tools, self.mcp.off)
             self.settings = self.settings.replace("ui.tools_off", ",".join(sorted(self.mcp.off)))
             self.store.save_settings(self.settings)
 

@@ -285,9 +285,10 @@ class EngineSidebar(QWidget):
             for key in ("prompt", "reused", "evaluated"):
                 self.labels[key].setText("not reported by the server")
 
-    def on_tool_rounds(self, rounds: Sequence[RoundTiming]) -> None:
+    def on_tool_rounds(self, rounds: Sequence[RoundTiming], tool_rounds: int) -> None:
         """Where a turn with tool calls spent its time: the model, the tools, waiting on the person and
-        Prefill itself between rounds, and each later round's prompt (the results) evaluated apart."""
+        Prefill itself between rounds, and each later round's prompt (the results) evaluated apart.
+        `tool_rounds`: the rounds whose calls were answered (run or denied), as the loop counts them."""
         if not rounds:
             self.labels["tools"].setText("—")
             return
@@ -295,7 +296,8 @@ class EngineSidebar(QWidget):
         tools = sum(r.tools_s for r in rounds)
         asked = sum(r.approval_s for r in rounds)
         overheads = [r.overhead_s for r in rounds if r.overhead_s is not None]
-        lines = [f"{len(rounds)} round{'s' if len(rounds) != 1 else ''} · model {model:.2f} s · tools {tools:.2f} s"
+        plural = "s" if tool_rounds != 1 else ""
+        lines = [f"{tool_rounds} tool round{plural} · model {model:.2f} s · tools {tools:.2f} s"
                  + (f" · you {asked:.1f} s" if asked >= 0.05 else "")]
         if overheads:
             lines.append(f"Prefill between rounds: {max(overheads) * 1000:.2f} ms at most")
