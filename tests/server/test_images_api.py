@@ -119,6 +119,12 @@ def test_a_model_without_its_projector_refuses_images(blind: Served) -> None:
 
 class _Images(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (the handler's name)
+        if self.path == "/moved":
+            self.send_response(302)
+            self.send_header("Location", "/ok.png")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         body = png(12, 12) if self.path == "/ok.png" else b"x" * 64
         self.send_response(200 if self.path != "/missing.png" else 404)
         self.send_header("Content-Length", str(len(body)))
@@ -135,11 +141,14 @@ def test_remote_images_when_allowed_are_fetched_and_checked() -> None:
     base = f"http://127.0.0.1:{httpd.server_address[1]}"
     msgs = [Message("user", "look")]
     try:
-        got = anyio.run(attach_images, msgs, [ImageRef(0, 1, base + "/ok.png")], True, True)
-        assert got[0].images[0].width == 12
+        with pytest.raises(ApiError, match="private or local address"):  # the server's own network
+            anyio.run(attach_images, msgs, [ImageRef(0, 1, base + "/ok.png")], True, True)
+        for path in ("/ok.png", "/moved"):
+            got = anyio.run(attach_images, msgs, [ImageRef(0, 1, base + path)], True, True, True)
+            assert got[0].images[0].width == 12
         for path, words in (("/missing.png", "HTTP 404"), ("/text", "not an image")):
             with pytest.raises(ApiError, match=words):
-                anyio.run(attach_images, msgs, [ImageRef(0, 1, base + path)], True, True)
+                anyio.run(attach_images, msgs, [ImageRef(0, 1, base + path)], True, True, True)
     finally:
         httpd.shutdown()
 

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import re
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
+import anyio
 import anyio.to_thread
 import httpx2
 
@@ -60,8 +64,10 @@ def image_url_of(part: dict[str, Any], param: str) -> str:
 
 
 async def attach_images(messages: Sequence[Message], refs: Sequence[ImageRef], can_see: bool,
-                        allow_remote: bool) -> tuple[Message, ...]:
-    """`messages` with the images `refs` name read, checked and attached to their messages.
+                        allow_remote: bool, allow_private: bool = False) -> tuple[Message, ...]:
+    """`messages` with the images `refs` name read, checked and attached to their messages. A remote
+    image on a loopback, private or link-local address is refused unless `allow_private` (a client must
+    not reach, through this server, what only the server's own network can).
 
     Raises:
         ApiError: 400 for a model without a projector, too many images, a remote URL that is not
@@ -83,7 +89,7 @@ async def attach_images(messages: Sequence[Message], refs: Sequence[ImageRef], c
                               ref.param, "remote_images_off")
     attached: dict[int, list[ImagePart]] = {}
     for ref in refs:
-        data = _data_url(ref) if ref.url.startswith("data:") else await _fetch(ref)
+        data = _data_url(ref) if ref.url.startswith("data:") else await _fetch(ref, allow_private)
         try:
             part = await anyio.to_thread.run_sync(check_image, data)
         except ImageRejected as e:
@@ -111,24 +117,53 @@ def _data_url(ref: ImageRef) -> bytes:
         raise bad_request(f"{ref.param}: the data: URL's base64 is not valid.", ref.param) from None
 
 
-async def _fetch(ref: ImageRef) -> bytes:
-    """A remote image, bounded: a timeout, a few redirects, and no more than MAX_BYTES read."""
-    chunks: list[bytes] = []
-    size = 0
+async def _fetch(ref: ImageRef, allow_private: bool) -> bytes:
+    """A remote image, bounded: a timeout, a few redirects (each one's address checked), and no more
+    than MAX_BYTES read."""
+    url = ref.url
     try:
-        async with httpx2.AsyncClient(timeout=REMOTE_TIMEOUT_S, follow_redirects=True,
-                                      max_redirects=REMOTE_REDIRECTS) as client:
-            async with client.stream("GET", ref.url, headers={"Accept": "image/*"}) as response:
-                if response.status_code != 200:
-                    raise bad_request(f"{ref.param}: fetching the image gave HTTP {response.status_code}.",
-                                      ref.param, "image_fetch_failed")
-                async for chunk in response.aiter_bytes():
-                    size += len(chunk)
-                    if size > MAX_BYTES:
-                        raise bad_request(f"{ref.param}: the image is larger than {MAX_BYTES // 2**20} MiB.",
-                                          ref.param)
-                    chunks.append(chunk)
+        async with httpx2.AsyncClient(timeout=REMOTE_TIMEOUT_S, follow_redirects=False) as client:
+            for _ in range(REMOTE_REDIRECTS + 1):
+                if not allow_private:
+                    await _check_public(url, ref)
+                async with client.stream("GET", url, headers={"Accept": "image/*"}) as response:
+                    if response.is_redirect and "location" in response.headers:
+                        url = urljoin(url, response.headers["location"])
+                        if not _is_http(url):
+                            break
+                        continue
+                    if response.status_code != 200:
+                        raise bad_request(f"{ref.param}: fetching the image gave HTTP {response.status_code}.",
+                                          ref.param, "image_fetch_failed")
+                    return await _read_bounded(response, ref)
     except httpx2.HTTPError as e:
         raise bad_request(f"{ref.param}: the image could not be fetched ({type(e).__name__}).", ref.param,
                           "image_fetch_failed") from None
+    raise bad_request(f"{ref.param}: the image's URL redirects too often or away from http(s).", ref.param,
+                      "image_fetch_failed")
+
+
+async def _read_bounded(response: httpx2.Response, ref: ImageRef) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_BYTES:
+            raise bad_request(f"{ref.param}: the image is larger than {MAX_BYTES // 2**20} MiB.", ref.param)
+        chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _check_public(url: str, ref: ImageRef) -> None:
+    """Refuse a URL whose host resolves to a loopback, private, link-local or otherwise reserved address."""
+    host = urlsplit(url).hostname or ""
+    try:
+        infos = await anyio.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        raise bad_request(f"{ref.param}: the image's host {host!r} could not be resolved.", ref.param,
+                          "image_fetch_failed") from None
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
+        if not address.is_global:
+            raise bad_request(f"{ref.param}: the image's host {host!r} is on a private or local address, "
+                              "which this server does not fetch from.", ref.param, "image_fetch_refused")
