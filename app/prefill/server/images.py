@@ -9,6 +9,7 @@ door (`engine/vision/image_door.py`) off the event loop. Every refusal is a word
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import ipaddress
@@ -64,10 +65,12 @@ def image_url_of(part: dict[str, Any], param: str) -> str:
 
 
 async def attach_images(messages: Sequence[Message], refs: Sequence[ImageRef], can_see: bool,
-                        allow_remote: bool, allow_private: bool = False) -> tuple[Message, ...]:
+                        allow_remote: bool, allow_private: bool = False,
+                        gate: asyncio.Semaphore | None = None) -> tuple[Message, ...]:
     """`messages` with the images `refs` name read, checked and attached to their messages. A remote
     image on a loopback, private or link-local address is refused unless `allow_private` (a client must
-    not reach, through this server, what only the server's own network can).
+    not reach, through this server, what only the server's own network can). `gate` bounds how many
+    images are decoded at once (a decoded image may take hundreds of MiB).
 
     Raises:
         ApiError: 400 for a model without a projector, too many images, a remote URL that is not
@@ -91,7 +94,11 @@ async def attach_images(messages: Sequence[Message], refs: Sequence[ImageRef], c
     for ref in refs:
         data = _data_url(ref) if ref.url.startswith("data:") else await _fetch(ref, allow_private)
         try:
-            part = await anyio.to_thread.run_sync(check_image, data)
+            if gate is None:
+                part = await anyio.to_thread.run_sync(check_image, data)
+            else:
+                async with gate:
+                    part = await anyio.to_thread.run_sync(check_image, data)
         except ImageRejected as e:
             raise bad_request(f"{ref.param}: {e.reason}.", ref.param, "invalid_image") from None
         attached.setdefault(ref.message, []).append(part)

@@ -124,7 +124,7 @@ async def _chat(state: ServeState, request: Request) -> Response:
     req = parse_chat(parse_json(await read_body(request, state.max_body)), state.model_id)
     if req.images:  # read and checked before anything is rendered; refused first when they cannot be
         messages = await attach_images(req.messages, req.images, state.scheduler.projector is not None,
-                                       state.allow_remote_images)
+                                       state.allow_remote_images, gate=state.bounds.builds())
         req = replace(req, messages=messages)
     return await _generate(state, request, req)
 
