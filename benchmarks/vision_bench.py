@@ -69,12 +69,16 @@ def measure(model: Path, mmproj: Path, reps: int, threads: int, n_ctx: int) -> d
         turn([Message("user", "warm-up", images=(image,))])  # first-use allocations out of the figures
         for _ in range(reps):
             engine.reset_cache()
+            assert engine.projector is not None
+            engine.projector.forget_embeddings()
             msgs = [Message("system", "You describe pictures briefly."),
                     Message("user", "What is in this picture?", images=(image,))]
             p1, f1 = turn(msgs)
             msgs += [Message("assistant", f1.text), Message("user", follow_up)]
             p2, f2 = turn(msgs)
             engine.reset_cache()
+            assert engine.projector is not None
+            engine.projector.forget_embeddings()  # as a handler that starts afresh every call
             _, cold = turn(msgs)
             rows.append({
                 "image_tokens": p1.image_tokens, "image_encode_ms": p1.image_encode_ms,

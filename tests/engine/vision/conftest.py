@@ -34,8 +34,10 @@ def vision_engine(tiny_vision: tuple[Path, Path]) -> Iterator[ChatEngine]:
 
 @pytest.fixture
 def seeing(vision_engine: ChatEngine) -> ChatEngine:
-    """The vision engine with an empty cache."""
+    """The vision engine with an empty cache, no image encoded yet."""
     vision_engine.reset_cache()
+    assert vision_engine.projector is not None
+    vision_engine.projector.forget_embeddings()
     return vision_engine
 
 

@@ -79,9 +79,14 @@ def test_the_same_greedy_answer_with_the_cache_as_without(seeing: ChatEngine) ->
     p2, cached = turn(seeing, msgs)
     assert p2.cached_tokens > N_IMAGE and p2.image_encode_ms == 0.0
     seeing.reset_cache()
-    p, fresh = turn(seeing, msgs)
-    assert p.cached_tokens == 0 and p.image_encode_ms > 0
+    p, fresh = turn(seeing, msgs)  # the image decoded again from its kept encoding
+    assert p.cached_tokens == 0 and p.evaluated_tokens == p.prompt_tokens and p.image_encode_ms == 0.0
     assert fresh.text == cached.text
+    assert seeing.projector is not None
+    seeing.projector.forget_embeddings()
+    seeing.reset_cache()
+    p, encoded = turn(seeing, msgs)  # and encoded again: the same answer
+    assert p.image_encode_ms > 0 and encoded.text == cached.text
 
 
 def test_another_image_in_the_same_place_is_evaluated_again(seeing: ChatEngine) -> None:
@@ -110,7 +115,7 @@ def test_after_a_chat_switch_the_saved_state_is_reused(seeing: ChatEngine, tmp_p
     assert p.restored_tokens > N_IMAGE and p.evaluated_tokens == 1 and p.image_encode_ms == 0.0
     seeing.reset_cache()
     p_fresh, fresh = turn(seeing, chat)
-    assert p_fresh.evaluated_tokens == p.prompt_tokens and p_fresh.image_encode_ms > 0
+    assert p_fresh.evaluated_tokens == p.prompt_tokens
     assert back.text == before.text == fresh.text
 
 
@@ -161,7 +166,7 @@ def test_two_images_in_a_turn_and_one_shown_again_later(seeing: ChatEngine) -> N
     msgs += [Message("assistant", "two squares"), Message("user", "this one again?", images=(red,))]
     p2, _ = turn(seeing, msgs)
     assert p2.image_tokens == 3 * N_IMAGE and p2.cached_tokens > 2 * N_IMAGE
-    assert p2.image_encode_ms > 0  # the red one is encoded again where it is shown again
+    assert p2.image_encode_ms == 0.0  # shown again: decoded at its new place from its kept encoding
     for extreme in ((1, 1), (1200, 2)):  # mtmd scales every shape to the projector's size
         p, _ = turn(seeing, [Message("user", "and this", images=(image(width=extreme[0], height=extreme[1]),))])
         assert p.image_tokens == N_IMAGE
@@ -181,3 +186,17 @@ def test_a_projector_missing_what_clip_asserts_on_is_refused_before_llama_cpp(
     w.close()
     with pytest.raises(ProjectorError, match="lacks clip.vision.image_mean"):
         ChatEngine.load(tiny_vision[0], SETTINGS, mmproj=path)
+
+
+def test_kept_encodings_stay_within_their_budget(seeing: ChatEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefill.engine.vision import projector
+
+    one = N_IMAGE * seeing.projector.n_embd * 4  # type: ignore[union-attr]
+    monkeypatch.setattr(projector, "EMBEDDINGS_BYTES", one)  # room for one image's encoding
+    red, blue = image((200, 0, 0)), image((0, 0, 200))
+    encoded = []
+    for img in (red, red, blue, red):
+        seeing.reset_cache()
+        p, _ = turn(seeing, [Message("user", "what is in it", images=(img,))])
+        encoded.append(p.image_encode_ms > 0)
+    assert encoded == [True, False, True, True]  # blue took red's room

@@ -32,6 +32,7 @@ from prefill.engine.vision.image_door import rgb_pixels
 IMAGE_TOKEN_BASE = 1 << 30  # pseudo-token ids start here (a saved state allows ids below 2**31)
 _RUN_SPACE = 1 << 29  # where in [BASE, BASE + space) a run starts, from the digest
 _KEEP_IMAGES = 64  # tokenized images kept (their chunks hold the preprocessed pixels)
+EMBEDDINGS_BYTES = 128 * 1024 * 1024  # encoded images kept: one shown again is not encoded again
 
 
 def is_image_token(token: int) -> bool:
@@ -144,6 +145,11 @@ class Projector:
         self._images: OrderedDict[str, ImageTokens] = OrderedDict()
         self._by_first: dict[int, ImageTokens] = {}
         self._lock = threading.Lock()
+        # An image's embeddings by digest, the most recent last, within EMBEDDINGS_BYTES: an image shown
+        # again (a regenerated answer, another chat or slot, a cache that was not kept) skips the encoder.
+        self._embeddings: OrderedDict[str, ctypes.Array[ctypes.c_float]] = OrderedDict()
+        self._embeddings_bytes = 0
+        self.n_embd = int(llama_cpp.llama_model_n_embd_inp(runtime.model))
 
     # --- images into tokens ----------------------------------------------------------------
     def image(self, part: ImagePart) -> ImageTokens:
@@ -231,12 +237,17 @@ class Projector:
         if found is None:
             raise EngineError("an image in the prompt was not prepared for the projector")
         chunk = ctypes.c_void_p(found.chunk)
-        t0 = time.perf_counter()
-        rc = mtmd.mtmd_encode_chunk(self.ctx, chunk)
-        encode_ms = (time.perf_counter() - t0) * 1000
-        if rc != 0:
-            raise EngineError(f"llama.cpp failed to encode the image (code {rc})")
-        embd = mtmd.mtmd_get_output_embd(self.ctx)
+        encode_ms = 0.0
+        embd = self._embeddings.get(found.digest)
+        if embd is None:
+            t0 = time.perf_counter()
+            rc = mtmd.mtmd_encode_chunk(self.ctx, chunk)
+            encode_ms = (time.perf_counter() - t0) * 1000
+            if rc != 0:
+                raise EngineError(f"llama.cpp failed to encode the image (code {rc})")
+            embd = self._keep_embeddings(found)
+        else:
+            self._embeddings.move_to_end(found.digest)
         new_past = llama_cpp.llama_pos(0)
         rc = mtmd.mtmd_helper_decode_image_chunk(
             self.ctx, self.runtime.ctx, chunk, embd, n_past, seq, self.runtime.n_batch, ctypes.byref(new_past),
@@ -246,7 +257,31 @@ class Projector:
             raise EngineError(f"llama.cpp failed to decode the image (code {rc}): the KV cache may be full")
         return encode_ms
 
+    def _keep_embeddings(self, found: ImageTokens) -> ctypes.Array[ctypes.c_float]:
+        """A copy of the encoder's output for `found` (mtmd overwrites its buffer with the next image),
+        kept within EMBEDDINGS_BYTES, the least recently used dropped first."""
+        n = found.n_tokens * self.n_embd
+        out = (ctypes.c_float * n)()
+        src = mtmd.mtmd_get_output_embd(self.ctx)
+        if not src:
+            raise EngineError("llama.cpp gave no embeddings for the image")
+        ctypes.memmove(out, src, n * ctypes.sizeof(ctypes.c_float))
+        size = ctypes.sizeof(out)
+        if size <= EMBEDDINGS_BYTES:
+            self._embeddings[found.digest] = out
+            self._embeddings_bytes += size
+            while self._embeddings_bytes > EMBEDDINGS_BYTES:
+                _d, old = self._embeddings.popitem(last=False)
+                self._embeddings_bytes -= ctypes.sizeof(old)
+        return out
+
+    def forget_embeddings(self) -> None:
+        """Drop the kept encodings: every image is encoded again when next evaluated."""
+        self._embeddings.clear()
+        self._embeddings_bytes = 0
+
     def close(self) -> None:
+        self.forget_embeddings()
         with self._lock:
             for img in self._images.values():
                 mtmd.mtmd_input_chunks_free(img.chunks)
