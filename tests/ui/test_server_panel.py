@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from openai import OpenAI
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from prefill.engine.batch.snapshot import BatchSnapshot, SlotSnapshot
@@ -24,6 +25,15 @@ def test_slot_model_passes_the_model_tester(qtmodeltester) -> None:
     qtmodeltester.check(m)
     assert m.data(m.index(1, 1)) == "decode" and m.data(m.index(1, 3)) == "12 + 5"
     assert m.data(m.index(0, 2)) == ""
+
+
+def test_slot_model_shows_a_slots_draft_acceptance() -> None:
+    m = SlotTableModel()
+    m.set_slots((SlotSnapshot(0, "decode", "#1", 12, 5, 17, 80.0),
+                 SlotSnapshot(1, "decode", "#2", 12, 30, 42, 90.0, drafted=40, accepted=25)))
+    last = m.columnCount() - 1
+    assert m.headerData(last, Qt.Orientation.Horizontal) == "Drafts taken"
+    assert m.data(m.index(0, last)) == "" and m.data(m.index(1, last)) == "25 / 40"
 
 
 def test_slot_model_signals_only_changed_rows(qtbot) -> None:

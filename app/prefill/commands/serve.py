@@ -9,6 +9,7 @@ from pathlib import Path
 
 from prefill.commands.errors import CliError
 from prefill.commands.options import add_model_options, load_settings, model_path
+from prefill.engine.batch.slot_drafts import SLOT_SPECULATIVE_MODES
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,6 +39,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "model; 'none': no images)")
     p.add_argument("--allow-remote-images", action="store_true",
                    help="fetch image_url parts' http(s) URLs (default: only base64 data: URLs are read)")
+    p.add_argument("--speculative", choices=SLOT_SPECULATIVE_MODES, default="off",
+                   help="ngram: greedy requests (temperature 0, no penalties, no grammar) check drafts taken "
+                        "from their own prompt and answer, several tokens a step (default off)")
     p.set_defaults(handler=run)
 
 
@@ -62,13 +66,16 @@ def run(args: argparse.Namespace) -> int:
         parallel=args.parallel, api_key=args.api_key, cors_origins=tuple(args.cors_origin),
         allowed_hosts=tuple(args.allowed_host), max_queued=max(0, args.max_queue),
         mmproj=projector_path(args), allow_remote_images=args.allow_remote_images,
-        model_id=args.alias,
+        model_id=args.alias, speculative=args.speculative,
     )
 
     def ready(url: str, scheduler: object) -> None:
         n_ctx = getattr(scheduler, "n_ctx_seq", 0)
         print(f"prefill: serving {options.model.name} at {url}/v1 ({args.parallel} slots of {n_ctx} tokens)",
               flush=True)
+        note = getattr(scheduler, "speculation_note", "")
+        if note:
+            print(f"prefill: --speculative {args.speculative} is off: {note}", file=sys.stderr, flush=True)
 
     serve(options, ready)
     return 0

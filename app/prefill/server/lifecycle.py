@@ -15,6 +15,7 @@ from pathlib import Path
 
 from prefill.engine.batch.runtime import load_batch_model
 from prefill.engine.batch.scheduler import BatchScheduler
+from prefill.engine.batch.slot_drafts import check_mode
 from prefill.engine.batch.snapshot import BatchSnapshot
 from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.settings import LoadSettings
@@ -46,6 +47,7 @@ class ServeOptions:
     write_deadline_s: float = WRITE_DEADLINE_S  # a stream's client that takes nothing this long is dropped
     mmproj: Path | None = None  # the projector that lets the model read images (engine/vision)
     allow_remote_images: bool = False  # fetch image_url parts' http(s) URLs (off: base64 data: URLs only)
+    speculative: str = "off"  # "ngram": greedy requests verify drafts from their own text (slot_drafts.py)
 
 
 class ExposureError(ValueError):
@@ -111,6 +113,7 @@ class RunningServer:
         Raises:
             ExposureError: a non-loopback host without a key.
             ModelLoadError: the model could not be loaded.
+            ValueError: an unknown `speculative` mode.
             OSError: the address could not be bound.
         """
         check_exposure(options.host, options.api_key)
@@ -118,8 +121,9 @@ class RunningServer:
         # and the event loop. Each time the decoder comes back it may wait a whole switch interval
         # (5 ms by default, longer than a small model's step) for the loop to let go.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
+        check_mode(options.speculative)  # before the model loads
         scheduler = BatchScheduler(load_batch_model(options.model, options.settings, options.parallel), on_snapshot,
-                                   options.max_queued)
+                                   options.max_queued, options.speculative)
         try:
             if options.mmproj is not None:
                 scheduler.projector = Projector(options.mmproj, scheduler.runtime)

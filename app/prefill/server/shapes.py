@@ -39,7 +39,10 @@ def usage(m: MetricsSnapshot) -> dict[str, object]:
 
 
 def timings(m: MetricsSnapshot) -> dict[str, object]:
-    return {k: round(v, 3) if isinstance(v, float) else v for k in TIMING_FIELDS for v in [getattr(m, k)]}
+    out = {k: round(v, 3) if isinstance(v, float) else v for k in TIMING_FIELDS for v in [getattr(m, k)]}
+    if m.draft_n > 0:  # as llama.cpp's server: only for a request that speculated
+        out.update(draft_n=m.draft_n, draft_n_accepted=m.draft_n_accepted)
+    return out
 
 
 def model_list(model_id: str, created: int, meta: dict[str, object]) -> dict[str, object]:

@@ -12,8 +12,10 @@ import ctypes
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import llama_cpp
+import numpy as np
 
 from prefill.engine.errors import EngineError, ModelLoadError
 from prefill.engine.gguf.header import GGUFHeader, read_header
@@ -25,7 +27,7 @@ from prefill.engine.settings import LoadSettings
 MAX_SEQUENCES = 64  # llama.cpp's LLAMA_MAX_SEQ
 
 
-def _gil_holding(name: str, argtypes: list[type], restype: type) -> Callable[..., int]:
+def _gil_holding(name: str, argtypes: list[type], restype: type) -> Callable[..., Any]:
     """A function of libllama called without releasing the GIL (ctypes.PyDLL), for short calls
     made many times a step: each release lets another busy thread (the server's event loop) take
     the GIL, and getting it back can cost a whole switch interval, longer than the call."""
@@ -37,6 +39,8 @@ def _gil_holding(name: str, argtypes: list[type], restype: type) -> Callable[...
 
 _sample_holding_gil = _gil_holding("llama_sampler_sample", [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32],
                                    ctypes.c_int32)
+_logits_holding_gil = _gil_holding("llama_get_logits_ith", [ctypes.c_void_p, ctypes.c_int32],
+                                   ctypes.POINTER(ctypes.c_float))
 
 
 class BatchRuntime(LlamaRuntime):
@@ -97,7 +101,15 @@ class BatchRuntime(LlamaRuntime):
     def sample_at(self, sampler: ctypes.c_void_p, index: int) -> int:
         """Sample from the logits of batch entry `index` (accepts the token into the chain).
         The GIL is kept: sampling is short, and the scheduler samples every row in a row."""
-        return _sample_holding_gil(sampler, self.ctx, index)
+        return int(_sample_holding_gil(sampler, self.ctx, index))
+
+    def lead_at(self, index: int) -> tuple[int, float]:
+        """The likeliest token after batch entry `index` (its logits kept) and by how much its logit
+        leads the runner-up's: raw logits, nothing accepted into any sampler (a draft's check)."""
+        row = np.ctypeslib.as_array(_logits_holding_gil(self.ctx, index), shape=(self.n_vocab,))
+        best = int(row.argmax())
+        runner_up = max(float(row[:best].max(initial=-np.inf)), float(row[best + 1 :].max(initial=-np.inf)))
+        return best, float(row[best]) - runner_up
 
 
 class TokenBatch:
@@ -136,6 +148,11 @@ class TokenBatch:
         self.tokens[i], self.pos[i], self.seq_id[i], self.logits[i] = token, pos, self._seq_ptrs[seq], 1
         self.n = self.struct.n_tokens = i + 1
         return i
+
+    def add_all(self, tokens: Sequence[int], first_pos: int, seq: int) -> None:
+        """Append tokens of one sequence at positions first_pos…, the logits of each kept (a draft)."""
+        self.add(tokens, first_pos, seq, True)
+        self.logits[self.n - len(tokens) : self.n] = [1] * len(tokens)
 
     def add(self, tokens: Sequence[int], first_pos: int, seq: int, last_logits: bool) -> int:
         """Append tokens of one sequence at positions first_pos…; returns the batch index of the

@@ -6,6 +6,10 @@ slots still prefilling; one `llama_decode`; then each finished row is sampled wi
 its own request's sampler chain. A request waits in a FIFO queue while all slots
 are busy. A new request goes to the idle slot whose cached tokens share the longest
 prefix with its prompt, and only what follows that prefix is evaluated.
+
+With `speculative="ngram"`, a slot whose request samples greedily follows its token with an n-gram
+draft in the same batch and keeps the part the model agrees with (slot_drafts.py); every token it
+keeps still goes through `_accept`, one by one, so a rejected draft never reaches a client.
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.runtime import LoadedBatchModel, TokenBatch
+from prefill.engine.batch.slot_drafts import SlotDrafts, check_mode, runtime_why_not, slot_why_not, verify
 from prefill.engine.batch.snapshot import BatchSnapshot, RateMeter, SlotSnapshot, recent_rate
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
@@ -63,6 +68,9 @@ class _Job:
     last: int = -1  # sampled, not yet evaluated
     n_gen: int = 0
     pieces: list[str] = field(default_factory=list)
+    drafts: SlotDrafts | None = None  # None: this request decodes one token per step
+    draft: list[int] = field(default_factory=list)  # this step's, after `last` in the sequence
+    draft_at: int = -1  # the batch row of its first token
     # read once, not every step
     times: list[float] = field(init=False)  # the request clock's token times
     sampler: ctypes.c_void_p = field(init=False)
@@ -85,11 +93,18 @@ class BatchScheduler:
     step are with their sinks: just before the next `llama_decode` (with False) and when the
     scheduler falls idle or stops (True). A server hands its streams over there, while
     llama.cpp works without the GIL; it must not block.
+    `speculative` is "off" or "ngram" (drafts from the text itself for greedy requests);
+    `speculation_note` says why "ngram" cannot run on this model at all ("" when it can).
     """
 
     def __init__(self, model: LoadedBatchModel, on_snapshot: Callable[[BatchSnapshot], None] | None = None,
-                 max_queued: int = 0):
+                 max_queued: int = 0, speculative: str = "off"):
         self.model = model
+        self.speculative = check_mode(speculative)
+        self.speculation_note = runtime_why_not(model.runtime) if speculative != "off" else ""
+        if self.speculation_note:
+            log.info("speculative decoding (%s) is off: %s", speculative, self.speculation_note)
+        self._speculate = speculative != "off" and not self.speculation_note
         self.max_queued = max_queued or QUEUED_PER_SLOT * model.runtime.n_seq  # waiting, beyond the slots
         self.runtime = rt = model.runtime
         self.n_ctx_seq = rt.n_ctx_seq
@@ -106,6 +121,7 @@ class BatchScheduler:
         self._batch = TokenBatch(rt.n_batch, rt.n_seq)
         self._rate = RateMeter()
         self._served = self._cancelled = self._steps = self._peak_seqs = self._peak_queued = 0
+        self._emitted = self._drafted = self._draft_accepted = 0
         self._next_publish = 0.0
         self._snapshot = self._build_snapshot(time.perf_counter())
         self._thread = threading.Thread(target=self._run, name="prefill-batch", daemon=True)
@@ -252,12 +268,15 @@ class BatchScheduler:
         s = handle.request.sampling
         answer = AnswerDecoder(self.runtime, s, s.stop, handle.request.constraint)
         job = _Job(slot, handle, list(prompt[keep:]), keep, answer)
+        if self._speculate and not slot_why_not(self.runtime, handle.request) and not any(map(is_image_token, prompt)):
+            job.drafts = SlotDrafts(prompt)
         handle.clock.t_prefill_start = time.perf_counter()
         slot.job = job
         self._active = sorted((*self._active, job), key=lambda j: j.slot.index)
 
     def _step(self) -> None:
-        """One llama_decode: every decoding slot's next token, then prefill chunks in the room left."""
+        """One llama_decode: every decoding slot's next token, prefill chunks in the room left, then
+        drafts in what is left after that (a full step drafts less, and a prompt waits for no draft)."""
         rt, batch, active = self.runtime, self._batch, self._active
         batch.clear()
         decoding = [j for j in active if j.state == "decode"]
@@ -274,6 +293,8 @@ class BatchScheduler:
                 done = j.fed + len(chunk) == len(j.pending)
                 j.index = batch.add(chunk, len(j.slot.tokens), j.slot.index, done)
                 chunks.append((j, chunk, done))
+        if self._speculate:
+            self._add_drafts(decoding)
         if batch.n == 0:
             return
         self._events_out(idle=False)
@@ -297,9 +318,57 @@ class BatchScheduler:
                 self._prefilled(j, now)
                 ready.append(j)
         sample_at = rt.sample_at
+        emitted = self._emitted
         for j in ready:
-            self._accept(j, sample_at(j.sampler, j.index), now)
-        self._rate.add(now, len(ready))
+            if j.draft:
+                self._take_draft(j, now)
+            else:
+                self._accept(j, sample_at(j.sampler, j.index), now)
+        self._rate.add(now, self._emitted - emitted)
+
+    def _add_drafts(self, decoding: list[_Job]) -> None:
+        batch = self._batch
+        for j in decoding:
+            if j.drafts is None or batch.room == 0:
+                continue
+            pos = len(j.slot.tokens) + 1  # the first drafted token's
+            j.draft = j.drafts.propose(min(batch.room, self.n_ctx_seq - pos, j.max_tokens - j.n_gen))
+            if j.draft:
+                j.draft_at = batch.n
+                batch.add_all(j.draft, pos, j.slot.index)
+
+    def _take_draft(self, j: _Job, now: float) -> None:
+        """Keep what the model agreed with of `j`'s draft (decoded after `j.last`), drop the rest
+        from its sequence, and hand each kept token, then the model's next one, to `_accept`."""
+        draft, j.draft = j.draft, []
+        drafts, slot = j.drafts, j.slot
+        assert drafts is not None
+        verdict = verify(self.runtime, j.index, j.draft_at, draft)
+        kept = verdict.accepted
+        drafts.checked(len(draft), len(kept))
+        self._drafted += len(draft)
+        self._draft_accepted += len(kept)
+        # The cache holds slot.tokens (ending with `last`) then the draft. The kept tokens stay,
+        # except after a near tie, where the row's input (the last kept token, or `last`) goes too
+        # and is decoded again alone in the next step.
+        in_cache = kept if verdict.next_token is not None else kept[:-1]
+        if verdict.next_token is None:
+            drafts.plain_next = True
+            if not kept:
+                slot.tokens.pop()
+        keep = len(slot.tokens) + len(in_cache)
+        if self.runtime.seq_truncate(slot.index, keep) != keep:
+            raise EngineError("llama.cpp could not drop a rejected draft from a slot's cache")
+        for i, tok in enumerate(kept):
+            if not self._accept(j, tok, now):
+                return
+            if j.handle.cancelled:  # between tokens, as the plain loop sees it between steps
+                self._finish(j, "cancelled", flush=False)
+                return
+            if i < len(in_cache):
+                slot.tokens.append(tok)
+        if verdict.next_token is not None:
+            self._accept(j, verdict.next_token, now)
 
     def _feed_images(self, j: _Job) -> bool:
         """Encode the images at the front of `j`'s pending prompt and decode them into its sequence, outside
@@ -331,14 +400,15 @@ class BatchScheduler:
         j.pending = []
         self._emit(j.handle, PrefillDone(j.cached + evaluated, j.cached, evaluated, prefill_ms))
 
-    def _accept(self, j: _Job, tok: int, now: float) -> None:
-        """A token sampled for `j`: emit its text, then finish or feed it next step."""
+    def _accept(self, j: _Job, tok: int, now: float) -> bool:
+        """A token picked for `j`: emit its text, then finish (False) or feed it next step (True)."""
         rt = self.runtime
         if j.stop_on_eog and tok in rt.eog:
             self._finish(j, "stop")
-            return
+            return False
         j.times.append(now)
         j.n_gen += 1
+        self._emitted += 1
         out, hit = j.answer.feed(rt.piece(tok))
         if out:
             j.pieces.append(out)
@@ -351,14 +421,24 @@ class BatchScheduler:
             self._finish(j, "context_full")
         else:
             j.last = tok
+            if j.drafts is not None:
+                j.drafts.taken(tok)
+            return True
+        return False
 
     def _finish(self, j: _Job, reason: str, flush: bool = True) -> None:
         tail = j.answer.flush() if flush else ""
         if tail:
             j.pieces.append(tail)
             self._emit(j.handle, Token(tail, j.n_gen))
+        slot = j.slot
+        if j.drafts is not None and self.runtime.seq_cells(slot.index) > len(slot.tokens):
+            # drafted tokens past where the answer ended; the plain loop never decoded them
+            self.runtime.seq_truncate(slot.index, len(slot.tokens))
         metrics = j.handle.clock.snapshot(
-            self.runtime.seq_cells(j.slot.index), self.n_ctx_seq, self.model.bytes_per_cell, reason)
+            self.runtime.seq_cells(slot.index), self.n_ctx_seq, self.model.bytes_per_cell, reason)
+        if j.drafts is not None:
+            metrics = replace(metrics, draft_n=j.drafts.drafted, draft_n_accepted=j.drafts.accepted)
         self._cancelled += reason == "cancelled"
         self._release(j)
         self._emit(j.handle, Finished(reason, "".join(j.pieces), metrics))
@@ -411,9 +491,12 @@ class BatchScheduler:
                 s.index, j.state, j.handle.request.label or f"#{j.handle.id}",
                 prompt_tokens=len(j.handle.request.prompt), generated=j.n_gen, kv_cells=cells,
                 tps=recent_rate(j.times, now),
+                drafted=j.drafts.drafted if j.drafts else 0, accepted=j.drafts.accepted if j.drafts else 0,
             ))
         return BatchSnapshot(
             slots=tuple(slots), queued=len(self._queue), aggregate_tps=self._rate.rate(now),
             n_ctx_seq=self.n_ctx_seq, served=self._served, cancelled=self._cancelled, steps=self._steps,
             peak_batch_seqs=self._peak_seqs, peak_queued=self._peak_queued,
+            speculative=self.speculative if self._speculate else "off", draft_n=self._drafted,
+            draft_n_accepted=self._draft_accepted,
         )

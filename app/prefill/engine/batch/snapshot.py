@@ -24,6 +24,8 @@ class SlotSnapshot:
     generated: int = 0
     kv_cells: int = 0  # cells its sequence holds in llama.cpp's cache
     tps: float = 0.0  # its decode rate over the last few seconds
+    drafted: int = 0  # speculative decoding: draft tokens its request had checked so far
+    accepted: int = 0  # of those, the ones the model agreed with
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,9 @@ class BatchSnapshot:
     steps: int = 0  # llama_decode calls
     peak_batch_seqs: int = 0  # most sequences in one batch so far
     peak_queued: int = 0
+    speculative: str = "off"  # what the slots draft with ("ngram": the text itself)
+    draft_n: int = 0  # draft tokens checked since start, all slots together
+    draft_n_accepted: int = 0  # of those, accepted
 
     @property
     def busy(self) -> int:

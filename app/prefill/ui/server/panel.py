@@ -86,11 +86,12 @@ class ServerController(QObject):
         self.stopped.emit()
 
 
-COLUMNS = ("Slot", "State", "Request", "Tokens", "KV cells", "tok/s")
+COLUMNS = ("Slot", "State", "Request", "Tokens", "KV cells", "tok/s", "Drafts taken")
 
 
 class SlotTableModel(QAbstractTableModel):
-    """One row per slot: state, request, tokens (prompt + generated), KV cells, decode rate."""
+    """One row per slot: state, request, tokens (prompt + generated), KV cells, decode rate, and
+    how many drafted tokens the model accepted of those it checked (speculative decoding)."""
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -117,6 +118,7 @@ class SlotTableModel(QAbstractTableModel):
             str(s.index), s.state, s.label if busy else "",
             f"{s.prompt_tokens} + {s.generated}" if busy else "", str(s.kv_cells),
             f"{s.tps:.0f}" if busy else "",
+            f"{s.accepted} / {s.drafted}" if busy and s.drafted else "",
         )
         return values[index.column()]
 
