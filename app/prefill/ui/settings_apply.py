@@ -8,9 +8,9 @@ reloads the model (after the answer in progress, if one is).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from prefill.store.app_settings import ModelSettings, Settings
 from prefill.ui.settings_dialog import needs_reload
@@ -18,8 +18,24 @@ from prefill.ui.shared.plain_text import inform
 from prefill.ui.shared.theme import apply_theme
 
 if TYPE_CHECKING:
-    from prefill.ui.main_window import MainWindow
     from prefill.ui.shared.engine_worker import EngineWorker
+
+
+class SettingsTarget(Protocol):
+    """What of the main window a change of settings reaches (the window is one; a Protocol, so this
+    module does not import the window that imports it)."""
+
+    engine: Any  # EngineThread: .worker
+    theme_follower: Any  # ThemeFollower | None
+    loaded: Any  # LoadedModel | None
+    controller: Any  # ChatController: .busy, .busy_changed
+    def window(self) -> QWidget: ...
+
+    def reload_when_idle(self, busy: bool) -> None: ...
+
+    def set_theme(self, effective: str) -> None: ...
+
+    def load_model(self, path: str) -> None: ...
 
 MIB = 1024 * 1024
 
@@ -34,7 +50,7 @@ def send_speculation(worker: EngineWorker, model: ModelSettings) -> None:
     worker.set_speculative(model.speculative, model.draft_model_path, model.draft_max)
 
 
-def apply_settings(window: MainWindow, old: Settings, new: Settings) -> None:
+def apply_settings(window: SettingsTarget, old: Settings, new: Settings) -> None:
     """Apply the settings `window` now holds (`new`, changed from `old`)."""
     worker = window.engine.worker
     if new.model.kv_disk_budget_mb != old.model.kv_disk_budget_mb:
@@ -51,7 +67,7 @@ def apply_settings(window: MainWindow, old: Settings, new: Settings) -> None:
                 window.set_theme(apply_theme(app, new.ui.theme))
     if window.loaded is not None and needs_reload(old.model, new.model):
         if window.controller.busy:
-            inform(window, "Settings", "The model reloads after this answer; stop it to reload now.")
+            inform(window.window(), "Settings", "The model reloads after this answer; stop it to reload now.")
             window.controller.busy_changed.connect(window.reload_when_idle)
         else:
             window.load_model(str(window.loaded.path))
