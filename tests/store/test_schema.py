@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from prefill.engine.message import ImagePart
 from prefill.store import HistoryStore, HistoryUnavailable, SchemaTooNew
 from prefill.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate, user_version
 
@@ -89,8 +90,43 @@ PRAGMA user_version = 4;
 )
 
 
+# Version 5 added an answer's versions.
+V5_DDL = (
+    V4_DDL.replace("PRAGMA user_version = 4;", "")
+    + """
+ALTER TABLE messages ADD COLUMN versions TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE messages ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+PRAGMA user_version = 5;
+"""
+)
+
+
 def test_previous_version_is_migrated_with_its_rows(db_path: Path) -> None:
-    assert SCHEMA_VERSION == 5, "write the new previous version's DDL into this test"
+    assert SCHEMA_VERSION == 6, "write the new previous version's DDL into this test"
+    _old_database(db_path, V5_DDL)
+    png = _png()
+    with HistoryStore(db_path) as store:
+        old = store.messages(1)
+        added = store.add_message(1, "user", "And this?", images=[png])
+        (again,) = store.messages(1)[-1:]
+    assert [m.images for m in old] == [(), ()]
+    assert [i.digest for i in added.images] == [png.digest] == [i.digest for i in again.images]
+    with sqlite3.connect(db_path) as raw:
+        assert user_version(raw) == SCHEMA_VERSION
+        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def _png() -> ImagePart:
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (8, 6), (10, 200, 30)).save(out, "PNG")
+    return ImagePart(out.getvalue(), "image/png", 8, 6)
+
+
+def test_version_4_gains_answer_versions(db_path: Path) -> None:
     _old_database(db_path, V4_DDL)
     with HistoryStore(db_path) as store:
         (_, answer) = store.messages(1)

@@ -8,18 +8,22 @@ checked by ``history_import`` before it becomes an ``ArchivedConversation``.
 
 from __future__ import annotations
 
+import base64
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from prefill.engine.message import ImagePart
 from prefill.store.errors import ConversationNotFound
 from prefill.store.records import (
     CONVERSATION_COLUMNS,
     MESSAGE_COLUMNS,
     AnswerVersion,
+    ImageRef,
     Role,
     conversation_from_row,
+    images_to_json,
     message_from_row,
     to_json,
     versions_to_json,
@@ -42,6 +46,7 @@ class ArchivedMessage:
     complete: bool = True
     versions: tuple[AnswerVersion, ...] = ()
     version: int = 0
+    images: tuple[ImagePart, ...] = ()  # a user's message: the images it showed, bytes and all
 
 
 @dataclass(frozen=True)
@@ -73,10 +78,14 @@ class ImportResult:
     messages: int
 
 
+LoadImages = Callable[[Sequence[ImageRef]], tuple[ImagePart, ...]]
+
+
 def read_archive(
-    conn: sqlite3.Connection, conversation_ids: Sequence[int] | None
+    conn: sqlite3.Connection, conversation_ids: Sequence[int] | None, load_images: LoadImages | None = None
 ) -> list[ArchivedConversation]:
-    """Return the given chats (None: all, oldest first) with their messages.
+    """Return the given chats (None: all, oldest first) with their messages (and, with
+    `load_images`, their images' bytes from the history's image files).
 
     Raises:
         ConversationNotFound: One of the ids is not here.
@@ -110,6 +119,7 @@ def read_archive(
                 complete=m.complete,
                 versions=m.versions,
                 version=m.version,
+                images=load_images(m.images) if load_images is not None and m.images else (),
             )
             for m in map(message_from_row, rows)
         )
@@ -133,7 +143,8 @@ def write_archive(
 ) -> ImportResult:
     """Add every chat whose uid is not here yet, as it was (times included).
 
-    Call it inside one transaction: a failure part-way must leave nothing behind.
+    Call it inside one transaction: a failure part-way must leave nothing behind. The messages'
+    images must be in the history's image files already (``HistoryStore.import_conversations``).
     """
     imported = skipped = messages = 0
     for conv in conversations:
@@ -156,8 +167,8 @@ def write_archive(
         conversation_id = cursor.lastrowid
         conn.executemany(
             "INSERT INTO messages (conversation_id, position, role, content, reasoning,"
-            " created_at, finish_reason, figures, complete, versions, version)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " created_at, finish_reason, figures, complete, versions, version, images)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     conversation_id,
@@ -171,6 +182,7 @@ def write_archive(
                     int(m.complete),
                     versions_to_json(m.versions),
                     m.version,
+                    images_to_json([ImageRef(i.digest, i.mime, i.width, i.height, len(i.data)) for i in m.images]),
                 )
                 for position, m in enumerate(conv.messages)
             ],
@@ -183,7 +195,12 @@ def write_archive(
 def to_document(
     conversations: Iterable[ArchivedConversation], exported_at: float
 ) -> dict[str, Any]:
-    """Build Prefill's JSON export: every field of every chat, times in seconds since the epoch."""
+    """Build Prefill's JSON export: every field of every chat, times in seconds since the epoch.
+
+    Images are kept once in ``images`` (by digest: base64 bytes, type and size) and named by digest
+    from the messages that show them; a file without images has neither key, as before them."""
+    conversations = list(conversations)
+    images = {i.digest: i for conv in conversations for m in conv.messages for i in m.images}
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -209,10 +226,14 @@ def to_document(
                         # Only an answer regenerated has them: older Prefills read the rest alike.
                         **({"versions": [v.as_dict() for v in m.versions], "version": m.version}
                            if m.versions else {}),
+                        **({"images": [i.digest for i in m.images]} if m.images else {}),
                     }
                     for m in conv.messages
                 ],
             }
             for conv in conversations
         ],
+        **({"images": {d: {"mime": i.mime, "width": i.width, "height": i.height,
+                            "data": base64.b64encode(i.data).decode("ascii")} for d, i in images.items()}}
+           if images else {}),
     }

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
 import platformdirs
 
+from prefill.engine.message import ImagePart
 from prefill.store import db, search
 from prefill.store.archive import ArchivedConversation, ImportResult, read_archive, write_archive
 from prefill.store.errors import (
@@ -24,6 +25,7 @@ from prefill.store.errors import (
     MessageNotFound,
     StoreClosed,
 )
+from prefill.store.images import IMAGES_FOLDER, ImageFiles
 from prefill.store.records import (
     CONVERSATION_COLUMNS,
     DEFAULT_TITLE,
@@ -34,6 +36,8 @@ from prefill.store.records import (
     MessageRecord,
     check_role,
     conversation_from_row,
+    images_from_json,
+    images_to_json,
     message_from_row,
     title_from_text,
     to_json,
@@ -72,6 +76,7 @@ class HistoryStore:
         self._clock = clock
         self._conn: sqlite3.Connection | None = None
         self._closed = False
+        self.images = ImageFiles(self.path.parent / IMAGES_FOLDER)  # what the messages' images refer to
 
     def __enter__(self) -> Self:
         return self
@@ -149,9 +154,10 @@ class HistoryStore:
     def delete_conversation(self, conversation_id: int) -> None:
         """Delete a chat and all its messages. Raises ConversationNotFound."""
         with db.transaction(self._db) as conn:
-            if conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)).rowcount:
-                return
-        raise ConversationNotFound(conversation_id)
+            found = conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)).rowcount
+        if not found:
+            raise ConversationNotFound(conversation_id)
+        self.sweep_images()
 
     def _update_conversation(self, conversation_id: int, column: str, value: object) -> None:
         # ``column`` is always a literal from this class, never user input.
@@ -205,20 +211,24 @@ class HistoryStore:
         figures: Mapping[str, Any] | None = None,
         complete: bool = True,
         reasoning: str = "",
+        images: Sequence[ImagePart] = (),
     ) -> MessageRecord:
         """Append a message to a chat and return it.
 
         The first user message of a chat still titled "New chat" also names the chat
-        (see ``title_from_text``). ``reasoning`` is a reasoning model's thinking.
+        (see ``title_from_text``). ``reasoning`` is a reasoning model's thinking; ``images``
+        (checked at the image door) are kept as files by digest before the row refers to them.
 
         Raises:
             ConversationNotFound: No such chat.
             ValueError: ``role`` is not "system", "user" or "assistant".
+            OSError: An image could not be written.
         """
         check_role(role)
+        refs = images_to_json([self.images.put(i) for i in images])
         with db.transaction(self._db) as conn:
             message_id = self._append(
-                conn, conversation_id, role, content, finish_reason, figures, complete, reasoning
+                conn, conversation_id, role, content, finish_reason, figures, complete, reasoning, refs
             )
             if role == "user":
                 self._title_from_first_user_message(conn, conversation_id, content)
@@ -237,7 +247,9 @@ class HistoryStore:
             conn.execute(
                 "UPDATE messages SET content = ?, complete = 1 WHERE id = ?", (content, message_id)
             )
-            return self._message(conn, message_id)
+            record = self._message(conn, message_id)
+        self.sweep_images()
+        return record
 
     def delete_message(self, message_id: int) -> None:
         """Delete one message. Raises MessageNotFound."""
@@ -245,6 +257,19 @@ class HistoryStore:
             message = self._message(conn, message_id)
             conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
             self._touch(conn, message.conversation_id)
+        if message.images:
+            self.sweep_images()
+
+    def message_images(self, message: MessageRecord) -> tuple[ImagePart, ...]:
+        """The images of a stored message, read from their files (one missing or damaged is left out)."""
+        return self.images.load_all(message.images)
+
+    def sweep_images(self) -> int:
+        """Remove the image files no message refers to any more (after a delete; an image another
+        chat still shows stays); return how many went."""
+        used = {ref.digest for (text,) in self._db.execute("SELECT images FROM messages WHERE images != '[]'")
+                for ref in images_from_json(text)}
+        return self.images.sweep(used)
 
     def delete_messages_after(self, message_id: int) -> int:
         """Delete every message after this one in its chat; return how many went.
@@ -253,7 +278,9 @@ class HistoryStore:
             MessageNotFound: No such message.
         """
         with db.transaction(self._db) as conn:
-            return self._delete_after(conn, message_id)
+            gone = self._delete_after(conn, message_id)
+        self.sweep_images()
+        return gone
 
     def begin_answer(self, conversation_id: int) -> int:
         """Append an empty, incomplete assistant message and return its id.
@@ -359,8 +386,8 @@ class HistoryStore:
             branch = int(cursor.lastrowid or 0)
             conn.execute(
                 "INSERT INTO messages (conversation_id, position, role, content, created_at, finish_reason,"
-                " figures, complete, reasoning, versions, version) SELECT ?, position, role, content,"
-                " created_at, finish_reason, figures, complete, reasoning, versions, version FROM messages"
+                " figures, complete, reasoning, versions, version, images) SELECT ?, position, role, content,"
+                " created_at, finish_reason, figures, complete, reasoning, versions, version, images FROM messages"
                 " WHERE conversation_id = ? AND position <= ? ORDER BY position",
                 (branch, source.id, message.position),
             )
@@ -376,13 +403,19 @@ class HistoryStore:
         """
         # One read transaction, so a chat and its messages are read as of one moment.
         with db.transaction(self._db) as conn:
-            return read_archive(conn, conversation_ids)
+            return read_archive(conn, conversation_ids, self.images.load_all)
 
     def import_conversations(self, conversations: list[ArchivedConversation]) -> ImportResult:
         """Add chats from an export in one transaction; one whose uid is here already is skipped.
 
-        The records must come from ``history_import`` (the door that checks a file).
+        The records must come from ``history_import`` (the door that checks a file, each image
+        through the image door). Their images are written first; a failed import leaves them to the
+        next sweep.
         """
+        for conv in conversations:
+            for m in conv.messages:
+                for image in m.images:
+                    self.images.put(image)
         with db.transaction(self._db) as conn:
             return write_archive(conn, conversations)
 
@@ -411,14 +444,15 @@ class HistoryStore:
         figures: Mapping[str, Any] | None,
         complete: bool,
         reasoning: str,
+        images: str = "[]",
     ) -> int:
         self._conversation(conn, conversation_id)
         now = self._clock()
         cursor = conn.execute(
             "INSERT INTO messages (conversation_id, position, role, content, created_at,"
-            " finish_reason, figures, complete, reasoning) VALUES (?, (SELECT"
+            " finish_reason, figures, complete, reasoning, images) VALUES (?, (SELECT"
             " COALESCE(MAX(position), -1) + 1 FROM messages WHERE conversation_id = ?),"
-            " ?, ?, ?, ?, ?, ?, ?)",
+            " ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 conversation_id,
                 conversation_id,
@@ -429,6 +463,7 @@ class HistoryStore:
                 to_json(figures),
                 int(complete),
                 reasoning,
+                images,
             ),
         )
         self._touch(conn, conversation_id)

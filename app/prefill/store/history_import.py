@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from prefill.engine.message import ImagePart
 from prefill.engine.units import format_bytes
 from prefill.store.archive import (
     FORMAT_NAME,
@@ -28,6 +29,7 @@ from prefill.store.archive import (
     ArchivedConversation,
     ArchivedMessage,
 )
+from prefill.store.archive_images import BadImage, export_images, message_images
 from prefill.store.errors import ImportRejected
 from prefill.store.records import (
     DEFAULT_TITLE,
@@ -229,15 +231,19 @@ def _prefill(doc: dict[str, Any]) -> ImportFile:
     if version > FORMAT_VERSION:
         _fail("version", f"{version} was written by a newer Prefill; update Prefill")
     items = _list(doc.get("conversations"), "conversations", MAX_CONVERSATIONS)
+    try:
+        images = export_images(doc.get("images"))  # each one through the image door
+    except BadImage as e:
+        raise _Bad(str(e)) from None
     conversations = tuple(
-        _prefill_conversation(_object(item, f"conversations[{n}]"), f"conversations[{n}]")
+        _prefill_conversation(_object(item, f"conversations[{n}]"), f"conversations[{n}]", images)
         for n, item in enumerate(items)
     )
     _unique([c.uid for c in conversations], "conversation", "conversations")
     return ImportFile("prefill", conversations)
 
 
-def _prefill_conversation(obj: dict[str, Any], where: str) -> ArchivedConversation:
+def _prefill_conversation(obj: dict[str, Any], where: str, images: dict[str, ImagePart]) -> ArchivedConversation:
     uid = _text(obj, "id", where, MAX_LINE_CHARS)
     if not uid.strip():
         _fail(f"{where}.id", "is empty")
@@ -251,13 +257,13 @@ def _prefill_conversation(obj: dict[str, Any], where: str) -> ArchivedConversati
         model=_text(obj, "model", where, MAX_LINE_CHARS, ""),
         settings=_mapping(obj, "settings", where),
         messages=tuple(
-            _prefill_message(_object(m, f"{where}.messages[{n}]"), f"{where}.messages[{n}]")
+            _prefill_message(_object(m, f"{where}.messages[{n}]"), f"{where}.messages[{n}]", images)
             for n, m in enumerate(raw_messages)
         ),
     )
 
 
-def _prefill_message(obj: dict[str, Any], where: str) -> ArchivedMessage:
+def _prefill_message(obj: dict[str, Any], where: str, images: dict[str, ImagePart]) -> ArchivedMessage:
     role = _text(obj, "role", where, MAX_LINE_CHARS)
     if role not in ROLES:
         _fail(f"{where}.role", f"expected one of {', '.join(ROLES)}, found {role!r}")
@@ -283,7 +289,15 @@ def _prefill_message(obj: dict[str, Any], where: str) -> ArchivedMessage:
         complete=shown.complete,
         versions=versions,
         version=version,
+        images=_images_of(obj, where, images),
     )
+
+
+def _images_of(obj: dict[str, Any], where: str, images: dict[str, ImagePart]) -> tuple[ImagePart, ...]:
+    try:
+        return message_images(obj.get("images"), images, where)
+    except BadImage as e:
+        raise _Bad(str(e)) from None
 
 
 def _version(obj: dict[str, Any], where: str) -> AnswerVersion:

@@ -69,6 +69,30 @@ class AnswerVersion:
 
 
 @dataclass(frozen=True)
+class ImageRef:
+    """An image a message holds, as the history refers to it: the file is ``images/<digest>`` beside
+    the database (``store/images.py``).
+
+    Attributes:
+        digest: SHA-256 of the image's bytes, in hex (``ImagePart.digest``).
+        mime: Its type ("image/png", "image/jpeg", "image/webp").
+        width: Its width in pixels.
+        height: Its height in pixels.
+        size: Its bytes.
+    """
+
+    digest: str
+    mime: str
+    width: int
+    height: int
+    size: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"digest": self.digest, "mime": self.mime, "width": self.width, "height": self.height,
+                "size": self.size}
+
+
+@dataclass(frozen=True)
 class MessageRecord:
     """One stored turn of a chat: the turn itself (`turn`, the engine's one `Message`) and where
     and when it was kept.
@@ -88,6 +112,8 @@ class MessageRecord:
             ``content`` ("" = none).
         versions: An answer's other versions, in order, without the one shown (the fields above).
         version: Where the shown one stands among all of them: 0 ≤ version ≤ len(versions).
+        images: The images a user's message showed the model, in order (their bytes are files:
+            ``HistoryStore.message_images``).
     """
 
     id: int
@@ -102,6 +128,7 @@ class MessageRecord:
     reasoning: str = ""
     versions: tuple[AnswerVersion, ...] = ()
     version: int = 0
+    images: tuple[ImageRef, ...] = ()
 
     @property
     def shown(self) -> AnswerVersion:
@@ -121,7 +148,7 @@ class MessageRecord:
 CONVERSATION_COLUMNS = "id, title, created_at, updated_at, system_prompt, model, settings, uid"
 MESSAGE_COLUMNS = (
     "id, conversation_id, position, role, content, created_at, finish_reason, figures, complete,"
-    " reasoning, versions, version"
+    " reasoning, versions, version, images"
 )
 MAX_VERSIONS = 1000  # of one answer: paging past this many is not a use anyone has
 
@@ -190,6 +217,34 @@ def versions_from_json(text: str | None) -> tuple[AnswerVersion, ...]:
     return tuple(out)
 
 
+def images_to_json(images: Sequence[ImageRef]) -> str:
+    """Encode a message's image references for the ``images`` column."""
+    return json.dumps([i.as_dict() for i in images], sort_keys=True)
+
+
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def images_from_json(text: str | None) -> tuple[ImageRef, ...]:
+    """Decode the ``images`` column; an entry that is not a reference is left out (a damaged file)."""
+    try:
+        value = json.loads(text or "[]")
+    except ValueError:
+        return ()
+    if not isinstance(value, list):
+        return ()
+    out = []
+    for v in value:
+        if not isinstance(v, dict) or not isinstance(v.get("digest"), str) or not _DIGEST.fullmatch(v["digest"]):
+            continue
+        numbers: list[Any] = [v.get(k) for k in ("width", "height", "size")]
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
+            continue
+        mime = v.get("mime")
+        out.append(ImageRef(v["digest"], mime if isinstance(mime, str) else "image/png", *numbers))
+    return tuple(out)
+
+
 def conversation_from_row(row: sqlite3.Row) -> Conversation:
     """Build a Conversation from a row selected with CONVERSATION_COLUMNS."""
     return Conversation(
@@ -219,6 +274,7 @@ def message_from_row(row: sqlite3.Row) -> MessageRecord:
         reasoning=row["reasoning"],
         versions=(versions := versions_from_json(row["versions"])),
         version=min(max(0, int(row["version"] or 0)), len(versions)),
+        images=images_from_json(row["images"]),
     )
 
 

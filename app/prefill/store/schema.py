@@ -93,6 +93,13 @@ def _v5_answer_versions(conn: sqlite3.Connection) -> None:
     )
 
 
+def _v6_message_images(conn: sqlite3.Connection) -> None:
+    """Version 6: a message's images, as a JSON list of references (digest, mime, width, height, bytes);
+    the images themselves are files named by their digest in the ``images`` folder beside the database
+    (``store/images.py``), so an image sent in many chats is kept once."""
+    _run(conn, ["ALTER TABLE messages ADD COLUMN images TEXT NOT NULL DEFAULT '[]'"])
+
+
 def new_uid() -> str:
     """Return a fresh conversation uid (a random UUID, as text)."""
     return str(uuid.uuid4())
@@ -104,6 +111,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _v3_reasoning,
     _v4_conversation_uid,
     _v5_answer_versions,
+    _v6_message_images,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
