@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QComboBox
 
+from prefill.hub.model_names import is_projector, model_display_name
 from prefill.store.endpoints import SavedEndpoint
+from prefill.ui.shared.plain_text import tooltip
 
 OPEN_FILE = "<open>"
 ADD_REMOTE = "<remote>"
@@ -43,7 +45,7 @@ class ModelPicker(QObject):
         self.fill()
 
     def set_paths(self, paths: list[str]) -> None:
-        self.paths = list(dict.fromkeys(paths))
+        self.paths = [p for p in dict.fromkeys(paths) if not is_projector(p)]  # a projector is no model to chat with
         self.fill()
 
     def set_endpoints(self, endpoints: list[SavedEndpoint]) -> None:
@@ -58,8 +60,9 @@ class ModelPicker(QObject):
         self.combo.blockSignals(True)
         self.combo.clear()
         self.combo.addItem("Choose a model…", "")
-        for p in self.paths:
-            self.combo.addItem(Path(p).name, p)
+        for p in self.paths:  # a name a person reads; the file itself on hover
+            self.combo.addItem(model_display_name(Path(p)), p)
+            self.combo.setItemData(self.combo.count() - 1, tooltip(p), Qt.ItemDataRole.ToolTipRole)
         for e in self.endpoints:
             self.combo.addItem(f"⇄ {e.name} · {e.model or 'its first model'}", REMOTE + e.name)
         self.combo.addItem("Open a .gguf file…", OPEN_FILE)
