@@ -23,7 +23,7 @@ from prefill.hub.errors import HubError
 from prefill.hub.library import ModelLibrary
 from prefill.hub.paths import default_models_dir
 from prefill.hub.progress import DownloadProgress
-from prefill.hub.quants import ModelFiles
+from prefill.hub.quants import ModelFiles, projectors_of
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -45,6 +45,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     which = g.add_mutually_exclusive_group()
     which.add_argument("--quant", help="quantisation, e.g. Q4_K_M")
     which.add_argument("--file", help="file name in the repository")
+    g.add_argument("--mmproj-file", metavar="NAME", default="",
+                   help="a vision model's projector to fetch beside it (default: the mmproj of the model's "
+                        "precision, f16 first; 'none': the model only)")
 
     ls = _command(cmds, "ls", "list local models", _ls)
     ls.add_argument("--partial", action="store_true",
@@ -105,33 +108,60 @@ def _files(args: argparse.Namespace) -> int:
         from prefill.engine.llama.hardware import machine_memory
 
         memory = machine_memory()
-    for quant, models in group_by_quant(listing.models).items():
+    models = [m for m in listing.models if not m.is_projector]
+    for quant, group in group_by_quant(models).items():
         print(quant)
-        for m in models:
+        for m in group:
             parts = f" ({len(m.parts)} parts{'' if m.complete else ', INCOMPLETE'})" if len(m.parts) > 1 else ""
             fit = f"  {_fit(client, args, m, memory)}" if memory is not None else ""
             print(f"  {m.name:<56} {format_bytes(m.size):>10}{parts}{fit}")
+            if m.projector is not None:
+                print(f"    + projector {m.projector.filename:<44} {format_bytes(m.projector.size):>10}  (images)")
+    projectors = projectors_of(listing.models)
+    if projectors:
+        print("projectors (vision: fetched with their model by `prefill get`)")
+        for f in projectors:
+            print(f"  {f.filename:<56} {format_bytes(f.size):>10}")
     return 0
 
 
 def _fit(client: HubClient, args: argparse.Namespace, m: ModelFiles, memory: object) -> str:
-    from prefill.engine.llama.memory_fit import estimate_fit
+    from prefill.engine.llama.memory_fit import estimate_fit, with_projector
     from prefill.hub.remote_header import fetch_header
 
     headers = [fetch_header(client, args.repo, p.filename) for p in m.parts]
+    if m.projector is not None:
+        projector = fetch_header(client, args.repo, m.projector.filename)
+        return with_projector(headers, projector, args.ctx, memory, args.kv_type).summary()  # type: ignore[arg-type]
     return estimate_fit(headers, args.ctx, memory, args.kv_type).summary()  # type: ignore[arg-type]
 
 
 def _get(args: argparse.Namespace) -> int:
     client = HubClient()
     listing = client.list_models(args.repo)
-    model = _choose(listing.models, args)
+    model = _with_projector(_choose(listing.models, args), listing.models, args)
     bar = _Bar(model.name) if sys.stderr.isatty() else None
     paths = download_model(client, _models_dir(args), args.repo, model, on_progress=bar)
     if bar:
         bar.end()
     print(paths[0])
+    if model.projector is not None:
+        print(f"prefill: projector {paths[-1].name} beside it (images)", file=sys.stderr)
     return 0
+
+
+def _with_projector(model: ModelFiles, models: list[ModelFiles], args: argparse.Namespace) -> ModelFiles:
+    """The model with the projector `--mmproj-file` names ('none': none), else the one the listing paired."""
+    if not args.mmproj_file:
+        return model
+    if args.mmproj_file.lower() == "none":
+        return model.with_projector(None)
+    named = [f for f in projectors_of(models)
+             if args.mmproj_file in (f.filename, f.filename.rsplit("/", 1)[-1])]
+    if not named:
+        names = ", ".join(f.filename for f in projectors_of(models)) or "none"
+        raise CliError(f"no projector called {args.mmproj_file!r} in {args.repo} (its projectors: {names})")
+    return model.with_projector(named[0])
 
 
 def _choose(models: list[ModelFiles], args: argparse.Namespace) -> ModelFiles:

@@ -6,7 +6,9 @@ another, is turned away with `DownloadBusy`), check free disk space for what is
 still missing, fetch each part into `<models>/.partial/` (keeping bytes from
 earlier runs), check each part's SHA-256, and only when every part is good move
 them all into `<models>/<owner>/<repo>/` (sub-folders of the repository made as
-needed). A model is therefore never listed half-written.
+needed). A model is therefore never listed half-written. A vision model's
+projector (`ModelFiles.projector`) is one more file of the same download: fetched,
+resumed and verified the same way, into the same folder, placed with the model.
 
 A Qt worker drives `download_model` directly: a `threading.Event` to stop (pause or
 cancel) and a progress callback; `DownloadManager` drives it the same way.
@@ -59,7 +61,8 @@ def download_model(
     revision: str | None = None,
     policy: RetryPolicy = RetryPolicy(),
 ) -> list[Path]:
-    """Download, verify and place every part of `model`; return the final paths.
+    """Download, verify and place every part of `model` (and its projector); return the final
+    paths, the model's parts first (`[0]` is the one to load), its projector last.
 
     Bytes left by an earlier attempt (paused, dropped, killed) are kept when the hub
     still serves the same file. Parts already in the library are not fetched again.
@@ -73,10 +76,10 @@ def download_model(
     """
     stop = stop or threading.Event()
     report = on_progress or (lambda _p: None)
-    dests = [destination(models_dir, repo_id, p.filename) for p in model.parts]
+    dests = [destination(models_dir, repo_id, p.filename) for p in model.files]
     with ExitStack() as held:
         todo: list[tuple[PartialFile, Path, str]] = []
-        for remote, dest in zip(model.parts, dests):
+        for remote, dest in zip(model.files, dests):
             if _placed(dest, remote.size):
                 continue  # already in the library (verified when it was placed)
             meta = client.file_meta(repo_id, remote.filename, revision)
@@ -89,7 +92,7 @@ def download_model(
             if not _placed(dest, size):  # another download may have placed it meanwhile
                 todo.append((part, dest, meta.url))
 
-        meter = SpeedMeter(model.size, report)
+        meter = SpeedMeter(model.download_size, report)
         meter.kept(sum(d.stat().st_size for d in dests if d.is_file()))
         kept = [p.prepare() for p, _, _ in todo]
         meter.kept(sum(kept))
@@ -114,7 +117,7 @@ def discard_partial(client: HubClient, models_dir: Path, repo_id: str, model: Mo
     """
     del client  # same signature as download_model, so a caller can swap one for the other
     left: list[str] = []
-    for remote in model.parts:
+    for remote in model.files:
         part = PartialFile(models_dir, Expected(repo_id, remote.filename, remote.size, remote.sha256))
         try:
             with part.claimed():

@@ -4,6 +4,8 @@ Three places hold models: the models folder (downloads, and imports under
 `local/`), the Hugging Face cache (offered where they are, never copied), and the
 bundled SmolLM2 package. `ModelLibrary.models()` lists them all with what their
 GGUF headers say; `.partial/` is never listed, so a half-written file never shows.
+A vision projector (mmproj) is not a model: it is listed as the `projector` of the
+model beside it, found by the engine's own rule (`engine/gguf/projector_files.py`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from prefill.engine.gguf.header import GGUFError, read_header
+from prefill.engine.gguf.projector_files import find_projector, is_projector_name
 from prefill.hub.abandoned import AbandonedDownload, abandoned_downloads, remove_abandoned
 from prefill.hub.bundled import bundled_model_path
 from prefill.hub.errors import HubError, NoSuchModel
@@ -38,6 +41,8 @@ class LocalModel:
         size: bytes on disk, all parts (a symlink counts what it points to).
         source: library (downloaded), imported, hf-cache or bundled.
         error: why the header could not be read (the other fields are then empty).
+        projector: a vision model's projector (mmproj) beside it, loaded with it; None for a
+            model that reads text only (or whose projector is not here).
     """
 
     name: str
@@ -51,6 +56,7 @@ class LocalModel:
     context_length: int = 0
     has_chat_template: bool = False
     error: str | None = None
+    projector: Path | None = None
 
     @property
     def removable(self) -> bool:
@@ -82,7 +88,8 @@ class ModelLibrary:
         bundled = bundled_model_path() if self.include_bundled else None
         if bundled is not None:
             found.append(self._describe(f"bundled:{bundled.name}", (bundled,), "bundled"))
-        return found
+        # A projector named like a model is still known by its header ("clip"): never a model.
+        return [m for m in found if m.architecture != "clip"]
 
     def find(self, name: str) -> LocalModel:
         """The model called `name`, or whose file name is `name` when only one is.
@@ -114,6 +121,8 @@ class ModelLibrary:
             raise HubError(f"{model.name} is not in the library folder ({model.source}); Prefill leaves it alone")
         for part in model.parts:
             part.unlink(missing_ok=True)
+        if model.projector is not None and not _models_in(model.projector.parent):
+            model.projector.unlink(missing_ok=True)  # the folder's last model takes its projector along
         self._prune_empty(model.path.parent)
         return model
 
@@ -163,7 +172,8 @@ class ModelLibrary:
         files = []
         for root, dirs, names in os.walk(self.models_dir, followlinks=False):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # skips .partial
-            files += [Path(root) / n for n in sorted(names) if n.lower().endswith(".gguf")]
+            files += [Path(root) / n for n in sorted(names)
+                      if n.lower().endswith(".gguf") and not is_projector_name(n)]
         return group_parts(files)
 
     def _hf_cache_models(self) -> list[LocalModel]:
@@ -181,7 +191,8 @@ class ModelLibrary:
             if repo.repo_type != "model":
                 continue
             for rev in repo.revisions:
-                paths = [f.file_path for f in rev.files if f.file_name.lower().endswith(".gguf")]
+                paths = [f.file_path for f in rev.files
+                         if f.file_name.lower().endswith(".gguf") and not is_projector_name(f.file_name)]
                 for parts in group_parts(sorted(paths)):
                     rel = parts[0].relative_to(rev.snapshot_path).as_posix()
                     out.append(self._describe(f"hf-cache:{repo.repo_id}/{rel}", parts, "hf-cache"))
@@ -196,7 +207,7 @@ class ModelLibrary:
 
     def _describe(self, name: str, parts: tuple[Path, ...], source: Source) -> LocalModel:
         size = sum(_size(p) for p in parts)
-        base = LocalModel(name, parts[0], parts, size, source)
+        base = LocalModel(name, parts[0], parts, size, source, projector=find_projector(parts[0]))
         try:
             headers = [read_header(p) for p in parts]
         except GGUFError as e:
@@ -235,6 +246,14 @@ def group_parts(paths: Iterable[Path]) -> list[tuple[Path, ...]]:
     for found in sets.values():
         singles.append(tuple(found[i] for i in sorted(found)))
     return sorted(singles, key=lambda s: str(s[0]))
+
+
+def _models_in(folder: Path) -> bool:
+    """Whether a folder still holds a model (a `.gguf` that is not a projector)."""
+    try:
+        return any(p.suffix.lower() == ".gguf" and not is_projector_name(p.name) for p in folder.iterdir())
+    except OSError:
+        return False
 
 
 def _size(p: Path) -> int:

@@ -2,14 +2,19 @@
 
 A repository lists files; a person picks models. `group_models` turns the listing
 into `ModelFiles`: one per single file, one per complete `-0000k-of-0000n` set,
-each with its quantisation (from the name) and its total size.
+each with its quantisation (from the name) and its total size. A vision model's
+projector (an `mmproj` GGUF in the same folder, chosen by the engine's rule in
+`engine/gguf/projector_files.py`) rides on the model it goes with, so choosing a
+model chooses its projector too.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from prefill.engine.gguf.projector_files import best_projector, is_projector_name
 
 _QUANT = re.compile(
     r"(?<![A-Za-z0-9])("
@@ -39,12 +44,15 @@ class ModelFiles:
         quant: quantisation read from the name (`Q4_K_M`, `IQ3_XS`, `F16`…) or `other`.
         parts: the files, in order; `parts[0]` is the one llama.cpp opens.
         complete: False when some parts of a set are missing from the listing.
+        projector: a vision model's projector (mmproj) from the same folder, downloaded with
+            it; None for a text model, and on a projector itself.
     """
 
     name: str
     quant: str
     parts: tuple[RemoteFile, ...]
     complete: bool = True
+    projector: RemoteFile | None = None
 
     @property
     def size(self) -> int | None:
@@ -59,7 +67,22 @@ class ModelFiles:
     @property
     def is_projector(self) -> bool:
         """A vision projector (`mmproj-…`), not a model to chat with on its own."""
-        return "mmproj" in self.name.lower()
+        return is_projector_name(self.name)
+
+    @property
+    def files(self) -> tuple[RemoteFile, ...]:
+        """Everything a download of this model fetches: its parts, then its projector."""
+        return self.parts + ((self.projector,) if self.projector is not None else ())
+
+    @property
+    def download_size(self) -> int | None:
+        """Bytes of `files`, None when the hub did not give every size."""
+        sizes = [f.size for f in self.files]
+        return None if any(s is None for s in sizes) else sum(s or 0 for s in sizes)
+
+    def with_projector(self, projector: RemoteFile | None) -> ModelFiles:
+        """The same model with another projector (one the user named), or none (text only)."""
+        return replace(self, projector=projector)
 
 
 def quant_of(filename: str) -> str:
@@ -96,7 +119,29 @@ def group_models(files: Iterable[RemoteFile]) -> list[ModelFiles]:
         ordered = tuple(found[i] for i in sorted(found))
         name = _display(base) + ".gguf"
         singles.append(ModelFiles(name, quant_of(base), ordered, complete=len(found) == total))
-    return sorted(singles, key=lambda m: m.name.lower())
+    return sorted(_pair_projectors(singles), key=lambda m: m.name.lower())
+
+
+def projectors_of(models: Iterable[ModelFiles]) -> list[RemoteFile]:
+    """The projector files among a listing's models (single files: a projector is never split)."""
+    return [m.first for m in models if m.is_projector]
+
+
+def _pair_projectors(models: list[ModelFiles]) -> list[ModelFiles]:
+    """Give each model the projector of its folder that the engine would pick beside it."""
+    by_folder: dict[str, dict[str, RemoteFile]] = {}
+    for f in projectors_of(models):
+        by_folder.setdefault(_folder(f.filename), {})[_display(f.filename)] = f
+    out = []
+    for m in models:
+        candidates = by_folder.get(_folder(m.first.filename), {})
+        best = None if m.is_projector else best_projector(_display(m.first.filename), candidates)
+        out.append(m.with_projector(candidates[best]) if best is not None else m)
+    return out
+
+
+def _folder(filename: str) -> str:
+    return filename.rsplit("/", 1)[0] if "/" in filename else ""
 
 
 def group_by_quant(models: Iterable[ModelFiles]) -> dict[str, list[ModelFiles]]:

@@ -3,20 +3,22 @@
 A target names what should answer (a model file, a remote endpoint, a slot of the running
 server); `open_backend` builds the `ChatBackend` for it. `describe` says what a person sees of it.
 A model file's target carries its speculative decoding (`Speculation`), set on the engine once it
-is loaded, and again by `apply_speculation` when it changes (no reload).
+is loaded, and again by `apply_speculation` when it changes (no reload). It also names the vision
+projector (mmproj) loaded with it: a file, none, or the one beside the model (what the window loads).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.batch.slot_chat import SlotChat
 from prefill.engine.chat_backend import ChatBackend
 from prefill.engine.errors import EngineError, InvalidSetting
+from prefill.engine.gguf.header import GGUFHeader
 from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.settings import LoadSettings
 from prefill.remote.engine import RemoteEngine
@@ -40,13 +42,22 @@ class Speculation:
         return self.draft_path if self.mode == "draft" else ""
 
 
+BESIDE = None  # `LocalModel.mmproj`: the projector beside the model, when there is one
+
+
 @dataclass(frozen=True)
 class LocalModel:
-    """A GGUF file on this machine, loaded by llama.cpp."""
+    """A GGUF file on this machine, loaded by llama.cpp.
+
+    `mmproj` is the projector that lets it see images: a path, "" for none (text only), or `BESIDE`
+    for the mmproj file beside the model (the engine's `find_projector`), loaded when there is one;
+    one found beside it that llama.cpp refuses leaves the model text-only, with the reason said.
+    """
 
     path: str
     settings: LoadSettings
     speculation: Speculation = field(default_factory=Speculation)
+    mmproj: str | None = ""
 
 
 @dataclass(frozen=True)
@@ -80,7 +91,9 @@ def open_backend(target: Target, progress: Callable[[float], bool] | None = None
         RemoteError: the endpoint cannot be reached, refuses the key, or lists no model.
     """
     if isinstance(target, LocalModel):
-        local = ChatEngine.load(target.path, target.settings, progress=progress)
+        local = ChatEngine.load(target.path, target.settings, progress=progress, mmproj=target.mmproj or None)
+        if target.mmproj is BESIDE:
+            _projector_beside(local)
         try:
             apply_speculation(local, target.speculation)
         except EngineError as e:  # the model answers all the same, one token per step
@@ -98,13 +111,72 @@ def open_backend(target: Target, progress: Callable[[float], bool] | None = None
     return engine
 
 
+def _projector_beside(engine: ChatEngine) -> None:
+    """Load the projector beside the model, if any; one llama.cpp refuses leaves the model text-only
+    (`vision_note` says why)."""
+    from prefill.engine.gguf.projector_files import find_projector
+    from prefill.engine.vision.errors import ProjectorError
+
+    found = find_projector(engine.path)
+    if found is None:
+        return
+    try:
+        engine.use_projector(found)
+    except ProjectorError as e:
+        log.warning("%s was not loaded: %s", found.name, e)
+
+
+def vision_note(engine: ChatEngine, wanted: str | None = BESIDE) -> str:
+    """What the load report says of images: the projector loaded, or, for a model that has or needs
+    one but loaded none, that images need it and which file to get.
+
+    Args:
+        wanted: the target's `mmproj` ("" when the person chose text only: nothing is said).
+    """
+    from prefill.engine.gguf.projector_files import find_projector
+
+    if engine.projector is not None:
+        return f"Images: {engine.projector.path.name}"
+    if wanted == "":
+        return ""
+    beside = find_projector(engine.path)
+    if beside is not None:
+        return (f"Text only: the projector {beside.name} beside the model was refused (see the log); "
+                "images need one made for this model.")
+    if not sees_images(engine.header):
+        return ""
+    return ("Text only: images need the model's projector, an mmproj-*.gguf from the model's repository, "
+            f"saved beside {engine.path.name}.")
+
+
+# Text models of llama.cpp's vision-language families (their images come through an mmproj).
+_VISION_ARCHS = frozenset({"qwen2vl", "qwen25vl", "qwen3vl", "qwen3vlmoe", "mllama", "llama4", "gemma3n", "mistral3"})
+_VISION_WORDS = ("vision", "-vl", " vl", "llava", "vlm", "pixtral", "multimodal")
+_GEMMA3_TEXT_ONLY_WIDTH = 1152  # Gemma 3 1B reads text only; the larger sizes see images
+
+
+def sees_images(header: GGUFHeader) -> bool:
+    """Whether a text model's header marks it as half of a vision model: its architecture, or the words
+    its name, base model and tags use."""
+    arch = header.architecture
+    if arch in _VISION_ARCHS or (arch == "gemma3" and header.n_embd > _GEMMA3_TEXT_ONLY_WIDTH):
+        return True
+    meta = header.metadata
+    words = " ".join(str(meta.get(k, "")) for k in ("general.name", "general.basename", "general.tags",
+                                                    "general.base_model.0.name", "general.finetune")).lower()
+    return any(w in words for w in _VISION_WORDS)
+
+
 def describe(backend: ChatBackend, target: Target, load_ms: float) -> LoadedModel:
-    """What the window shows of what answers: the model, its context, where it runs."""
+    """What the window shows of what answers: the model, its context, where it runs, what it sees."""
     if isinstance(backend, RemoteEngine):
         name = target.name if isinstance(target, RemoteEndpoint) else ""
         return remote_model(backend, backend.resolve_model(), name, load_ms)
     assert isinstance(backend, ChatEngine | SlotChat)
-    return local_model(backend, Path(target.path) if isinstance(target, LocalModel) else backend.path, load_ms)
+    loaded = local_model(backend, Path(target.path) if isinstance(target, LocalModel) else backend.path, load_ms)
+    if not isinstance(backend, ChatEngine):
+        return loaded
+    return replace(loaded, vision=vision_note(backend, target.mmproj if isinstance(target, LocalModel) else ""))
 
 
 def apply_speculation(engine: ChatEngine, wanted: Speculation, before: Speculation | None = None) -> None:

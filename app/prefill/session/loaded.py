@@ -33,6 +33,8 @@ class LoadedModel:
     remote: str = ""  # served by this endpoint (its API root); path is then empty
     endpoint: str = ""  # the saved endpoint's name
     device: DeviceReport | None = None  # where a local model runs: layers offloaded, device, GPU memory
+    projector: str = ""  # the projector (mmproj) file a local model sees images with ("": none)
+    vision: str = ""  # its projector, or that images need one and the file to get ("": nothing to say)
 
     @property
     def format_from_model(self) -> bool:
@@ -65,6 +67,7 @@ def local_model(engine: ChatEngine | SlotChat, path: Path, load_ms: float) -> Lo
         takes_reasoning_effort=engine.format.takes_reasoning_effort,
         reasons=bool(engine.reasoning),
         device=with_vram(engine.device, engine.runtime.load_log),
+        projector=str(projector.path) if (projector := getattr(engine, "projector", None)) is not None else "",
     )
 
 

@@ -63,6 +63,8 @@ class FitEstimate:
     vram_free: int
     ram_available: int
     draft: int = 0  # of `total`, what a draft model loaded beside it takes (`with_draft`)
+    projector: int = 0  # of `weights`, a vision projector's (`with_projector`)
+    image_tokens: int = 0  # the KV cells of one typical image, counted in `kv_cache` (`with_projector`)
 
     @property
     def total(self) -> int:
@@ -73,7 +75,10 @@ class FitEstimate:
         what = self.fit.value
         if self.fit == Fit.PARTIAL:
             what += f" ({self.gpu_layers} of {self.n_layer} layers)"
-        return f"{what}: needs {self.total / gib:.2f} GiB at {self.n_ctx} tokens"
+        text = f"{what}: needs {self.total / gib:.2f} GiB at {self.n_ctx} tokens"
+        if self.projector:
+            text += f" (with its projector, {self.projector / gib:.2f} GiB, and an image of {self.image_tokens} tokens)"
+        return text
 
 
 @dataclass(frozen=True)
@@ -213,6 +218,73 @@ def estimate_local_with_draft(
     return with_draft(parts(path), parts(draft_path), n_ctx, memory, kv_type)
 
 
+# A projector's header gives no image size (or one llama.cpp resizes away): LLaVA-1.5's figure,
+# 336 px in 14 px patches = 24 x 24 = 576 tokens, sits in the middle of what vision models take
+# (Gemma 3: 256, SmolVLM: 64 per tile, Qwen2.5-VL: up to thousands).
+TYPICAL_IMAGE_TOKENS = 576
+# Projector types that pool patches by a fixed factor llama.cpp does not write in the header.
+_POOLED = {"gemma3": 16, "ldp": 4, "ldpv2": 4}
+
+
+def image_tokens(projector: GGUFHeader) -> int:
+    """The tokens (KV cells) one image of the projector's own size becomes: (image size / patch size)²,
+    divided by the merge or pooling the projector applies; `TYPICAL_IMAGE_TOKENS` when its header
+    does not say."""
+    meta = projector.metadata
+    size, patch = as_int(meta.get("clip.vision.image_size")), as_int(meta.get("clip.vision.patch_size"))
+    if size <= 0 or patch <= 0:
+        return TYPICAL_IMAGE_TOKENS
+    n = (size // patch) ** 2
+    merge = as_int(meta.get("clip.vision.spatial_merge_size")) or as_int(meta.get("clip.vision.projector.scale_factor"))
+    if merge > 1:
+        n //= merge * merge
+    else:
+        n //= _POOLED.get(str(meta.get("clip.projector_type", "")), 1)
+    return max(1, n)
+
+
+def with_projector(
+    headers: GGUFHeader | Sequence[GGUFHeader],
+    projector: GGUFHeader,
+    n_ctx: int,
+    memory: MachineMemory,
+    kv_type: str = "f16",
+    n_ubatch: int = 512,
+    flash_attn: bool = False,
+) -> FitEstimate:
+    """How a vision model fits `memory` with its projector (mmproj) loaded beside it.
+
+    The projector's weights (its tensors' bytes) go where mtmd puts them, on the GPU when there is
+    one, and are taken from that memory first; the model is fitted into what is left, with the KV
+    cells of one image of the projector's size (`image_tokens`) on top of `n_ctx` (the estimate
+    still says `n_ctx`: the text's room is what a person chose). `projector` and
+    `image_tokens` say how much of `weights` and `kv_cache` that is.
+    """
+    hs = [headers] if isinstance(headers, GGUFHeader) else list(headers)
+    p_bytes = sum(t.nbytes for t in projector.tensors)
+    n_image = image_tokens(projector)
+    on_gpu = bool(memory.gpus)
+    left = MachineMemory(
+        memory.ram_total, max(0, memory.ram_available - (0 if on_gpu else p_bytes)),
+        tuple(replace(g, free=max(0, g.free - p_bytes)) if i == 0 else g for i, g in enumerate(memory.gpus)),
+    )
+    m = estimate_fit(hs, n_ctx + n_image, left, kv_type, n_ubatch, flash_attn)
+    return replace(
+        m, n_ctx=n_ctx, weights=m.weights + p_bytes, vram_needed=m.vram_needed + (p_bytes if on_gpu else 0),
+        ram_needed=m.ram_needed + (0 if on_gpu else p_bytes), vram_free=memory.vram_free,
+        ram_available=memory.ram_available, projector=p_bytes, image_tokens=n_image,
+    )
+
+
+def estimate_local_with_projector(
+    path: str | Path, projector_path: str | Path, n_ctx: int, kv_type: str, memory: MachineMemory,
+) -> FitEstimate:
+    """`with_projector` for a model and its projector on disk (reads their headers)."""
+    first = read_header(path)
+    headers = [first, *(read_header(x) for x in split_paths(path, first)[1:])]
+    return with_projector(headers, read_header(projector_path), n_ctx, memory, kv_type)
+
+
 # --- a model on disk, and its estimate against what a load used ------------------------------
 def estimate_local(path: str | Path, n_ctx: int, kv_type: str, memory: MachineMemory) -> FitEstimate:
     """The fit estimate of a model on disk, every part of a split set read (reads headers)."""
@@ -226,7 +298,9 @@ def fit_breakdown(e: FitEstimate) -> str:
             f"KV cache {format_bytes(e.kv_cache)} at {e.n_ctx} tokens\n"
             f"compute buffers {format_bytes(e.compute)}\nGPU layers {e.gpu_layers} of {e.n_layer}\n"
             f"free: VRAM {format_bytes(e.vram_free)}, RAM {format_bytes(e.ram_available)}"
-            + (f"\nof which the draft model {format_bytes(e.draft)}" if e.draft else ""))
+            + (f"\nof which the draft model {format_bytes(e.draft)}" if e.draft else "")
+            + (f"\nof which the projector {format_bytes(e.projector)} and an image's KV "
+               f"({e.image_tokens} tokens)" if e.projector else ""))
 
 
 def fit_vs_actual(estimate: FitEstimate, model_bytes: int, kv_bytes_total: int, verdict: bool = True) -> str:

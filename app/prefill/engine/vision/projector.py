@@ -24,6 +24,7 @@ from llama_cpp import mtmd_cpp as mtmd
 
 from prefill.engine.errors import EngineError
 from prefill.engine.gguf.header import GGUFError, read_header
+from prefill.engine.gguf.projector_files import find_projector as find_projector  # shared with the hub
 from prefill.engine.llama.runtime import LlamaRuntime
 from prefill.engine.message import ImagePart
 from prefill.engine.vision.errors import ProjectorError
@@ -294,25 +295,6 @@ class Projector:
     def __del__(self) -> None:
         if getattr(self, "ctx", None):
             self.close()
-
-
-def find_projector(model: Path) -> Path | None:
-    """An mmproj file beside the model (`mmproj*.gguf` in its folder), when there is exactly one
-    best guess: the one whose name shares the most with the model's; None when there is none."""
-    try:
-        found = sorted(p for p in model.parent.glob("*.gguf") if p.name.lower().startswith("mmproj")
-                       and p.is_file() and p != model)
-    except OSError:
-        return None
-    if not found:
-        return None
-    stem = model.stem.lower()
-
-    def shared(p: Path) -> int:
-        name = p.stem.lower().removeprefix("mmproj").strip("-_.")
-        return sum(1 for part in name.replace("_", "-").split("-") if part and part in stem)
-
-    return max(found, key=lambda p: (shared(p), -len(p.name)))
 
 
 def _reason(lines: list[str]) -> str:

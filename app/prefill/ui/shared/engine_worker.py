@@ -205,9 +205,9 @@ class EngineWorker(QObject):
         Returns:
             The tag `load_cancelled` names if this load is cancelled.
         """
-        from prefill.session.backends import LocalModel, Speculation
+        from prefill.session.backends import BESIDE, LocalModel, Speculation
 
-        return self._load(LocalModel(path, settings, self.speculation or Speculation()))
+        return self._load(LocalModel(path, settings, self.speculation or Speculation(), mmproj=BESIDE))
 
     def load_remote(self, endpoint: SavedEndpoint) -> int:
         """Chat through a remote endpoint (after unloading the local model); as `load`, a newer load
