@@ -306,3 +306,28 @@ def test_hub_text_is_plain_text(qtbot, page: ModelsPage, hub: FakeHub, tmp_path:
             for c in range(page.files.topLevelItem(g).childCount()) for col in (0, 2)]
     assert any("&lt;img src=x&gt;" in tip for tip in tips)  # the hub's names reached the tooltips, escaped
     assert text_problems(page) == []
+
+
+def test_a_vision_model_comes_with_its_projector(
+    qtbot, page: ModelsPage, hub: FakeHub, tmp_path: Path, models_dir: Path  # noqa: F811
+) -> None:
+    from prefill.bench.tiny_vision import write_tiny_vision
+
+    model, mmproj = write_tiny_vision(tmp_path / "pair")
+    add_repo(hub, REPO, {"vis-Q8_0.gguf": model.read_bytes(), "mmproj-vis-f16.gguf": mmproj.read_bytes(),
+                         "mmproj-vis-f32.gguf": payload(5000, 4)})
+    open_repo(qtbot, page, REPO)
+    qtbot.waitUntil(lambda: "vis-Q8_0.gguf" in page.fits, timeout=WAIT)
+    groups = {page.files.topLevelItem(i).text(0).split()[0]: page.files.topLevelItem(i)
+              for i in range(page.files.topLevelItemCount())}
+    item = groups["Q8_0"].child(0)
+    assert item.childCount() == 1 and item.child(0).text(0) == "+ projector mmproj-vis-f16.gguf"
+    assert item.child(0).text(1) == format_bytes(len(mmproj.read_bytes()))
+    assert "with its projector" in item.text(2) and "an image of 16 tokens" in item.text(2)
+    with qtbot.waitSignal(page.queue.finished, timeout=WAIT) as done:
+        download(qtbot, page, "vis-Q8_0.gguf")
+    paths = done.args[0].paths
+    assert [p.name for p in paths] == ["vis-Q8_0.gguf", "mmproj-vis-f16.gguf"]
+    assert paths[1].read_bytes() == mmproj.read_bytes() and paths[1].parent == paths[0].parent
+    qtbot.waitUntil(lambda: [m.path for m in page.library_panel.models] == [paths[0]], timeout=WAIT)
+    assert page.library_panel.table.item(0, 8).text() == "mmproj-vis-f16.gguf"

@@ -191,7 +191,7 @@ class DownloadQueuePanel(QWidget):
         row = self.table.rowCount()
         self.table.insertRow(row)
         name = QTableWidgetItem(e.model.name)
-        name.setToolTip(tooltip(f"{e.repo_id}: {', '.join(p.filename for p in e.model.parts)}"))
+        name.setToolTip(tooltip(f"{e.repo_id}: {', '.join(p.filename for p in e.model.files)}"))
         self.table.setItem(row, 0, name)
         cells = self._cells[e.job_id] = {}
         for col, key in ((1, "state"), (3, "speed"), (4, "eta")):

@@ -32,7 +32,7 @@ from prefill.hub.library import ImportMode, LocalModel, ModelLibrary
 from prefill.ui.shared.plain_text import Button, ask, message_box, tooltip
 from prefill.ui.shared.pool_jobs import PoolJobs
 
-_COLUMNS = ("Name", "Architecture", "Params", "Quant", "Context", "Template", "Size", "Source")
+_COLUMNS = ("Name", "Architecture", "Params", "Quant", "Context", "Template", "Size", "Source", "Images")
 _ABANDONED_COLUMNS = ("Unfinished download (untouched for a week)", "Downloaded", "Last written")
 
 
@@ -216,14 +216,16 @@ class LibraryPanel(QWidget):
         self.table.setRowCount(len(models))
         for row, m in enumerate(models):
             template = "" if m.error else ("yes" if m.has_chat_template else "no")
+            # The projector beside it (loaded with it, so the model sees images); "" for text only.
+            images = m.projector.name if m.projector is not None else ""
             values = (m.name, m.architecture, format_params(m.n_params), m.quantization,
-                      str(m.context_length or ""), template, format_bytes(m.size), m.source)
+                      str(m.context_length or ""), template, format_bytes(m.size), m.source, images)
             for col, text in enumerate(values):
                 item = QTableWidgetItem(text)
                 if m.error:
                     item.setToolTip(tooltip(f"Unreadable: {m.error}"))
                 elif col == 0:
-                    item.setToolTip(tooltip(str(m.path)))
+                    item.setToolTip(tooltip(str(m.path) + (f"\nprojector: {m.projector}" if m.projector else "")))
                 if col in (2, 4, 6):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(row, col, item)

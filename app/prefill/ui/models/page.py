@@ -31,7 +31,14 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.engine.llama.hardware import MachineMemory, machine_memory
-from prefill.engine.llama.memory_fit import FitEstimate, estimate_fit, estimate_local, fit_breakdown, fit_vs_actual
+from prefill.engine.llama.memory_fit import (
+    FitEstimate,
+    estimate_fit,
+    estimate_local,
+    fit_breakdown,
+    fit_vs_actual,
+    with_projector,
+)
 from prefill.engine.units import format_bytes
 from prefill.hub.client import HubClient, RepoListing, RepoSummary, SortKey
 from prefill.hub.library import ModelLibrary
@@ -252,8 +259,14 @@ class ModelsPage(QWidget):
             for m in models:
                 item = QTreeWidgetItem([m.name, format_bytes(m.size), _fit_placeholder(m)])
                 item.setData(0, _MODEL, m)
-                item.setToolTip(0, tooltip("\n".join(p.filename for p in m.parts)))
+                item.setToolTip(0, tooltip("\n".join(p.filename for p in m.files)))
                 group.addChild(item)
+                if m.projector is not None:  # downloaded with the model, so it can see images
+                    proj = QTreeWidgetItem([f"+ projector {m.projector.filename}", format_bytes(m.projector.size),
+                                            "images: downloaded with the model"])
+                    proj.setFlags(proj.flags() & ~Qt.ItemFlag.ItemIsSelectable)
+                    item.addChild(proj)
+                    item.setExpanded(True)
                 if m.complete and not m.is_projector:
                     self._estimate(job, listing.repo_id, m, item, n_ctx, kv_type, memory)
             group.setExpanded(True)
@@ -264,6 +277,9 @@ class ModelsPage(QWidget):
 
         def fit() -> FitEstimate:
             headers = [fetch_header(client, repo_id, p.filename) for p in m.parts]
+            if m.projector is not None:  # its weights and one image's KV count too
+                projector = fetch_header(client, repo_id, m.projector.filename)
+                return with_projector(headers, projector, n_ctx, memory, kv_type)
             return estimate_fit(headers, n_ctx, memory, kv_type)
 
         def show(result: FitEstimate | Exception) -> None:
