@@ -29,6 +29,7 @@ from prefill.store.app_settings import Settings
 from prefill.store.endpoints import SavedEndpoint
 from prefill.ui.chat.chat_tools import ChatToolsButton
 from prefill.ui.chat.controller import ChatController
+from prefill.ui.chat.image_attach import attach_images
 from prefill.ui.chat.input_box import InputBox
 from prefill.ui.chat.message_actions import MessageActions
 from prefill.ui.chat.reasoning_controls import ReasoningControls
@@ -120,6 +121,7 @@ class MainWindow(QMainWindow):
                                          mcp.offered if mcp is not None else None)
         if mcp is not None:
             engine.worker.tool_runner = mcp.run_tool
+        self.images = attach_images(self.input, self.chat_view, self, self.show_notice)
 
         self.stack = QStackedWidget()
         self.stack.addWidget(self.welcome)
@@ -300,6 +302,7 @@ class MainWindow(QMainWindow):
             self._load_ended()
         self.loaded = m
         self.sidebar.set_model(m)
+        self.images.set_model(m)
         self.load_state.setText(f"  {m.name} · {m.backend_summary}")
         self.cancel_load_action.setVisible(False)
         self.reasoning_action.setVisible(self.reasoning_controls.set_model(m))
@@ -377,7 +380,7 @@ class MainWindow(QMainWindow):
             self.show_notice("Load a model first (the picker at the top, or the bundled SmolLM2).")
             self.input.editor.setPlainText(text)
             return
-        self.controller.send(text)
+        self.controller.send(text, self.input.take_images())
 
     def _on_controller_unsent(self, text: str, reason: str) -> None:
         if not self.input.editor.toPlainText().strip():
@@ -556,6 +559,7 @@ class MainWindow(QMainWindow):
         self.engine.worker.cancel_load()
         if self.models_page is not None:
             self.models_page.close_jobs(2000)
+        self.images.jobs.close(2000)
         if self.downloads is not None:
             self.downloads.close(wait=False)  # a download killed mid-way resumes on the next run
         self.settings = self.window_state_settings()

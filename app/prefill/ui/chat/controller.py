@@ -16,7 +16,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
-from prefill.engine.message import Message, ToolCall
+from prefill.engine.message import ImagePart, Message, ToolCall
 from prefill.engine.request import ChatRequest, TemplateOptions, Tool
 from prefill.session.tool_loop import Decision, LoopFinished, ToolCallDone, ToolCallStarted
 from prefill.store import Conversation, MessageRecord
@@ -217,7 +217,7 @@ class ChatController(QObject):
                 calls.append(r)
             elif r.role == "user":
                 calls = []  # an answer that failed after its calls: they answered nothing
-                out.append(Message("user", r.content, r.reasoning))
+                out.append(Message("user", r.content, r.reasoning, images=r.images))
             elif r.role == "assistant":
                 out += _with_calls(r, calls, len(out))
                 calls = []
@@ -226,20 +226,22 @@ class ChatController(QObject):
         return out
 
     # --- a turn -------------------------------------------------------------------------
-    def send(self, text: str) -> None:
+    def send(self, text: str, images: tuple[ImagePart, ...] = ()) -> None:
+        """Ask `text`, showing the model `images` (checked at the door) with it."""
         if self.busy:
             return
         self.pending.commit()
         if not self._complete:  # the chat's earlier messages are still being read: send after them
-            self.store.after_pending(lambda: self.send(text))
+            self.store.after_pending(lambda: self.send(text, images))
             return
         if self.conversation_id is None:
-            self.new_conversation(then=lambda _cid: self.send(text), error=lambda e: self._unsent(text, e))
+            self.new_conversation(then=lambda _cid: self.send(text, images), error=lambda e: self._unsent(text, e))
             return
-        row = self.model.append_row(Row("user", [text]))
+        row = self.model.append_row(Row("user", [text], images=images))
         cid = self.conversation_id
-        self.store.add_message(cid, "user", text, then=lambda m: self._set_id(row, m.id),
-                               error=lambda e: self._unsent(text, e))
+        # The images are written as files by digest (once each) on the store thread, before the row.
+        self.store.call(lambda s: s.history.add_message(cid, "user", text, images=images),
+                        then=lambda m: self._set_id(row, m.id), error=lambda e: self._unsent(text, e))
         self.conversations_changed.emit()  # the title comes from the first message
         self._generate()
 

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QToolButton, QVBoxLayout, QWidget
 
+from prefill.engine.message import ImagePart
+from prefill.ui.chat.image_sources import image_sources
+from prefill.ui.chat.image_strip import ImageStrip, ImageThumbs
 from prefill.ui.shared.plain_text import plain_label
 
 
 class _Editor(QPlainTextEdit):
     submit = Signal()
     escape = Signal()
+    images_offered = Signal(object)  # a list of image sources pasted or dropped (`image_sources`)
 
     def keyPressEvent(self, e: QKeyEvent) -> None:
         if e.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not e.modifiers() & Qt.KeyboardModifier.ShiftModifier:
@@ -23,16 +27,31 @@ class _Editor(QPlainTextEdit):
         super().keyPressEvent(e)
 
 
+    # --- images pasted (Ctrl+V) or dropped on the box: offered, never inserted as text ---------------
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        return bool(image_sources(source)) or super().canInsertFromMimeData(source)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        found = image_sources(source)
+        if found:
+            self.images_offered.emit(found)
+            return
+        super().insertFromMimeData(source)
+
 class InputBox(QWidget):
     """Signals:
-        send(str): the text to send (the box is cleared).
+        send(str): the text to send (the box is cleared; its images are `take_images`).
         stop(): Esc or the Stop button while an answer streams.
         text_changed(str): for the live token count.
+        images_offered(object): images pasted or dropped on the box (a list of `image_sources`).
+        attach_clicked(): the attach button, to choose image files.
     """
 
     send = Signal(str)
     stop = Signal()
     text_changed = Signal(str)
+    images_offered = Signal(object)
+    attach_clicked = Signal()
 
     def __init__(self) -> None:
         super().__init__()
@@ -45,7 +64,17 @@ class InputBox(QWidget):
         self.button = QPushButton("Send")
         self.button.setObjectName("send-button")
         self.generating = False
+        self.images: list[ImagePart] = []  # attached, sent with the next message
+        self.strip: ImageStrip | None = None  # their thumbnails (`use_thumbs`)
+        self.attach = QToolButton()
+        self.attach.setObjectName("attach-button")
+        self.attach.setText("Attach image…")
+        self.attach.setAccessibleName("Attach an image")
+        self.attach.setToolTip("Attach images (or paste them, or drop them on the window)")
+        self.attach.clicked.connect(self.attach_clicked)
+        self.editor.images_offered.connect(self.images_offered)
         row = QHBoxLayout()
+        row.addWidget(self.attach)
         row.addWidget(self.count, 1)
         row.addWidget(self.button)
         lay = QVBoxLayout(self)
@@ -68,7 +97,7 @@ class InputBox(QWidget):
         if self.generating:
             return
         text = self.editor.toPlainText().strip()
-        if text:
+        if text or self.images:
             self.editor.clear()
             self.send.emit(text)
 
@@ -77,3 +106,36 @@ class InputBox(QWidget):
             self.stop.emit()
         else:
             self._on_editor_submit()
+
+    # --- attached images ----------------------------------------------------------------------
+    def use_thumbs(self, thumbs: ImageThumbs) -> None:
+        """Show attached images with these thumbnails (a row above the text, each with its ×)."""
+        self.strip = ImageStrip(thumbs, removable=True)
+        self.strip.removed.connect(self.remove_image)
+        lay = self.layout()
+        assert isinstance(lay, QVBoxLayout)
+        lay.insertWidget(0, self.strip)
+
+    def add_image(self, part: ImagePart) -> None:
+        self.images.append(part)
+        self._show_images()
+
+    def remove_image(self, index: int) -> None:
+        if 0 <= index < len(self.images):
+            del self.images[index]
+            self._show_images()
+
+    def take_images(self) -> tuple[ImagePart, ...]:
+        """The attached images, for the message being sent; the box has none after."""
+        taken, self.images = tuple(self.images), []
+        self._show_images()
+        return taken
+
+    def set_images_allowed(self, allowed: bool, why: str) -> None:
+        """The attach button is off, saying `why`, for a model that cannot see images."""
+        self.attach.setEnabled(allowed)
+        self.attach.setToolTip("Attach images (or paste them, or drop them on the window)" if allowed else why)
+
+    def _show_images(self) -> None:
+        if self.strip is not None:
+            self.strip.set_images(self.images)

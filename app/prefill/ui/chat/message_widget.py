@@ -16,6 +16,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from prefill.engine.message import ImagePart
+from prefill.ui.chat.image_strip import ImageStrip, ImageThumbs
 from prefill.ui.chat.inline_editor import InlineEditor
 from prefill.ui.chat.thinking_section import ThinkingSection
 from prefill.ui.chat.tool_call_section import ToolCallSection
@@ -106,6 +108,7 @@ class MessageWidget(QFrame):
         self.thinking = ThinkingSection()  # stays hidden unless the model thinks
         self.tool: ToolCallSection | None = None  # a tool row's call and result, in place of the text
         self.editor: InlineEditor | None = None  # while the message is edited in place
+        self.images: ImageStrip | None = None  # a question's images (`set_images`)
         self._streaming = False
         self._version, self._versions = 0, 1
         bar = QHBoxLayout()
@@ -234,6 +237,18 @@ class MessageWidget(QFrame):
         self.set_streaming(self._streaming)
         if had_focus and "edit" in self.buttons:
             self.buttons["edit"].setFocus()  # the keyboard stays on this message
+
+    def set_images(self, parts: tuple[ImagePart, ...], thumbs: ImageThumbs) -> None:
+        """The images a question showed the model: thumbnails above its text (a click opens one larger)."""
+        if not parts:
+            return
+        strip = ImageStrip(thumbs)
+        strip.setObjectName("message-images")
+        strip.set_images(parts)
+        lay = self.layout()
+        assert isinstance(lay, QVBoxLayout)
+        lay.insertWidget(lay.indexOf(self.browser), strip)
+        self.images = strip
 
     def set_figures(self, figures: dict[str, Any], reason: str) -> None:
         if self.tool is not None:

@@ -114,6 +114,7 @@ class EngineSidebar(QWidget):
         self._add(pf, "reused", "Reused from cache", "—")
         self._add(pf, "evaluated", "Evaluated", "—")
         self._add(pf, "restored", "Disk cache", "—")
+        self._add(pf, "images", "Images", "—")  # apart from text prefill: the vision encoder's own time
         self.cache_note = plain_label()
         self.cache_note.setObjectName("cache-note")
         self.cache_note.setWordWrap(True)
@@ -224,7 +225,8 @@ class EngineSidebar(QWidget):
     # --- an answer ------------------------------------------------------------------------
     def begin_answer(self) -> None:
         self.plot.reset()
-        for key in ("ttft", "ttfa", "prefill", "decode", "itl", "tokens", "prompt", "reused", "evaluated", "restored"):
+        for key in ("ttft", "ttfa", "prefill", "decode", "itl", "tokens", "prompt", "reused", "evaluated", "restored",
+                    "images"):
             self.labels[key].setText("…")
         self.labels["tools"].setText("—")
         self.cache_note.hide()
@@ -241,6 +243,8 @@ class EngineSidebar(QWidget):
             self.labels["evaluated"].setText(f"{p.evaluated_tokens}")
         self.labels["restored"].setText(f"restored {p.restored_tokens:,} tokens from disk in {p.restore_ms:.0f} ms"
                                         if p.restored_tokens else "—")
+        self.labels["images"].setText(f"{p.image_tokens} tokens · encoded in {p.image_encode_ms:.0f} ms"
+                                      if p.image_tokens else "—")
         tps = p.evaluated_tokens / p.prefill_ms * 1000 if p.prefill_ms else 0.0
         self.labels["prefill"].setText(f"{tps:.0f} tok/s ({p.prefill_ms:.0f} ms)")
         self.cache_note.setText(p.cache_note)

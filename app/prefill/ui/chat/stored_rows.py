@@ -25,6 +25,8 @@ def stored_rows(
     for m in messages:
         if m.role != "system":
             rows += message_rows(m)
+            if m.images:  # read here, on the store thread: the next turn's prompt shows them again
+                rows[-1].images = stores.history.message_images(m)
     return stores.history.conversation(cid), rows
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QPersistentModelIndex, Qt
 
+from prefill.engine.message import ImagePart
+
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -25,6 +27,7 @@ class Roles(IntEnum):
     REASONING = Qt.ItemDataRole.UserRole + 7  # the model's thinking, kept apart from the answer
     VERSION = Qt.ItemDataRole.UserRole + 8  # which of an answer's versions is shown, 0 the first
     VERSIONS = Qt.ItemDataRole.UserRole + 9  # how many versions the answer has (1: never regenerated)
+    IMAGES = Qt.ItemDataRole.UserRole + 10  # a user's message: the ImageParts it showed the model
 
 
 @dataclass
@@ -39,6 +42,7 @@ class Row:
     position: int = -1  # its place in the stored chat (-1: not stored yet)
     version: int = 0  # of an answer's versions, the one shown
     versions: int = 1  # an answer's versions (Regenerate keeps every one)
+    images: tuple[ImagePart, ...] = ()  # a user's message: what it showed the model, sent again each turn
     _joined: str | None = None
 
     @property
@@ -85,6 +89,8 @@ class TranscriptModel(QAbstractListModel):
             return r.version
         if role == Roles.VERSIONS:
             return r.versions
+        if role == Roles.IMAGES:
+            return r.images
         return None
 
     def roleNames(self) -> dict[int, QByteArray]:

@@ -23,6 +23,7 @@ from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QResizeEvent, QShowEvent
 from PySide6.QtWidgets import QAbstractScrollArea, QFrame, QWidget
 
+from prefill.ui.chat.image_strip import ImageThumbs
 from prefill.ui.chat.message_widget import MessageWidget
 from prefill.ui.chat.row_heights import RowHeights, estimate_heights
 from prefill.ui.chat.transcript_model import Roles, TranscriptModel
@@ -76,6 +77,7 @@ class ChatView(QAbstractScrollArea):
         self._fill.setInterval(0)
         self._fill.timeout.connect(self._relayout)
         self.toast = UndoToast(self)  # over the bottom of the chat while a delete can be undone
+        self.thumbs: ImageThumbs | None = None  # a question's thumbnails, made once (the window sets it)
         model.modelReset.connect(self._on_model_reset)
         model.rowsInserted.connect(self._on_model_rows_inserted)
         model.rowsRemoved.connect(self._on_model_rows_removed)
@@ -226,6 +228,8 @@ class ChatView(QAbstractScrollArea):
             w.set_content(text)
         w.set_figures(r.figures, r.finish_reason)
         w.set_versions(r.version, r.versions)
+        if r.images and self.thumbs is not None:
+            w.set_images(r.images, self.thumbs)
         w.set_retry_visible(row == self._unanswered_row())
         w.setGeometry(PAD, 0, self._width, max(1, self._heights[row] - SPACING))
         w.show()
