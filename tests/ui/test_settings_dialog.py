@@ -26,11 +26,10 @@ def test_dialog_round_trip_and_reload_rule(qtbot) -> None:
     d.editors["sampling.temperature"].input.setValue(0.2)
     d.editors["model.n_ctx"].input.setValue(8192)
     gpu = d.editors["model.n_gpu_layers"]
-    gpu.input.setCurrentText("count")
-    gpu.spin.setValue(12)
+    gpu.set_value(12)  # "This many:" and the count
     d.editors["ui.models_dir"].input.setText("/tmp/models")
     d.editors["hub.hf_token"].input.setText("hf_secret")
-    d.editors["ui.theme"].input.setCurrentText("dark")
+    d.editors["ui.theme"].set_value("dark")
     new = d.result_settings()
     assert new.sampling.temperature == 0.2 and new.model.n_ctx == 8192 and new.model.n_gpu_layers == 12
     assert new.ui.models_dir == "/tmp/models" and new.ui.theme == "dark" and new.hub.hf_token == "hf_secret"
@@ -50,17 +49,20 @@ def test_choices_and_ranges_come_from_the_schema(qtbot) -> None:
     d = SettingsDialog(Settings())
     qtbot.addWidget(d)
     kv = d.editors["model.kv_type"].input
-    assert isinstance(kv, QComboBox) and [kv.itemText(i) for i in range(kv.count())] == list(KV_TYPES)
+    assert isinstance(kv, QComboBox) and [kv.itemData(i) for i in range(kv.count())] == list(KV_TYPES)
+    assert kv.itemText(0) == "16-bit (default)"  # the raw value is the item's data, words its text
     policy = d.editors["model.overflow_policy"].input
-    assert [policy.itemText(i) for i in range(policy.count())] == list(OVERFLOW_POLICIES)
+    assert [policy.itemData(i) for i in range(policy.count())] == list(OVERFLOW_POLICIES)
+    assert policy.itemText(0) == "Drop the oldest messages"
     fields = {f.name: f.metadata for f in dataclasses.fields(LoadSettings)}
-    n_ctx = d.editors["model.n_ctx"].input
-    assert isinstance(n_ctx, QSpinBox)
-    assert (n_ctx.minimum(), n_ctx.maximum()) == (fields["n_ctx"]["min"], fields["n_ctx"]["max"])
-    top_p = d.editors["sampling.top_p"].input
-    assert isinstance(top_p, QDoubleSpinBox) and (top_p.minimum(), top_p.maximum()) == (0.0, 1.0)
-    penalty = d.editors["sampling.repeat_penalty"].input
-    assert penalty.minimum() > 0  # llama.cpp divides by it
+    n_ctx = d.editors["model.n_ctx"]
+    assert isinstance(n_ctx.input, QSpinBox)
+    low, high = fields["n_ctx"]["min"], fields["n_ctx"]["max"]
+    assert n_ctx.side.text() == f"{low:,} – {high:,} · changing this reloads the model"
+    top_p = d.editors["sampling.top_p"]
+    assert isinstance(top_p.input, QDoubleSpinBox) and top_p.side.text() == "0 – 1"
+    assert "reloads" not in top_p.side.text()
+    assert d.editors["sampling.repeat_penalty"].side.text().startswith("above 0")  # llama.cpp divides by it
     assert d.editors["sampling.top_p"].widget.toolTip().startswith("Keep the likeliest tokens")
 
 
@@ -68,7 +70,7 @@ def test_quantised_kv_cache_without_flash_attention_cannot_be_accepted(qtbot) ->
     d = SettingsDialog(Settings())
     qtbot.addWidget(d)
     d.show()
-    d.editors["model.kv_type"].input.setCurrentText("q8_0")
+    d.editors["model.kv_type"].set_value("q8_0")
     assert not ok_enabled(d)
     assert d.problem.isVisible() and "flash attention" in d.problem.text()
     assert "KV cache type" in d.problem.text()

@@ -49,14 +49,14 @@ def test_the_dialog_shows_the_three_fields(qtbot) -> None:
     qtbot.addWidget(d)
     mode, path, most = (d.editors[k] for k in model_tab[-3:])
     assert isinstance(mode.input, QComboBox)
-    assert [mode.input.itemText(i) for i in range(mode.input.count())] == ["off", "ngram", "draft"]
-    assert isinstance(most.input, QSpinBox) and (most.input.minimum(), most.input.maximum()) == (1, 32)
+    assert [mode.input.itemData(i) for i in range(mode.input.count())] == ["off", "ngram", "draft"]
+    assert isinstance(most.input, QSpinBox) and most.side.text() == "1 – 32"
     assert isinstance(path.input, QLineEdit) and path.widget.findChild(QPushButton) is not None  # a file chooser
     assert mode.widget.toolTip().startswith("Speculative decoding: off, from the text itself")
     assert not path.widget.isEnabled() and not most.widget.isEnabled()  # off: nothing to set
-    mode.input.setCurrentText("ngram")
+    mode.set_value("ngram")
     assert most.widget.isEnabled() and not path.widget.isEnabled()
-    mode.input.setCurrentText("draft")
+    mode.set_value("draft")
     path.input.setText("/models/draft.gguf")
     most.input.setValue(8)
     new = d.result_settings()
@@ -73,7 +73,7 @@ def test_a_change_of_mode_reaches_the_engine_without_a_reload(qtbot, app) -> Non
     assert send(qtbot, w, COPY).metrics.draft_n == 0
     loads: list[object] = []
     w.model_loaded.connect(loads.append)
-    edit_settings(qtbot, w, lambda d: d.editors["model.speculative"].input.setCurrentText("ngram"))
+    edit_settings(qtbot, w, lambda d: d.editors["model.speculative"].set_value("ngram"))
     assert w.settings.model.speculative == "ngram"
     with qtbot.waitSignal(w.controller.conversation_opened, timeout=10_000):
         w.controller.new_conversation()

@@ -7,6 +7,11 @@ A bad value set in code fails at once with ``InvalidSetting`` (a ValueError). Re
 a file is lenient instead: ``Settings.from_dict`` repairs what it cannot use (the
 default takes its place) and says what it repaired.
 Change a setting with ``settings.replace("model.n_ctx", 8192)``.
+
+How a model loads (``LoadSettings``: context, GPU layers, KV type…) is also remembered per model
+file: ``per_model`` maps a file's path to the values that differ for it, and the ``model``
+section's values are the defaults for every other field and every other model
+(``load_settings_for(path)``, ``with_model_overrides``).
 """
 
 from __future__ import annotations
@@ -123,6 +128,10 @@ class SettingInfo(NamedTuple):
     secret: bool
 
 
+# The model section's fields a model file may override: how it loads.
+PER_MODEL_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(LoadSettings))
+PER_MODEL = "per_model"  # the settings file's key for them
+
 SECTIONS: dict[str, type[Section]] = {
     "model": ModelSettings,
     "sampling": SamplingSettings,
@@ -139,10 +148,40 @@ class Settings:
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     ui: UiSettings = field(default_factory=UiSettings)
     hub: HubSettings = field(default_factory=HubSettings)
+    # A model file's path → the load settings that differ for it from the model section's.
+    per_model: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Return plain nested dicts, ready for JSON (the token included)."""
-        return {name: _plain(dataclasses.asdict(getattr(self, name))) for name in SECTIONS}
+        out = {name: _plain(dataclasses.asdict(getattr(self, name))) for name in SECTIONS}
+        out[PER_MODEL] = {path: dict(values) for path, values in self.per_model.items()}
+        return out
+
+    def model_for(self, path: str) -> ModelSettings:
+        """The model section as it holds for this model file: its own load settings over the defaults."""
+        return _model_with(self.model, self.per_model.get(path, {}))
+
+    def load_settings_for(self, path: str) -> LoadSettings:
+        """What the engine takes to load this model file."""
+        return self.model_for(path).load_settings()
+
+    def with_model_overrides(self, path: str, values: Mapping[str, Any]) -> Settings:
+        """Return a copy where this model file loads with `values` (LoadSettings' field names); only
+        those that differ from the defaults are kept, and none at all forgets the file.
+
+        Raises:
+            KeyError: A name that is not a load setting.
+            InvalidSetting: A value does not fit, or the result breaks a rule.
+        """
+        unknown = set(values) - set(PER_MODEL_FIELDS)
+        if unknown:
+            raise KeyError(f"not a load setting: {', '.join(sorted(unknown))}")
+        merged = dataclasses.replace(self.model, **values)  # checks every value and the rules
+        own = {k: getattr(merged, k) for k in PER_MODEL_FIELDS if getattr(merged, k) != getattr(self.model, k)}
+        per_model = {p: v for p, v in self.per_model.items() if p != path}
+        if own:
+            per_model[path] = own
+        return dataclasses.replace(self, per_model=per_model)
 
     @classmethod
     def from_dict(
@@ -175,7 +214,10 @@ class Settings:
                 except InvalidSetting as exc:
                     _repair(exc, strict, repaired)
             sections[name] = _build(section, values, strict, repaired)
-        return cls(**sections)  # type: ignore[arg-type]
+        model = sections["model"]
+        assert isinstance(model, ModelSettings)
+        per_model = _per_model_from(data.get(PER_MODEL), model, strict, repaired)
+        return cls(**sections, per_model=per_model)  # type: ignore[arg-type]
 
     def replace(self, key: str, value: Any) -> Settings:
         """Return a copy with one setting changed.
@@ -228,6 +270,58 @@ class Settings:
                     )
                 )
         return infos
+
+
+def _model_with(model: ModelSettings, own: Mapping[str, Any]) -> ModelSettings:
+    """`model` with a file's own load settings; one that breaks a rule with today's defaults (a
+    quantised KV cache once flash attention is off for every model) gives way to the default."""
+    values = dict(own)
+    while values:
+        try:
+            return dataclasses.replace(model, **values)
+        except InvalidSetting as exc:
+            name = exc.key.partition(".")[2]
+            if name not in values:
+                raise
+            log.warning("settings: %s for a model file; using the default", exc)
+            del values[name]
+    return model
+
+
+def _per_model_from(
+    stored: Any, model: ModelSettings, strict: bool, repaired: list[InvalidSetting] | None
+) -> dict[str, dict[str, Any]]:
+    """The per-model load settings read from a file, each checked as the model section's are."""
+    if not isinstance(stored, Mapping):
+        if stored is not None:
+            _repair(InvalidSetting(PER_MODEL, "must map model files to their settings"), strict, repaired)
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for path, values in stored.items():
+        if not isinstance(path, str) or not path or not isinstance(values, Mapping):
+            _repair(InvalidSetting(PER_MODEL, f"{str(path)[:80]!r} is not a model file with its settings"),
+                    strict, repaired)
+            continue
+        own: dict[str, Any] = {}
+        for name in PER_MODEL_FIELDS:
+            if name in values:
+                try:
+                    own[name] = ModelSettings.check_field(name, values[name])
+                except InvalidSetting as exc:
+                    _repair(exc, strict, repaired)
+        for _ in range(len(own) + 1):  # a rule broken between this file's values and the defaults
+            try:
+                dataclasses.replace(model, **own)
+                break
+            except InvalidSetting as exc:
+                name = exc.key.partition(".")[2]
+                if name not in own:
+                    raise
+                _repair(exc, strict, repaired)
+                del own[name]
+        if own:
+            out[path] = own
+    return out
 
 
 def _plain(values: dict[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Each change goes where it is consumed, and no further: the engine worker takes the cache budget,
 the tool rounds and speculative decoding at once (on the engine thread, no reload: a draft model is
 loaded or freed beside the model), the theme is re-applied, and only a change of a load setting
-reloads the model (after the answer in progress, if one is).
+as the loaded model takes it (its own, or the defaults) reloads the model (after the answer in
+progress, if one is).
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def apply_settings(window: SettingsTarget, old: Settings, new: Settings) -> None
             app = QApplication.instance()
             if isinstance(app, QApplication):
                 window.set_theme(apply_theme(app, new.ui.theme))
-    if window.loaded is not None and needs_reload(old.model, new.model):
+    path = str(window.loaded.path) if window.loaded is not None and not window.loaded.remote else ""
+    if window.loaded is not None and needs_reload(old.model_for(path), new.model_for(path)):
         if window.controller.busy:
             inform(window.window(), "Settings", "The model reloads after this answer; stop it to reload now.")
             window.controller.busy_changed.connect(window.reload_when_idle)

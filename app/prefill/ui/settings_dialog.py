@@ -1,18 +1,18 @@
 """The settings dialog, built from the settings schema.
 
-Each editor comes from its field: the type gives the widget (a ``Literal`` a list of its
-choices, ``int``/``float`` a spin box with the field's range, ``bool`` a check box), the
-metadata its label, tooltip and range. Only the layout is written here. Rules between
-fields (a quantised KV cache needs flash attention) are checked on every change: while
-one is broken the dialog says which and OK is disabled, so it cannot produce settings
-the engine would refuse.
+Each editor comes from its field (``settings_editors``); only the layout is written here.
+Rules between fields (a quantised KV cache needs flash attention) and ranges are checked on
+every change: while one is broken the dialog says which, beside the field and below the
+tabs, and OK is disabled, so it cannot produce settings the engine would refuse.
+
+With a model file loaded, the Model tab's load settings are that model's own (remembered per
+file, ``Settings.per_model``); "Use for all models" makes them the defaults instead, and
+"Reset to defaults" shows the defaults again.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -20,13 +20,9 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QDoubleSpinBox,
-    QFileDialog,
     QFormLayout,
-    QHBoxLayout,
-    QLineEdit,
+    QLabel,
     QPushButton,
-    QSpinBox,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -34,9 +30,12 @@ from PySide6.QtWidgets import (
 
 from prefill.engine.errors import InvalidSetting
 from prefill.engine.local.kv_disk import Usage
-from prefill.engine.setting_fields import choices, hints
-from prefill.store.app_settings import SECTIONS, ModelSettings, Settings
-from prefill.ui.shared.plain_text import plain_label
+from prefill.engine.setting_fields import hints
+from prefill.hub.model_names import model_display_name
+from prefill.session.loaded import LoadedModel
+from prefill.store.app_settings import PER_MODEL_FIELDS, SECTIONS, ModelSettings, Settings
+from prefill.ui.settings_editors import RELOAD_NOTE, FieldEditor, range_text, side_by_side
+from prefill.ui.shared.plain_text import plain_label, tooltip
 
 LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Generation", ("sampling.temperature", "sampling.top_k", "sampling.top_p", "sampling.min_p",
@@ -51,112 +50,14 @@ LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
 # Kept as they are: set by the window itself, or (stop texts) by the file and the CLI.
 NOT_IN_DIALOG = frozenset({"model.last_model_path", "ui.window_geometry", "ui.splitter_states", "sampling.stop",
                            "ui.tools_off"})  # the Tools dialog's checkboxes edit it
-# Text fields that name a file: a "Choose…" button opens a file dialog with this filter.
-FILE_FILTERS = {"model.draft_model_path": "GGUF models (*.gguf)"}
-COUNT = "count"  # the combo entry of a "choice or a number" field that enables its spin box
-INT_LIMIT = 2**31 - 1  # a QSpinBox holds a C int
-
-
-class FieldEditor:
-    """One setting's editor: `widget` goes in the form, `input` is what a person edits (for
-    "a choice or a number", `input` is the combo and `spin` the number). `value()` gives the
-    stored value back exactly while untouched (a spin box rounds to its decimals)."""
-
-    def __init__(self, key: str, hint: Any, meta: dict[str, Any], value: Any, on_change: Callable[[], None]):
-        self.key, self.meta, self.original = key, meta, value
-        self.label = meta.get("label") or key.partition(".")[2]
-        self.input: QWidget
-        self._read: Callable[[], Any]
-        self.widget = self._build(hint, value, on_change)
-        self.widget.setToolTip(meta["doc"])
-        self._initial = self._read()
-
-    def value(self) -> Any:
-        now = self._read()
-        return self.original if now == self._initial else now
-
-    def _build(self, hint: Any, value: Any, on_change: Callable[[], None]) -> QWidget:
-        words = choices(hint)
-        numeric = hint in (int, float) or (words and int in getattr(hint, "__args__", ()))
-        if hint is bool:
-            check = QCheckBox(self.label)
-            check.setChecked(value)
-            check.toggled.connect(on_change)
-            self.input, self._read = check, check.isChecked
-            return check
-        if words:
-            combo = QComboBox()
-            combo.addItems([*words, COUNT] if numeric else list(words))
-            combo.setCurrentText(value if isinstance(value, str) else COUNT)
-            combo.currentTextChanged.connect(on_change)
-            self.input = combo
-            if not numeric:
-                self._read = combo.currentText
-                return combo
-            spin = self.spin = self._int_spin(value if isinstance(value, int) else 0, on_change)
-            combo.currentTextChanged.connect(lambda t: spin.setEnabled(t == COUNT))
-            spin.setEnabled(combo.currentText() == COUNT)
-            self._read = lambda: spin.value() if combo.currentText() == COUNT else combo.currentText()
-            return _row(combo, spin)
-        if hint is int:
-            spin = self._int_spin(value, on_change)
-            self.input, self._read = spin, spin.value
-            return spin
-        if hint is float:
-            dspin = self._float_spin(value, on_change)
-            self.input, self._read = dspin, dspin.value
-            return dspin
-        line = QLineEdit(value)
-        line.textChanged.connect(on_change)
-        self.input, self._read = line, lambda: line.text().strip()
-        if self.meta.get("secret"):
-            line.setEchoMode(QLineEdit.EchoMode.Password)
-        if not self.meta.get("folder") and self.key not in FILE_FILTERS:
-            return line
-        browse = QPushButton("Choose…")
-        browse.clicked.connect(lambda: self._on_browse_clicked(line))
-        return _row(line, browse)
-
-    def _int_spin(self, value: int, on_change: Callable[[], None]) -> QSpinBox:
-        spin = QSpinBox()
-        low, high = self.meta.get("min"), self.meta.get("max")
-        spin.setRange(int(low) if low is not None else -INT_LIMIT, int(high) if high is not None else INT_LIMIT)
-        spin.setValue(value)
-        spin.valueChanged.connect(on_change)
-        return spin
-
-    def _float_spin(self, value: float, on_change: Callable[[], None]) -> QDoubleSpinBox:
-        spin = QDoubleSpinBox()
-        step = self.meta.get("step") or 0.1
-        low, above, high = self.meta.get("min"), self.meta.get("above"), self.meta.get("max")
-        spin.setDecimals(2 if step >= 0.01 else 4)
-        spin.setSingleStep(step)
-        spin.setRange(low if low is not None else (above + step if above is not None else -1e9),
-                      high if high is not None else 1e9)
-        spin.setValue(value)
-        spin.valueChanged.connect(on_change)
-        return spin
-
-    def _on_browse_clicked(self, line: QLineEdit) -> None:
-        if self.key in FILE_FILTERS:
-            chosen, _ = QFileDialog.getOpenFileName(self.widget, self.label, line.text(), FILE_FILTERS[self.key])
-        else:
-            chosen = QFileDialog.getExistingDirectory(self.widget, self.label, line.text())
-        if chosen:
-            line.setText(chosen)
-
-
-def _row(main: QWidget, side: QWidget) -> QWidget:
-    box = QWidget()
-    row = QHBoxLayout(box)
-    row.setContentsMargins(0, 0, 0, 0)
-    row.addWidget(main, 1)
-    row.addWidget(side)
-    return box
+LOAD_KEYS = frozenset(f"model.{name}" for name in PER_MODEL_FIELDS)  # remembered per model; a change reloads
 
 
 class SettingsDialog(QDialog):
     """Edits one Settings value; `result_settings()` is the edited value (checked).
+
+    Args:
+        model: the model loaded now: a local one's load settings are edited as its own.
 
     Signals:
         clear_cache_requested(): the user asked to delete every saved KV cache.
@@ -164,30 +65,41 @@ class SettingsDialog(QDialog):
 
     clear_cache_requested = Signal()
 
-    def __init__(self, settings: Settings, parent: QWidget | None = None, cache_usage: Usage | None = None):
+    def __init__(self, settings: Settings, parent: QWidget | None = None, cache_usage: Usage | None = None,
+                 model: LoadedModel | None = None):
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.original = settings
+        self.model_path = str(model.path) if model is not None and not model.remote else ""
+        self.n_layer = model.n_layer if self.model_path and model is not None else 0
         self.editors: dict[str, FieldEditor] = {}
+        self._building = True
         tabs = QTabWidget()
         for title, keys in LAYOUT:
             page = QWidget()
             form = QFormLayout(page)
+            form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+            if title == "Model":
+                self._model_scope(form, model)
             for key in keys:
+                if key == "model.overflow_policy":
+                    form.addRow(_heading("For every model"))
                 editor = self._editor(key)
-                form.addRow(plain_label("" if isinstance(editor.widget, QCheckBox) else editor.label), editor.widget)
+                form.addRow(plain_label("" if isinstance(editor.widget, QCheckBox) else editor.label), editor.row)
             if title == "Model":  # what the saved chat caches hold now, and a way to drop them
                 self.cache_use = plain_label()
                 clear = QPushButton("Clear")
                 clear.setObjectName("clear-cache")
                 clear.clicked.connect(self.clear_cache_requested)
-                form.addRow(plain_label("Saved chat caches"), _row(self.cache_use, clear))
+                form.addRow(plain_label("Saved chat caches"), side_by_side(self.cache_use, clear))
             tabs.addTab(page, title)
+        self.tabs = tabs
         self.cache_budget = self.editors["model.kv_disk_budget_mb"].input
         speculative = self.editors["model.speculative"].input
         assert isinstance(speculative, QComboBox)
-        speculative.currentTextChanged.connect(self._on_speculative_changed)
-        self._on_speculative_changed(speculative.currentText())
+        speculative.currentIndexChanged.connect(lambda _i: self._on_speculative_changed(speculative.currentData()))
+        self._on_speculative_changed(speculative.currentData())
+        self._show_gpu_layers()
         self.set_cache_usage(cache_usage)
         self.problem = plain_label()
         self.problem.setObjectName("settings-problem")
@@ -200,30 +112,78 @@ class SettingsDialog(QDialog):
         lay.addWidget(tabs)
         lay.addWidget(self.problem)
         lay.addWidget(self.buttons)
+        self._building = False
+
+    def _model_scope(self, form: QFormLayout, model: LoadedModel | None) -> None:
+        """Whose load settings the Model tab edits: the loaded model's own, or every model's."""
+        self.use_for_all = QCheckBox("Use for all models")
+        self.use_for_all.setObjectName("use-for-all")
+        self.reset_button = QPushButton("Reset to defaults")
+        self.reset_button.setObjectName("reset-model")
+        if not self.model_path or model is None:
+            self.scope = _heading("For every model")
+            self.use_for_all.setChecked(True)
+            self.use_for_all.hide()
+            self.reset_button.hide()
+        else:
+            self.scope = _heading(f"For {model_display_name(model.path, model.name)}")
+            self.scope.setToolTip(tooltip(f"Remembered for this model file:\n{model.path}"))
+            self.use_for_all.setToolTip(tooltip("Make these the defaults for every model (this model's own "
+                                                "settings are forgotten; other models keep theirs)."))
+            self.reset_button.setToolTip(tooltip("Show the defaults again: this model loads as every other does."))
+        self.scope.setObjectName("model-scope")
+        self.use_for_all.toggled.connect(self._on_editor_changed)
+        self.reset_button.clicked.connect(self._on_reset_clicked)
+        form.addRow(self.scope)
+        form.addRow(side_by_side(self.use_for_all, self.reset_button))
 
     def _editor(self, key: str) -> FieldEditor:
         section_name, _, name = key.partition(".")
         section = SECTIONS[section_name]
         item = {f.name: f for f in dataclasses.fields(section)}[name]  # type: ignore[arg-type]
-        value = getattr(getattr(self.original, section_name), name)
-        editor = FieldEditor(key, hints(section)[name], dict(item.metadata), value, self._on_editor_changed)
+        shown = self.original.model_for(self.model_path) if section_name == "model" else None
+        value = getattr(shown if shown is not None else getattr(self.original, section_name), name)
+        hint = hints(section)[name]
+        meta = dict(item.metadata)
+        notes = [range_text(meta, hint is int or name == "n_gpu_layers") if hint in (int, float) else ""]
+        if key in LOAD_KEYS:
+            notes.append(RELOAD_NOTE)
+        editor = FieldEditor(key, hint, meta, value, self._on_editor_changed, " · ".join(n for n in notes if n))
         self.editors[key] = editor
         return editor
 
+    def _show_gpu_layers(self) -> None:
+        """GPU layers as "N of M layers", M from the loaded model."""
+        gpu = self.editors["model.n_gpu_layers"]
+        if self.n_layer and gpu.spin is not None:
+            gpu.spin.setSuffix(f" of {self.n_layer} layers")
+            gpu.side.setText(f"the model has {self.n_layer} layers · {RELOAD_NOTE}")
+
     def result_settings(self) -> Settings:
-        """The edited settings.
+        """The edited settings: a loaded model's own load settings, or (Use for all models, or no
+        model loaded) the defaults.
 
         Raises:
-            InvalidSetting: The edits break a rule (OK is disabled meanwhile).
+            InvalidSetting: The edits break a rule or a range (OK is disabled meanwhile).
         """
-        return self.original.with_values({key: e.value() for key, e in self.editors.items()})
+        values = {key: e.value() for key, e in self.editors.items()}
+        if not self.model_path or self.use_for_all.isChecked():
+            new = self.original.with_values(values)
+            return new.with_model_overrides(self.model_path, {}) if self.model_path else new
+        own = {key.partition(".")[2]: values.pop(key) for key in LOAD_KEYS}
+        new = self.original.with_values(values)
+        return new.with_model_overrides(self.model_path, own)
 
     def check(self) -> str:
-        """Why the edited settings cannot be used, in words ("" when they can)."""
+        """Why the edited settings cannot be used, in words ("" when they can); the field at fault says it too."""
+        for each in self.editors.values():
+            each.show_fault("")
         try:
             self.result_settings()
         except InvalidSetting as e:
             editor = self.editors.get(e.key)
+            if editor is not None:
+                editor.show_fault(f"{e.reason[:1].upper()}{e.reason[1:]}.")
             return f"{editor.label if editor else e.key}: {e.reason}."
         return ""
 
@@ -234,16 +194,29 @@ class SettingsDialog(QDialog):
     def set_cache_usage(self, usage: Usage | None) -> None:
         self.cache_use.setText("" if usage is None else f"{usage.bytes / 1024**3:.2f} GB in {usage.files} files")
 
+    def _on_reset_clicked(self) -> None:
+        for name in PER_MODEL_FIELDS:
+            self.editors[f"model.{name}"].set_value(getattr(self.original.model, name))
+        self._on_editor_changed()
+
     def _on_speculative_changed(self, mode: str) -> None:
         # What does not apply to the mode chosen is greyed out (and kept as it is).
         self.editors["model.draft_model_path"].widget.setEnabled(mode == "draft")
         self.editors["model.draft_max"].widget.setEnabled(mode != "off")
 
     def _on_editor_changed(self, *_args: object) -> None:
+        if self._building:
+            return
         problem = self.check()
         self.problem.setText(problem)
         self.problem.setVisible(bool(problem))
         self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(not problem)
+
+
+def _heading(text: str) -> QLabel:
+    label = plain_label(text)
+    label.setStyleSheet("font-weight: 600;")
+    return label
 
 
 def needs_reload(old: ModelSettings, new: ModelSettings) -> bool:

@@ -1,0 +1,215 @@
+"""One setting's editor, built from its field: the widget, its choices in words, its range, its fault.
+
+The type gives the widget (a ``Literal`` a list of its choices, ``int``/``float`` a spin box,
+``bool`` a check box), the metadata its label, tooltip and range. A choice shows in words
+(``rolling_window`` reads "Drop the oldest messages") and keeps its raw value as the item's data.
+A spin box takes any number, so a value out of range is kept as typed and explained beside the
+field rather than refused keystroke by keystroke; the range is shown next to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from prefill.engine.setting_fields import choices
+from prefill.ui.shared.plain_text import plain_label
+
+COUNT = "count"  # the combo entry of a "choice or a number" field that enables its spin box
+INT_LIMIT = 2**31 - 1  # a QSpinBox holds a C int
+FLOAT_LIMIT = 1e9
+# Text fields that name a file: a "Choose…" button opens a file dialog with this filter.
+FILE_FILTERS = {"model.draft_model_path": "GGUF models (*.gguf)"}
+# Each choice in words; the raw value is what is stored (and what the CLI and the file take).
+CHOICE_WORDS: dict[str, str] = {
+    "f16": "16-bit (default)",
+    "q8_0": "8-bit: half the memory (needs flash attention)",
+    "q4_0": "4-bit: a quarter of the memory (needs flash attention)",
+    "auto": "Automatic: as many as fit",
+    "all": "All layers",
+    "none": "None: on the CPU only",
+    COUNT: "This many:",
+    "rolling_window": "Drop the oldest messages",
+    "truncate_middle": "Drop messages from the middle",
+    "stop": "Stop and say so",
+    "off": "Off",
+    "ngram": "Guess from the text itself",
+    "draft": "Guess with a draft model",
+    "system": "As the system is set",
+    "light": "Light",
+    "dark": "Dark",
+}
+RELOAD_NOTE = "changing this reloads the model"
+
+
+def words_for(value: str) -> str:
+    return CHOICE_WORDS.get(value, value)
+
+
+def range_text(meta: dict[str, Any], is_int: bool) -> str:
+    """The range a number takes, as a person reads it ("128 – 1,048,576"); "" when it takes any."""
+    low, high, above = meta.get("min"), meta.get("max"), meta.get("above")
+
+    def shown(v: float) -> str:
+        return f"{int(v):,}" if is_int else f"{v:g}"
+
+    if low is not None and high is not None:
+        return f"{shown(low)} – {shown(high)}"
+    if low is not None:
+        return f"{shown(low)} or more"
+    if above is not None:
+        return f"above {shown(above)}" + (f", up to {shown(high)}" if high is not None else "")
+    return f"up to {shown(high)}" if high is not None else ""
+
+
+class FieldEditor:
+    """One setting's editor: `widget` is the editor itself, `row` what goes in the form (the editor,
+    its range and notes, and below it the fault of its value when it has one); `input` is what a
+    person edits (for "a choice or a number", `input` is the combo and `spin` the number). `value()`
+    gives the stored value back exactly while untouched (a spin box rounds to its decimals)."""
+
+    def __init__(self, key: str, hint: Any, meta: dict[str, Any], value: Any, on_change: Callable[[], None],
+                 note: str = ""):
+        self.key, self.meta, self.original = key, meta, value
+        self.label = meta.get("label") or key.partition(".")[2]
+        self.input: QWidget
+        self.spin: QSpinBox | None = None
+        self._read: Callable[[], Any]
+        self._write: Callable[[Any], None]
+        self.widget = self._build(hint, value, on_change)
+        self.widget.setToolTip(meta["doc"])
+        self._initial = self._read()
+        self.side = plain_label(note)  # the range, and whether a change reloads the model
+        self.side.setObjectName("setting-side-note")
+        self.side.setEnabled(False)  # drawn muted, as a hint
+        self.side.setVisible(bool(note))
+        self.fault = plain_label()
+        self.fault.setObjectName("setting-fault")
+        self.fault.setWordWrap(True)
+        self.fault.setStyleSheet("color: #b91c1c;")
+        self.fault.hide()
+        self.row = QWidget()
+        column = QVBoxLayout(self.row)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(2)
+        column.addWidget(side_by_side(self.widget, self.side))
+        column.addWidget(self.fault)
+
+    def value(self) -> Any:
+        now = self._read()
+        return self.original if now == self._initial else now
+
+    def set_value(self, value: Any) -> None:
+        """Show `value` (a stored value: a choice's raw word, a number)."""
+        self._write(value)
+
+    def show_fault(self, text: str) -> None:
+        self.fault.setText(text)
+        self.fault.setVisible(bool(text))
+
+    def _build(self, hint: Any, value: Any, on_change: Callable[[], None]) -> QWidget:
+        words = choices(hint)
+        numeric = hint in (int, float) or (words and int in getattr(hint, "__args__", ()))
+        if hint is bool:
+            check = QCheckBox(self.label)
+            check.setChecked(value)
+            check.toggled.connect(on_change)
+            self.input, self._read, self._write = check, check.isChecked, check.setChecked
+            return check
+        if words:
+            combo = QComboBox()
+            for word in [*words, COUNT] if numeric else words:
+                combo.addItem(words_for(word), word)
+            combo.currentIndexChanged.connect(on_change)
+            self.input = combo
+
+            def pick(v: Any) -> None:
+                combo.setCurrentIndex(max(combo.findData(v if isinstance(v, str) else COUNT), 0))
+                if not isinstance(v, str) and self.spin is not None:
+                    self.spin.setValue(int(v))
+
+            if not numeric:
+                self._read, self._write = combo.currentData, pick
+                _quietly(combo, lambda: pick(value))
+                return combo
+            spin = self.spin = self._int_spin(value if isinstance(value, int) else 0, on_change)
+            combo.currentIndexChanged.connect(lambda _i: spin.setEnabled(combo.currentData() == COUNT))
+            _quietly(combo, lambda: pick(value))
+            spin.setEnabled(combo.currentData() == COUNT)
+            self._read = lambda: spin.value() if combo.currentData() == COUNT else combo.currentData()
+            self._write = pick
+            return side_by_side(combo, spin)
+        if hint is int:
+            spin = self._int_spin(value, on_change)
+            self.input, self._read, self._write = spin, spin.value, spin.setValue
+            return spin
+        if hint is float:
+            dspin = self._float_spin(value, on_change)
+            self.input, self._read, self._write = dspin, dspin.value, dspin.setValue
+            return dspin
+        line = QLineEdit(value)
+        line.textChanged.connect(on_change)
+        self.input, self._read, self._write = line, lambda: line.text().strip(), line.setText
+        if self.meta.get("secret"):
+            line.setEchoMode(QLineEdit.EchoMode.Password)
+        if not self.meta.get("folder") and self.key not in FILE_FILTERS:
+            return line
+        browse = QPushButton("Choose…")
+        browse.clicked.connect(lambda: self._on_browse_clicked(line))
+        return side_by_side(line, browse)
+
+    def _int_spin(self, value: int, on_change: Callable[[], None]) -> QSpinBox:
+        spin = QSpinBox()
+        # Any number is taken; one outside the field's range is explained, not refused as typed.
+        spin.setRange(-INT_LIMIT, INT_LIMIT)
+        spin.setValue(value)
+        spin.valueChanged.connect(on_change)
+        return spin
+
+    def _float_spin(self, value: float, on_change: Callable[[], None]) -> QDoubleSpinBox:
+        spin = QDoubleSpinBox()
+        step = self.meta.get("step") or 0.1
+        spin.setDecimals(2 if step >= 0.01 else 4)
+        spin.setSingleStep(step)
+        spin.setRange(-FLOAT_LIMIT, FLOAT_LIMIT)
+        spin.setValue(value)
+        spin.valueChanged.connect(on_change)
+        return spin
+
+    def _on_browse_clicked(self, line: QLineEdit) -> None:
+        if self.key in FILE_FILTERS:
+            chosen, _ = QFileDialog.getOpenFileName(self.widget, self.label, line.text(), FILE_FILTERS[self.key])
+        else:
+            chosen = QFileDialog.getExistingDirectory(self.widget, self.label, line.text())
+        if chosen:
+            line.setText(chosen)
+
+
+def _quietly(widget: QWidget, change: Callable[[], None]) -> None:
+    """Set an editor's first value without telling the dialog (it is not a change)."""
+    widget.blockSignals(True)
+    change()
+    widget.blockSignals(False)
+
+
+def side_by_side(main: QWidget, side: QWidget | QLabel) -> QWidget:
+    box = QWidget()
+    row = QHBoxLayout(box)
+    row.setContentsMargins(0, 0, 0, 0)
+    row.addWidget(main, 1)
+    row.addWidget(side)
+    return box
