@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut, QShowEvent
+from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
 from PySide6.QtWidgets import (
     QDialog,
     QDockWidget,
@@ -35,10 +35,11 @@ from prefill.ui.chat.message_actions import MessageActions
 from prefill.ui.chat.reasoning_controls import ReasoningControls
 from prefill.ui.chat.sidebar import EngineSidebar
 from prefill.ui.chat.tool_approval import ToolApprovalPanel
-from prefill.ui.chat.transcript_model import Row, TranscriptModel
+from prefill.ui.chat.transcript_model import Roles, Row, TranscriptModel
 from prefill.ui.chat.view import ChatView
 from prefill.ui.history.conversation_list import ConversationList
 from prefill.ui.history.menu import HistoryMenu
+from prefill.ui.keyboard_access import install_focus_order
 from prefill.ui.models.picker import REMOTE, ModelPicker
 from prefill.ui.settings_apply import apply_settings, send_speculation
 from prefill.ui.settings_dialog import SettingsDialog
@@ -46,6 +47,8 @@ from prefill.ui.shared.engine_worker import EngineThread
 from prefill.ui.shared.plain_text import plain_label
 from prefill.ui.shared.store_worker import StoreProxy
 from prefill.ui.shared.theme import ThemeFollower, code_palette
+from prefill.ui.shortcuts import install as install_shortcuts
+from prefill.ui.shortcuts_sheet import show_sheet
 from prefill.ui.welcome import Welcome
 
 MIB = 1024 * 1024
@@ -145,6 +148,7 @@ class MainWindow(QMainWindow):
         self._wire()
         self._restore_geometry()
         self.stack.setCurrentWidget(self.welcome)
+        self.focus_order = install_focus_order(self)
 
     # --- layout --------------------------------------------------------------------------
     def _build_toolbar(self) -> None:
@@ -182,6 +186,8 @@ class MainWindow(QMainWindow):
         bar.addAction(self.settings_action)
         self.history_menu = HistoryMenu(self, self.store, lambda: self.controller.conversation_id)
         bar.addWidget(self.history_menu.button)
+        self.shortcuts_action = bar.addAction("Shortcuts")
+        self.shortcuts_action.setToolTip("Every keyboard shortcut (Ctrl+/)")
 
     def _fill_model_combo(self) -> None:
         paths = [str(self.bundled)] if self.bundled is not None else []
@@ -252,11 +258,14 @@ class MainWindow(QMainWindow):
         self.store.error.connect(self.show_problem)
         self.history_menu.notice.connect(self.show_notice)
         self.history_menu.imported.connect(self.refresh_conversations)
-        for keys, slot in ((QKeySequence.StandardKey.New, lambda: self.controller.new_conversation()),
-                           (QKeySequence.StandardKey.Find, self.conversations.search.setFocus),
-                           ("Ctrl+L", self.input.editor.setFocus),
-                           ("Ctrl+.", self.controller.stop)):
-            QShortcut(QKeySequence(keys), self).activated.connect(slot)
+        self.shortcuts = install_shortcuts(self)
+        self.shortcuts_action.triggered.connect(lambda: show_sheet(self))
+        # The next prompt's count stays true after an answer, a delete, an Undo or a version paged to.
+        self.controller.answer_finished.connect(lambda _f: self._count_timer.start())
+        self.transcript.rowsRemoved.connect(lambda *_a: self._count_timer.start())
+        self.transcript.rowsInserted.connect(lambda *_a: None if self.controller.busy else self._count_timer.start())
+        self.transcript.dataChanged.connect(lambda _t, _b, roles: self._count_timer.start()
+                                            if Roles.VERSION in roles else None)
 
     # --- models ---------------------------------------------------------------------------
     def load_model(self, path: str) -> None:
@@ -521,6 +530,10 @@ class MainWindow(QMainWindow):
             self.load_model(str(self.loaded.path))
 
     # --- window state ---------------------------------------------------------------------------
+    def focusNextPrevChild(self, next: bool) -> bool:
+        # Tab's order is the window's parts, not the order Qt made the widgets in (keyboard_access).
+        return self.focus_order.move(next) or super().focusNextPrevChild(next)
+
     def _restore_geometry(self) -> None:
         ui = self.settings.ui
         if ui.window_geometry:

@@ -1,4 +1,5 @@
-"""The message box: Enter sends, Shift+Enter is a new line, Esc stops the answer."""
+"""The message box: Enter sends, Shift+Enter is a new line, Esc stops the answer, Tab moves on
+(Ctrl+Tab types a tab character)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,14 @@ class _Editor(QPlainTextEdit):
     escape = Signal()
     images_offered = Signal(object)  # a list of image sources pasted or dropped (`image_sources`)
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.setTabChangesFocus(True)  # the keyboard must be able to leave the box
+
     def keyPressEvent(self, e: QKeyEvent) -> None:
+        if e.key() == Qt.Key.Key_Tab and e.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            self.insertPlainText("\t")  # a tab character for code or tables, since Tab itself moves on
+            return
         if e.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not e.modifiers() & Qt.KeyboardModifier.ShiftModifier:
             self.submit.emit()
             return
@@ -25,7 +33,6 @@ class _Editor(QPlainTextEdit):
             self.escape.emit()
             return
         super().keyPressEvent(e)
-
 
     # --- images pasted (Ctrl+V) or dropped on the box: offered, never inserted as text ---------------
     def canInsertFromMimeData(self, source: QMimeData) -> bool:
@@ -37,6 +44,7 @@ class _Editor(QPlainTextEdit):
             self.images_offered.emit(found)
             return
         super().insertFromMimeData(source)
+
 
 class InputBox(QWidget):
     """Signals:
@@ -57,12 +65,14 @@ class InputBox(QWidget):
         super().__init__()
         self.editor = _Editor()
         self.editor.setObjectName("message-input")
+        self.editor.setAccessibleName("Message")
         self.editor.setPlaceholderText("Message the model — Enter sends, Shift+Enter for a new line, Esc stops")
         self.editor.setFixedHeight(84)
         self.count = plain_label()
         self.count.setObjectName("token-count")
         self.button = QPushButton("Send")
         self.button.setObjectName("send-button")
+        self.button.setAccessibleName("Send")
         self.generating = False
         self.images: list[ImagePart] = []  # attached, sent with the next message
         self.strip: ImageStrip | None = None  # their thumbnails (`use_thumbs`)
@@ -89,6 +99,7 @@ class InputBox(QWidget):
     def set_generating(self, generating: bool) -> None:
         self.generating = generating
         self.button.setText("Stop" if generating else "Send")
+        self.button.setAccessibleName(self.button.text())
 
     def set_count(self, tokens: int, n_ctx: int) -> None:
         self.count.setText(f"next prompt: {tokens:,} of {n_ctx:,} tokens")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QSizeF, Qt, QUrl, Signal
+from PySide6.QtCore import QSizeF, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.engine.message import ImagePart
+from prefill.ui.chat.finish_words import finish_words
 from prefill.ui.chat.image_strip import ImageStrip, ImageThumbs
 from prefill.ui.chat.inline_editor import InlineEditor
 from prefill.ui.chat.thinking_section import ThinkingSection
@@ -28,6 +29,7 @@ from prefill.ui.markdown.stream import MarkdownStream
 from prefill.ui.shared.plain_text import plain_label
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "notice": "Note", "tool": "Tool call"}
+COPIED_MS = 1500  # how long the Copy button says "Copied"
 
 
 class SafeBrowser(QTextBrowser):
@@ -54,13 +56,11 @@ class SafeBrowser(QTextBrowser):
         self.setFixedHeight(int(size.height()) + 4)
 
 
-REASONS = {"stop": "finished", "length": "hit max tokens", "cancelled": "stopped", "context_full": "context full",
-           "error": "⚠ incomplete: the answer was cut short", "tool_calls": "ended asking for tool calls"}
 
 
 def figures_line(figures: dict[str, Any], reason: str) -> str:
     if not figures:
-        return REASONS.get(reason, reason)
+        return finish_words(reason)
     thinking = figures.get("reasoning_tokens", 0)
     parts = [
         f"{figures.get('completion_tokens', 0)} tokens" + (f" ({thinking} thinking)" if thinking else ""),
@@ -70,7 +70,7 @@ def figures_line(figures: dict[str, Any], reason: str) -> str:
     if figures.get("cached_tokens"):
         parts.append(f"{figures['cached_tokens']} prompt tokens reused")
     if reason:
-        parts.append(REASONS.get(reason, reason))
+        parts.append(finish_words(reason))
     return " · ".join(parts)
 
 
@@ -98,6 +98,9 @@ class MessageWidget(QFrame):
         self.setObjectName(f"message-{role}")
         self.setProperty("role", role)
         self.browser = SafeBrowser()
+        # Tab goes from button to button; the text takes the focus on a click (to select some of it).
+        self.browser.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.browser.setAccessibleName(f"{ROLE_TITLES.get(role, role)}: message")
         self.browser.link_clicked.connect(self._on_browser_link_clicked)
         self.stream = MarkdownStream(self.browser.document(), code_palette)
         self.title = plain_label(ROLE_TITLES.get(role, role))
@@ -106,11 +109,16 @@ class MessageWidget(QFrame):
         self.figures.setObjectName("message-figures")
         self.figures.setVisible(False)
         self.thinking = ThinkingSection()  # stays hidden unless the model thinks
+        self.thinking.body.setAccessibleName("The model's thinking")
         self.tool: ToolCallSection | None = None  # a tool row's call and result, in place of the text
         self.editor: InlineEditor | None = None  # while the message is edited in place
         self.images: ImageStrip | None = None  # a question's images (`set_images`)
         self._streaming = False
         self._version, self._versions = 0, 1
+        self._copied = QTimer(self)
+        self._copied.setSingleShot(True)
+        self._copied.setInterval(COPIED_MS)
+        self._copied.timeout.connect(lambda: self._show_copied(False))
         bar = QHBoxLayout()
         bar.addWidget(self.title)
         bar.addStretch(1)
@@ -153,6 +161,7 @@ class MessageWidget(QFrame):
             self.title.hide()
             self.browser.hide()
             self.tool = ToolCallSection()
+            self.tool.body.setAccessibleName("The tool call and its result")
             lay.insertWidget(1, self.tool)
             lay.setContentsMargins(10, 2, 10, 2)
 
@@ -261,6 +270,15 @@ class MessageWidget(QFrame):
 
     def copy_text(self) -> None:
         QGuiApplication.clipboard().setText(self.text())
+        self._show_copied(True)
+        self._copied.start()
+
+    def _show_copied(self, copied: bool) -> None:
+        """The Copy button confirms for a moment: a copy gives no other sign that it happened."""
+        button = self.buttons.get("copy")
+        if button is not None:
+            button.setText("Copied ✓" if copied else "Copy")
+            button.setAccessibleName("Copied" if copied else ACTION_TIPS["copy"])
 
     def _on_browser_link_clicked(self, url: QUrl) -> None:
         if url.scheme() == "copy":

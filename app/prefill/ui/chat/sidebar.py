@@ -19,6 +19,7 @@ from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.session.loaded import LoadedModel
 from prefill.session.tool_loop import RoundTiming
 from prefill.ui.chat.draft_strip import DraftStrip
+from prefill.ui.chat.finish_words import finish_words
 from prefill.ui.shared.plain_text import plain_label, tooltip
 from prefill.ui.shared.theme import kv_bar_style
 
@@ -181,6 +182,7 @@ class EngineSidebar(QWidget):
         """Light or dark: what is painted here by hand follows (the strip at once)."""
         self._theme = effective
         self.strip.set_theme(effective)
+        self.kv_bar.setStyleSheet(kv_bar_style(self.kv_bar.value() / 1000, effective))  # its track too
 
     def _add(self, form: QFormLayout, key: str, title: str, value: str) -> None:
         label = plain_label(value)
@@ -259,7 +261,7 @@ class EngineSidebar(QWidget):
         split = (f" ({m.reasoning_tokens} thinking · {m.completion_tokens - m.reasoning_tokens} answer)"
                  if m.reasoning_tokens else "")
         self.labels["tokens"].setText(
-            f"{m.completion_tokens} tokens{split}" + (f" · {m.finish_reason}" if m.finish_reason else ""))
+            f"{m.completion_tokens} tokens{split}" + (f" · {finish_words(m.finish_reason)}" if m.finish_reason else ""))
         self.labels["ttfa"].setText(f"{m.answer_ttft_ms:.0f} ms" if m.answer_ttft_ms else "—")
         if m.prompt_tokens:
             self.labels["prompt"].setText(f"{m.prompt_tokens} tokens")

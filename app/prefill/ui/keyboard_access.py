@@ -1,0 +1,145 @@
+"""The main window without a mouse: Tab's order through its parts, tool bar buttons that take the
+keyboard, and accessible names for widgets whose words alone do not say what they are.
+
+Qt's own tab order is the order widgets were made in, and the transcript makes its message widgets
+as they scroll into view, so they would land at the end of the chain, after the sidebar. Instead,
+Tab walks the window's parts in a fixed order — the message box and Send, the transcript and the
+messages on screen with their buttons, the tool bar, the chats, the sidebar, then anything else —
+and each part in reading order (top to bottom, then left to right). It is worked out at each key
+press, so a message, a button shown on hover or a panel added later is in it at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QPoint, QRect, Qt
+from PySide6.QtWidgets import QApplication, QDockWidget, QToolBar, QToolButton, QWidget
+
+if TYPE_CHECKING:
+    from prefill.ui.main_window import MainWindow
+
+
+def tabbable(w: QWidget, window: QWidget) -> bool:
+    """Whether Tab may stop on `w`: it takes focus by Tab, is shown, enabled, and in this window."""
+    return (bool(w.focusPolicy() & Qt.FocusPolicy.TabFocus) and w.isVisible() and w.isEnabled()
+            and w.focusProxy() is None and w.window() is window)
+
+
+def reading_order(widgets: Sequence[QWidget]) -> list[QWidget]:
+    """Siblings top to bottom, and left to right within a line (those level with the line's first)."""
+    lines: list[list[tuple[QRect, QWidget]]] = []
+    for r, w in sorted(((w.geometry(), w) for w in widgets), key=lambda rw: (rw[0].top(), rw[0].x())):
+        first = lines[-1][0][0] if lines else None
+        if first is not None and first.top() <= r.center().y() <= first.bottom():
+            lines[-1].append((r, w))
+        else:
+            lines.append([(r, w)])
+    return [w for line in lines for _, w in sorted(line, key=lambda rw: rw[0].x())]
+
+
+class FocusOrder:
+    """Tab and Shift+Tab over `parts()`, then over whatever else in the window takes Tab. Each part is
+    walked as a tree: a widget, then its children in reading order, each with its own children.
+    `shown(widget)` may say a stop is out of sight (skipped); `reveal(widget)` is called on each
+    widget Tab lands on."""
+
+    def __init__(self, window: QWidget, parts: Callable[[], Sequence[QWidget | None]],
+                 shown: Callable[[QWidget], bool] = lambda _w: True,
+                 reveal: Callable[[QWidget], None] = lambda _w: None):
+        self.window, self.parts, self.shown, self.reveal = window, parts, shown, reveal
+
+    def stops(self, keep: QWidget | None = None) -> list[QWidget]:
+        """Every stop in order; `keep` (the focus now) is placed among them even if Tab would not stop on it."""
+        seen: set[QWidget] = set()
+        order: list[QWidget] = []
+
+        def walk(w: QWidget) -> None:
+            if not w.isVisible() or w in seen:
+                return
+            seen.add(w)
+            if w is keep or (tabbable(w, self.window) and self.shown(w)):
+                order.append(w)
+            for child in reading_order([c for c in w.children() if isinstance(c, QWidget) and not c.isWindow()]):
+                walk(child)
+
+        for part in [*self.parts(), self.window]:
+            if part is not None:
+                walk(part)
+        return order
+
+    def move(self, forward: bool) -> bool:
+        """Give the focus to the next (or previous) stop; False if the focus is not in the window."""
+        current = QApplication.focusWidget()
+        if current is None or not self.window.isAncestorOf(current):
+            return False
+        stops = self.stops(keep=current)
+        if current not in stops or len(stops) < 2:
+            return False
+        target = stops[(stops.index(current) + (1 if forward else -1)) % len(stops)]
+        target.setFocus(Qt.FocusReason.TabFocusReason if forward else Qt.FocusReason.BacktabFocusReason)
+        self.reveal(target)
+        return True
+
+
+def window_parts(w: MainWindow) -> list[QWidget | None]:
+    """The main window's parts in Tab order."""
+    docks = w.findChildren(QDockWidget)
+    return [w.input, w.tool_approval, w.stack.currentWidget(), *w.findChildren(QToolBar), w.conversations,
+            w.sidebar, *docks]
+
+
+def _in_transcript(w: MainWindow, widget: QWidget) -> bool:
+    return w.chat_view.viewport().isAncestorOf(widget)
+
+
+def _on_screen(w: MainWindow, widget: QWidget) -> bool:
+    """A message's widget counts only while it meets the viewport: Tab goes through what is seen."""
+    if not _in_transcript(w, widget):
+        return True
+    viewport = w.chat_view.viewport()
+    return QRect(widget.mapTo(viewport, QPoint(0, 0)), widget.size()).intersects(viewport.rect())
+
+
+def _reveal(w: MainWindow, widget: QWidget) -> None:
+    """Scroll a message that is only partly in view to the top, so the button Tab reached is seen."""
+    if not _in_transcript(w, widget):
+        return
+    viewport = w.chat_view.viewport()
+    if viewport.rect().contains(QRect(widget.mapTo(viewport, QPoint(0, 0)), widget.size())):
+        return
+    for row in w.chat_view.live_rows():
+        message = w.chat_view.live_widget(row)
+        if message is not None and (message is widget or message.isAncestorOf(widget)):
+            w.chat_view.scroll_to_row(row)
+            return
+
+
+def install_focus_order(w: MainWindow) -> FocusOrder:
+    """The main window's FocusOrder (its focusNextPrevChild asks it), and the keyboard access Qt leaves out."""
+    name_widgets(w)
+    return FocusOrder(w, lambda: window_parts(w), lambda x: _on_screen(w, x), lambda x: _reveal(w, x))
+
+
+def name_widgets(w: MainWindow) -> None:
+    """Accessible names where a widget's own text does not say what it is for, and Tab for the tool bar's
+    buttons (Qt makes them mouse-only)."""
+    for bar in w.findChildren(QToolBar):
+        for button in bar.findChildren(QToolButton):
+            button.setFocusPolicy(Qt.FocusPolicy.TabFocus)
+            if not button.accessibleName():
+                button.setAccessibleName(button.text() or button.toolTip())
+                button.setAccessibleDescription(button.toolTip())
+    w.model_combo.setAccessibleName("Model")
+    w.chat_view.setAccessibleName("Transcript (Page Up and Page Down scroll it)")
+    w.chat_view.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+    c = w.conversations
+    c.search.setAccessibleName("Search chats")
+    c.list.setAccessibleName("Chats")
+    c.new_button.setAccessibleName("New chat")
+    c.rename_button.setAccessibleName("Rename the chat")
+    c.delete_button.setAccessibleName("Delete the chat")
+    w.history_menu.button.setAccessibleName("History: export and import chats")
+    for combo, name in ((w.reasoning_controls.think, "Thinking"), (w.reasoning_controls.effort, "Reasoning effort")):
+        combo.setAccessibleName(name)
