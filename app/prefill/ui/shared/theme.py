@@ -165,7 +165,7 @@ QPushButton:focus {{ {ring} background: {c.button}; padding: 3px 10px; }}
 QToolButton:focus {{ {ring} background: {c.alternate_base}; padding: 1px 3px; }}
 QLineEdit:focus, QPlainTextEdit:focus, QTextEdit:focus, QAbstractItemView:focus {{ {ring} background: {c.base}; }}
 QAbstractScrollArea:focus {{ {ring} }}
-QComboBox:focus {{ {ring} background: {c.button}; padding: 1px 18px 1px 4px; }}
+QComboBox:focus {{ {ring} background: {c.button}; padding: 0 2px; }}
 QCheckBox:focus, QRadioButton:focus {{ {ring} }}
 QSpinBox:focus, QDoubleSpinBox:focus, QSlider:focus {{ {ring} }}
 """
