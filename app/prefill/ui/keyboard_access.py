@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPoint, QRect, Qt
-from PySide6.QtWidgets import QApplication, QDockWidget, QToolBar, QToolButton, QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QDockWidget, QToolBar, QToolButton, QWidget
 
 if TYPE_CHECKING:
     from prefill.ui.main_window import MainWindow
@@ -143,3 +143,6 @@ def name_widgets(w: MainWindow) -> None:
     w.history_menu.button.setAccessibleName("History: export and import chats")
     for combo, name in ((w.reasoning_controls.think, "Thinking"), (w.reasoning_controls.effort, "Reasoning effort")):
         combo.setAccessibleName(name)
+    for area in w.sidebar.findChildren(QAbstractScrollArea):  # a Tab stop so the keys can scroll the figures
+        if not area.accessibleName():
+            area.setAccessibleName("The model's figures (arrow keys scroll)")
