@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 from PySide6.QtCore import Qt
 
-from prefill.ui.models.picker import ModelPicker
+from prefill.session.loaded import LoadedModel
+from prefill.ui.models.picker import ModelPicker, loaded_name
 
 
 def test_names_not_bare_file_names(qtbot) -> None:
@@ -24,3 +28,11 @@ def test_names_not_bare_file_names(qtbot) -> None:
     with qtbot.waitSignal(picker.local_chosen) as chosen:
         combo.activated.emit(2)
     assert chosen.args == [paths[1]]
+
+
+def test_a_loaded_models_name_is_read_from_its_file() -> None:
+    local = LoadedModel(path=Path("/m/SmolLM2-135M-Instruct.Q4_1.gguf"), name="Smollm2 135M 8k Lc100K Mix1 Ep2",
+                        n_ctx=2048, n_layer=30, backend_summary="CPU", backend_warning="", gpu_build=False,
+                        load_ms=1.0, bytes_per_cell=1, model_bytes=1)
+    assert loaded_name(local) == "SmolLM2 135M Instruct · Q4_1"
+    assert loaded_name(replace(local, remote="http://x/v1", name="my-model")) == "my-model"

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from prefill.engine.events import MetricsSnapshot
 from prefill.engine.local.kv_disk import Usage
+from prefill.hub.model_names import model_display_name
 from prefill.session.loaded import LoadedModel
 from prefill.store import Conversation
 from prefill.store.app_settings import Settings
@@ -33,14 +34,14 @@ from prefill.ui.chat.image_attach import attach_images
 from prefill.ui.chat.input_box import InputBox
 from prefill.ui.chat.message_actions import MessageActions
 from prefill.ui.chat.reasoning_controls import ReasoningControls
-from prefill.ui.chat.sidebar import EngineSidebar
+from prefill.ui.chat.sidebar import EngineSidebar, last_answer_figures
 from prefill.ui.chat.tool_approval import ToolApprovalPanel
 from prefill.ui.chat.transcript_model import Roles, Row, TranscriptModel
 from prefill.ui.chat.view import ChatView
 from prefill.ui.history.conversation_list import ConversationList
 from prefill.ui.history.menu import HistoryMenu
 from prefill.ui.keyboard_access import install_focus_order
-from prefill.ui.models.picker import REMOTE, ModelPicker
+from prefill.ui.models.picker import REMOTE, ModelPicker, loaded_name
 from prefill.ui.settings_apply import apply_settings, send_speculation
 from prefill.ui.settings_dialog import SettingsDialog
 from prefill.ui.shared.engine_worker import EngineThread
@@ -270,12 +271,12 @@ class MainWindow(QMainWindow):
     # --- models ---------------------------------------------------------------------------
     def load_model(self, path: str) -> None:
         self.loaded = None
-        self.sidebar.set_loading(Path(path).name)
+        self.sidebar.set_loading(model_display_name(path))
         self.load_state.setText(f"  loading {Path(path).name}…")
         self.cancel_load_action.setVisible(True)
         self.store.call(lambda s: s.load_marker.begin(path))  # runs before any later store call
         self._loading_remote = False
-        self._load_tag = self.engine.worker.load(path, self.settings.model.load_settings())
+        self._load_tag = self.engine.worker.load(path, self.settings.load_settings_for(path))  # its own or defaults
 
     def load_remote(self, endpoint: SavedEndpoint) -> None:
         """Chat through a saved remote endpoint instead of a local model."""
@@ -310,9 +311,10 @@ class MainWindow(QMainWindow):
         if not m.remote:
             self._load_ended()
         self.loaded = m
-        self.sidebar.set_model(m)
+        self.sidebar.set_model(m, name=loaded_name(m))
         self.images.set_model(m)
-        self.load_state.setText(f"  {m.name} · {m.backend_summary}")
+        self.load_state.setText(f"  {loaded_name(m)} · {m.backend_summary}")
+        self.setWindowTitle(f"{loaded_name(m)} — Prefill")
         self.cancel_load_action.setVisible(False)
         self.reasoning_action.setVisible(self.reasoning_controls.set_model(m))
         self.stack.setCurrentWidget(self.chat_view)
@@ -418,7 +420,8 @@ class MainWindow(QMainWindow):
             def options() -> ServeOptions | None:
                 if self.loaded is None or self.loaded.remote:
                     return None
-                return ServeOptions(model=self.loaded.path, settings=self.settings.model.load_settings())
+                path = self.loaded.path
+                return ServeOptions(model=path, settings=self.settings.load_settings_for(str(path)))
 
             self.server_dock = QDockWidget("Server", self)
             self.server_dock.setObjectName("server-dock")
@@ -456,6 +459,7 @@ class MainWindow(QMainWindow):
         self.store.list_conversations(then=fill)
 
     def _on_controller_conversation_opened(self, cid: int) -> None:
+        self.sidebar.show_answer(last_answer_figures(self.transcript))  # this chat's last answer, not the last run
         if self.loaded is not None:
             self.stack.setCurrentWidget(self.chat_view)
         self.refresh_conversations()
@@ -474,6 +478,7 @@ class MainWindow(QMainWindow):
                 return
             self.controller.conversation_id = None
             self.transcript.set_rows([])
+            self.sidebar.show_answer({})
         self.store.delete_conversation(cid, then=lambda _r: self.refresh_conversations())
 
     # --- settings -------------------------------------------------------------------------------
@@ -506,7 +511,7 @@ class MainWindow(QMainWindow):
         self.cache_usage_changed.emit(usage)
 
     def _open_settings(self) -> None:
-        dialog = SettingsDialog(self.settings, self, self.cache_usage)
+        dialog = SettingsDialog(self.settings, self, self.cache_usage, self.loaded)
         dialog.clear_cache_requested.connect(self.engine.worker.clear_cache)
         self.cache_usage_changed.connect(dialog.set_cache_usage)
         accepted = dialog.exec()

@@ -1,16 +1,22 @@
-"""The engine sidebar: prompt, KV cache, TTFT, prefill and decode speed, latency, backend, speculation. Live."""
+"""The engine sidebar: prompt, KV cache, TTFT, prefill and decode speed, latency, backend, speculation. Live,
+and for the open chat its last answer's stored figures. Plain words first, the engine's words on hover
+(``sidebar_words``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from PySide6.QtCore import QPointF, Qt
-from PySide6.QtGui import QColor, QPainter, QPen, QPolygonF
+from PySide6.QtCore import QAbstractItemModel, Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QFormLayout,
+    QFrame,
     QGroupBox,
     QLabel,
     QProgressBar,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -20,65 +26,45 @@ from prefill.session.loaded import LoadedModel
 from prefill.session.tool_loop import RoundTiming
 from prefill.ui.chat.draft_strip import DraftStrip
 from prefill.ui.chat.finish_words import finish_words
+from prefill.ui.chat.sidebar_plot import RatePlot
+from prefill.ui.chat.sidebar_words import FIGURES, GROUPS
+from prefill.ui.chat.transcript_model import Roles
 from prefill.ui.shared.plain_text import plain_label, tooltip
 from prefill.ui.shared.theme import kv_bar_style
 
 MIB = 1024 * 1024
-# What each speculation figure means, for someone who has never heard of it.
-SPECULATION_TIPS = {
-    "spec-drafts": "Speculative decoding guesses a few tokens ahead and has the model check the guesses "
-                   "all at once.\nDrafted: tokens guessed so far. Accepted: the guesses the model agreed "
-                   "with, which it then did not have to work out one by one. The percentage is how often "
-                   "the guesses were right.",
-    "spec-step": "How many tokens each step of the model wrote on average. Without speculation it is "
-                 "exactly 1; at 2.0 the answer took half as many model steps.",
-    "spec-rate": "How fast this answer is written with speculation, and how that compares with this "
-                 "model's last answer written without it (a different answer, so a rough guide). The "
-                 "answer's text is the same either way: speculation changes only the speed.",
-}
+WIDE = 360  # px: from this width on, a figure stands beside its label
+SPECULATION_KEYS = ("spec-drafts", "spec-step", "spec-rate")
+SPECULATION_TIPS = {key: FIGURES[key].tip for key in SPECULATION_KEYS}
+ANSWER_KEYS = ("ttft", "ttfa", "prefill", "decode", "itl", "tokens", "prompt", "reused", "evaluated", "restored",
+               "images")
 
 
-class RatePlot(QWidget):
-    """Decode tokens/s over the current answer, one point per metrics snapshot."""
+def last_answer_figures(transcript: QAbstractItemModel) -> dict[str, Any]:
+    """The figures stored with the last finished answer of a transcript ({} when none has any)."""
+    for row in range(transcript.rowCount() - 1, -1, -1):
+        index = transcript.index(row, 0)
+        if transcript.data(index, Roles.ROLE) == "assistant" and not transcript.data(index, Roles.STREAMING):
+            figures = transcript.data(index, Roles.FIGURES)
+            if figures:
+                return dict(figures)
+    return {}
 
-    MAX_POINTS = 240
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.points: list[float] = []
-        self.setMinimumHeight(70)
-        self._last: tuple[float, int] | None = None  # (time_ms, completion_tokens) of the last snapshot
-
-    def reset(self) -> None:
-        self.points, self._last = [], None
-        self.update()
-
-    def add_snapshot(self, m: MetricsSnapshot) -> None:
-        t = m.ttft_ms + (m.completion_tokens - 1) / m.decode_tps * 1000 if m.decode_tps else m.ttft_ms
-        if self._last is not None and t > self._last[0] and m.completion_tokens > self._last[1]:
-            self.points.append((m.completion_tokens - self._last[1]) / (t - self._last[0]) * 1000)
-            self.points = self.points[-self.MAX_POINTS :]
-            self.update()
-        self._last = (t, m.completion_tokens)
-
-    def paintEvent(self, _event: object) -> None:
-        p = QPainter(self)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        r = self.rect().adjusted(2, 2, -2, -2)
-        p.setPen(QPen(self.palette().mid().color(), 1))
-        p.drawRect(r)
-        if len(self.points) < 2:
-            p.drawText(r, Qt.AlignmentFlag.AlignCenter, "tokens/s")
-            return
-        top = max(self.points) * 1.1 or 1.0
-        step = r.width() / (len(self.points) - 1)
-        poly = QPolygonF([QPointF(r.left() + i * step, r.bottom() - v / top * r.height())
-                          for i, v in enumerate(self.points)])
-        p.setPen(QPen(QColor("#3b82f6"), 2))
-        p.drawPolyline(poly)
-        p.setPen(self.palette().text().color())
-        corner = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop
-        p.drawText(r.adjusted(4, 2, 0, 0), corner, f"{top / 1.1:.0f} tok/s")
+def stored_snapshot(figures: Mapping[str, Any]) -> MetricsSnapshot:
+    """A snapshot from an answer's stored figures; a value of the wrong type or not finite is left out
+    (the history may have been imported from anywhere)."""
+    fields = MetricsSnapshot.__dataclass_fields__
+    values: dict[str, Any] = {}
+    for key, value in figures.items():
+        default = getattr(MetricsSnapshot, key, None) if key in fields else None
+        if default is None or isinstance(value, bool):
+            continue
+        if isinstance(default, float) and isinstance(value, int | float) and math.isfinite(value):
+            values[key] = float(value)
+        elif isinstance(default, int | str) and type(value) is type(default):
+            values[key] = value
+    return MetricsSnapshot(**values)
 
 
 class EngineSidebar(QWidget):
@@ -88,15 +74,25 @@ class EngineSidebar(QWidget):
         super().__init__()
         self._theme = theme
         self.labels: dict[str, QLabel] = {}
-        lay = QVBoxLayout(self)
+        # The figures scroll in a short window rather than being squeezed or cut off.
+        self.scroller = QScrollArea()
+        self.scroller.setObjectName("sidebar-scroll")
+        self.scroller.setWidgetResizable(True)
+        self.scroller.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroller.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        content = QWidget()
+        self.scroller.setWidget(content)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self.scroller)
+        lay = QVBoxLayout(content)
         lay.setContentsMargins(8, 8, 8, 8)
 
-        model_box = QGroupBox("Model")
-        mf = QFormLayout(model_box)
-        self._add(mf, "model", "Model", "none loaded")
-        self._add(mf, "backend", "Backend", "—")
-        self._add(mf, "format", "Chat format", "—")
-        self.labels["format"].setWordWrap(True)
+        model_box = self._group("model")
+        mf = _form(model_box)
+        self._figure(mf, "model", "none loaded")
+        self._figure(mf, "backend", "—")
+        self._figure(mf, "format", "—")
         self.warning = plain_label()
         self.warning.setObjectName("backend-warning")
         self.warning.setWordWrap(True)
@@ -109,12 +105,12 @@ class EngineSidebar(QWidget):
         mf.addRow(self.load_bar)
         lay.addWidget(model_box)
 
-        prompt_box = QGroupBox("Prompt")
-        pf = QFormLayout(prompt_box)
-        self._add(pf, "prompt", "Length", "—")
-        self._add(pf, "reused", "Reused from cache", "—")
-        self._add(pf, "evaluated", "Evaluated", "—")
-        self._add(pf, "restored", "Disk cache", "—")
+        prompt_box = self._group("prompt")
+        pf = _form(prompt_box)
+        self._figure(pf, "prompt", "—")
+        self._figure(pf, "reused", "—")
+        self._figure(pf, "evaluated", "—")
+        self._figure(pf, "restored", "—")
         self._add(pf, "images", "Images", "—")  # apart from text prefill: the vision encoder's own time
         self.cache_note = plain_label()
         self.cache_note.setObjectName("cache-note")
@@ -123,7 +119,7 @@ class EngineSidebar(QWidget):
         pf.addRow(self.cache_note)
         lay.addWidget(prompt_box)
 
-        kv_box = QGroupBox("KV cache")
+        kv_box = self._group("kv")
         kl = QVBoxLayout(kv_box)
         self.kv_bar = QProgressBar()
         self.kv_bar.setObjectName("kv-bar")
@@ -133,36 +129,28 @@ class EngineSidebar(QWidget):
         kl.addWidget(self.kv_bar)
         self.labels["kv"] = plain_label("—")
         self.labels["kv"].setObjectName("stat-kv")
+        self.labels["kv"].setWordWrap(True)
+        self.labels["kv"].setToolTip(tooltip(FIGURES["kv"].tip))
+        self.kv_bar.setToolTip(tooltip(FIGURES["kv"].tip))
         kl.addWidget(self.labels["kv"])
         lay.addWidget(kv_box)
 
-        speed_box = QGroupBox("Speed")
-        sf = QFormLayout(speed_box)
-        self._add(sf, "ttft", "Time to first token", "—")
-        self._add(sf, "ttfa", "To first answer token", "—")
-        self._add(sf, "prefill", "Prefill", "—")
-        self._add(sf, "decode", "Decode", "—")
-        self._add(sf, "itl", "Inter-token p50 / p95", "—")
-        self._add(sf, "tokens", "Answer", "—")
-        self._add(sf, "tools", "Tool rounds", "—")
-        self.labels["tools"].setWordWrap(True)
+        speed_box = self._group("speed")
+        sf = _form(speed_box)
+        for key in ("ttft", "ttfa", "prefill", "decode", "itl", "tokens", "tools"):
+            self._figure(sf, key, "—")
         self.plot = RatePlot()
+        self.plot.setObjectName("rate-plot")
+        self.plot.setToolTip(tooltip(FIGURES["plot"].tip))
         sf.addRow(self.plot)
         lay.addWidget(speed_box)
 
         # Shown while an answer's drafts run, and kept after it until the next answer.
-        self.speculation_box = QGroupBox("Speculation")
+        self.speculation_box = self._group("speculation")
         self.speculation_box.setObjectName("speculation-box")
-        spf = QFormLayout(self.speculation_box)
-        self._add(spf, "spec-drafts", "Drafted / accepted", "—")
-        self._add(spf, "spec-step", "Tokens per step", "—")
-        self._add(spf, "spec-rate", "Decode", "—")
-        self.labels["spec-rate"].setWordWrap(True)
-        for key, tip in SPECULATION_TIPS.items():
-            self.labels[key].setToolTip(tooltip(tip))
-            title = spf.labelForField(self.labels[key])
-            if title is not None:
-                title.setToolTip(tooltip(tip))
+        spf = _form(self.speculation_box)
+        for key in SPECULATION_KEYS:
+            self._figure(spf, key, "—")
         self.strip = DraftStrip(theme)
         spf.addRow(self.strip)
         self.speculation_box.hide()
@@ -184,12 +172,36 @@ class EngineSidebar(QWidget):
         self.strip.set_theme(effective)
         self.kv_bar.setStyleSheet(kv_bar_style(self.kv_bar.value() / 1000, effective))  # its track too
 
-    def _add(self, form: QFormLayout, key: str, title: str, value: str) -> None:
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        # Narrow (a small window): each figure under its label, the full width for both, not a sliver.
+        policy = (QFormLayout.RowWrapPolicy.DontWrapRows if event.size().width() >= WIDE
+                  else QFormLayout.RowWrapPolicy.WrapAllRows)
+        for form in self.findChildren(QFormLayout):
+            if form.rowWrapPolicy() != policy:
+                form.setRowWrapPolicy(policy)
+        super().resizeEvent(event)
+
+    def _add(self, form: QFormLayout, key: str, title: str, value: str, tip: str = "") -> None:
         label = plain_label(value)
         label.setObjectName(f"stat-{key}")
         label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        form.addRow(plain_label(title), label)
+        label.setWordWrap(True)  # a long figure wraps in a narrow window instead of being cut off
+        title_label = plain_label(title)  # a long one has its own line break (sidebar_words)
+        if tip:
+            label.setToolTip(tooltip(tip))
+            title_label.setToolTip(tooltip(tip))
+        form.addRow(title_label, label)
         self.labels[key] = label
+
+    def _figure(self, form: QFormLayout, key: str, value: str) -> None:
+        """A figure labelled and explained from the words table."""
+        words = FIGURES[key]
+        self._add(form, key, words.label, value, words.tip)
+
+    def _group(self, key: str) -> QGroupBox:
+        box = QGroupBox(GROUPS[key].label)
+        box.setToolTip(tooltip(GROUPS[key].tip))
+        return box
 
     def text(self, key: str) -> str:
         return self.labels[key].text()
@@ -203,7 +215,9 @@ class EngineSidebar(QWidget):
     def set_load_progress(self, p: float) -> None:
         self.load_bar.setValue(int(p * 100))
 
-    def set_model(self, m: LoadedModel | None, error: str = "") -> None:
+    def set_model(self, m: LoadedModel | None, error: str = "", name: str = "") -> None:
+        """The model answering now; `name` as a person reads it (the window names it, from its file and
+        repository: hub/model_names), else its own."""
         self.load_bar.hide()
         self.remote = m is not None and bool(m.remote)
         self._model = "" if m is None else f"{m.remote}|{m.path}|{m.name}"
@@ -214,11 +228,14 @@ class EngineSidebar(QWidget):
             self.warning.setText(error)
             self.warning.setVisible(bool(error))
             return
+        name = name or m.name
         if m.remote:
-            self.labels["model"].setText(f"{m.name} · at {m.remote} · answered in {m.load_ms:.0f} ms")
+            self.labels["model"].setText(f"{name} · at {m.remote} · answered in {m.load_ms:.0f} ms")
+            self.labels["model"].setToolTip(tooltip(f"The model as the server names it: {m.name}"))
             self.set_kv(MetricsSnapshot())
         else:
-            self.labels["model"].setText(f"{m.name} · {m.model_bytes / MIB:.0f} MiB · loaded in {m.load_ms:.0f} ms")
+            self.labels["model"].setText(f"{name} · {m.model_bytes / MIB:.0f} MiB · loaded in {m.load_ms:.0f} ms")
+            self.labels["model"].setToolTip(tooltip(f"Named inside the file (general.name): {m.name}\n{m.path}"))
         self.labels["backend"].setText(m.backend_summary)
         self.labels["format"].setText("the model's own template" if m.format_from_model else m.chat_format_label)
         self.warning.setText(f"⚠ {m.backend_warning}" if m.backend_warning else "")
@@ -227,13 +244,26 @@ class EngineSidebar(QWidget):
     # --- an answer ------------------------------------------------------------------------
     def begin_answer(self) -> None:
         self.plot.reset()
-        for key in ("ttft", "ttfa", "prefill", "decode", "itl", "tokens", "prompt", "reused", "evaluated", "restored",
-                    "images"):
+        for key in ANSWER_KEYS:
             self.labels[key].setText("…")
         self.labels["tools"].setText("—")
         self.cache_note.hide()
         self.strip.reset()
         self.speculation_box.hide()
+
+    def show_answer(self, figures: Mapping[str, Any]) -> None:
+        """The open chat's last answer, from its stored figures; none (a new chat): every figure cleared.
+        The KV fill is left as the engine reports it: it is the cache's now, not the answer's then."""
+        self.plot.reset()
+        for key in ANSWER_KEYS:
+            self.labels[key].setText("—")
+        self.labels["tools"].setText("—")
+        self.cache_note.hide()
+        self.strip.reset()
+        self.speculation_box.hide()
+        self.last = None
+        if figures:
+            self._show(stored_snapshot(figures))
 
     def on_prefill(self, p: PrefillDone) -> None:
         if self.remote and not p.prompt_tokens:  # a remote reports its prompt in `usage`, at the end
@@ -253,6 +283,11 @@ class EngineSidebar(QWidget):
         self.cache_note.setVisible(bool(p.cache_note))
 
     def on_metrics(self, m: MetricsSnapshot) -> None:
+        self._show(m)
+        self.set_kv(m)
+
+    def _show(self, m: MetricsSnapshot) -> None:
+        """An answer's figures, live or stored (the KV fill apart)."""
         self.last = m
         self.labels["ttft"].setText(f"{m.ttft_ms:.0f} ms (prefill {m.prefill_ms:.0f} ms)")
         self.labels["prefill"].setText(f"{m.prefill_tps:.0f} tok/s ({m.prefill_ms:.0f} ms)")
@@ -270,7 +305,6 @@ class EngineSidebar(QWidget):
         self.plot.add_snapshot(m)
         if m.draft_n:
             self._on_drafts(m)
-        self.set_kv(m)
 
     def _on_drafts(self, m: MetricsSnapshot) -> None:
         """The speculation figures of a snapshot whose drafts ran: a few labels and one strip column."""
@@ -323,5 +357,12 @@ class EngineSidebar(QWidget):
         self.kv_bar.setValue(int(frac * 1000))
         self.kv_bar.setStyleSheet(kv_bar_style(frac, self.theme))
         self.labels["kv"].setText(
-            f"{m.kv_used:,} / {m.kv_total:,} cells · {m.kv_bytes / MIB:.1f} / {m.kv_bytes_total / MIB:.0f} MiB"
+            f"{m.kv_used:,} of {m.kv_total:,} slots · {m.kv_bytes / MIB:.1f} of {m.kv_bytes_total / MIB:.0f} MiB"
         )
+
+
+def _form(box: QGroupBox) -> QFormLayout:
+    """A group's form; the sidebar puts each figure under its label when it is narrow (`resizeEvent`)."""
+    form = QFormLayout(box)
+    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+    return form

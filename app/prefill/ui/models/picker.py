@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QComboBox
 
 from prefill.hub.model_names import is_projector, model_display_name
+from prefill.session.loaded import LoadedModel
 from prefill.store.endpoints import SavedEndpoint
 from prefill.ui.shared.plain_text import tooltip
 
@@ -23,6 +24,12 @@ OPEN_FILE = "<open>"
 ADD_REMOTE = "<remote>"
 EDIT_REMOTE = "edit:"  # item data: EDIT_REMOTE + the endpoint's name
 REMOTE = "endpoint:"  # item data: REMOTE + the endpoint's name
+
+
+def loaded_name(m: LoadedModel) -> str:
+    """The loaded model as a person reads it: a remote's model as the server names it, a file by the
+    name read from the file and its repository (the raw general.name is for a tooltip)."""
+    return m.name if m.remote else model_display_name(m.path, m.name)
 
 
 class ModelPicker(QObject):

@@ -1,0 +1,76 @@
+"""The sidebar's words: each figure's label in plain words, and on hover what it is in the engine's terms.
+
+One table serves the labels and their tooltips, so a figure's name and its explanation change together.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from prefill.ui.chat.finish_words import REASONS
+
+
+class Words(NamedTuple):
+    label: str  # what a person reads beside the figure
+    tip: str  # on hover: the engine's word for it, and what it means
+
+
+GROUPS: dict[str, Words] = {
+    "model": Words("Model", "The model answering, and where it runs."),
+    "prompt": Words("What the model read", "The prompt: this chat as the model reads it (system prompt and every "
+                    "message, in the model's chat format), counted in tokens.\nA token is a piece of a word: "
+                    "about ¾ of an English word on average."),
+    "kv": Words("Memory for this chat", "The KV cache: for every token of the chat the model keeps the keys and "
+                "values its attention layers worked out, so earlier text is not worked out again for each new "
+                "word. Each token takes one slot (a KV cell); the context size is how many slots there are."),
+    "speed": Words("Speed", "How long you waited and how fast the answer was written."),
+    "speculation": Words("Guessing ahead", "Speculative decoding: a few tokens are guessed ahead and the model "
+                         "checks the guesses all at once."),
+}
+
+FIGURES: dict[str, Words] = {
+    "model": Words("Name", "The name read from the model's file and repository; hover the name itself for the "
+                   "name written inside the file (its general.name) and where the file is."),
+    "backend": Words("Runs on", "Where llama.cpp runs the model's layers: on the CPU, or offloaded to a GPU."),
+    "format": Words("Chat format", "How the chat is written out for the model: its own chat template (from the "
+                    "GGUF file), a built-in format llama.cpp knows, or plain text for a base model."),
+    "prompt": Words("Chat length", "The prompt's length in tokens: everything the model reads before it answers."),
+    "reused": Words("Remembered", "Prompt tokens still in the KV cache from the last answer (prefix reuse): the "
+                    "model did not have to read them again."),
+    "evaluated": Words("Read now", "Prompt tokens the model read for this answer (evaluated in the prefill): "
+                       "your new message, and whatever could not be reused."),
+    "restored": Words("Saved memory", "This chat's KV cache, saved to disk when you left the chat and loaded "
+                      "back now, instead of reading the whole chat again."),
+    "kv": Words("", "Slots used of the context size, and the memory they take.\nA KV cell holds what the model "
+                "keeps of one token. When every slot is full, the oldest messages are dropped or the answer "
+                "stops, as the overflow setting says."),
+    "ttft": Words("Wait for the first word", "Time to first token (TTFT): from sending to the first token of the "
+                  "reply. Most of it is the prefill (reading your message), shown in brackets."),
+    "ttfa": Words("Wait for the answer", "Time to the first token of the answer proper, after the model's "
+                  "thinking (for models that reason first)."),
+    "prefill": Words("Reading your message", "Prefill: the model reads the prompt's new tokens many at a time, in "
+                     "batches, so reading is much faster per token than writing. Tokens per second, and how long "
+                     "it took."),
+    "decode": Words("Writing speed", "Decode: the model writes one token at a time, each one a full pass through "
+                    "the model. Tokens per second (tok/s) over this answer."),
+    "itl": Words("Pause between words\n(typical / worst 5%)", "Inter-token latency: the time between two tokens "
+                 "of the answer.\nTypical is the median (p50): half the pauses were shorter.\nWorst 5% is the "
+                 "95th percentile (p95): only one pause in twenty was longer. A p95 far above the p50 feels "
+                 "like stutter."),
+    "tokens": Words("Answer", "Tokens written (thinking included), and why the answer ended:\n" + "\n".join(
+        f"{words}: {reason}" for reason, words in REASONS.items())),
+    "tools": Words("Tool rounds", "Where a turn with tool calls spent its time: the model, the tools, waiting "
+                   "for you to allow a call, and Prefill between rounds."),
+    "plot": Words("", "Writing speed while the answer was written, in tokens per second, against the seconds "
+                  "since you sent the message (a new point four times a second). The line starts at the first "
+                  "token; before it the model was reading your message."),
+    "spec-drafts": Words("Guessed / accepted", "Speculative decoding guesses a few tokens ahead and has the model "
+                         "check the guesses all at once.\nDrafted: tokens guessed so far. Accepted: the guesses "
+                         "the model agreed with, which it then did not have to work out one by one. The "
+                         "percentage is how often the guesses were right."),
+    "spec-step": Words("Tokens per step", "How many tokens each step of the model wrote on average. Without "
+                       "speculation it is exactly 1; at 2.0 the answer took half as many model steps."),
+    "spec-rate": Words("Writing speed", "How fast this answer is written with speculation, and how that compares "
+                       "with this model's last answer written without it (a different answer, so a rough guide). "
+                       "The answer's text is the same either way: speculation changes only the speed."),
+}
