@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from prefill.commands.errors import CliError
+from prefill.engine.drafts.rules import SPECULATIVE_MODES
 from prefill.engine.errors import InvalidSetting
-from prefill.engine.local.speculative import SPECULATIVE_MODES
 from prefill.engine.setting_fields import Section, choices, hints
 from prefill.engine.settings import GpuLayers, LoadSettings, OverflowSettings, SamplingSettings
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from prefill.engine.drafts.ngram_draft import DraftLength, NgramIndex
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.local.chat_engine import ChatEngine
-from prefill.engine.local.ngram_draft import DraftLength, NgramIndex
 from prefill.engine.message import Message
 from prefill.engine.request import ChatRequest
 from prefill.engine.settings import LoadSettings, SamplingSettings

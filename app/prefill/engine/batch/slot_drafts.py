@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from prefill.engine.batch.request import BatchRequest
 from prefill.engine.batch.runtime import BatchRuntime
-from prefill.engine.local.ngram_draft import DraftLength, NgramIndex
-from prefill.engine.local.speculative import NEAR_TIE, why_not
+from prefill.engine.drafts.ngram_draft import DraftLength, NgramIndex
+from prefill.engine.drafts.rules import NEAR_TIE, why_not
 from prefill.engine.settings import ServeSampling
 
 SLOT_SPECULATIVE_MODES = ("off", "ngram")  # a draft model is the chat engine's only

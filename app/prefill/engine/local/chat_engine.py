@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prefill.engine.chat_backend import Event, one_at_a_time
+from prefill.engine.drafts import rules
+from prefill.engine.drafts.ngram_draft import DRAFT_MAX, DraftLength, NgramIndex
 from prefill.engine.errors import EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.engine.gguf.guard import read_model_header
@@ -28,7 +30,6 @@ from prefill.engine.llama.runtime import LlamaRuntime
 from prefill.engine.local import kv_resume, speculative
 from prefill.engine.local.draft_model import DraftModel
 from prefill.engine.local.kv_disk import KvDiskCache, SaveResult
-from prefill.engine.local.ngram_draft import DRAFT_MAX, DraftLength, NgramIndex
 from prefill.engine.message import ImagePart, Message, images_of
 from prefill.engine.metrics import RequestClock
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
@@ -406,7 +407,7 @@ class ChatEngine:
         if mode == "draft" and self.draft_model is None:
             note = "no draft model is loaded: speculative decoding is off"
         elif mode in ("ngram", "draft"):
-            note = speculative.why_not(self.runtime, sampling, constraint)
+            note = rules.why_not(self.runtime, sampling, constraint)
             if not note and self.projector is not None and any(is_image_token(t) for t in self._tokens):
                 note = "an image is in the chat: speculative decoding is off (its tokens are no words to draft)"
         self.speculation_note = note
