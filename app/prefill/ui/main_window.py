@@ -333,6 +333,7 @@ class MainWindow(QMainWindow):
 
     def _on_worker_load_failed(self, reason: str) -> None:
         self.sidebar.set_model(None, reason)
+        self.setWindowTitle("Prefill")
         self.cancel_load_action.setVisible(False)
         if self._loading_remote:  # the reason is worded with its next step already
             self.load_state.setText("  endpoint failed to connect")

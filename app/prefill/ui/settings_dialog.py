@@ -85,7 +85,7 @@ class SettingsDialog(QDialog):
                 if key == "model.overflow_policy":
                     form.addRow(_heading("For every model"))
                 editor = self._editor(key)
-                form.addRow(plain_label("" if isinstance(editor.widget, QCheckBox) else editor.label), editor.row)
+                editor.place(form, plain_label("" if isinstance(editor.widget, QCheckBox) else editor.label))
             if title == "Model":  # what the saved chat caches hold now, and a way to drop them
                 self.cache_use = plain_label()
                 clear = QPushButton("Clear")
@@ -109,6 +109,7 @@ class SettingsDialog(QDialog):
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         lay = QVBoxLayout(self)
+        lay.setSizeConstraint(QVBoxLayout.SizeConstraint.SetMinimumSize)  # grows when a fault is explained
         lay.addWidget(tabs)
         lay.addWidget(self.problem)
         lay.addWidget(self.buttons)

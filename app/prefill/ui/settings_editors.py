@@ -17,12 +17,12 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
+    QFormLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
     QSpinBox,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -78,7 +78,7 @@ def range_text(meta: dict[str, Any], is_int: bool) -> str:
 
 class FieldEditor:
     """One setting's editor: `widget` is the editor itself, `row` what goes in the form (the editor,
-    its range and notes, and below it the fault of its value when it has one); `input` is what a
+    its range and notes), `fault` what is wrong with its value (a row below it, `place`); `input` is what a
     person edits (for "a choice or a number", `input` is the combo and `spin` the number). `value()`
     gives the stored value back exactly while untouched (a spin box rounds to its decimals)."""
 
@@ -99,15 +99,10 @@ class FieldEditor:
         self.side.setVisible(bool(note))
         self.fault = plain_label()
         self.fault.setObjectName("setting-fault")
-        self.fault.setWordWrap(True)
         self.fault.setStyleSheet("color: #b91c1c;")
         self.fault.hide()
-        self.row = QWidget()
-        column = QVBoxLayout(self.row)
-        column.setContentsMargins(0, 0, 0, 0)
-        column.setSpacing(2)
-        column.addWidget(side_by_side(self.widget, self.side))
-        column.addWidget(self.fault)
+        self.row = side_by_side(self.widget, self.side)
+        self.form: QFormLayout | None = None  # where `fault` has a row of its own (`place`)
 
     def value(self) -> Any:
         now = self._read()
@@ -117,9 +112,20 @@ class FieldEditor:
         """Show `value` (a stored value: a choice's raw word, a number)."""
         self._write(value)
 
+    def place(self, form: QFormLayout, label: QWidget) -> None:
+        """Add this editor to `form`: its label and row, and under them its fault (a row shown only when
+        there is one)."""
+        form.addRow(label, self.row)
+        form.addRow(self.fault)
+        form.setRowVisible(self.fault, False)
+        self.form = form
+
     def show_fault(self, text: str) -> None:
         self.fault.setText(text)
-        self.fault.setVisible(bool(text))
+        if self.form is not None:
+            self.form.setRowVisible(self.fault, bool(text))
+        else:
+            self.fault.setVisible(bool(text))
 
     def _build(self, hint: Any, value: Any, on_change: Callable[[], None]) -> QWidget:
         words = choices(hint)
