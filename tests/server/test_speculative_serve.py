@@ -1,5 +1,7 @@
-"""`prefill serve --speculative ngram`: llama.cpp's `timings.draft_n` / `draft_n_accepted` in replies
-(whole and the last streamed chunk), each slot's acceptance in /slots, and the flag itself."""
+"""`prefill serve --speculative ngram|PATH.gguf`: llama.cpp's `timings.draft_n` / `draft_n_accepted` in
+replies (whole and the last streamed chunk), each slot's acceptance in /slots, the flag itself, a
+draft model (and the one line that refuses an incompatible one), and answers that speculation must
+not change: a stop string, a tools request."""
 
 from __future__ import annotations
 
@@ -78,7 +80,79 @@ def test_without_flash_attention_it_says_why_speculation_is_off(tiny_model: Path
     assert "--speculative ngram is off" in err and "flash attention" in err
 
 
-def test_an_unknown_mode_is_a_one_line_error(tiny_model: Path) -> None:
+@pytest.mark.parametrize("value", ["draft.gguf", "ngarm"])
+def test_an_unknown_mode_or_a_missing_draft_is_a_one_line_error(tiny_model: Path, value: str) -> None:
     out = subprocess.run([sys.executable, "-m", "prefill", "serve", "--model", str(tiny_model),
-                          "--speculative", "draft.gguf"], capture_output=True, text=True, timeout=60, check=False)
+                          "--speculative", value], capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode != 0 and "--speculative" in out.stderr and len(out.stderr.splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def plain(smollm2: Path) -> Iterator[Served]:
+    s = start_server(smollm2, "--ctx", "1024", "--parallel", "2", "--flash-attn")
+    yield s
+    stop_server(s)
+
+
+def test_a_draft_model_path_drafts_the_same_text(smollm2: Path, plain: Served) -> None:
+    s = start_server(smollm2, "--ctx", "1024", "--parallel", "2", "--flash-attn", "--speculative", str(smollm2))
+    try:
+        drafted = chat(s, **GREEDY)
+        snap = s.slots()
+    finally:
+        err = stop_server(s)
+    t = drafted["timings"]
+    assert isinstance(t, dict) and t["draft_n"] > 0 and t["draft_n_accepted"] > 0.9 * t["draft_n"]
+    assert content(drafted) == content(chat(plain, **GREEDY))
+    assert snap["speculative"] == "draft" and snap["draft_n_accepted"] > 0
+    assert f"draft model: {smollm2.name}" in err
+
+
+def test_an_incompatible_draft_is_refused_in_one_line_and_the_server_runs(smollm2: Path, tmp_path: Path) -> None:
+    from tests.engine.vocab_models import vocab_dir, write_scripted
+
+    other = write_scripted(tmp_path / "qwen-draft.gguf", vocab_dir() / "ggml-vocab-qwen2.gguf", [100, 101, 102])
+    s = start_server(smollm2, "--ctx", "512", "--parallel", "1", "--flash-attn", "--speculative", str(other))
+    try:
+        assert s.slots()["speculative"] == "off"
+        reply = chat(s, temperature=0, max_tokens=8)
+        assert "draft_n" not in reply["timings"]  # type: ignore[operator]
+    finally:
+        err = stop_server(s)
+    refusals = [ln for ln in err.splitlines() if "qwen-draft.gguf" in ln]
+    assert len(refusals) == 1 and "is off: qwen-draft.gguf cannot draft for this model" in refusals[0]
+    assert "same tokenizer" in refusals[0]
+
+
+def content(reply: dict[str, object]) -> str:
+    choices = reply["choices"]
+    assert isinstance(choices, list)
+    return str(choices[0]["message"]["content"])
+
+
+def test_a_stop_string_gives_the_plain_answer(served: Served, plain: Served) -> None:
+    words = content(chat(plain, **GREEDY)).split()
+    assert len(words) > 8
+    body = {**GREEDY, "stop": [words[6]]}
+    a, b = chat(plain, **body), chat(served, **body)
+    assert content(b) == content(a) and words[6] not in content(b)
+    assert b["choices"][0]["finish_reason"] == a["choices"][0]["finish_reason"] == "stop"  # type: ignore[index]
+    assert b["timings"]["draft_n_accepted"] > 0  # type: ignore[index]
+
+
+def test_a_tools_request_gives_the_plain_answer(caller_server: Served, tmp_path: Path) -> None:
+    from tests.engine.vocab_models import write_caller
+    from tests.server.test_tool_calls_api import ASK, WEATHER
+
+    fast = start_server(write_caller(tmp_path / "caller.gguf"), "--parallel", "1", "--ctx", "512", "--flash-attn",
+                        "--speculative", "ngram")
+    try:
+        replies = [s.client().chat.completions.create(model=s.model_id, messages=ASK, tools=[WEATHER],
+                                                      temperature=0) for s in (caller_server, fast)]
+    finally:
+        stop_server(fast)
+    a, b = (r.choices[0] for r in replies)
+    assert b.finish_reason == a.finish_reason == "tool_calls"
+    assert [c.function.model_dump() for c in b.message.tool_calls] == [
+        c.function.model_dump() for c in a.message.tool_calls]
+    assert b.message.content == a.message.content

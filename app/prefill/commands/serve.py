@@ -9,7 +9,7 @@ from pathlib import Path
 
 from prefill.commands.errors import CliError
 from prefill.commands.options import add_model_options, load_settings, model_path
-from prefill.engine.batch.slot_drafts import SLOT_SPECULATIVE_MODES
+from prefill.engine.batch.slot_drafts import draft_model_path
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,9 +39,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "model; 'none': no images)")
     p.add_argument("--allow-remote-images", action="store_true",
                    help="fetch image_url parts' http(s) URLs (default: only base64 data: URLs are read)")
-    p.add_argument("--speculative", choices=SLOT_SPECULATIVE_MODES, default="off",
-                   help="ngram: greedy requests (temperature 0, no penalties, no grammar) check drafts taken "
-                        "from their own prompt and answer, several tokens a step (default off)")
+    p.add_argument("--speculative", metavar="off|ngram|PATH.gguf", default="off",
+                   help="greedy requests (temperature 0, no penalties, no grammar) check several drafted tokens "
+                        "a step: ngram takes drafts from their own prompt and answer, PATH.gguf from a small "
+                        "draft model with the model's vocabulary (default off)")
     p.set_defaults(handler=run)
 
 
@@ -59,14 +60,17 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--port must be between 0 and 65535")
     try:
         check_exposure(args.host, args.api_key)  # before the model loads: fail fast
-    except ExposureError as e:
+        draft = draft_model_path(args.speculative)
+    except (ExposureError, ValueError) as e:
         raise CliError(str(e)) from None
+    if draft is not None and not draft.is_file():
+        raise CliError(f"--speculative {args.speculative}: no such draft model file")
     options = ServeOptions(
         model=model_path(args), settings=load_settings(args), host=args.host, port=args.port,
         parallel=args.parallel, api_key=args.api_key, cors_origins=tuple(args.cors_origin),
         allowed_hosts=tuple(args.allowed_host), max_queued=max(0, args.max_queue),
         mmproj=projector_path(args), allow_remote_images=args.allow_remote_images,
-        model_id=args.alias, speculative=args.speculative,
+        model_id=args.alias, speculative=str(draft) if draft is not None else args.speculative,
     )
 
     def ready(url: str, scheduler: object) -> None:
@@ -76,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
         note = getattr(scheduler, "speculation_note", "")
         if note:
             print(f"prefill: --speculative {args.speculative} is off: {note}", file=sys.stderr, flush=True)
+        elif draft is not None:
+            print(f"prefill: draft model: {draft.name}: greedy requests check its drafts", file=sys.stderr,
+                  flush=True)
 
     serve(options, ready)
     return 0

@@ -15,8 +15,10 @@ from pathlib import Path
 
 from prefill.engine.batch.runtime import load_batch_model
 from prefill.engine.batch.scheduler import BatchScheduler
-from prefill.engine.batch.slot_drafts import check_mode
+from prefill.engine.batch.slot_draft_model import SlotDraftModel
+from prefill.engine.batch.slot_drafts import SLOT_DRAFT_MAX, draft_model_path
 from prefill.engine.batch.snapshot import BatchSnapshot
+from prefill.engine.errors import DraftModelError
 from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.settings import LoadSettings
 from prefill.engine.vision.projector import Projector
@@ -47,7 +49,10 @@ class ServeOptions:
     write_deadline_s: float = WRITE_DEADLINE_S  # a stream's client that takes nothing this long is dropped
     mmproj: Path | None = None  # the projector that lets the model read images (engine/vision)
     allow_remote_images: bool = False  # fetch image_url parts' http(s) URLs (off: base64 data: URLs only)
-    speculative: str = "off"  # "ngram": greedy requests verify drafts from their own text (slot_drafts.py)
+    # "ngram": greedy requests verify drafts from their own text (slot_drafts.py); a .gguf path: from
+    # that draft model (slot_draft_model.py), refused in `BatchScheduler.speculation_note` if unfit
+    speculative: str = "off"
+    draft_max: int = SLOT_DRAFT_MAX  # the longest draft a step checks
 
 
 class ExposureError(ValueError):
@@ -113,7 +118,8 @@ class RunningServer:
         Raises:
             ExposureError: a non-loopback host without a key.
             ModelLoadError: the model could not be loaded.
-            ValueError: an unknown `speculative` mode.
+            ValueError: an unknown `speculative` mode (a refused draft model is not an error: the server
+                runs without speculation, and `scheduler.speculation_note` says why).
             OSError: the address could not be bound.
         """
         check_exposure(options.host, options.api_key)
@@ -121,9 +127,7 @@ class RunningServer:
         # and the event loop. Each time the decoder comes back it may wait a whole switch interval
         # (5 ms by default, longer than a small model's step) for the loop to let go.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        check_mode(options.speculative)  # before the model loads
-        scheduler = BatchScheduler(load_batch_model(options.model, options.settings, options.parallel), on_snapshot,
-                                   options.max_queued, options.speculative)
+        scheduler = open_scheduler(options, on_snapshot)
         try:
             if options.mmproj is not None:
                 scheduler.projector = Projector(options.mmproj, scheduler.runtime)
@@ -153,6 +157,29 @@ class RunningServer:
         self._server.should_exit = True
         if self._thread is not None:
             self._thread.join()
+
+
+def open_scheduler(options: ServeOptions, on_snapshot: Callable[[BatchSnapshot], None] | None = None,
+                   ) -> BatchScheduler:
+    """Load the model for the slots, and the draft model `options.speculative` names, if any: one that
+    cannot draft for the model leaves the slots without speculation, with the reason in the
+    scheduler's `speculation_note`."""
+    draft_path = draft_model_path(options.speculative)  # before the model loads: a wrong value fails fast
+    model = load_batch_model(options.model, options.settings, options.parallel)
+    draft, refused = None, ""
+    if draft_path is not None:
+        try:
+            draft = SlotDraftModel.load(draft_path, model.runtime)
+        except DraftModelError as e:
+            refused = str(e)
+        except BaseException:
+            model.runtime.close()
+            raise
+    mode = "draft" if draft is not None else "off" if refused else options.speculative
+    scheduler = BatchScheduler(model, on_snapshot, options.max_queued, mode, draft, options.draft_max)
+    if refused:
+        scheduler.speculation_note = refused
+    return scheduler
 
 
 def serve(options: ServeOptions, ready: Callable[[str, BatchScheduler], None] | None = None) -> None:

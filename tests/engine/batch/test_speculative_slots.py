@@ -16,7 +16,7 @@ from prefill.engine.batch import slot_drafts
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.runtime import load_batch_model
 from prefill.engine.batch.scheduler import BatchScheduler
-from prefill.engine.batch.slot_drafts import SlotDrafts, check_mode
+from prefill.engine.batch.slot_drafts import NgramSlots, SlotDrafts, check_mode, draft_model_path
 from prefill.engine.events import Finished, Token
 from prefill.engine.message import Message
 from prefill.engine.prompt.model_chat import ModelChat
@@ -235,20 +235,30 @@ def test_without_flash_attention_the_server_says_why_it_does_not_speculate(tiny_
         s.close()
 
 
-def test_only_off_and_ngram_are_slot_modes() -> None:
-    assert check_mode("ngram") == "ngram"
+def test_slot_modes_and_draft_model_values() -> None:
+    assert check_mode("ngram") == "ngram" and check_mode("draft") == "draft"
     with pytest.raises(ValueError, match="ngram"):
         check_mode("draft.gguf")
+    assert draft_model_path("off") is None and draft_model_path("ngram") is None
+    assert draft_model_path("models/small.GGUF") == Path("models/small.GGUF")
+    with pytest.raises(ValueError, match="gguf"):
+        draft_model_path("ngarm")  # a mistyped mode is not taken for a file
 
 
 def test_drafts_back_off_and_follow_the_answer() -> None:
-    d = SlotDrafts([1, 2, 3, 9, 1, 2])
-    assert d.propose(8) == [3, 9, 1, 2]  # what followed "1 2" before
-    assert d.propose(0) == []
+    source = NgramSlots()
+    d = SlotDrafts(source.history([1, 2, 3, 9, 1, 2]))
+
+    def propose(limit: int) -> list[int]:
+        want = d.want(limit)
+        return source.draft_all([(0, d.history, want)])[0] if want else []
+
+    assert propose(8) == [3, 9, 1, 2]  # what followed "1 2" before
+    assert propose(0) == []
     d.checked(4, 0)  # rejected at the first token: the next lookup is skipped
-    assert d.propose(8) == []
+    assert propose(8) == []
     d.taken(3)
     d.plain_next = True
-    assert d.propose(8) == []  # after a near tie, one plain step
-    assert d.propose(8) == [9, 1]  # the length halved after the miss
+    assert propose(8) == []  # after a near tie, one plain step
+    assert propose(8) == [9, 1]  # the length halved after the miss
     assert (d.drafted, d.accepted) == (4, 0)

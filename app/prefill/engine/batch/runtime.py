@@ -111,6 +111,13 @@ class BatchRuntime(LlamaRuntime):
         runner_up = max(float(row[:best].max(initial=-np.inf)), float(row[best + 1 :].max(initial=-np.inf)))
         return best, float(row[best]) - runner_up
 
+    def top_prob_at(self, index: int) -> tuple[int, float]:
+        """The likeliest token after batch entry `index` and its probability (softmax of the raw
+        logits): a draft model's guess and how sure it is of it."""
+        row = np.ctypeslib.as_array(_logits_holding_gil(self.ctx, index), shape=(self.n_vocab,))
+        best = int(row.argmax())
+        return best, 1.0 / float(np.exp(row - row[best]).sum())
+
 
 class TokenBatch:
     """A `llama_batch` of up to `capacity` tokens, one sequence id each, over Python-owned arrays."""

@@ -7,9 +7,10 @@ its own request's sampler chain. A request waits in a FIFO queue while all slots
 are busy. A new request goes to the idle slot whose cached tokens share the longest
 prefix with its prompt, and only what follows that prefix is evaluated.
 
-With `speculative="ngram"`, a slot whose request samples greedily follows its token with an n-gram
-draft in the same batch and keeps the part the model agrees with (slot_drafts.py); every token it
-keeps still goes through `_accept`, one by one, so a rejected draft never reaches a client.
+With `speculative="ngram"` (or "draft", with a draft model), a slot whose request samples greedily
+follows its token with a draft in the same batch and keeps the part the model agrees with
+(slot_drafts.py); every token it keeps still goes through `_accept`, one by one, so a rejected draft
+never reaches a client.
 """
 
 from __future__ import annotations
@@ -24,8 +25,18 @@ from dataclasses import dataclass, field, replace
 
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.runtime import LoadedBatchModel, TokenBatch
-from prefill.engine.batch.slot_drafts import SlotDrafts, check_mode, runtime_why_not, slot_why_not, verify
+from prefill.engine.batch.slot_draft_model import SlotDraftModel
+from prefill.engine.batch.slot_drafts import (
+    NgramSlots,
+    SlotDrafts,
+    SlotDraftSource,
+    check_mode,
+    runtime_why_not,
+    slot_why_not,
+    verify,
+)
 from prefill.engine.batch.snapshot import BatchSnapshot, RateMeter, SlotSnapshot, recent_rate
+from prefill.engine.drafts.ngram_draft import DRAFT_MAX
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
@@ -93,18 +104,28 @@ class BatchScheduler:
     step are with their sinks: just before the next `llama_decode` (with False) and when the
     scheduler falls idle or stops (True). A server hands its streams over there, while
     llama.cpp works without the GIL; it must not block.
-    `speculative` is "off" or "ngram" (drafts from the text itself for greedy requests);
-    `speculation_note` says why "ngram" cannot run on this model at all ("" when it can).
+    `speculative` is "off", "ngram" (drafts from the text itself for greedy requests) or "draft"
+    (from `draft_model`, which the scheduler then owns and closes); `draft_max` bounds a draft;
+    `speculation_note` says why the slots cannot speculate on this model at all ("" when they can).
     """
 
     def __init__(self, model: LoadedBatchModel, on_snapshot: Callable[[BatchSnapshot], None] | None = None,
-                 max_queued: int = 0, speculative: str = "off"):
+                 max_queued: int = 0, speculative: str = "off", draft_model: SlotDraftModel | None = None,
+                 draft_max: int = DRAFT_MAX):
         self.model = model
         self.speculative = check_mode(speculative)
+        if (speculative == "draft") != (draft_model is not None):
+            raise ValueError('a draft model goes with speculative="draft", and only with it')
         self.speculation_note = runtime_why_not(model.runtime) if speculative != "off" else ""
         if self.speculation_note:
             log.info("speculative decoding (%s) is off: %s", speculative, self.speculation_note)
         self._speculate = speculative != "off" and not self.speculation_note
+        self.draft_max = draft_max
+        self.draft_model = draft_model if self._speculate else None
+        if draft_model is not None and self.draft_model is None:
+            draft_model.close()  # it could never draft here: its memory goes back at once
+        self._source: SlotDraftSource | None = (
+            (self.draft_model or NgramSlots()) if self._speculate else None)
         self.max_queued = max_queued or QUEUED_PER_SLOT * model.runtime.n_seq  # waiting, beyond the slots
         self.runtime = rt = model.runtime
         self.n_ctx_seq = rt.n_ctx_seq
@@ -168,6 +189,8 @@ class BatchScheduler:
             self._cv.notify()
         self._thread.join()
         self.runtime.close()
+        if self._source is not None:
+            self._source.close()
 
     def _wake(self) -> None:  # a handle was cancelled
         with self._cv:
@@ -268,8 +291,10 @@ class BatchScheduler:
         s = handle.request.sampling
         answer = AnswerDecoder(self.runtime, s, s.stop, handle.request.constraint)
         job = _Job(slot, handle, list(prompt[keep:]), keep, answer)
-        if self._speculate and not slot_why_not(self.runtime, handle.request) and not any(map(is_image_token, prompt)):
-            job.drafts = SlotDrafts(prompt)
+        source = self._source
+        if source is not None and not slot_why_not(self.runtime, handle.request) and not any(
+                map(is_image_token, prompt)):
+            job.drafts = SlotDrafts(source.history(prompt), self.draft_max)
         handle.clock.t_prefill_start = time.perf_counter()
         slot.job = job
         self._active = sorted((*self._active, job), key=lambda j: j.slot.index)
@@ -293,8 +318,8 @@ class BatchScheduler:
                 done = j.fed + len(chunk) == len(j.pending)
                 j.index = batch.add(chunk, len(j.slot.tokens), j.slot.index, done)
                 chunks.append((j, chunk, done))
-        if self._speculate:
-            self._add_drafts(decoding)
+        if self._source is not None:
+            self._add_drafts(decoding, self._source)
         if batch.n == 0:
             return
         self._events_out(idle=False)
@@ -326,16 +351,24 @@ class BatchScheduler:
                 self._accept(j, sample_at(j.sampler, j.index), now)
         self._rate.add(now, self._emitted - emitted)
 
-    def _add_drafts(self, decoding: list[_Job]) -> None:
-        batch = self._batch
+    def _add_drafts(self, decoding: list[_Job], source: SlotDraftSource) -> None:
+        """Ask `source` once for every greedy slot's draft, each within the room its slot is given."""
+        batch, room, asks = self._batch, self._batch.room, []
         for j in decoding:
-            if j.drafts is None or batch.room == 0:
+            if j.drafts is None:
                 continue
             pos = len(j.slot.tokens) + 1  # the first drafted token's
-            j.draft = j.drafts.propose(min(batch.room, self.n_ctx_seq - pos, j.max_tokens - j.n_gen))
-            if j.draft:
-                j.draft_at = batch.n
-                batch.add_all(j.draft, pos, j.slot.index)
+            want = j.drafts.want(min(room, self.n_ctx_seq - pos, j.max_tokens - j.n_gen))
+            if want > 0:
+                asks.append((j, want))
+                room -= want
+        if not asks:
+            return
+        drafts = source.draft_all([(j.slot.index, j.drafts.history, want) for j, want in asks if j.drafts])
+        for (j, _), draft in zip(asks, drafts, strict=True):
+            if draft:
+                j.draft, j.draft_at = draft, batch.n
+                batch.add_all(draft, len(j.slot.tokens) + 1, j.slot.index)
 
     def _take_draft(self, j: _Job, now: float) -> None:
         """Keep what the model agreed with of `j`'s draft (decoded after `j.last`), drop the rest

@@ -1,30 +1,37 @@
-"""Speculative decoding in the server's slots, with drafts taken from the text itself.
+"""Speculative decoding in the server's slots: drafts checked in the shared batch.
 
-A slot whose request samples greedily puts its n-gram draft (`NgramIndex`: what followed the last
-occurrence of its latest n-gram in its prompt or answer) right after its next token, in the same
-batch as every other slot's token, with the logits of every drafted position kept. After the one
+A slot whose request samples greedily puts a draft right after its next token, in the same batch as
+every other slot's token, with the logits of every drafted position kept. After the one
 `llama_decode`, `verify` takes the draft up to the first position whose argmax differs from it, and
 that argmax is the slot's next token; the rejected cells leave that slot's sequence only.
 
-The rules are the chat engine's (`engine/local/speculative.py`, imported rather than restated):
-greedy sampling with neutral penalties, flash attention (without it a batched decode's logits
-differ from a one-token decode's on the CPU), no grammar, a cache that can drop a tail. As there, a
-row whose two likeliest tokens are nearly tied (NEAR_TIE) is not trusted to the batch: its input
-is dropped from the cache and decoded again the plain way in the next step.
+Drafts come from one `SlotDraftSource`, asked once a step for every drafting slot: `NgramSlots`
+(what followed the last occurrence of a slot's latest n-gram in its prompt or answer) or
+`SlotDraftModel` (slot_draft_model.py: a small model with the same vocabulary, one sequence per
+slot). Everything else (the adaptive length, the counts, the check) is the same for both.
+
+The rules are the chat engine's (`engine/drafts/rules.py`): greedy sampling with neutral penalties,
+flash attention (without it a batched decode's logits differ from a one-token decode's on the CPU),
+no grammar, a cache that can drop a tail. As there, a row whose two likeliest tokens are nearly
+tied (NEAR_TIE) is not trusted to the batch: its input is dropped from the cache and decoded again
+the plain way in the next step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 from prefill.engine.batch.request import BatchRequest
 from prefill.engine.batch.runtime import BatchRuntime
-from prefill.engine.drafts.ngram_draft import DraftLength, NgramIndex
+from prefill.engine.drafts.ngram_draft import DRAFT_MAX, DraftLength, NgramIndex
 from prefill.engine.drafts.rules import NEAR_TIE, why_not
 from prefill.engine.settings import ServeSampling
 
-SLOT_SPECULATIVE_MODES = ("off", "ngram")  # a draft model is the chat engine's only
+SLOT_SPECULATIVE_MODES = ("off", "ngram", "draft")  # "draft": a draft model (SlotDraftModel)
+SLOT_DRAFT_MAX = DRAFT_MAX  # the longest draft a slot checks in a step, unless the server says otherwise
 _PLAIN_GREEDY = ServeSampling(temperature=0.0, repeat_penalty=1.0)
 
 
@@ -34,6 +41,51 @@ def check_mode(mode: str) -> str:
         raise ValueError(f"speculative decoding in the server's slots is one of {', '.join(SLOT_SPECULATIVE_MODES)}, "
                          f"not {mode!r}")
     return mode
+
+
+def draft_model_path(speculative: str) -> Path | None:
+    """The draft model a server's `--speculative` value names (None for "off" and "ngram").
+
+    Raises:
+        ValueError: neither a mode nor a .gguf file's name (a mistyped mode must not become a path).
+    """
+    if speculative in ("off", "ngram"):
+        return None
+    if not speculative.lower().endswith(".gguf"):
+        raise ValueError(f"--speculative is off, ngram or a draft model's .gguf file, not {speculative!r}")
+    return Path(speculative).expanduser()
+
+
+class History(Protocol):
+    """A request's text so far (prompt, then each token taken), as its draft source keeps it."""
+
+    def append(self, token: int) -> None: ...
+
+
+class SlotDraftSource(Protocol):
+    """Where the server's greedy slots get their drafts; used by the scheduler thread only."""
+
+    def history(self, prompt: Sequence[int]) -> History:
+        """A new request's text, to be told each token the answer takes."""
+
+    def draft_all(self, asks: Sequence[tuple[int, History, int]]) -> list[list[int]]:
+        """For each (slot, its history, limit): up to `limit` tokens that may follow its text."""
+
+    def close(self) -> None:
+        """Free what the source holds."""
+
+
+class NgramSlots:
+    """Drafts from each request's own text: an `NgramIndex` per request."""
+
+    def history(self, prompt: Sequence[int]) -> History:
+        return NgramIndex(prompt)
+
+    def draft_all(self, asks: Sequence[tuple[int, History, int]]) -> list[list[int]]:
+        return [h.draft(limit) if isinstance(h, NgramIndex) else [] for _, h, limit in asks]
+
+    def close(self) -> None:
+        pass
 
 
 def runtime_why_not(rt: BatchRuntime) -> str:
@@ -47,30 +99,29 @@ def slot_why_not(rt: BatchRuntime, request: BatchRequest) -> str:
 
 
 class SlotDrafts:
-    """One request's drafts: its n-gram index (prompt and answer so far), the adaptive length, and
-    how many drafted tokens the model checked and accepted."""
+    """One request's side of speculation: its text (the source's `History`), the adaptive length,
+    and how many drafted tokens the model checked and accepted."""
 
-    def __init__(self, prompt: Sequence[int]):
-        self.index = NgramIndex(prompt)
-        self.length = DraftLength()
+    def __init__(self, history: History, most: int = DRAFT_MAX):
+        self.history = history
+        self.length = DraftLength(most=most)
         self.drafted = 0
         self.accepted = 0
         self.plain_next = False  # after a near tie: the next step decodes one token, as plain decoding does
 
     def taken(self, token: int) -> None:
-        """A token of the answer was emitted: it is part of the text drafts are looked up in."""
-        self.index.append(token)
+        """A token of the answer was emitted: it is part of the text drafts follow."""
+        self.history.append(token)
 
-    def propose(self, limit: int) -> list[int]:
-        """This step's draft, at most `limit` tokens (the room left in the batch, the slot's context,
-        max_tokens); [] when there is none or the length backs off."""
+    def want(self, limit: int) -> int:
+        """How long a draft to ask for this step, at most `limit` (the room left in the batch, the
+        slot's context, max_tokens); 0 when none (a near tie's plain step, or the length backs off)."""
         if self.plain_next:
             self.plain_next = False
-            return []
+            return 0
         if limit <= 0:
-            return []  # no room this step: the back-off counts steps that drafted, not full ones
-        want = min(self.length.want(), limit)
-        return self.index.draft(want) if want > 0 else []
+            return 0  # no room this step: the back-off counts steps that drafted, not full ones
+        return min(self.length.want(), limit)
 
     def checked(self, drafted: int, accepted: int) -> None:
         self.drafted += drafted

@@ -12,10 +12,8 @@ prefix of what it holds and the text (a rejected draft, or a previous conversati
 and only the tokens it lacks are decoded. Across turns this is the same prefix reuse the main
 model's cache gets.
 
-A draft model must share the main model's tokenizer, since drafts are token ids: `vocab_mismatch`
-checks it as llama.cpp's `common_speculative_are_compatible` does (same kind of tokenizer, same BOS
-and EOS handling, vocabulary sizes within 128, the same text for every token from id 5 up to the
-smaller size) and says what differs.
+A draft model must share the main model's tokenizer; the check and the loader are the server's too
+(engine/drafts/draft_check.py).
 """
 
 from __future__ import annotations
@@ -25,38 +23,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from prefill.engine.errors import DraftModelError, EngineError, ModelLoadError
-from prefill.engine.gguf.guard import read_model_header
-from prefill.engine.llama.kv_sizes import kv_bytes_per_cell
-from prefill.engine.llama.offload import resolve_gpu_layers
+from prefill.engine.drafts.draft_check import P_MIN, load_draft
+from prefill.engine.errors import EngineError
 from prefill.engine.llama.runtime import LlamaRuntime
-
-P_MIN = 0.75  # llama.cpp's long-standing default for --draft-p-min
-VOCAB_SIZE_SLACK = 128  # llama.cpp's SPEC_VOCAB_MAX_SIZE_DIFFERENCE: padding rows some conversions add
-VOCAB_CHECK_FROM = 5  # llama.cpp's SPEC_VOCAB_CHECK_START_TOKEN_ID: the first ids are often special, renamed
-_TOKENIZER_KINDS = {0: "none", 1: "SentencePiece", 2: "byte-level BPE", 3: "WordPiece", 4: "Unigram",
-                    5: "RWKV", 6: "PLaMo-2"}
-
-
-def vocab_mismatch(main: LlamaRuntime, draft: LlamaRuntime) -> str:
-    """Why `draft`'s token ids do not mean what `main`'s mean, in words; "" when they do."""
-    if main.vocab_type != draft.vocab_type:
-        kind = _TOKENIZER_KINDS.get
-        return (f"its tokenizer is {kind(draft.vocab_type, 'of another kind')}, the main model's is "
-                f"{kind(main.vocab_type, 'of another kind')}")
-    if main.add_bos != draft.add_bos or (main.add_bos and main.bos_id != draft.bos_id):
-        return "it starts a text with another beginning-of-text token than the main model"
-    if main.add_eos != draft.add_eos or (main.add_eos and main.eos_id != draft.eos_id):
-        return "it ends a text with another end-of-text token than the main model"
-    if abs(main.n_vocab - draft.n_vocab) > VOCAB_SIZE_SLACK:
-        return (f"its vocabulary has {draft.n_vocab} tokens and the main model's {main.n_vocab}: "
-                "they do not share a tokenizer")
-    for t in range(VOCAB_CHECK_FROM, min(main.n_vocab, draft.n_vocab)):
-        ours, theirs = main.token_text(t), draft.token_text(t)
-        if ours != theirs:
-            return (f"token {t} is {theirs!r} in its vocabulary and {ours!r} in the main model's: "
-                    "they do not share a tokenizer")
-    return ""
 
 
 class DraftModel:
@@ -89,21 +58,8 @@ class DraftModel:
                 is not the main model's (the message says what differs).
         """
         p = Path(path)
-        try:
-            header = read_model_header(p)
-            settings = replace(main.settings, n_ctx=main.n_ctx)
-            layers = resolve_gpu_layers(settings.n_gpu_layers, header, settings)
-            runtime = LlamaRuntime(p, settings, layers, header.n_layer)
-        except ModelLoadError as e:
-            raise DraftModelError(f"the draft model {p.name} could not be loaded: {e}") from e
-        why = vocab_mismatch(main, runtime)
-        if not why and runtime.recurrent:
-            why = "its cache (recurrent or hybrid memory) cannot drop a rejected draft"
-        if why:
-            runtime.close()
-            raise DraftModelError(f"{p.name} cannot draft for this model: {why}. A draft model must come "
-                                  "from the main model's family, with the same tokenizer")
-        return cls(p, runtime, kv_bytes_per_cell(header, settings.kv_type, settings.kv_type), main.n_vocab)
+        runtime, bytes_per_cell = load_draft(p, main, replace(main.settings, n_ctx=main.n_ctx), LlamaRuntime)
+        return cls(p, runtime, bytes_per_cell, main.n_vocab)
 
     @property
     def memory_bytes(self) -> int:
