@@ -55,6 +55,14 @@ class ServeOptions:
     draft_max: int = SLOT_DRAFT_MAX  # the longest draft a step checks
 
 
+def slot_speculation(mode: str, draft_path: str) -> str:
+    """`ServeOptions.speculative` for a model's speculation setting (off, ngram, or "draft" with its
+    file): the slots speculate as the chat engine does; "draft" without a file is off."""
+    if mode == "draft":
+        return draft_path or "off"
+    return mode
+
+
 class ExposureError(ValueError):
     """Asked to listen beyond this machine without an API key."""
 

@@ -415,14 +415,16 @@ class MainWindow(QMainWindow):
 
     def _on_serve_action_toggled(self, shown: bool) -> None:
         if self.server_dock is None:
-            from prefill.server.lifecycle import ServeOptions
+            from prefill.server.lifecycle import ServeOptions, slot_speculation
             from prefill.ui.server.panel import ServerController, ServerPanel
 
             def options() -> ServeOptions | None:
                 if self.loaded is None or self.loaded.remote:
                     return None
-                path = self.loaded.path
-                return ServeOptions(model=path, settings=self.settings.load_settings_for(str(path)))
+                path, m = self.loaded.path, self.settings.model  # the slots speculate as the chat does
+                return ServeOptions(model=path, settings=self.settings.load_settings_for(str(path)),
+                                    speculative=slot_speculation(m.speculative, m.draft_model_path),
+                                    draft_max=m.draft_max)
 
             self.server_dock = QDockWidget("Server", self)
             self.server_dock.setObjectName("server-dock")
