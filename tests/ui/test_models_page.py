@@ -13,13 +13,16 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from prefill.engine.llama.hardware import GpuMemory, MachineMemory
+from prefill.engine.llama.memory_fit import Fit
 from prefill.engine.units import format_bytes
 from prefill.hub.client import HubClient
 from prefill.hub.library import ModelLibrary
 from prefill.hub.manager import JobState
 from prefill.hub.partial import Expected, PartialFile
 from prefill.hub.paths import PARTIAL_DIR
+from prefill.ui.models import repo_files
 from prefill.ui.models.download_worker import DownloadWorker, format_eta
+from prefill.ui.models.fit_badge import BADGE_COLOURS
 from prefill.ui.models.page import ModelsPage
 from tests.hub.conftest import FAST, _hub_env, add_repo, client, hub, payload  # noqa: F401 - fixtures
 from tests.hub.fake_hub import FakeHub
@@ -116,9 +119,14 @@ def test_repo_files_grouped_with_size_and_fit(qtbot, page: ModelsPage, hub: Fake
     q8 = groups["Q8_0"].child(0)
     assert q8.text(0) == "tiny-Q8_0.gguf"
     assert q8.text(1) == format_bytes(len(files["tiny-Q8_0-00001-of-00002.gguf"]) * 2)
-    assert q8.text(2).startswith("full GPU offload: needs") and "1024 tokens" in q8.text(2)
-    assert "KV cache" in q8.toolTip(2)
-    assert groups["F16"].child(0).text(2).startswith("vision projector")
+    badge = repo_files.badge(page.files, q8)
+    assert badge is not None and badge.colour() == BADGE_COLOURS[Fit.FULL_GPU]
+    # the verdict and its figures in view, not only on hover
+    assert badge.badge.text() == "Fits on the GPU" and badge.figures.isVisibleTo(badge)
+    assert badge.text().startswith("Fits on the GPU: needs 0.")
+    assert "of 8.0 GiB free GPU memory, at 1,024 tokens" in badge.text()
+    assert "KV cache" in badge.toolTip() and "compute buffers" in badge.toolTip()
+    assert groups["F16"].child(0).text(repo_files.FIT).startswith("vision projector")
     assert page.message.text() == ""
 
 
@@ -147,7 +155,8 @@ def test_pause_resume_cancel(qtbot, page: ModelsPage, hub: FakeHub, models_dir: 
     add_repo(hub, REPO, {"a-Q4_0.gguf": payload(3_000_000, 1), "b-Q8_0.gguf": payload(2_000_000, 2)})
     open_repo(qtbot, page, REPO)
     qtbot.waitUntil(lambda: len(page.fits) == 2, timeout=WAIT)  # the header reads are over
-    assert page.files.topLevelItem(0).child(0).text(2) == "unknown"  # random bytes, not a GGUF
+    unknown = repo_files.badge(page.files, page.files.topLevelItem(0).child(0))
+    assert unknown is not None and unknown.text().startswith("Fit unknown: no estimate: ")  # random bytes, no GGUF
     hub.stall_after["a-Q4_0.gguf"] = 1_000_000
     q = page.queue
     a = download(qtbot, page, "a-Q4_0.gguf")
@@ -302,8 +311,7 @@ def test_hub_text_is_plain_text(qtbot, page: ModelsPage, hub: FakeHub, tmp_path:
     add_repo(hub, REPO, files)
     open_repo(qtbot, page, REPO)
     qtbot.waitUntil(lambda: len(page.fits) == 2, timeout=WAIT)
-    tips = [page.files.topLevelItem(g).child(c).toolTip(col) for g in range(page.files.topLevelItemCount())
-            for c in range(page.files.topLevelItem(g).childCount()) for col in (0, 2)]
+    tips = [item.toolTip(0) for item in repo_files.model_items(page.files)]
     assert any("&lt;img src=x&gt;" in tip for tip in tips)  # the hub's names reached the tooltips, escaped
     assert text_problems(page) == []
 
@@ -323,7 +331,8 @@ def test_a_vision_model_comes_with_its_projector(
     item = groups["Q8_0"].child(0)
     assert item.childCount() == 1 and item.child(0).text(0) == "+ projector mmproj-vis-f16.gguf"
     assert item.child(0).text(1) == format_bytes(len(mmproj.read_bytes()))
-    assert "with its projector" in item.text(2) and "an image of 16 tokens" in item.text(2)
+    fit = repo_files.badge(page.files, item)
+    assert fit is not None and "with its image projector" in fit.text() and "an image of 16 tokens" in fit.text()
     with qtbot.waitSignal(page.queue.finished, timeout=WAIT) as done:
         download(qtbot, page, "vis-Q8_0.gguf")
     paths = done.args[0].paths
@@ -331,3 +340,138 @@ def test_a_vision_model_comes_with_its_projector(
     assert paths[1].read_bytes() == mmproj.read_bytes() and paths[1].parent == paths[0].parent
     qtbot.waitUntil(lambda: [m.path for m in page.library_panel.models] == [paths[0]], timeout=WAIT)
     assert page.library_panel.table.item(0, 8).text() == "mmproj-vis-f16.gguf"
+
+
+CARD = b"""---
+license: apache-2.0
+base_model:
+- org/Tiny
+tags: [gguf]
+---
+# Tiny model
+
+<img src="file:///etc/passwd.png"> <b>not bold</b> ![logo](https://example.com/logo.png)
+
+Use **Q4_K_M** on laptops.
+"""
+
+
+def test_model_card_is_the_readme_as_text_and_loads_nothing(qtbot, page: ModelsPage, hub: FakeHub) -> None:  # noqa: F811
+    add_repo(hub, REPO, {"tiny-Q4_0.gguf": b"x", "README.md": CARD})
+    with qtbot.waitSignal(page.card_shown, timeout=WAIT):
+        open_repo(qtbot, page, REPO)
+    text = page.card.toPlainText()
+    assert "Tiny model" in text and "Use Q4_K_M on laptops." in text  # markdown rendered: ** gone
+    assert '<img src="file:///etc/passwd.png"> <b>not bold</b>' in text  # the HTML shows as the text it is
+    assert "[image: logo]" in text and "license: apache-2.0" in text and "base model: org/Tiny" in text
+    assert "tags:" not in text and "---" not in text  # the front matter is not the card
+    assert page.card.resources_asked == []  # no image, from disk or the web, was asked for
+    assert "<img" not in page.card.toHtml()  # no img element in the document: only escaped text
+
+
+def test_a_repository_without_a_card_says_so(qtbot, page: ModelsPage, hub: FakeHub) -> None:  # noqa: F811
+    add_repo(hub, REPO, {"tiny-Q4_0.gguf": b"x"})
+    with qtbot.waitSignal(page.card_shown, timeout=WAIT):
+        open_repo(qtbot, page, REPO)
+    assert page.card.toPlainText() == f"{REPO} has no model card (README.md)."
+
+
+def test_a_new_search_clears_the_last_repository_at_once(qtbot, page: ModelsPage, hub: FakeHub) -> None:  # noqa: F811
+    add_repo(hub, REPO, {"tiny-Q4_0.gguf": b"x", "README.md": b"# Old card"})
+    with qtbot.waitSignal(page.card_shown, timeout=WAIT):
+        open_repo(qtbot, page, REPO)
+    select_file(page, "tiny-Q4_0.gguf")
+    assert page.download_button.isEnabled() and "Old card" in page.card.toPlainText()
+    page.query.setText("something else")
+    page.search_button.click()  # nothing has come back yet: the old files must be gone already
+    assert page.files.topLevelItemCount() == 0 and page.listing is None and page.results.rowCount() == 0
+    assert not page.download_button.isEnabled() and page.selected_model() is None
+    assert "Old card" not in page.card.toPlainText() and page.repo_title.text() == ""
+    qtbot.waitUntil(lambda: page.message.text() != "Searching…", timeout=WAIT)
+    assert page.files.topLevelItemCount() == 0  # and nothing late from the old listing came back
+
+
+def test_downloaded_marker_and_one_row_per_file(qtbot, page: ModelsPage, hub: FakeHub, tmp_path: Path) -> None:  # noqa: F811
+    add_repo(hub, REPO, {"tiny-Q4_K_M.gguf": tiny_bytes(tmp_path, "q4"), "tiny-Q8_0.gguf": tiny_bytes(tmp_path, "q8")})
+    open_repo(qtbot, page, REPO)
+    items = {i.text(0): i for i in repo_files.model_items(page.files)}
+    assert items["tiny-Q4_K_M.gguf"].text(repo_files.HERE) == ""
+    with qtbot.waitSignal(page.library_panel.refreshed, timeout=WAIT), \
+            qtbot.waitSignal(page.queue.finished, timeout=WAIT):
+        download(qtbot, page, "tiny-Q4_K_M.gguf")
+    qtbot.waitUntil(lambda: items["tiny-Q4_K_M.gguf"].text(repo_files.HERE) == repo_files.DOWNLOADED, timeout=WAIT)
+    assert items["tiny-Q8_0.gguf"].text(repo_files.HERE) == ""
+    assert page.message.text() == "tiny-Q4_K_M.gguf is downloaded: it is listed under On this machine."
+    select_file(page, "tiny-Q4_K_M.gguf")
+    assert page.download_button.text() == "Downloaded" and not page.download_button.isEnabled()
+    # The same file again (as after deleting it, or from another path): its row is reused.
+    m = page.selected_model()
+    assert m is not None and page.listing is not None
+    with qtbot.waitSignal(page.queue.finished, timeout=WAIT) as again:
+        page.downloads.add(REPO, m, page.listing.commit)
+    assert page.queue.table.rowCount() == 1 and page.queue.state(again.args[0].job_id) == JobState.DONE
+    assert page.queue.table.item(0, 1).text() == "done"
+    assert "is queued" not in page.message.text()
+
+
+def test_suggested_models_fit_this_machine(qtbot, client: HubClient, models_dir: Path, hub: FakeHub) -> None:  # noqa: F811
+    from prefill.hub.suggested import SUGGESTIONS
+
+    small = MachineMemory(4 << 30, 2 << 30)  # 2 GiB free RAM, no GPU
+    downloads = DownloadWorker(client, models_dir, policy=FAST)
+    library = ModelLibrary(models_dir, hf_cache_dir=False, include_bundled=False)
+    p = ModelsPage(client, library, downloads, n_ctx=lambda: 4096, kv_type=lambda: "f16", memory=lambda: small)
+    qtbot.addWidget(p)
+    try:
+        qtbot.waitUntil(lambda: bool(p.suggestions.suggestions), timeout=WAIT)
+        shown = [s for s, _e in p.suggestions.suggestions]
+        assert shown and all(s.size < 1_500_000_000 for s in shown) and len(shown) < len(SUGGESTIONS)
+        assert p.suggestions.names()[0] == "Qwen2.5 1.5B Instruct · Q4_K_M"  # the largest that fits first
+        first = p.suggestions.tree.itemWidget(p.suggestions.tree.topLevelItem(0), 1)
+        assert first.text().startswith("Runs on the CPU: 1.") and first.text().endswith(" / 2.0 GiB")  # needed / free
+        assert p.suggestions.tree.topLevelItem(0).child(0).text(0).startswith("1.0 GiB · Small chat model")
+        # A suggestion opens its repository with its file selected.
+        s = shown[0]
+        add_repo(hub, s.repo_id, {s.filename: b"x", "README.md": b"# Llama"})
+        with qtbot.waitSignal(p.card_shown, timeout=WAIT):
+            p.suggestions.tree.itemActivated.emit(p.suggestions.tree.topLevelItem(0), 0)
+        qtbot.waitUntil(lambda: p.listing is not None, timeout=WAIT)  # the card and the listing: either first
+        assert p.selected_model() is not None and p.selected_model().first.filename == s.filename
+        assert p.download_button.isEnabled() and "Llama" in p.card.toPlainText()
+    finally:
+        p.close_jobs()
+        downloads.close()
+
+
+def test_models_is_a_tab_of_the_main_window(app, qtbot, tmp_path: Path, monkeypatch, closed_endpoint: str) -> None:
+    from dataclasses import replace
+
+    from PySide6.QtWidgets import QApplication
+
+    from prefill.ui.models.main_tabs import CHAT, MODELS
+    from tests.ui.conftest import small_settings
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_ENDPOINT", closed_endpoint)  # the page reaches no hub
+    base = small_settings()
+    w = app.open(replace(base, ui=replace(base.ui, models_dir=str(tmp_path / "models"))))
+    assert w.centralWidget() is w.tabs and w.models_page is None  # built on first use
+    w.activateWindow()
+    qtbot.waitUntil(w.isActiveWindow, timeout=5_000)  # window shortcuts answer only in the active window
+    keys = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+
+    def press() -> None:
+        qtbot.keyClick(QApplication.focusWidget() or w, Qt.Key.Key_M, keys)
+
+    press()
+    page = w.models_page
+    assert page is not None and page.window() is w and page.isVisible()
+    assert w.tabs.currentIndex() == MODELS and not w.splitter.isVisible()
+    press()
+    assert w.tabs.currentIndex() == CHAT and w.splitter.isVisible() and not page.isVisible()
+    w.models_action.trigger()  # the toolbar's Models, the same way
+    assert w.models_page is page and page.isVisible()
+    w.tabs.setCurrentIndex(CHAT)  # a click on the Chat tab
+    assert w.splitter.isVisible()
+    w.open_models()
+    assert w.tabs.currentIndex() == MODELS and w.models_page is page

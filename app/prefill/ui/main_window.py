@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
 from PySide6.QtWidgets import (
-    QDialog,
     QDockWidget,
     QFileDialog,
     QInputDialog,
@@ -41,6 +40,7 @@ from prefill.ui.chat.view import ChatView
 from prefill.ui.history.conversation_list import ConversationList
 from prefill.ui.history.menu import HistoryMenu
 from prefill.ui.keyboard_access import install_focus_order
+from prefill.ui.models.main_tabs import MainTabs, build_models_page
 from prefill.ui.models.picker import REMOTE, ModelPicker, loaded_name
 from prefill.ui.settings_apply import apply_settings, send_speculation
 from prefill.ui.settings_dialog import SettingsDialog
@@ -85,7 +85,6 @@ class MainWindow(QMainWindow):
         self.theme = theme
         self.loaded: LoadedModel | None = None
         self.theme_follower: ThemeFollower | None = None
-        self._models_dialog: QDialog | None = None
         self.models_page: ModelsPage | None = None
         self.downloads: DownloadWorker | None = None
         self._count_tag = 0
@@ -144,7 +143,8 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(self.sidebar)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([220, 640, 300])
-        self.setCentralWidget(self.splitter)
+        self.tabs = MainTabs(self.splitter, self._build_models_page)
+        self.setCentralWidget(self.tabs)
         self._build_toolbar()
         self._wire()
         self._restore_geometry()
@@ -253,7 +253,7 @@ class MainWindow(QMainWindow):
         self.conversations.search_changed.connect(self._on_conversations_search_changed)
         self.system_action.triggered.connect(self._edit_system_prompt)
         self.settings_action.triggered.connect(self._open_settings)
-        self.models_action.triggered.connect(self.open_models)
+        self.models_action.triggered.connect(self.tabs.toggle_models)
         self.serve_action.toggled.connect(self._on_serve_action_toggled)
         self.cancel_load_action.triggered.connect(self._on_cancel_load_triggered)
         self.store.error.connect(self.show_problem)
@@ -358,33 +358,17 @@ class MainWindow(QMainWindow):
         self.sidebar.set_kv(m)
 
     def open_models(self) -> None:
-        """The Models page: search the hub, download, the local library. Built on first use, so
-        start-up imports no hub client; non-modal, so chat and downloads go on beside it."""
-        if self._models_dialog is None:
-            from prefill.hub.client import HubClient
-            from prefill.hub.library import ModelLibrary
-            from prefill.hub.paths import default_models_dir
-            from prefill.ui.models.download_worker import DownloadWorker
-            from prefill.ui.models.page import ModelsPage
+        """The Models tab: search the hub, download, the local library (chats go on meanwhile)."""
+        self.tabs.show_models()
 
-            token = self.settings.hub.hf_token or None
-            models_dir = Path(self.settings.ui.models_dir) if self.settings.ui.models_dir else default_models_dir()
-            client = HubClient(token=token)
-            self.downloads = DownloadWorker(client, models_dir, parent=self)
-            self.models_page = ModelsPage(client, ModelLibrary(models_dir), self.downloads,
-                                          n_ctx=lambda: self.settings.model.n_ctx,
-                                          kv_type=lambda: self.settings.model.kv_type)
-            self.models_page.load_requested.connect(self.load_model)
-            self.models_page.fit_compared.connect(self.show_notice)
-            self.model_loaded.connect(self.models_page.compare_loaded)
-            dialog = QDialog(self)
-            dialog.setWindowTitle("Models")
-            QVBoxLayout(dialog).addWidget(self.models_page)
-            dialog.resize(1100, 800)
-            self._models_dialog = dialog
-        self._models_dialog.show()
-        self._models_dialog.raise_()
-        self._models_dialog.activateWindow()
+    def _build_models_page(self) -> QWidget:
+        """Built on the tab's first showing, so start-up imports no hub client."""
+        self.models_page, self.downloads = build_models_page(lambda: self.settings, code_palette(self.theme), self)
+        self.models_page.load_requested.connect(self.load_model)
+        self.models_page.load_requested.connect(lambda _path: self.tabs.show_chat())
+        self.models_page.fit_compared.connect(self.show_notice)
+        self.model_loaded.connect(self.models_page.compare_loaded)
+        return self.models_page
 
     # --- chat --------------------------------------------------------------------------------
     def _on_input_send(self, text: str) -> None:

@@ -4,7 +4,7 @@
 own threads; the worker re-emits each `DownloadEvent` as a signal, which a queued
 connection carries to the GUI thread. Commands (add, pause, resume, cancel) run on
 one command thread, in order, because cancelling removes partial files from disk.
-`DownloadQueuePanel` shows one row per job: progress bar, speed, time left, and
+`DownloadQueuePanel` shows one row per model file (a download again reuses it): progress bar, speed, time left, and
 Pause / Resume / Cancel / Load buttons.
 """
 
@@ -133,7 +133,10 @@ class DownloadWorker(QObject):
 
 
 class DownloadQueuePanel(QWidget):
-    """The queue: one row per job, newest last.
+    """The queue: one row per model file, newest last.
+
+    Downloading a file again (after it finished, failed or was cancelled) reuses its row,
+    which then follows the newest job; an older job's late events no longer touch it.
 
     Signals:
         load_requested(str): Load was clicked on a finished download (the path to load).
@@ -149,11 +152,14 @@ class DownloadQueuePanel(QWidget):
         super().__init__(parent)
         self.worker = worker
         self.events: dict[int, DownloadEvent] = {}
-        self._buttons: dict[int, dict[str, QPushButton]] = {}
-        self._bars: dict[int, QProgressBar] = {}
-        self._cells: dict[int, dict[str, QTableWidgetItem]] = {}
+        self._row_of: dict[int, tuple[str, str]] = {}  # job id -> its row's (repo, model name)
+        self._job_of: dict[tuple[str, str], int] = {}  # row -> the job it shows now
+        self._buttons: dict[tuple[str, str], dict[str, QPushButton]] = {}
+        self._bars: dict[tuple[str, str], QProgressBar] = {}
+        self._cells: dict[tuple[str, str], dict[str, QTableWidgetItem]] = {}
         self.table = QTableWidget(0, len(_COLUMNS))
         self.table.setObjectName("download-queue")
+        self.table.setAccessibleName("Downloads")
         self.table.setHorizontalHeaderLabels(list(_COLUMNS))
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
@@ -171,15 +177,26 @@ class DownloadQueuePanel(QWidget):
 
     def button(self, job_id: int, name: str) -> QPushButton:
         """A row's `pause`, `resume`, `cancel` or `load` button."""
-        return self._buttons[job_id][name]
+        return self._buttons[self._row_of[job_id]][name]
+
+    def active_names(self, repo_id: str) -> set[str]:
+        """The models of `repo_id` whose download is queued or running now."""
+        return {name for (repo, name), job in self._job_of.items()
+                if repo == repo_id and self.events[job].state in _ACTIVE}
 
     @Slot(object)
     def _on_worker_job_changed(self, e: DownloadEvent) -> None:
         before = self.events.get(e.job_id)
         self.events[e.job_id] = e
-        if e.job_id not in self._cells:
-            self._add_row(e)
-        self._show(e)
+        key = (e.repo_id, e.model.name)
+        if e.job_id not in self._row_of:
+            self._row_of[e.job_id] = key
+            if key not in self._cells:
+                self._add_row(key, e)
+            self._job_of[key] = e.job_id  # a file downloaded again: its row follows the new job
+        if self._job_of[key] != e.job_id:
+            return  # an older job of the same file
+        self._show(key, e)
         if before is not None and before.state == e.state:
             return
         if e.state == JobState.DONE:
@@ -187,19 +204,19 @@ class DownloadQueuePanel(QWidget):
         elif e.state == JobState.FAILED and e.error is not None:
             self.error.emit(f"Downloading {e.model.name} failed: {e.error}.")
 
-    def _add_row(self, e: DownloadEvent) -> None:
+    def _add_row(self, key: tuple[str, str], e: DownloadEvent) -> None:
         row = self.table.rowCount()
         self.table.insertRow(row)
         name = QTableWidgetItem(e.model.name)
         name.setToolTip(tooltip(f"{e.repo_id}: {', '.join(p.filename for p in e.model.files)}"))
         self.table.setItem(row, 0, name)
-        cells = self._cells[e.job_id] = {}
-        for col, key in ((1, "state"), (3, "speed"), (4, "eta")):
-            cells[key] = QTableWidgetItem("")
-            self.table.setItem(row, col, cells[key])
+        cells = self._cells[key] = {}
+        for col, cell_key in ((1, "state"), (3, "speed"), (4, "eta")):
+            cells[cell_key] = QTableWidgetItem("")
+            self.table.setItem(row, col, cells[cell_key])
         bar = QProgressBar()
         bar.setRange(0, 1000)
-        self._bars[e.job_id] = bar
+        self._bars[key] = bar
         self.table.setCellWidget(row, 2, bar)
         cell = QWidget()
         box = QHBoxLayout(cell)
@@ -207,25 +224,25 @@ class DownloadQueuePanel(QWidget):
         buttons = {}
         actions = (("pause", "Pause", self.worker.pause), ("resume", "Resume", self.worker.resume),
                    ("cancel", "Cancel", self.worker.cancel), ("load", "Load", self._load))
-        for key, label, slot in actions:
+        for name_, label, slot in actions:
             b = QPushButton(label)
-            b.clicked.connect(lambda _c=False, f=slot, j=e.job_id: f(j))
+            b.clicked.connect(lambda _c=False, f=slot, k=key: f(self._job_of[k]))
             box.addWidget(b)
-            buttons[key] = b
-        self._buttons[e.job_id] = buttons
+            buttons[name_] = b
+        self._buttons[key] = buttons
         self.table.setCellWidget(row, 5, cell)
         self.table.setColumnWidth(5, max(self.table.columnWidth(5), cell.sizeHint().width()))
         self.table.resizeRowToContents(row)
 
-    def _show(self, e: DownloadEvent) -> None:
-        cells = self._cells[e.job_id]
+    def _show(self, key: tuple[str, str], e: DownloadEvent) -> None:
+        cells = self._cells[key]
         p = e.progress
         state = e.state.value
         if e.state == JobState.RUNNING and p is not None and p.stage != "downloading":
             state = p.stage
         cells["state"].setText(state)
         cells["state"].setToolTip(tooltip(str(e.error) if e.error else ""))
-        bar = self._bars[e.job_id]
+        bar = self._bars[key]
         total = p.total if p is not None and p.total else e.model.size
         done = p.done if p is not None else 0
         if e.state == JobState.DONE:
@@ -236,7 +253,7 @@ class DownloadQueuePanel(QWidget):
         running = e.state == JobState.RUNNING and p is not None
         cells["speed"].setText(f"{format_bytes(p.speed)}/s" if running and p and p.speed else "")
         cells["eta"].setText(format_eta(p.eta) if running and p else "")
-        b = self._buttons[e.job_id]
+        b = self._buttons[key]
         b["pause"].setEnabled(e.state in _ACTIVE)
         b["resume"].setEnabled(e.state in (JobState.PAUSED, JobState.FAILED))
         b["cancel"].setEnabled(e.state not in (JobState.DONE, JobState.CANCELLED))

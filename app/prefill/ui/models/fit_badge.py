@@ -1,0 +1,89 @@
+"""The fit estimate as a coloured badge with its figures beside it, all in view.
+
+The verdict reads as a word on a colour (green: on the GPU, blue: partly, amber: CPU
+only, red: too big), and the figures the verdict rests on follow it in plain text, so
+nothing a person needs is hidden in a tooltip (the tooltip keeps the full breakdown).
+The colours hold white text in both themes.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
+
+from prefill.engine.llama.memory_fit import Fit, FitEstimate, fit_breakdown
+from prefill.ui.shared.plain_text import plain_label, tooltip
+
+_GIB = 1 << 30
+BADGE_COLOURS = {Fit.FULL_GPU: "#2e7d32", Fit.PARTIAL: "#1565c0", Fit.CPU_ONLY: "#a15c00", Fit.WONT_FIT: "#c62828"}
+UNKNOWN_COLOUR = "#616161"
+
+
+def badge_words(e: FitEstimate) -> str:
+    """The verdict in a few words."""
+    if e.fit == Fit.FULL_GPU:
+        return "Fits on the GPU"
+    if e.fit == Fit.PARTIAL:
+        return f"Partly on the GPU ({e.gpu_layers} of {e.n_layer} layers)"
+    if e.fit == Fit.CPU_ONLY:
+        return "Runs on the CPU"
+    return "Too big for this machine"
+
+
+def fit_figures(e: FitEstimate, compact: bool = False) -> str:
+    """What the verdict rests on: the memory needed against what is free where it runs, at which
+    context (compact: the two figures only, needed / free); the parts are in the tooltip (`fit_breakdown`)."""
+    on_gpu = e.fit in (Fit.FULL_GPU, Fit.PARTIAL)
+    need = e.vram_needed if on_gpu else e.total
+    free = f"{e.vram_free / _GIB:.1f} GiB free GPU memory" if on_gpu else f"{e.ram_available / _GIB:.1f} GiB free RAM"
+    if compact:
+        return f"{need / _GIB:.1f} / {(e.vram_free if on_gpu else e.ram_available) / _GIB:.1f} GiB"
+    text = f"needs {need / _GIB:.2f} of {free}, at {e.n_ctx:,} tokens"
+    if e.projector:
+        text += f", with its image projector and an image of {e.image_tokens} tokens"
+    return text
+
+
+class FitBadge(QWidget):
+    """A badge and its figures; `set_estimate` or `set_unknown` fills it (plain text only)."""
+
+    def __init__(self, text: str = "estimating…", compact: bool = False, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.compact = compact
+        self.badge = QLabel()
+        self.badge.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # the words never cut
+        self.badge.setObjectName("fit-badge")
+        self.badge.setTextFormat(Qt.TextFormat.PlainText)
+        self.figures = plain_label()
+        self.figures.setObjectName("fit-figures")
+        # In a narrow cell the figures give way (cut at the right, whole in the tooltip), never the badge.
+        self.figures.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(2, 1, 2, 1)
+        layout.addWidget(self.badge)
+        layout.addWidget(self.figures, 1)
+        self._paint(text, "", None)
+
+    def set_estimate(self, e: FitEstimate) -> None:
+        self._paint(badge_words(e), fit_figures(e, self.compact), BADGE_COLOURS[e.fit])
+        self.setToolTip(tooltip(fit_breakdown(e)))
+
+    def set_unknown(self, why: str) -> None:
+        self._paint("Fit unknown", why, UNKNOWN_COLOUR)
+
+    def text(self) -> str:
+        """What it says, badge then figures (what a test or a screen reader reads)."""
+        return f"{self.badge.text()}: {self.figures.text()}" if self.figures.text() else self.badge.text()
+
+    def colour(self) -> str | None:
+        return self._colour
+
+    def _paint(self, words: str, figures: str, colour: str | None) -> None:
+        self._colour = colour
+        self.badge.setText(words)
+        self.figures.setText(figures)
+        self.figures.setVisible(bool(figures))
+        style = (f"background:{colour}; color:white; border-radius:8px; padding:1px 8px; font-weight:600;"
+                 if colour else "padding:1px 8px; font-style:italic;")
+        self.badge.setStyleSheet(f"QLabel#fit-badge {{ {style} }}")
+        self.setAccessibleName(self.text())
