@@ -7,8 +7,9 @@ message's figures line and the sidebar both show these words instead, so a stopp
 
 from __future__ import annotations
 
-REASONS = {"stop": "finished", "length": "hit the length limit", "cancelled": "stopped", "context_full": "the context is full",
-           "error": "⚠ incomplete: the answer was cut short", "tool_calls": "asked for tools"}
+REASONS = {"stop": "finished", "length": "hit the length limit", "cancelled": "stopped",
+           "context_full": "the context is full", "error": "⚠ incomplete: the answer was cut short",
+           "tool_calls": "asked for tools"}
 
 
 def finish_words(reason: str) -> str:
