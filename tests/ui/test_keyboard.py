@@ -219,8 +219,9 @@ def test_toolbar_actions_take_tab_and_are_named(app, qtbot) -> None:
     by_name = {_named(s): s for s in stops}
     for name in ("Models", "Serve", "System prompt", "Settings", "Shortcuts", "Model", "Send"):
         assert name in by_name, name
-    # The stop after the toolbar's last button is the chat list's search box.
-    assert stops.index(w.conversations.search) == stops.index(by_name["Shortcuts"]) + 1
+    # The stop after the toolbar's last button (the sidebar's toggle, at its right end) is the chat list's search box.
+    assert stops.index(by_name["Shortcuts"]) < stops.index(by_name["Figures"])
+    assert stops.index(w.conversations.search) == stops.index(by_name["Figures"]) + 1
 
 
 def test_tab_leaves_the_message_box_and_ctrl_tab_types_a_tab(app, qtbot) -> None:

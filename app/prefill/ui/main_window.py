@@ -42,6 +42,7 @@ from prefill.ui.history.menu import HistoryMenu
 from prefill.ui.keyboard_access import install_focus_order
 from prefill.ui.models.main_tabs import MainTabs, build_models_page
 from prefill.ui.models.picker import REMOTE, ModelPicker, loaded_name
+from prefill.ui.panels import PanelToggles, ask_export_chat, set_toolbar_icons
 from prefill.ui.settings_apply import apply_settings, send_speculation
 from prefill.ui.settings_dialog import SettingsDialog
 from prefill.ui.shared.engine_worker import EngineThread
@@ -146,6 +147,9 @@ class MainWindow(QMainWindow):
         self.tabs = MainTabs(self.splitter, self._build_models_page)
         self.setCentralWidget(self.tabs)
         self._build_toolbar()
+        self.panels = PanelToggles(self.splitter, {"chats": self.conversations, "sidebar": self.sidebar},
+                                   self.findChildren(QToolBar)[0])
+        self.toolbar_fit = set_toolbar_icons(self, self.model_loaded)
         self._wire()
         self._restore_geometry()
         self.stack.setCurrentWidget(self.welcome)
@@ -251,6 +255,7 @@ class MainWindow(QMainWindow):
             lambda cid, t: self.store.rename_conversation(cid, t, then=lambda _r: self.refresh_conversations()))
         self.conversations.delete_requested.connect(self._on_conversations_delete_requested)
         self.conversations.search_changed.connect(self._on_conversations_search_changed)
+        self.conversations.export_requested.connect(lambda cid: ask_export_chat(self, self.history_menu, cid))
         self.system_action.triggered.connect(self._edit_system_prompt)
         self.settings_action.triggered.connect(self._open_settings)
         self.models_action.triggered.connect(self.tabs.toggle_models)
@@ -447,6 +452,7 @@ class MainWindow(QMainWindow):
 
     def _on_controller_conversation_opened(self, cid: int) -> None:
         self.sidebar.show_answer(last_answer_figures(self.transcript))  # this chat's last answer, not the last run
+        self.chat_view.set_system_prompt(self.controller.system_prompt)
         if self.loaded is not None:
             self.stack.setCurrentWidget(self.chat_view)
         self.refresh_conversations()
@@ -491,6 +497,7 @@ class MainWindow(QMainWindow):
                                                  self.controller.system_prompt)
         if ok:
             self.controller.set_system_prompt(text.strip())
+            self.chat_view.set_system_prompt(text.strip())
             self._ask_count()
 
     def _on_worker_disk_cache(self, usage: Usage) -> None:
@@ -532,12 +539,11 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(QByteArray.fromBase64(ui.window_geometry.encode()))
         else:
             self.resize(1280, 800)
-        if ui.splitter_states:
-            self.splitter.restoreState(QByteArray.fromBase64(ui.splitter_states.encode()))
+        self.panels.restore(ui.splitter_states)  # the positions, and the panels hidden
 
     def window_state_settings(self) -> Settings:
         geometry = bytes(self.saveGeometry().toBase64().data()).decode()
-        splitter = bytes(self.splitter.saveState().toBase64().data()).decode()
+        splitter = self.panels.state()
         return replace(self.settings, ui=replace(self.settings.ui, window_geometry=geometry, splitter_states=splitter))
 
     def showEvent(self, event: QShowEvent) -> None:

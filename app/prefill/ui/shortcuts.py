@@ -102,6 +102,14 @@ def _trigger(action: str) -> Callable[[MainWindow], None]:
     return trigger
 
 
+def _toggle(panel: str) -> Callable[[MainWindow], None]:
+    """Show or hide a side panel ("chats" or "sidebar"), as its tool bar button does."""
+    def toggle(w: MainWindow) -> None:
+        w.panels.toggle(panel)
+
+    return toggle
+
+
 def _sheet(w: MainWindow) -> None:
     from prefill.ui.shortcuts_sheet import show_sheet
 
@@ -125,6 +133,8 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("models", "Ctrl+Shift+M", "Open Models: search, download and load models",
              _trigger("models_action")),
     Shortcut("system-prompt", "Ctrl+Shift+S", "Edit this chat's system prompt", _trigger("system_action")),
+    Shortcut("toggle-chats", "Ctrl+B", "Show or hide the chat list", _toggle("chats")),
+    Shortcut("toggle-sidebar", "Ctrl+Alt+B", "Show or hide the sidebar (the model's figures)", _toggle("sidebar")),
     Shortcut("shortcuts", "Ctrl+/", "Show these shortcuts", _sheet),
 )
 

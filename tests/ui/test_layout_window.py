@@ -1,0 +1,96 @@
+"""The window's layout holds: the side panels shown and hidden by button and shortcut and remembered
+across a restart, the chat column's width the same before, while and after a model loads, icons on
+every tool bar action, nothing in the tool bar's overflow at 900 px, and the chat's system prompt
+shown above its messages."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QInputDialog, QToolBar
+
+from prefill.ui.main_window import MainWindow
+from prefill.ui.panels import ACTION_ICONS
+from prefill.ui.shortcuts import SHORTCUTS
+from tests.ui.conftest import LOAD_TIMEOUT, load, small_settings
+
+
+def _shortcut(w: MainWindow, name: str) -> None:
+    found = [s for s in w.shortcuts if s.objectName() == f"shortcut-{name}"]
+    assert len(found) == 1
+    found[0].activated.emit()
+
+
+def test_panels_toggle_by_button_and_shortcut_and_are_remembered(qtbot, app) -> None:
+    w = app.open(small_settings())
+    assert {s.name for s in SHORTCUTS} >= {"toggle-chats", "toggle-sidebar"}
+    chats, sidebar = w.panels.actions["chats"], w.panels.actions["sidebar"]
+    bar = w.findChild(QToolBar)
+    assert chats in bar.actions() and sidebar in bar.actions()
+    assert w.conversations.isVisible() and w.sidebar.isVisible()
+    chats.trigger()  # the tool bar's button
+    assert not w.conversations.isVisible() and not chats.isChecked()
+    _shortcut(w, "toggle-sidebar")
+    assert not w.sidebar.isVisible() and not sidebar.isChecked()
+    assert w.stack.isVisible()
+    app.close(w)
+
+    again = app.open()  # a restart on the same settings file
+    assert not again.conversations.isVisible() and not again.sidebar.isVisible()
+    assert not again.panels.actions["chats"].isChecked()
+    _shortcut(again, "toggle-chats")
+    assert again.conversations.isVisible() and again.conversations.width() > 100  # its width back
+    again.panels.actions["sidebar"].trigger()
+    assert again.sidebar.isVisible() and again.panels.actions["sidebar"].isChecked()
+    app.close(again)
+
+    third = app.open()
+    assert third.conversations.isVisible() and third.sidebar.isVisible()
+
+
+def test_the_chat_column_keeps_its_width_across_states(qtbot, app, smollm2) -> None:
+    w = app.open(small_settings())
+    w.resize(1400, 900)
+    qtbot.waitUntil(lambda: w.stack.width() > 0)
+    welcome = w.splitter.sizes()
+    assert w.stack.currentWidget() is w.welcome
+    w.sidebar.set_loading("a model whose name is very long indeed, " * 4)  # as while loading
+    assert w.splitter.sizes() == welcome
+    load(qtbot, w, smollm2)
+    assert w.stack.currentWidget() is w.chat_view
+    assert w.splitter.sizes() == welcome
+
+
+def test_every_tool_bar_action_has_an_icon(qtbot, app) -> None:
+    w = app.open(small_settings())
+    for attribute, _name, _fallback in ACTION_ICONS:
+        assert not getattr(w, attribute).icon().isNull(), attribute
+    for action in w.panels.actions.values():
+        assert not action.icon().isNull()
+
+
+def test_nothing_falls_into_the_tool_bar_overflow_at_900(qtbot, app) -> None:
+    w = app.open(small_settings())
+    bar = w.findChild(QToolBar)
+    for width in (900, 1400):
+        w.resize(width, 600)
+        qtbot.waitUntil(lambda width=width: w.width() == width)
+        assert bar.sizeHint().width() <= w.width()
+        buttons = [bar.widgetForAction(a) for a in bar.actions() if a.isVisible() and bar.widgetForAction(a)]
+        qtbot.waitUntil(lambda buttons=buttons: all(b.isVisible() for b in buttons), timeout=2000)  # laid out
+
+
+def test_the_system_prompt_is_shown_above_the_chat(qtbot, app, smollm2, monkeypatch) -> None:
+    w = app.open(small_settings())
+    load(qtbot, w, smollm2)
+    with qtbot.waitSignal(w.controller.conversation_opened, timeout=LOAD_TIMEOUT):
+        w.controller.new_conversation()
+    row = w.chat_view.system_row
+    assert row.isHidden()
+    monkeypatch.setattr(QInputDialog, "getMultiLineText", lambda *a, **k: ("Answer like a pirate.", True))
+    w.system_action.trigger()
+    assert row.isVisible() and "pirate" in row.preview.text()
+    cid = w.controller.conversation_id
+    with qtbot.waitSignal(w.controller.conversation_opened, timeout=LOAD_TIMEOUT):
+        w.controller.new_conversation()  # a new chat starts with the same system prompt
+    with qtbot.waitSignal(w.controller.conversation_opened, timeout=LOAD_TIMEOUT):
+        w.controller.open_conversation(cid)
+    assert row.isVisible() and row.text == "Answer like a pirate."
