@@ -50,6 +50,7 @@ from prefill.ui.shared.plain_text import plain_label
 from prefill.ui.shared.store_worker import StoreProxy
 from prefill.ui.shared.theme import ThemeFollower, code_palette
 from prefill.ui.shortcuts import install as install_shortcuts
+from prefill.ui.shortcuts import sheet_rows
 from prefill.ui.shortcuts_sheet import show_sheet
 from prefill.ui.welcome import Welcome
 
@@ -265,7 +266,7 @@ class MainWindow(QMainWindow):
         self.history_menu.notice.connect(self.show_notice)
         self.history_menu.imported.connect(self.refresh_conversations)
         self.shortcuts = install_shortcuts(self)
-        self.shortcuts_action.triggered.connect(lambda: show_sheet(self))
+        self.shortcuts_action.triggered.connect(lambda: show_sheet(self, sheet_rows()))
         # The next prompt's count stays true after an answer, a delete, an Undo or a version paged to.
         self.controller.answer_finished.connect(lambda _f: self._count_timer.start())
         self.transcript.rowsRemoved.connect(lambda *_a: self._count_timer.start())

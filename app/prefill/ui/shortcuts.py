@@ -113,7 +113,7 @@ def _toggle(panel: str) -> Callable[[MainWindow], None]:
 def _sheet(w: MainWindow) -> None:
     from prefill.ui.shortcuts_sheet import show_sheet
 
-    show_sheet(w)
+    show_sheet(w, sheet_rows())
 
 
 SHORTCUTS: tuple[Shortcut, ...] = (
@@ -155,6 +155,12 @@ PLACE_KEYS: tuple[tuple[str, str, str], ...] = (
 def key_text(keys: str) -> str:
     """The keys as this platform writes them (⌘ on macOS)."""
     return QKeySequence(keys).toString(QKeySequence.SequenceFormat.NativeText)
+
+
+def sheet_rows() -> list[tuple[str, str, str]]:
+    """The shortcuts sheet's rows: (keys, what they do, where), the window's shortcuts first."""
+    rows = [(key_text(s.keys), s.what, "Anywhere in the window") for s in SHORTCUTS]
+    return rows + [(keys, what, where) for where, keys, what in PLACE_KEYS]
 
 
 def install(window: MainWindow) -> list[QShortcut]:

@@ -1,5 +1,5 @@
-"""The shortcuts sheet (Ctrl+/): every window shortcut, read from the one table that installs them,
-and the keys of the message box, the transcript and dialogs."""
+"""The shortcuts sheet (Ctrl+/): every window shortcut, as `shortcuts.sheet_rows` reads them from
+the one table that installs them, and the keys of the message box, the transcript and dialogs."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.ui.shared.plain_text import plain_label
-from prefill.ui.shortcuts import PLACE_KEYS, SHORTCUTS, key_text
 
 KEYS_COLUMN, WHAT_COLUMN, WHERE_COLUMN = range(3)
 
@@ -25,13 +24,12 @@ KEYS_COLUMN, WHAT_COLUMN, WHERE_COLUMN = range(3)
 class ShortcutsSheet(QDialog):
     """A read-only table: keys, what they do, and where they work. Escape or Close shuts it."""
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, rows: list[tuple[str, str, str]], parent: QWidget | None = None):
+        """`rows`: (keys, what they do, where), top to bottom."""
         super().__init__(parent)
         self.setObjectName("shortcuts-sheet")
         self.setWindowTitle("Keyboard shortcuts")
         self.setAccessibleName("Keyboard shortcuts")
-        rows = [(key_text(s.keys), s.what, "Anywhere in the window") for s in SHORTCUTS]
-        rows += [(keys, what, where) for where, keys, what in PLACE_KEYS]
         self.table = QTableWidget(len(rows), 3)
         self.table.setObjectName("shortcuts-table")
         self.table.setAccessibleName("Shortcuts: keys, what they do, where")
@@ -68,11 +66,11 @@ class ShortcutsSheet(QDialog):
         return [item.text() for item in items if item is not None]
 
 
-def show_sheet(window: QWidget) -> ShortcutsSheet:
-    """Show the window's sheet (made on first use; shown again, not duplicated)."""
+def show_sheet(window: QWidget, rows: list[tuple[str, str, str]]) -> ShortcutsSheet:
+    """Show the window's sheet of `rows` (made on first use; shown again, not duplicated)."""
     sheet = window.findChild(ShortcutsSheet)
     if not isinstance(sheet, ShortcutsSheet):
-        sheet = ShortcutsSheet(window)
+        sheet = ShortcutsSheet(rows, window)
     sheet.show()
     sheet.raise_()
     sheet.activateWindow()
