@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QToolBut
 from prefill.engine.message import ImagePart
 from prefill.ui.chat.image_sources import image_sources
 from prefill.ui.chat.image_strip import ImageStrip, ImageThumbs
-from prefill.ui.shared.plain_text import plain_label
+from prefill.ui.shared.plain_text import plain_label, tooltip
 
 
 class _Editor(QPlainTextEdit):
@@ -145,7 +145,7 @@ class InputBox(QWidget):
     def set_images_allowed(self, allowed: bool, why: str) -> None:
         """The attach button is off, saying `why`, for a model that cannot see images."""
         self.attach.setEnabled(allowed)
-        self.attach.setToolTip("Attach images (or paste them, or drop them on the window)" if allowed else why)
+        self.attach.setToolTip(tooltip("Attach images (or paste them, or drop them on the window)" if allowed else why))
 
     def _show_images(self) -> None:
         if self.strip is not None:
