@@ -19,7 +19,7 @@ M = MetricsSnapshot(prompt_tokens=74, cached_tokens=10, evaluated_tokens=64, com
                     finish_reason="length")
 
 
-def sidebar(qtbot) -> EngineSidebar:
+def sidebar_of(qtbot) -> EngineSidebar:
     s = EngineSidebar()
     qtbot.addWidget(s)
     s.show()
@@ -36,7 +36,7 @@ def title_of(s: EngineSidebar, key: str) -> QLabel:
 
 
 def test_every_figure_in_plain_words_with_the_engines_words_on_hover(qtbot) -> None:
-    s = sidebar(qtbot)
+    s = sidebar_of(qtbot)
     assert title_of(s, "prefill").text() == "Reading your message"
     assert title_of(s, "decode").text() == "Writing speed"
     assert title_of(s, "itl").text() == "Pause between words\n(typical / worst 5%)"
@@ -53,7 +53,7 @@ def test_every_figure_in_plain_words_with_the_engines_words_on_hover(qtbot) -> N
 
 
 def test_figures_and_finish_reasons_in_words(qtbot) -> None:
-    s = sidebar(qtbot)
+    s = sidebar_of(qtbot)
     s.begin_answer()
     s.on_metrics(M)
     assert s.text("kv") == "114 of 4,096 slots · 2.0 of 96 MiB"
@@ -67,7 +67,7 @@ def test_figures_and_finish_reasons_in_words(qtbot) -> None:
 
 
 def test_the_plot_keeps_a_curve_after_a_short_answer(qtbot) -> None:
-    s = sidebar(qtbot)
+    s = sidebar_of(qtbot)
     s.begin_answer()
     s.on_finished(Finished("stop", "Hi.", MetricsSnapshot(completion_tokens=3, decode_tps=30.0, ttft_ms=80.0)))
     assert s.plot.points == pytest.approx([30.0])  # one interval, from the first token to the last
@@ -94,7 +94,7 @@ def test_the_plot_steps_through_snapshots_and_resets(qtbot) -> None:
 
 
 def test_opening_a_chat_shows_its_last_answer_and_a_new_chat_clears(qtbot) -> None:
-    s = sidebar(qtbot)
+    s = sidebar_of(qtbot)
     s.begin_answer()
     s.on_finished(Finished("stop", "x", MetricsSnapshot(completion_tokens=99, decode_tps=50.0, ttft_ms=5.0,
                                                        finish_reason="stop")))
@@ -117,10 +117,31 @@ def test_stored_figures_are_checked() -> None:
 
 
 def test_a_narrow_sidebar_puts_each_figure_under_its_label(qtbot) -> None:
-    s = sidebar(qtbot)
+    s = sidebar_of(qtbot)
     form = s.labels["decode"].parentWidget().layout()
     assert isinstance(form, QFormLayout)
     s.resize(240, 600)
     qtbot.waitUntil(lambda: form.rowWrapPolicy() == QFormLayout.RowWrapPolicy.WrapAllRows, timeout=2000)
     s.resize(420, 600)
     qtbot.waitUntil(lambda: form.rowWrapPolicy() == QFormLayout.RowWrapPolicy.DontWrapRows, timeout=2000)
+
+
+def test_the_model_group_says_where_it_runs_and_whether_it_reads_images(qtbot) -> None:
+    from dataclasses import replace
+    from pathlib import Path
+
+    from prefill.engine.llama.offload import DeviceReport
+    from prefill.session.loaded import LoadedModel
+
+    sidebar = sidebar_of(qtbot)
+    m = LoadedModel(path=Path("/m/model.gguf"), name="m", n_ctx=2048, n_layer=30, backend_summary="H200: 30/30 layers",
+                    backend_warning="", gpu_build=True, load_ms=1.0, bytes_per_cell=1, model_bytes=1)
+    sidebar.set_model(replace(m, vision="Images: mmproj-f16.gguf",
+                              device=DeviceReport(True, "all", 30, 30, "H200", vram_bytes=300 * 1024 * 1024)))
+    assert sidebar.text("backend") == "H200: 30/30 layers · 300 MiB of GPU memory"
+    assert sidebar.text("vision") == "yes, read by mmproj-f16.gguf"
+    note = "Images need this model's projector: an mmproj-*.gguf from the model's repository"
+    sidebar.set_model(replace(m, vision=note))
+    assert sidebar.text("backend") == "H200: 30/30 layers" and sidebar.text("vision") == note
+    sidebar.set_model(m)
+    assert sidebar.text("vision") == "text only"

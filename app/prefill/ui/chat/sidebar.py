@@ -93,6 +93,8 @@ class EngineSidebar(QWidget):
         self._figure(mf, "model", "none loaded")
         self._figure(mf, "backend", "—")
         self._figure(mf, "format", "—")
+        self._figure(mf, "vision", "—")
+        self.labels["vision"].setWordWrap(True)
         self.warning = plain_label()
         self.warning.setObjectName("backend-warning")
         self.warning.setWordWrap(True)
@@ -225,6 +227,7 @@ class EngineSidebar(QWidget):
             self.labels["model"].setText("none loaded" if not error else "failed to load")
             self.labels["backend"].setText("—")
             self.labels["format"].setText("—")
+            self.labels["vision"].setText("—")
             self.warning.setText(error)
             self.warning.setVisible(bool(error))
             return
@@ -236,7 +239,11 @@ class EngineSidebar(QWidget):
         else:
             self.labels["model"].setText(f"{name} · {m.model_bytes / MIB:.0f} MiB · loaded in {m.load_ms:.0f} ms")
             self.labels["model"].setToolTip(tooltip(f"Named inside the file (general.name): {m.name}\n{m.path}"))
-        self.labels["backend"].setText(m.backend_summary)
+        vram = m.device.vram_bytes if m.device is not None else 0
+        self.labels["backend"].setText(m.backend_summary + (f" · {vram / MIB:,.0f} MiB of GPU memory" if vram else ""))
+        projector = m.vision.removeprefix("Images: ")
+        self.labels["vision"].setText(f"yes, read by {projector}" if projector != m.vision else
+                                      m.vision or ("not reported by the server" if m.remote else "text only"))
         self.labels["format"].setText("the model's own template" if m.format_from_model else m.chat_format_label)
         self.warning.setText(f"⚠ {m.backend_warning}" if m.backend_warning else "")
         self.warning.setVisible(bool(m.backend_warning))

@@ -31,7 +31,10 @@ GROUPS: dict[str, Words] = {
 FIGURES: dict[str, Words] = {
     "model": Words("Name", "The name read from the model's file and repository; hover the name itself for the "
                    "name written inside the file (its general.name) and where the file is."),
-    "backend": Words("Runs on", "Where llama.cpp runs the model's layers: on the CPU, or offloaded to a GPU."),
+    "backend": Words("Runs on", "Where llama.cpp runs the model's layers: on the CPU, or offloaded to a GPU "
+                     "(how many of its layers, the device, and the GPU memory llama.cpp allocated)."),
+    "vision": Words("Images", "Whether this model can read images: a vision model needs its projector, an "
+                    "mmproj GGUF from the same repository, loaded beside it."),
     "format": Words("Chat format", "How the chat is written out for the model: its own chat template (from the "
                     "GGUF file), a built-in format llama.cpp knows, or plain text for a base model."),
     "prompt": Words("Chat length", "The prompt's length in tokens: everything the model reads before it answers."),
