@@ -94,3 +94,35 @@ def test_the_system_prompt_is_shown_above_the_chat(qtbot, app, smollm2, monkeypa
     with qtbot.waitSignal(w.controller.conversation_opened, timeout=LOAD_TIMEOUT):
         w.controller.open_conversation(cid)
     assert row.isVisible() and row.text == "Answer like a pirate."
+
+
+def _icon_ink(action) -> int:
+    """The lightness of the darkest-or-lightest drawn pixel of an action's icon (its ink)."""
+    image = action.icon().pixmap(32, 32).toImage()
+    inks = [image.pixelColor(x, y) for x in range(32) for y in range(32) if image.pixelColor(x, y).alpha() > 200]
+    assert inks
+    return inks[0].lightness()
+
+
+def test_a_theme_switch_redraws_the_panel_icons_and_the_muted_row(qtbot, app) -> None:
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QApplication
+
+    from prefill.ui.shared.theme import DARK, LIGHT, apply_theme
+
+    qapp = QApplication.instance()
+    w = app.open(small_settings())
+    body = w.chat_view.system_row.body
+
+    def muted() -> str:
+        return body.palette().color(QPalette.ColorRole.WindowText).name()
+
+    try:
+        w.set_theme(apply_theme(qapp, "light"))
+        qtbot.waitUntil(lambda: muted() == LIGHT.muted)
+        light_ink = _icon_ink(w.panels.actions["chats"])
+        w.set_theme(apply_theme(qapp, "dark"))
+        qtbot.waitUntil(lambda: muted() == DARK.muted)  # the system prompt's row follows the theme
+        assert _icon_ink(w.panels.actions["chats"]) > light_ink  # light ink on the dark tool bar
+    finally:
+        apply_theme(qapp, "light")

@@ -3,7 +3,7 @@ line, that a click (or Space on its button) opens to the whole text."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QPalette, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QSizePolicy, QToolButton, QVBoxLayout
 
@@ -56,8 +56,10 @@ class SystemPromptRow(QFrame):
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:  # a theme switch
-            self._mute()
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.StyleChange):  # a theme switch
+            # After the switch has repolished the labels: the style sheet's repolish puts back the
+            # palette a label had before it, which would undo a colour set now.
+            QTimer.singleShot(0, self, self._mute)
 
     def set_text(self, text: str) -> None:
         """The chat's system prompt ("" hides the row); a new text starts folded."""
