@@ -76,6 +76,14 @@ def test_nothing_falls_into_the_tool_bar_overflow_at_900(qtbot, app) -> None:
         assert bar.sizeHint().width() <= w.width()
         buttons = [bar.widgetForAction(a) for a in bar.actions() if a.isVisible() and bar.widgetForAction(a)]
         qtbot.waitUntil(lambda buttons=buttons: all(b.isVisible() for b in buttons), timeout=2000)  # laid out
+    # A long status line (a model's name and where it runs) is cut with "…", not the buttons.
+    w.resize(900, 600)
+    w.load_state.setText("  SmolLM2 135M Instruct · Q4_1 · CPU (no NVIDIA GPU found) · a very long name indeed")
+    qtbot.waitUntil(lambda: bar.sizeHint().width() <= w.width(), timeout=2000)
+    buttons = [bar.widgetForAction(a) for a in bar.actions() if a.isVisible() and bar.widgetForAction(a)]
+    qtbot.waitUntil(lambda: all(b.isVisible() for b in buttons), timeout=2000)
+    assert w.load_state.width() < w.load_state.sizeHint().width() or w.load_state.maximumWidth() < 16777215
+    assert "very long name" in w.load_state.toolTip()
 
 
 def test_the_system_prompt_is_shown_above_the_chat(qtbot, app, smollm2, monkeypatch) -> None:

@@ -42,7 +42,7 @@ from prefill.ui.history.menu import HistoryMenu
 from prefill.ui.keyboard_access import install_focus_order
 from prefill.ui.models.main_tabs import MainTabs, build_models_page
 from prefill.ui.models.picker import REMOTE, ModelPicker, loaded_name
-from prefill.ui.panels import PanelToggles, ask_export_chat, set_toolbar_icons
+from prefill.ui.panels import PanelToggles, StatusLabel, ask_export_chat, set_toolbar_icons
 from prefill.ui.settings_apply import apply_settings, send_speculation
 from prefill.ui.settings_dialog import SettingsDialog
 from prefill.ui.shared.engine_worker import EngineThread
@@ -166,7 +166,7 @@ class MainWindow(QMainWindow):
         self.model_combo = self.picker.combo
         bar.addWidget(self.model_combo)
         self._fill_model_combo()
-        self.load_state = plain_label("  no model loaded")
+        self.load_state = StatusLabel("  no model loaded")  # cut with "…" when the window is narrow
         bar.addWidget(self.load_state)
         self.cancel_load_action = QAction("Cancel", self)
         self.cancel_load_action.setToolTip("Stop loading this model")

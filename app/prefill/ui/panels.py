@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QRectF, Qt, SignalInstance
-from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPixmap
+from PySide6.QtCore import QByteArray, QEvent, QObject, QRectF, QSize, Qt, QTimer, Signal, SignalInstance
+from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPaintEvent, QPixmap
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
+    QLabel,
     QMainWindow,
     QSizePolicy,
     QSplitter,
@@ -32,6 +33,8 @@ from prefill.ui.history.menu import HistoryMenu
 
 PANEL_WIDTHS = {"chats": 220, "sidebar": 300}  # given back to a panel shown again from nothing
 HIDDEN_MARK = "|hidden="
+MAX_WIDTH = 16777215  # Qt's QWIDGETSIZE_MAX: no maximum
+STATUS_MIN = 80  # px a status line in the tool bar keeps when the window is narrow
 
 # Tool bar actions: (attribute of the window, freedesktop icon name, Qt's own icon when the theme has none).
 ACTION_ICONS: tuple[tuple[str, str, QStyle.StandardPixmap], ...] = (
@@ -149,20 +152,65 @@ class PanelToggles(QObject):
             self.set_shown(name, name not in hidden.split(","))
 
 
+class StatusLabel(QLabel):
+    """A plain-text line for the tool bar (what is loaded) that is cut with "…" when the tool bar is
+    short of room, the whole text on hover. Signals: text_set(): its text was set."""
+
+    text_set = Signal()
+
+    def __init__(self, text: str = ""):
+        super().__init__()
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.setToolTip(text.strip())
+        self.text_set.emit()
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(STATUS_MIN, super().minimumSizeHint().height())
+
+    def paintEvent(self, _event: QPaintEvent) -> None:
+        p = QPainter(self)
+        p.setPen(self.palette().windowText().color())
+        rect = self.contentsRect()
+        text = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, rect.width())
+        p.drawText(rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), text)
+
+
 class ToolbarFit(QObject):
     """Words beside the tool bar's icons while the window is wide enough for them, the icons alone
-    (their words on hover and for screen readers) when it is not, so no button falls into the
-    tool bar's overflow menu at 900 px."""
+    (their words on hover and for screen readers) when it is not, and a status line cut short if even
+    that is too wide, so no button falls into the tool bar's overflow menu at 900 px."""
 
     def __init__(self, window: QWidget, bar: QToolBar):
         super().__init__(window)
         self.window, self.bar = window, bar
         window.installEventFilter(self)
+        self._pending = False
+        for label in bar.findChildren(StatusLabel):
+            label.text_set.connect(self._fit_soon)
+
+    def _fit_soon(self) -> None:
+        if not self._pending:
+            self._pending = True
+            QTimer.singleShot(0, self, self.fit)
 
     def fit(self) -> None:
+        self._pending = False
+        labels = self.bar.findChildren(StatusLabel)
+        for label in labels:
+            label.setMaximumWidth(MAX_WIDTH)
         self.bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         if self.bar.sizeHint().width() > self.window.width():
             self.bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+        over = self.bar.sizeHint().width() - self.window.width() + 8  # the bar's own margins
+        for label in labels:
+            if over > 0:
+                cut = max(STATUS_MIN, label.sizeHint().width() - over)
+                over -= label.sizeHint().width() - cut
+                label.setMaximumWidth(cut)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.window and event.type() in (QEvent.Type.Resize, QEvent.Type.Show):
