@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from prefill.store.history_export import ExportFormat
 from prefill.ui.history.menu import HistoryMenu
+from prefill.ui.shared.plain_text import tooltip
 
 PANEL_WIDTHS = {"chats": 220, "sidebar": 300}  # given back to a panel shown again from nothing
 HIDDEN_MARK = "|hidden="
@@ -165,7 +166,7 @@ class StatusLabel(QLabel):
 
     def setText(self, text: str) -> None:
         super().setText(text)
-        self.setToolTip(text.strip())
+        self.setToolTip(tooltip(text.strip()))  # a model's name is text from outside: never markup
         self.text_set.emit()
 
     def minimumSizeHint(self) -> QSize:
