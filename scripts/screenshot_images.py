@@ -10,21 +10,18 @@ answer is noise; the picture shows the path). The picture is drawn here. Needs X
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.xvfb import Shots, under_xvfb  # noqa: E402
+from scripts.xvfb import Shots, main_for  # noqa: E402
 
 QUESTION = "What is in this picture?"
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, default=Path("packaging/screenshots"))
-    return under_xvfb(__file__, ap.parse_args().out, prepare)
+    return main_for(__file__, prepare)
 
 
 def prepare(home: Path) -> list[str]:

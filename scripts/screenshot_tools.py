@@ -11,14 +11,13 @@ tools-menu.png and tools-dialog.png. Needs Xvfb.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.xvfb import ROOT, Shots, under_xvfb  # noqa: E402
+from scripts.xvfb import ROOT, Shots, main_for  # noqa: E402
 
 
 def prepare(home: Path) -> list[str]:
@@ -34,9 +33,7 @@ def prepare(home: Path) -> list[str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, default=Path("packaging/screenshots"))
-    return under_xvfb(__file__, ap.parse_args().out, prepare)
+    return main_for(__file__, prepare)
 
 
 def inside(out: Path, model: str, config: str) -> int:

