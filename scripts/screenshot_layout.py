@@ -1,5 +1,5 @@
 """Screenshots of the layout under Xvfb: a chat with a system prompt and a code block whose longest line
-is wider than the pane (it scrolls in its message), the chat list grouped by date, light and dark, at
+is wider than the pane (it scrolls in its own block), the chat list grouped by date, light and dark, at
 1400×900 and 900×600 (where nothing may be cut off).
 
 Chats are written into the throw-away history at fixed ages (now, two hours ago, yesterday, four days

@@ -1,5 +1,5 @@
 """The chat's layout holds: a question sent is shown even when scrolled up, a long code line scrolls in
-its message instead of widening the chat or being cut, an empty chat says what to do, the system prompt
+its own block instead of widening the chat or being cut, an empty chat says what to do, the system prompt
 stands folded above the messages, and a message's actions show on hover or focus only."""
 
 from __future__ import annotations
@@ -55,20 +55,24 @@ def test_an_answer_streamed_while_scrolled_up_does_not_pull_the_reader_down(qtbo
     assert view.verticalScrollBar().value() == 0  # only a question sent moves the reader
 
 
-def test_a_long_code_line_scrolls_in_its_message_and_the_pane_keeps_its_width(qtbot, view: ChatView) -> None:
+def test_a_long_code_line_scrolls_in_its_block_and_the_pane_keeps_its_width(qtbot, view: ChatView) -> None:
     width = view.width()
     view.model.append_row(Row("assistant", [f"Here:\n\n```python\n{LONG_LINE}\n```\n\nDone."]))
     settled(qtbot, view)
     w = view.live_widget(0)
     assert w is not None
-    bar = w.browser.horizontalScrollBar()
+    prose, code, after = w.body.segments
+    assert (prose.code, code.code, after.code) == (False, True, False)
+    bar = code.horizontalScrollBar()
     qtbot.waitUntil(lambda: bar.maximum() > 0)
     assert bar.isVisible()
+    # Only the block scrolls: the prose around it neither scrolls nor shows a bar.
+    assert prose.horizontalScrollBar().maximum() == 0 == after.horizontalScrollBar().maximum()
     assert view.width() == width and w.width() <= view.viewport().width()
-    assert w.browser.width() <= w.width()
+    assert code.width() <= w.width()
     assert w.minimumSizeHint().width() < width  # nothing in the message asks for the line's width
-    # The scroll bar's height is part of the message's: the last text line is not under it.
-    assert w.browser.height() >= int(w.browser.document().size().height()) + bar.sizeHint().height()
+    # The scroll bar's height is part of the block's: the last code line is not under it.
+    assert code.height() >= int(code.document().size().height()) + bar.sizeHint().height()
     bar.setValue(bar.maximum())  # the end of the line can be reached
     assert bar.value() == bar.maximum()
 
@@ -77,7 +81,8 @@ def test_prose_wraps_without_a_sideways_scroll_bar(qtbot, view: ChatView) -> Non
     view.model.append_row(Row("assistant", ["word " * 400]))
     settled(qtbot, view)
     w = view.live_widget(0)
-    assert w is not None and w.browser.horizontalScrollBar().maximum() == 0
+    assert w is not None and len(w.body.segments) == 1
+    assert w.browser.horizontalScrollBar().maximum() == 0
 
 
 def test_an_empty_chat_says_what_to_do(qtbot, view: ChatView) -> None:

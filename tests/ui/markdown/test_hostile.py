@@ -40,7 +40,7 @@ def test_a_history_message_of_nested_quotes_is_shown(qtbot) -> None:
     qtbot.addWidget(w)
     w.set_content(">" * 400 + " from history")
     assert w.browser.toPlainText() == "from history"
-    assert not w.stream.plain
+    assert not w.body.plain
 
 
 def test_deep_lists_nest_at_most_max_depth(qapp) -> None:

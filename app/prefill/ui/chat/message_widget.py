@@ -3,22 +3,21 @@
 The actions (Copy, Edit, Regenerate, Branch, Delete) show while the pointer is over the message or the
 keyboard is in it; otherwise they are transparent, not hidden, so Tab still stops on them (and shows
 them). What a reader must act on stays in view: Retry on an unanswered question, an answer's ‹ 2 / 3 ›.
-A code line wider than the message scrolls sideways in the message instead of being cut off.
+The text is a stack of segments (``message_segments``): prose wraps to the pane, and each fenced code
+block scrolls sideways on its own, so a long code line is neither cut off nor widens the chat.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, QSizeF, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QObject, QTimer, QUrl, Signal
 from PySide6.QtGui import QEnterEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
     QFrame,
     QGraphicsOpacityEffect,
     QHBoxLayout,
-    QSizePolicy,
-    QTextBrowser,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -28,56 +27,15 @@ from prefill.engine.message import ImagePart
 from prefill.ui.chat.finish_words import finish_words
 from prefill.ui.chat.image_strip import ImageStrip, ImageThumbs
 from prefill.ui.chat.inline_editor import InlineEditor
+from prefill.ui.chat.message_segments import MessageBody, SafeBrowser, Segment
 from prefill.ui.chat.thinking_section import ThinkingSection
 from prefill.ui.chat.tool_call_section import ToolCallSection
 from prefill.ui.markdown.inline import SAFE_SCHEMES
 from prefill.ui.markdown.link_guard import open_link
-from prefill.ui.markdown.rich_text import code_blocks
-from prefill.ui.markdown.stream import MarkdownStream
 from prefill.ui.shared.plain_text import plain_label
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "notice": "Note", "tool": "Tool call"}
 COPIED_MS = 1500  # how long the Copy button says "Copied"
-
-
-class SafeBrowser(QTextBrowser):
-    """Shows a message; loads nothing (no images, no files, no network), opens links only on a click."""
-
-    link_clicked = Signal(QUrl)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.setOpenLinks(False)
-        self.setOpenExternalLinks(False)
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        # Prose wraps; a code line (<pre>) does not, and scrolls sideways rather than being cut off.
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        self.horizontalScrollBar().rangeChanged.connect(lambda _lo, _hi: self._fit_height())
-        # A thin bar that reads on both themes (grey over the message's own background).
-        self.horizontalScrollBar().setStyleSheet(
-            "QScrollBar:horizontal { background: transparent; height: 10px; margin: 0; border: none; }"
-            "QScrollBar::handle:horizontal { background: rgba(128, 128, 128, 0.6); border-radius: 4px;"
-            " min-width: 24px; }"
-            "QScrollBar::add-line:horizontal, QScrollBar::sub-line:horizontal { width: 0; border: none; }"
-            "QScrollBar::add-page:horizontal, QScrollBar::sub-page:horizontal { background: transparent; }")
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        self.anchorClicked.connect(self.link_clicked)
-        self.document().documentLayout().documentSizeChanged.connect(self._on_document_size_changed)
-        self.document().setDocumentMargin(2)
-
-    def loadResource(self, type: int, name: QUrl | str) -> Any:
-        return None  # never fetch what a model's answer points at
-
-    def _on_document_size_changed(self, _size: QSizeF) -> None:
-        self._fit_height()
-
-    def _fit_height(self) -> None:
-        bar = self.horizontalScrollBar()
-        extra = bar.sizeHint().height() if bar.maximum() > 0 else 0
-        self.setFixedHeight(int(self.document().size().height()) + 4 + extra)
-
-
 
 
 def figures_line(figures: dict[str, Any], reason: str) -> str:
@@ -119,12 +77,9 @@ class MessageWidget(QFrame):
         self.role = role
         self.setObjectName(f"message-{role}")
         self.setProperty("role", role)
-        self.browser = SafeBrowser()
-        # Tab goes from button to button; the text takes the focus on a click (to select some of it).
-        self.browser.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
-        self.browser.setAccessibleName(f"{ROLE_TITLES.get(role, role)}: message")
-        self.browser.link_clicked.connect(self._on_browser_link_clicked)
-        self.stream = MarkdownStream(self.browser.document(), code_palette)
+        # The text: prose and code blocks, each block scrolling sideways on its own.
+        self.body = MessageBody(code_palette, f"{ROLE_TITLES.get(role, role)}: message", self)
+        self.body.link_clicked.connect(self._on_body_link_clicked)
         self.title = plain_label(ROLE_TITLES.get(role, role))
         self.title.setObjectName("message-title")
         self.figures = plain_label()
@@ -186,22 +141,26 @@ class MessageWidget(QFrame):
                 self.buttons[hidden].hide()
         self.version_label.hide()
         bar.addWidget(self.actions_box)
-        self.browser.installEventFilter(self)
         self._update_actions()
         lay = QVBoxLayout(self)
         lay.setContentsMargins(10, 6, 10, 6)
         lay.setSpacing(2)
         lay.addLayout(bar)
         lay.addWidget(self.thinking)
-        lay.addWidget(self.browser)
+        lay.addWidget(self.body)
         lay.addWidget(self.figures)
         if role == "tool":
             self.title.hide()
-            self.browser.hide()
+            self.body.hide()
             self.tool = ToolCallSection()
             self.tool.body.setAccessibleName("The tool call and its result")
             lay.insertWidget(1, self.tool)
             lay.setContentsMargins(10, 2, 10, 2)
+
+    @property
+    def browser(self) -> SafeBrowser:
+        """The first segment of the text: all of it when the message has no code block."""
+        return self.body.segments[0]
 
     # --- actions on hover or focus --------------------------------------------------
     def actions_shown(self) -> bool:
@@ -233,14 +192,14 @@ class MessageWidget(QFrame):
         if self.tool is not None:
             self.tool.set_result(text)
             return
-        self.stream.set_text(text)
+        self.body.set_text(text)
 
     def append(self, text: str) -> None:
         if self.tool is not None:
             return
         if text and self.thinking.isVisible():
             self.thinking.answer_started()
-        self.stream.append(text)
+        self.body.append(text)
 
     def set_reasoning(self, text: str, from_history: bool = False) -> None:
         self.thinking.set_text(text)
@@ -254,10 +213,10 @@ class MessageWidget(QFrame):
             self.buttons["retry"].setVisible(visible)
 
     def finish(self) -> None:
-        self.stream.finish()
+        self.body.finish()
 
     def text(self) -> str:
-        return self.tool.text() if self.tool is not None else self.stream.text
+        return self.tool.text() if self.tool is not None else self.body.text
 
     def set_streaming(self, streaming: bool) -> None:
         self._streaming = streaming
@@ -289,8 +248,8 @@ class MessageWidget(QFrame):
             self.editor.cancelled.connect(self.end_edit)
             layout = self.layout()
             assert isinstance(layout, QVBoxLayout)
-            layout.insertWidget(layout.indexOf(self.browser), self.editor)
-            self.browser.hide()
+            layout.insertWidget(layout.indexOf(self.body), self.editor)
+            self.body.hide()
             for b in self.buttons.values():
                 b.setEnabled(False)
         self.editor.begin()
@@ -305,7 +264,7 @@ class MessageWidget(QFrame):
         had_focus = focus is not None and editor.isAncestorOf(focus)
         editor.hide()
         editor.deleteLater()
-        self.browser.show()
+        self.body.show()
         self.set_streaming(self._streaming)
         if had_focus and "edit" in self.buttons:
             self.buttons["edit"].setFocus()  # the keyboard stays on this message
@@ -319,7 +278,7 @@ class MessageWidget(QFrame):
         strip.set_images(parts)
         lay = self.layout()
         assert isinstance(lay, QVBoxLayout)
-        lay.insertWidget(lay.indexOf(self.browser), strip)
+        lay.insertWidget(lay.indexOf(self.body), strip)
         self.images = strip
 
     def set_figures(self, figures: dict[str, Any], reason: str) -> None:
@@ -343,12 +302,13 @@ class MessageWidget(QFrame):
             button.setText("Copied ✓" if copied else "Copy")
             button.setAccessibleName("Copied" if copied else ACTION_TIPS["copy"])
 
-    def _on_browser_link_clicked(self, url: QUrl) -> None:
+    def _on_body_link_clicked(self, url: QUrl, segment: Segment) -> None:
         if url.scheme() == "copy":
-            blocks = code_blocks(self.text())
+            # copy:N counts the code blocks of the segment it is in (a code segment holds one).
+            blocks = segment.stream.code_blocks
             try:
                 QGuiApplication.clipboard().setText(blocks[int(url.path())])
             except (ValueError, IndexError):
                 pass
         elif url.scheme() in SAFE_SCHEMES:
-            open_link(self, self.browser.document(), url)
+            open_link(self, segment.document(), url)

@@ -38,8 +38,8 @@ from prefill.ui.shared.code_palette import DARK_CODE, LIGHT_CODE, CodePalette
 
 __all__ = [
     "DARK_CODE", "LIGHT_CODE", "MAX_DEPTH", "SAFE_SCHEMES", "BlockRenderer", "BlockSplitter",
-    "CodePalette", "code_blocks", "highlight_code", "is_safe_url", "plain_html", "render_markdown",
-    "split_blocks", "warm_up",
+    "CodePalette", "closes_fence", "code_blocks", "highlight_code", "is_safe_url", "opening_fence",
+    "plain_html", "render_markdown", "split_blocks", "warm_up",
 ]
 
 MAX_DEPTH = 8  # levels of quotes, and of lists, shown nested; deeper ones render at the last level
@@ -78,6 +78,17 @@ def _fence_closes(line: str, fence: str) -> bool:
     """Whether ``line`` closes a fence opened with ``fence`` (at least as long, same char)."""
     s = line.strip()
     return len(s) >= len(fence) and s == fence[0] * len(s)
+
+
+def opening_fence(line: str) -> str | None:
+    """The fence (its run of backticks or tildes) that ``line`` opens, or None: the splitter's rule."""
+    m = _FENCE_RE.match(line)
+    return m.group(2) if m else None
+
+
+def closes_fence(line: str, fence: str) -> bool:
+    """Whether ``line`` closes the code fence ``fence`` (from ``opening_fence``): the splitter's rule."""
+    return _fence_closes(line, fence)
 
 
 class BlockSplitter:

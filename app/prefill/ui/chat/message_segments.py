@@ -1,0 +1,270 @@
+"""A message's text as a stack of segments: prose that wraps, and code blocks that scroll on their own.
+
+One text browser for a whole message cannot wrap its prose and let a long code line scroll: the
+browser scrolls as one, so either the whole message moved sideways or the line was cut. Here each
+fenced code block is a browser of its own, unwrapped, with a thin horizontal scroll bar when a line
+is wider than the pane; the prose between code blocks wraps. The pane never widens.
+
+Streaming stays O(new text) per flush (STYLE rule 7): ``ui/markdown/segments.py`` routes each new
+piece to the last segment or opens the next one, and each segment renders its own part of the
+source with a ``MarkdownStream``; a segment left behind is finished once, never touched again. The
+body places its segments itself rather than through a box layout, which would lay out every segment
+again whenever the last one grows: a segment's change of height moves only the segments below it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QObject, QSizeF, Qt, QUrl, Signal
+from PySide6.QtGui import QResizeEvent, QTextCursor
+from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QTextEdit, QWidget
+
+from prefill.ui.markdown.segments import Piece, SegmentRouter
+from prefill.ui.markdown.stream import MarkdownStream
+
+# A thin bar that reads on both themes (grey over the message's own background).
+_BAR_STYLE = (
+    "QScrollBar:horizontal { background: transparent; height: 10px; margin: 0; border: none; }"
+    "QScrollBar::handle:horizontal { background: rgba(128, 128, 128, 0.6); border-radius: 4px; min-width: 24px; }"
+    "QScrollBar::add-line:horizontal, QScrollBar::sub-line:horizontal { width: 0; border: none; }"
+    "QScrollBar::add-page:horizontal, QScrollBar::sub-page:horizontal { background: transparent; }"
+)
+
+
+class SafeBrowser(QTextBrowser):
+    """Shows a message's text; loads nothing (no images, no files, no network), opens links only on a click.
+
+    Its height is fitted to its text (and its horizontal scroll bar, when it shows one): it never
+    scrolls up and down, the chat does.
+
+    Signals:
+        link_clicked(QUrl): a link in the text was clicked.
+        fitted(): its height was fitted to its text again, and changed.
+    """
+
+    link_clicked = Signal(QUrl)
+    fitted = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # Prose wraps, so only what cannot wrap (a wide table) ever shows this bar.
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.horizontalScrollBar().rangeChanged.connect(lambda _lo, _hi: self._fit_height())
+        self.horizontalScrollBar().setStyleSheet(_BAR_STYLE)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.anchorClicked.connect(self.link_clicked)
+        self.document().documentLayout().documentSizeChanged.connect(self._on_document_size_changed)
+        self.document().setDocumentMargin(2)
+
+    def loadResource(self, type: int, name: QUrl | str) -> Any:
+        return None  # never fetch what a model's answer points at
+
+    def _on_document_size_changed(self, _size: QSizeF) -> None:
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        bar = self.horizontalScrollBar()
+        extra = bar.sizeHint().height() if bar.maximum() > 0 else 0
+        height = int(self.document().size().height()) + 4 + extra
+        if height != self.maximumHeight() or height != self.minimumHeight():
+            self.setFixedHeight(height)
+            self.fitted.emit()
+
+
+class Segment(SafeBrowser):
+    """One segment of a message: prose (wrapped) or one fenced code block (unwrapped, scrolled sideways).
+
+    Attributes:
+        index: Its place in the message (0: the first).
+        code: Whether it shows a code block.
+        stream: Renders its part of the message's source into its document.
+    """
+
+    def __init__(self, index: int, code: bool, palette: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.index = index
+        self.code = code
+        if code:
+            # The line stays whole; the bar under the block scrolls it, the pane keeps its width.
+            self.setLineWrapMode(QTextEdit.LineWrapMode.NoWrap)
+        self.stream = MarkdownStream(self.document(), palette)
+
+    def append(self, text: str) -> None:
+        """Render more of its source (see ``MarkdownStream.append``), staying where it was scrolled to."""
+        at = self.horizontalScrollBar().value()
+        self.stream.append(text)
+        self._scroll_back(at)
+
+    def finish(self) -> None:
+        at = self.horizontalScrollBar().value()
+        self.stream.finish()
+        self._scroll_back(at)
+
+    def _scroll_back(self, at: int) -> None:
+        # Text inserted at the browser's own (hidden) cursor drags it along, and the browser scrolls to
+        # keep that cursor in view on its next resize: a block whose last line is long would open
+        # scrolled to that line's end. The cursor goes back to the start (unless it holds a selection).
+        cursor = self.textCursor()
+        if not cursor.hasSelection() and cursor.position():
+            self.setTextCursor(QTextCursor(self.document()))
+        bar = self.horizontalScrollBar()
+        if bar.value() != at:
+            bar.setValue(at)
+
+
+class MessageBody(QWidget):
+    """A message's markdown text, shown as segments stacked top to bottom.
+
+    ``append`` on every flush, ``finish`` when the answer ends, ``set_text`` for a finished message.
+    Segment 0 is prose and always there (hidden while empty when the text opens with a code block).
+
+    Signals:
+        link_clicked(QUrl, object): a link was clicked, and the ``Segment`` it was clicked in.
+    """
+
+    link_clicked = Signal(QUrl, object)
+
+    def __init__(self, palette: Any, name: str, focus_watcher: QObject | None = None) -> None:
+        """
+        Args:
+            palette: The code colours (``theme.code_palette``); None: the light ones.
+            name: What a screen reader calls the message ("Assistant: message").
+            focus_watcher: Gets every segment's events (the message shows its actions while one has focus).
+        """
+        super().__init__()
+        self._palette = palette
+        self._name = name
+        self._watcher = focus_watcher
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setFixedHeight(0)
+        self._placing = False
+        self.segments: list[Segment] = []
+        self._code_count = 0  # code segments made: a screen reader's "code block N"
+        self._chunks: list[str] = []
+        self._router = SegmentRouter()
+        self._finished = False
+        self._add_segment(False)
+
+    @property
+    def text(self) -> str:
+        """The full markdown source received so far."""
+        if len(self._chunks) > 1:
+            self._chunks = ["".join(self._chunks)]
+        return self._chunks[0] if self._chunks else ""
+
+    @property
+    def plain(self) -> bool:
+        """Whether rendering failed somewhere and that part is shown as plain text."""
+        return any(s.stream.plain for s in self.segments)
+
+    def code_segments(self) -> list[Segment]:
+        """The segments that show a code block, in order."""
+        return [s for s in self.segments if s.code]
+
+    def append(self, text: str) -> None:
+        """Add newly generated text: it goes to the last segment, or opens the next one."""
+        if not text:
+            return
+        if self._finished:
+            self._restart(self.text + text)  # a finished message continued: one full render
+            return
+        self._chunks.append(text)
+        self._apply(self._router.feed(text))
+
+    def finish(self) -> None:
+        """The text is complete: what was held back is routed, every segment rendered in full."""
+        if self._finished:
+            return
+        self._apply(self._router.close())
+        self.segments[-1].finish()
+        self._finished = True
+
+    def set_text(self, text: str) -> None:
+        """Replace the text with ``text``, rendered in full and finished."""
+        self._restart(text)
+        self.finish()
+
+    def _restart(self, text: str) -> None:
+        for segment in self.segments[1:]:
+            segment.hide()
+            segment.deleteLater()
+        del self.segments[1:]
+        self._code_count = 0
+        first = self.segments[0]
+        first.stream.set_text("")
+        first.show()
+        self._place_from(0)
+        self._chunks, self._router, self._finished = [], SegmentRouter(), False
+        if text:
+            self._chunks.append(text)
+            self._apply(self._router.feed(text))
+
+    def _apply(self, pieces: list[Piece]) -> None:
+        for piece in pieces:
+            if piece.index == len(self.segments):
+                self._add_segment(piece.code)
+            self.segments[piece.index].append(piece.text)
+
+    def _add_segment(self, code: bool) -> None:
+        if self.segments:
+            self.segments[-1].finish()  # it gets no more text: its last block is rendered now
+            if not self.segments[0].stream.text and not self.segments[0].isHidden():
+                self.segments[0].hide()  # the text opened with a code block
+                self._place_from(0)
+        # Made with its parent: made alone and then given one, it costs more the more segments there are.
+        segment = Segment(len(self.segments), code, self._palette, self)
+        # Tab goes from button to button; the text takes the focus on a click (to select some of it).
+        segment.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self._code_count += code
+        segment.setAccessibleName(f"{self._name}, code block {self._code_count}" if code else self._name)
+        # Slots that ask which segment sent: no closure per segment (fewer objects for the collector).
+        segment.link_clicked.connect(self._on_segment_link_clicked)
+        segment.fitted.connect(self._on_segment_fitted)
+        if self._watcher is not None:
+            segment.installEventFilter(self._watcher)
+        self.segments.append(segment)
+        segment.resize(max(1, self.width()), segment.height())
+        segment.show()
+        self._place_from(len(self.segments) - 1)
+
+    # --- placing: each segment below the one before it, the body as tall as all of them ----------
+    def _on_segment_link_clicked(self, url: QUrl) -> None:
+        segment = self.sender()
+        if isinstance(segment, Segment):
+            self.link_clicked.emit(url, segment)
+
+    def _on_segment_fitted(self) -> None:
+        segment = self.sender()
+        # A segment dropped by set_text (deleted later) may still report: it is no longer placed.
+        if isinstance(segment, Segment) and not self._placing and segment in self.segments[segment.index:][:1]:
+            self._place_from(segment.index)
+
+    def _place_from(self, first: int) -> None:
+        """Move the segments from ``first`` on below the one before it: O(segments moved)."""
+        y = 0
+        if first > 0:
+            before = self.segments[first - 1]
+            y = before.y() + (0 if before.isHidden() else before.height())
+        width = max(1, self.width())
+        for segment in self.segments[first:]:
+            segment.setGeometry(0, y, width, segment.height())
+            y += 0 if segment.isHidden() else segment.height()
+        if self.height() != y or self.minimumHeight() != y:
+            self.setFixedHeight(y)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            # A new width wraps the prose again: every segment is fitted, then all placed once.
+            self._placing = True
+            try:
+                for segment in self.segments:
+                    segment.resize(event.size().width(), segment.height())
+            finally:
+                self._placing = False
+            self._place_from(0)
