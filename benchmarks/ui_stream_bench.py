@@ -11,6 +11,7 @@ timer on the GUI thread measures the event loop's longest stall. Prints JSON.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -64,6 +65,7 @@ def main() -> int:
         settle = time.perf_counter() + 0.5
         while time.perf_counter() < settle:
             app.processEvents()
+    gc.freeze()  # as run_app does once the window is shown
     model.append_row(Row("user", ["Tell me about serving LLMs."]))
     row = model.append_row(Row("assistant", [], streaming=True))
     buffer = TextBuffer()
