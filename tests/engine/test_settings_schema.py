@@ -99,13 +99,18 @@ def test_arrows_point_down() -> None:
         assert upward <= KNOWN_UPWARD.get(path.name, set()), path
     leaf = {"prefill.engine.settings", "prefill.engine.setting_fields", "prefill.engine.errors",
             "prefill.engine.message", "prefill.engine.units", "prefill.engine.private_paths"}
+    # and the image door (Pillow, for images kept with messages and imported), never llama.cpp
+    door = {"prefill.engine.vision.image_door", "prefill.engine.vision.errors"}
     for path in (APP / "store").glob("*.py"):  # the store takes the schema, never the runtime
         engine = {n for n in _imports(path) if n.startswith("prefill.engine")}
-        assert engine <= leaf, path
+        assert engine <= leaf | door, path
         assert not {n for n in _imports(path) if n.split(".")[1] in ("hub", "ui", "commands")}, path
     for module in leaf:  # and the schema modules are leaves: the standard library only
         path = APP.parent / (module.replace(".", "/") + ".py")
         assert set(_imports(path)) <= leaf, path
+    for module in door:  # the door reads images with Pillow, on the schema's leaves
+        path = APP.parent / (module.replace(".", "/") + ".py")
+        assert {n for n in _imports(path) if n.startswith("prefill.")} <= leaf | door, path
 
 
 @pytest.mark.parametrize(("cores", "decode", "prompt"), [(1, 1, 1), (2, 1, 2), (4, 3, 4), (8, 4, 4), (32, 16, 16)])
