@@ -125,8 +125,13 @@ if [ -z "$how" ] && command -v nvidia-smi >/dev/null && nvidia-smi >/dev/null 2>
 fi
 [ -n "$how" ] || how="none found: the venv's own llama_cpp"
 say "llama_cpp: $how ($(( $(date +%s) - start )) s)"
-# 3. The check, with that llama_cpp first on the path.
 export PYTHONPATH="$site:$root/app${PYTHONPATH:+:$PYTHONPATH}"
+# 3. The CUDA runtime wheels, where no nvidia/cu13/lib is on the path yet (a venv made without them).
+if [ -f "$site/llama_cpp/lib/libggml-cuda.so" ] && [ -z "$("$py" -c 'from prefill.engine.cuda_libs import runtime_folder as f; print(f() or "")')" ]; then
+  "$py" -m pip install -q --no-deps --target "$site" $("$py" scripts/llama_build.py runtime) >&2 \
+    || say "no CUDA runtime on the path, and pip could not install it"
+fi
+# 4. The check, with that llama_cpp first on the path.
 json=$("$py" benchmarks/gpu_check.py "$@")
 rc=$?
 "$py" - "$how" "$(( $(date +%s) - start ))" "$json" <<'PY'

@@ -66,3 +66,37 @@ def test_a_cuda_build_without_the_runtime_wheels_is_left_to_say_so_itself(tmp_pa
 def test_this_venv_llama_cpp_is_found_without_importing_it() -> None:
     folder = cuda_libs.llama_lib_folder()
     assert folder is not None and folder.name == "lib" and folder.parent.name == "llama_cpp"
+
+
+def test_the_import_hook_preloads_once_just_before_llama_cpp_is_looked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whichever module imports llama_cpp first (a bench module does, before any engine module),
+    the libraries are loaded before it; and not before: importing prefill loads nothing."""
+    import importlib.util
+    import sys
+
+    calls: list[str] = []
+    monkeypatch.setattr(cuda_libs, "preload", lambda *a, **k: calls.append("preload") or ())
+    hook = cuda_libs._PreloadBeforeLlamaCpp
+    monkeypatch.setattr(sys, "meta_path", [f for f in sys.meta_path if not isinstance(f, hook)])
+    monkeypatch.delitem(sys.modules, "llama_cpp", raising=False)
+    cuda_libs.install_import_hook()
+    cuda_libs.install_import_hook()  # twice: one finder
+    assert sum(isinstance(f, hook) for f in sys.meta_path) == 1 and calls == []
+    assert importlib.util.find_spec("json") is not None and calls == []  # other imports: untouched
+    assert importlib.util.find_spec("llama_cpp") is not None  # the real finders still find it
+    assert calls == ["preload"]
+    assert not any(isinstance(f, hook) for f in sys.meta_path)  # stepped aside
+    importlib.util.find_spec("llama_cpp")
+    assert calls == ["preload"]
+
+
+def test_prefill_itself_installs_the_hook() -> None:
+    import subprocess
+    import sys
+
+    probe = ("import sys, prefill\n"
+             "from prefill.engine import cuda_libs\n"
+             "hooked = any(isinstance(f, cuda_libs._PreloadBeforeLlamaCpp) for f in sys.meta_path)\n"
+             "print(hooked, 'llama_cpp' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False"]

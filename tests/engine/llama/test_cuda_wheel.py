@@ -66,7 +66,8 @@ def test_the_cuda_build_needs_the_preload_and_gets_it(cuda_python: Path, tmp_pat
     if bare.returncode == 0:
         pytest.skip("this machine's loader finds the CUDA libraries by itself (a system CUDA 13)")
     assert "libcublas.so.13" in bare.stderr or "libcudart.so.13" in bare.stderr, bare.stderr[-500:]
-    probe = ("import prefill.engine, llama_cpp, json\n"
+    # A bench module first: it imports llama_cpp before any engine module does.
+    probe = ("import prefill.bench.lean_loop, llama_cpp, json\n"
              "from prefill.engine import cuda_libs\n"
              "maps = open('/proc/self/maps').read()\n"
              "print(json.dumps({'cuda_build': cuda_libs.is_cuda_build(), 'llama': llama_cpp.__file__,\n"
