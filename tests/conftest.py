@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Speculative drafts are checked whatever the timing (engine/drafts/rules.py WEIGH_COSTS), here and in
+# the processes tests start: draft counts must not depend on how busy the machine is.
+os.environ.setdefault("PREFILL_DRAFT_ALWAYS", "1")
 
 from prefill.bench.tiny_model import write_tiny_llama  # noqa: E402
 from prefill.engine.local.chat_engine import ChatEngine  # noqa: E402

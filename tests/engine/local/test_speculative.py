@@ -138,6 +138,26 @@ def test_draft_length_grows_shrinks_and_backs_off() -> None:
     assert length.want() == 2
 
 
+def test_drafts_are_checked_only_where_they_pay_at_the_measured_costs() -> None:
+    cheap = DraftLength(start=8, most=16)  # a GPU: a batch costs little more than one token
+    cheap.cost(1, 0.010)
+    cheap.cost(9, 0.012)
+    assert cheap.want() >= 4  # the length that brings the most tokens per second at a rate of 1 in 2
+    dear = DraftLength(start=8, most=16)  # this CPU: each checked token costs nearly a step
+    dear.cost(1, 0.010)
+    dear.cost(9, 0.010 + 8 * 0.009)
+    dear.taken(8, 2)  # and drafts are mostly rejected
+    wants = [dear.want() for _ in range(64)]
+    assert wants.count(0) >= 62 and wants[31] == 1 and wants[63] == 1  # only a probe now and then
+    for _ in range(6):
+        dear.taken(1, 1)  # the probes are taken: the text now repeats
+    assert dear.want() > 0
+    unweighed = DraftLength(start=8, most=16, weigh=False)
+    unweighed.cost(1, 0.010)
+    unweighed.cost(9, 1.0)
+    assert unweighed.want() == 8
+
+
 # --- on the real model ----------------------------------------------------------------------------
 def test_copy_prompt_same_text_with_drafts_accepted(engine: ChatEngine) -> None:
     plain, fast = both(engine, [Message("user", COPY)])

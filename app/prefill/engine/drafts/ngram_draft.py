@@ -73,25 +73,75 @@ class NgramIndex:
         return []
 
 
+PROBE_EVERY = 32  # steps between drafts tried while drafting does not pay, to notice when it would
+
+
 class DraftLength:
     """How many tokens to draft next: grows after a draft taken whole, shrinks after a rejection,
-    and backs off (skips lookups) after drafts that were rejected at their first token."""
+    and backs off (skips lookups) after drafts that were rejected at their first token.
 
-    def __init__(self, start: int = 4, most: int = DRAFT_MAX):
+    Told what decodes cost (`cost`), it also weighs a draft's price against what it is likely to
+    bring: checking k drafted tokens costs one decode of k + 1 tokens and brings, with acceptance
+    rate a, 1 + a + a^2 + … + a^k tokens on average. Where no k beats one token per plain step (a
+    CPU whose batched decode costs nearly a step per token, or text with nothing to copy), it does
+    not draft, except for a short probe every PROBE_EVERY steps that keeps the figures fresh.
+    """
+
+    def __init__(self, start: int = 4, most: int = DRAFT_MAX, weigh: bool = True):
+        """`weigh`: whether the costs told decide (False: drafts as the lengths say, whatever the
+        timing: what tests of exactness want, so their draft counts do not depend on the machine)."""
         self.most = most
+        self.weigh = weigh
         self.n = min(start, most)
         self._skip = 0  # lookups still to skip
         self._backoff = 1  # how many the next miss skips
+        self._single = 0.0  # seconds of a one-token decode (a moving average; 0: not yet measured)
+        self._extra = -1.0  # seconds each further token adds to a decode (-1: not yet measured)
+        self._rate = 0.5  # the share of drafted tokens accepted, a moving average
+        self._idle = 0  # steps since the last draft while drafting does not pay
+
+    def cost(self, n_tokens: int, seconds: float) -> None:
+        """A decode of `n_tokens` took `seconds` (1: a plain step; more: a draft checked)."""
+        if not self.weigh:
+            return
+        if n_tokens == 1:
+            self._single = seconds if self._single == 0 else 0.8 * self._single + 0.2 * seconds
+        elif self._single > 0:
+            extra = max(0.0, seconds - self._single) / (n_tokens - 1)
+            self._extra = extra if self._extra < 0 else 0.7 * self._extra + 0.3 * extra
 
     def want(self) -> int:
         """The draft length to ask for now (0: do not draft this step)."""
         if self._skip > 0:
             self._skip -= 1
             return 0
-        return self.n
+        best = self._worth(self.n)
+        if best > 0:
+            self._idle = 0
+            return best
+        self._idle += 1
+        if self._idle >= PROBE_EVERY:
+            self._idle = 0
+            return 1
+        return 0
+
+    def _worth(self, most: int) -> int:
+        """The draft length up to `most` that brings the most tokens per second, if any beats a plain
+        step; `most` while the costs are not known yet."""
+        if self._single <= 0 or self._extra < 0:
+            return most
+        a, gain, best, best_rate = self._rate, 1.0, 0, 1.0 / self._single
+        for k in range(1, most + 1):
+            gain += a ** k
+            rate = gain / (self._single + self._extra * k)
+            if rate > best_rate:
+                best, best_rate = k, rate
+        return best
 
     def taken(self, drafted: int, accepted: int) -> None:
         """The model accepted `accepted` of `drafted` tokens."""
+        if drafted > 0:
+            self._rate = 0.7 * self._rate + 0.3 * (accepted / drafted)
         if accepted == drafted:
             self.n = min(self.most, self.n * 2)
             self._backoff = 1

@@ -361,7 +361,7 @@ class ChatEngine:
             if source is not None and drafts is not None:
                 done = yield from speculative.decode_speculative(
                     rt, answer, split, clock, sampling, tokens, raw, cancel, self.bytes_per_cell, drafts,
-                    source, DraftLength(most=self.draft_max),
+                    source, DraftLength(most=self.draft_max, weigh=rules.WEIGH_COSTS),
                 )
                 reason, hit, n_answer = done.reason, done.hit, done.n_answer
             while drafts is None and n_answer < sampling.max_tokens:

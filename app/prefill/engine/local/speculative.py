@@ -121,11 +121,13 @@ def decode_speculative(
                 source.append(tok)
                 want = min(length.want(), sampling.max_tokens - done.n_answer, n_ctx - len(tokens) - 1,
                            rt.n_batch - 1)
+                began = time.perf_counter()  # a draft model's own decodes count in the draft's price
                 draft = source.draft(want) if want > 0 else []
                 if draft and rt.decode_all([tok, *draft]) != 0:
                     _drop(rt, len(tokens))  # what a failed decode left; the token alone is tried next
                     draft = []
                 if draft:
+                    length.cost(1 + len(draft), time.perf_counter() - began)
                     ahead, taken = [], 0
                     nxt = _verify(rt, answer, tokens, tok, draft, ahead)
                     stats.drafted += len(draft)
@@ -135,6 +137,7 @@ def decode_speculative(
                     if rt.decode_one(tok) != 0:
                         done.reason = "context_full"
                         break
+                    length.cost(1, time.perf_counter() - began)
                     if done.n_answer < sampling.max_tokens:  # the plain loop samples no further
                         nxt = rt.sample(sampler)
             else:
