@@ -136,7 +136,7 @@ def test_the_model_group_says_where_it_runs_and_whether_it_reads_images(qtbot) -
     sidebar = sidebar_of(qtbot)
     m = LoadedModel(path=Path("/m/model.gguf"), name="m", n_ctx=2048, n_layer=30, backend_summary="H200: 30/30 layers",
                     backend_warning="", gpu_build=True, load_ms=1.0, bytes_per_cell=1, model_bytes=1)
-    sidebar.set_model(replace(m, vision="Images: mmproj-f16.gguf",
+    sidebar.set_model(replace(m, vision="Images: mmproj-f16.gguf", projector="/m/mmproj-f16.gguf",
                               device=DeviceReport(True, "all", 30, 30, "H200", vram_bytes=300 * 1024 * 1024)))
     assert sidebar.text("backend") == "H200: 30/30 layers · 300 MiB of GPU memory"
     assert sidebar.text("vision") == "yes, read by mmproj-f16.gguf"

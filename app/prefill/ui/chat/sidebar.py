@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QAbstractItemModel, Qt
@@ -241,8 +242,7 @@ class EngineSidebar(QWidget):
             self.labels["model"].setToolTip(tooltip(f"Named inside the file (general.name): {m.name}\n{m.path}"))
         vram = m.device.vram_bytes if m.device is not None else 0
         self.labels["backend"].setText(m.backend_summary + (f" · {vram / MIB:,.0f} MiB of GPU memory" if vram else ""))
-        projector = m.vision.removeprefix("Images: ")
-        self.labels["vision"].setText(f"yes, read by {projector}" if projector != m.vision else
+        self.labels["vision"].setText(f"yes, read by {Path(m.projector).name}" if m.projector else
                                       m.vision or ("not reported by the server" if m.remote else "text only"))
         self.labels["format"].setText("the model's own template" if m.format_from_model else m.chat_format_label)
         self.warning.setText(f"⚠ {m.backend_warning}" if m.backend_warning else "")
