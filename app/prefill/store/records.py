@@ -193,17 +193,20 @@ def versions_to_json(versions: Sequence[AnswerVersion]) -> str:
     return json.dumps([v.as_dict() for v in versions], ensure_ascii=False, sort_keys=True)
 
 
-def versions_from_json(text: str | None) -> tuple[AnswerVersion, ...]:
-    """Decode the ``versions`` column; an entry that is not a version is left out (the column is ours,
-    written by ``versions_to_json``, so that is a damaged file, not a shape to honour)."""
+def _json_list(text: str | None) -> list[Any]:
+    """A JSON list column's entries; [] for an empty, unreadable or non-list one."""
     try:
         value = json.loads(text or "[]")
     except ValueError:
-        return ()
-    if not isinstance(value, list):
-        return ()
+        return []
+    return value if isinstance(value, list) else []
+
+
+def versions_from_json(text: str | None) -> tuple[AnswerVersion, ...]:
+    """Decode the ``versions`` column; an entry that is not a version is left out (the column is ours,
+    written by ``versions_to_json``, so that is a damaged file, not a shape to honour)."""
     out = []
-    for v in value[:MAX_VERSIONS]:
+    for v in _json_list(text)[:MAX_VERSIONS]:
         if not isinstance(v, dict) or not isinstance(v.get("content"), str):
             continue
         reason, figures = v.get("finish_reason"), v.get("figures")
@@ -227,14 +230,8 @@ _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 def images_from_json(text: str | None) -> tuple[ImageRef, ...]:
     """Decode the ``images`` column; an entry that is not a reference is left out (a damaged file)."""
-    try:
-        value = json.loads(text or "[]")
-    except ValueError:
-        return ()
-    if not isinstance(value, list):
-        return ()
     out = []
-    for v in value:
+    for v in _json_list(text):
         if not isinstance(v, dict) or not isinstance(v.get("digest"), str) or not _DIGEST.fullmatch(v["digest"]):
             continue
         numbers: list[Any] = [v.get(k) for k in ("width", "height", "size")]
