@@ -88,7 +88,8 @@ class ChatToolsButton(QToolButton):
     def offered_names(self) -> list[str]:
         if not self.chat.enabled:
             return []
-        return [t.model_name for t in self._tools if t.model_name not in self._app_off | self.chat.off]
+        off = self._app_off | self.chat.off
+        return [t.model_name for t in self._tools if t.model_name not in off]
 
     def _update_text(self) -> None:
         n = len(self.offered_names())
