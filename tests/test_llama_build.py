@@ -133,7 +133,9 @@ def test_the_plan_command_prints_one_json_object(tmp_path: Path) -> None:
 
 def test_make_passes_cuda_from_its_command_line_only() -> None:
     """`make run CUDA=1` reaches the script; a CUDA variable in the shell (a toolkit folder) does not."""
-    env = dict(os.environ, CUDA="/usr/local/cuda")
+    # A make that runs these tests (`make test CUDA=0`) hands its command line down through MAKEFLAGS.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    env["CUDA"] = "/usr/local/cuda"
     dry = subprocess.run(["make", "-n", "llama", "CUDA=1"], cwd=ROOT, capture_output=True, text=True, env=env)
     assert 'scripts/llama_build.py install --venv .venv --cuda "1"' in dry.stdout
     dry = subprocess.run(["make", "-n", "llama"], cwd=ROOT, capture_output=True, text=True, env=env)
