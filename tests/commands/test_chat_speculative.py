@@ -26,7 +26,18 @@ def test_speculative_ngram_answers_as_off_and_counts_drafts(tmp_path: Path) -> N
     assert [t["cached_tokens"] for t in fast] == [t["cached_tokens"] for t in plain]
     assert all(t["draft_n"] == t["draft_n_accepted"] == 0 for t in plain)
     assert sum(int(t["draft_n_accepted"]) for t in fast) > 0  # type: ignore[call-overload]
+    assert fast[0]["draft_drift"] == 0.0  # measured: the bundled Q4_1's batches match one-token decodes
     assert "speculative" not in err
+
+
+def test_draft_max_caps_each_draft(tmp_path: Path) -> None:
+    fast, _ = turns(tmp_path, *GREEDY, "--speculative", "ngram", "--draft-max", "1")
+    drafted = [int(t["draft_n"]) for t in fast]  # type: ignore[call-overload]
+    steps = [int(t["completion_tokens"]) - int(t["draft_n_accepted"]) for t in fast]  # type: ignore[call-overload]
+    # one token a step at most (the step that ends the answer is not a token of it)
+    assert sum(drafted) > 0 and all(d <= s + 1 for d, s in zip(drafted, steps, strict=True)), (drafted, steps)
+    out = prefill(tmp_path, "chat", "--model", "bundled", "--prompt", "Hi", "--draft-max", "33")
+    assert out.returncode != 0 and "--draft-max" in out.stderr and "1 to 32" in out.stderr
 
 
 def test_speculative_says_why_it_is_off(tmp_path: Path) -> None:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 JSON_FIELDS = (
     "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens", "evaluated_tokens",
     "ttft_ms", "answer_ttft_ms", "prefill_tps", "decode_tps", "itl_p50_ms", "itl_p95_ms", "kv_used",
-    "kv_total", "kv_bytes", "draft_n", "draft_n_accepted", "image_tokens", "image_encode_ms",
+    "kv_total", "kv_bytes", "draft_n", "draft_n_accepted", "draft_drift", "image_tokens", "image_encode_ms",
 )
 
 
@@ -173,7 +173,7 @@ def _deny(_call: ToolCall) -> Decision:
     return Decision.DENY
 
 
-def _speculate(session: ChatSession, mode: str) -> ChatEngine | None:
+def _speculate(session: ChatSession, mode: str, most: int) -> ChatEngine | None:
     """Set a local engine's speculative mode (off, ngram, or a draft model's path, loaded here);
     the engine when it was asked for and applies. A refused draft model is one line, and the chat
     goes on without it."""
@@ -193,6 +193,7 @@ def _speculate(session: ChatSession, mode: str) -> ChatEngine | None:
             return None
         mode = "draft"
     session.backend.speculative = mode
+    session.backend.draft_max = most
     return session.backend
 
 
@@ -245,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
     tools = None
     try:
         _projector(session, args, bool(images))
-        engine = _speculate(session, args.speculative)
+        engine = _speculate(session, args.speculative, args.draft_max)
         if isinstance(session.backend, RemoteEngine):
             check_listed(session.backend, asked)
         if info.backend_warning:

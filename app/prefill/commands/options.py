@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from prefill.commands.errors import CliError
+from prefill.engine.drafts.draft_length import DRAFT_MAX
 from prefill.engine.drafts.rules import SPECULATIVE_MODES
 from prefill.engine.errors import InvalidSetting
 from prefill.engine.setting_fields import Section, choices, hints
@@ -95,6 +96,20 @@ def add_speculative_option(p: argparse.ArgumentParser) -> None:
                         "them with that small model (same tokenizer as --model); for greedy sampling with flash "
                         "attention (--temperature 0 --repeat-penalty 1 --flash-attn), the answer unchanged; "
                         "off: one token per step (default: off)")
+    p.add_argument("--draft-max", type=draft_max, default=DRAFT_MAX, metavar="N",
+                   help=f"with --speculative: the longest draft checked in one step, 1 to 32 (default {DRAFT_MAX}; "
+                        "shorter where the costs and the acceptance say so)")
+
+
+def draft_max(value: str) -> int:
+    """--draft-max's value: a whole number from 1 to 32."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 32:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 32, not {value!r}")
+    return n
 
 
 def model_path(args: argparse.Namespace) -> Path:

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from prefill.commands.errors import CliError
-from prefill.commands.options import add_model_options, load_settings, model_path
+from prefill.commands.options import add_model_options, draft_max, load_settings, model_path
 from prefill.engine.batch.slot_drafts import draft_model_path
+from prefill.engine.drafts.draft_length import DRAFT_MAX
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,6 +44,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="greedy requests (temperature 0, no penalties, no grammar) check several drafted tokens "
                         "a step: ngram takes drafts from their own prompt and answer, PATH.gguf from a small "
                         "draft model with the model's vocabulary (default off)")
+    p.add_argument("--draft-max", type=draft_max, default=DRAFT_MAX, metavar="N",
+                   help=f"with --speculative: the longest draft a slot checks in one step, 1 to 32 "
+                        f"(default {DRAFT_MAX})")
     p.set_defaults(handler=run)
 
 
@@ -71,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         allowed_hosts=tuple(args.allowed_host), max_queued=max(0, args.max_queue),
         mmproj=projector_path(args), allow_remote_images=args.allow_remote_images,
         model_id=args.alias, speculative=str(draft) if draft is not None else args.speculative,
+        draft_max=args.draft_max,
     )
 
     def ready(url: str, scheduler: object) -> None:

@@ -63,6 +63,9 @@ class MetricsSnapshot:
     finish_reason: str = ""
     draft_n: int = 0  # speculative decoding: draft tokens checked by the model (0: it did not run)
     draft_n_accepted: int = 0  # of those, the ones the model agreed with
+    # How far this model's batched logits drift from one-token ones (batch_drift.py): 0, the answer is
+    # plain greedy decoding's token for token; more, it may part from it at a near tie; -1: not measured.
+    draft_drift: float = -1.0
     image_tokens: int = 0  # image embeddings in the prompt (0: no image)
     image_encode_ms: float = 0.0  # the vision encoder's time on this prompt's new images
 

@@ -11,9 +11,9 @@ from prefill.ui.chat.sidebar import SPECULATION_TIPS, EngineSidebar
 from prefill.ui.shared.theme import DARK, LIGHT
 
 
-def snap(tokens: int, drafted: int = 0, accepted: int = 0, tps: float = 60.0) -> MetricsSnapshot:
+def snap(tokens: int, drafted: int = 0, accepted: int = 0, tps: float = 60.0, drift: float = 0.0) -> MetricsSnapshot:
     return MetricsSnapshot(completion_tokens=tokens, draft_n=drafted, draft_n_accepted=accepted, decode_tps=tps,
-                           ttft_ms=50.0)
+                           ttft_ms=50.0, draft_drift=drift)
 
 
 def sidebar(qtbot) -> EngineSidebar:
@@ -39,6 +39,7 @@ def test_live_figures_and_strip_from_snapshots(qtbot) -> None:
     assert s.text("spec-drafts") == "8 / 6 · 75% accepted"
     assert s.text("spec-step") == "2.50"  # 10 tokens in 4 model steps
     assert s.text("spec-rate") == "80 tok/s · no answer without it yet to compare"
+    assert s.text("spec-exact") == "yes (measured: batches match exactly)"
     s.on_metrics(snap(30, drafted=24, accepted=20, tps=90.0))
     assert s.text("spec-drafts") == "24 / 20 · 83% accepted" and s.text("spec-step") == "3.00"
     assert list(s.strip.columns) == [(6, 4), (14, 6)]
@@ -60,6 +61,14 @@ def test_rate_compared_with_the_models_last_plain_answer(qtbot) -> None:
     s.on_finished(Finished("stop", "x", snap(40, drafted=30, accepted=25, tps=80.0)))
     assert s.plain_tps[""] == 50.0  # a speculative answer is not the plain reference
     s.set_model(None)
+
+
+def test_a_model_whose_batches_round_differently_is_not_called_exact(qtbot) -> None:
+    s = sidebar(qtbot)
+    s.on_metrics(snap(10, drafted=8, accepted=6, drift=0.7))
+    assert s.text("spec-exact") == "nearly: batches differ by up to 0.70"
+    s.on_metrics(snap(12, drafted=8, accepted=6, drift=-1.0))
+    assert s.text("spec-exact") == "not measured yet"
 
 
 def test_every_figure_is_explained(qtbot) -> None:

@@ -36,7 +36,7 @@ from prefill.engine.batch.slot_drafts import (
     verify,
 )
 from prefill.engine.batch.snapshot import BatchSnapshot, RateMeter, SlotSnapshot, recent_rate
-from prefill.engine.drafts.ngram_draft import DRAFT_MAX
+from prefill.engine.drafts.draft_length import DRAFT_MAX
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.prompt.answer_decoder import AnswerDecoder

@@ -26,7 +26,8 @@ from typing import Protocol
 
 from prefill.engine.batch.request import BatchRequest
 from prefill.engine.batch.runtime import BatchRuntime
-from prefill.engine.drafts.ngram_draft import DRAFT_MAX, DraftLength, NgramIndex
+from prefill.engine.drafts.draft_length import DRAFT_MAX, DraftLength
+from prefill.engine.drafts.ngram_draft import NgramIndex
 from prefill.engine.drafts.rules import NEAR_TIE, why_not
 from prefill.engine.settings import ServeSampling
 

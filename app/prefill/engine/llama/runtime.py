@@ -346,6 +346,13 @@ class LlamaRuntime:
         self._all_rows = n if rc == 0 else 0
         return rc
 
+    def logits_at(self, index: int) -> np.ndarray:
+        """A copy of the raw logits after entry `index` of the last `decode_all`, or after the last
+        token decoded (-1)."""
+        if index == -1 and not self._has_logits or index != -1 and not 0 <= index < self._all_rows:
+            raise EngineError(f"no logits kept for entry {index} of the last decode")
+        return np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ctx, index), shape=(self.n_vocab,)).copy()
+
     def top_two_at(self, index: int) -> tuple[int, float]:
         """The likeliest token after entry `index` of the last `decode_all`, and by how much its
         logit leads the runner-up's (raw logits: no sampler applied, nothing accepted)."""

@@ -19,7 +19,9 @@ from pathlib import Path
 
 from prefill.engine.chat_backend import Event, one_at_a_time
 from prefill.engine.drafts import rules
-from prefill.engine.drafts.ngram_draft import DRAFT_MAX, DraftLength, NgramIndex
+from prefill.engine.drafts.batch_drift import TieMargin
+from prefill.engine.drafts.draft_length import DRAFT_MAX, DecodeCosts, DraftLength
+from prefill.engine.drafts.ngram_draft import NgramIndex
 from prefill.engine.errors import EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.engine.gguf.guard import read_model_header
@@ -76,6 +78,10 @@ class ChatEngine:
         self.draft_max = DRAFT_MAX  # the longest draft checked in one step (the adaptive length's cap)
         self.speculation_note = ""  # why the last answer was not decoded speculatively when asked to be
         self.draft_model: DraftModel | None = None
+        # What decodes cost, by draft source ("ngram", or "draft": the draft model's decodes count
+        # in a draft's price), kept across answers: they belong to the model and the machine.
+        self._draft_costs: dict[str, DecodeCosts] = {}
+        self._tie_margin = TieMargin()  # how far this model's batched logits drift from one-token ones
         self.projector: Projector | None = None  # the mmproj that lets the model see images (`use_projector`)
         self._images: dict[str, ImagePart] = {}  # the images of the prompt being prepared, by digest
 
@@ -138,6 +144,11 @@ class ChatEngine:
         if self.draft_model is not None:
             self.draft_model.close()
         self.draft_model = new
+        self._draft_costs.pop("draft", None)
+
+    def decode_costs(self, mode: str) -> DecodeCosts | None:
+        """What decodes cost with `mode`'s drafts ("ngram" or "draft"), as measured so far (None: not yet)."""
+        return self._draft_costs.get(mode)
 
     @property
     def draft_memory_bytes(self) -> int:
@@ -356,12 +367,13 @@ class ChatEngine:
         reason = "length"
         hit = False
         source = self._draft_source(sampling, constraint, cancel)
-        drafts = speculative.DraftStats() if source is not None else None
+        drafts = speculative.DraftStats(self._tie_margin) if source is not None else None
         try:
             if source is not None and drafts is not None:
                 done = yield from speculative.decode_speculative(
                     rt, answer, split, clock, sampling, tokens, raw, cancel, self.bytes_per_cell, drafts,
-                    source, DraftLength(most=self.draft_max, weigh=rules.WEIGH_COSTS),
+                    source, DraftLength(most=self.draft_max, weigh=rules.WEIGH_COSTS,
+                                        costs=self._draft_costs.setdefault(self.speculative, DecodeCosts())),
                 )
                 reason, hit, n_answer = done.reason, done.hit, done.n_answer
             while drafts is None and n_answer < sampling.max_tokens:

@@ -9,13 +9,15 @@ the draft is taken up to the first position whose argmax differs from it, and th
 next token. Rejected positions leave the KV cache (`kv_drop_from`) before anything else is decoded.
 
 The answer is the one plain greedy decoding writes only if a batched decode gives the logits a
-one-token decode gives. On llama.cpp's CPU backend that holds with flash attention (measured
-bit-identical on SmolLM2) and not without it (its attention differs by up to ~0.8 in a logit, and
-near-ties flip), so speculation asks for flash attention. As a guard for backends whose batched
-kernels differ slightly all the same (GPU), a position whose two likeliest tokens are nearly tied
-(NEAR_TIE) is decoded again on its own and sampled the plain way. Every token taken goes through
-the same `AnswerDecoder` (UTF-8, stop strings) and the same checks (end of generation, max_tokens,
-cancel, context) one by one, so a rejected draft never reaches the text.
+one-token decode gives. That depends on the kernels of the model's weight type and the backend
+(bit-identical on llama.cpp's CPU backend for Q4_0, Q4_1 and Q8_0 with flash attention; not for
+Q4_K, F16 or a GPU; never without flash attention, which speculation therefore asks for): the drift
+is measured on the loaded model before its first draft is checked (batch_drift.py). Where it is not
+0, a position whose two likeliest tokens are closer than a margin drawn from it is decoded again on
+its own and sampled the plain way, and the answer's `draft_drift` says the text may part from plain
+decoding's at a near tie. Every token taken goes through the same `AnswerDecoder` (UTF-8, stop
+strings) and the same checks (end of generation, max_tokens, cancel, context) one by one, so a
+rejected draft never reaches the text.
 
 The check is greedy verification, not the acceptance rule of speculative sampling: the text is
 exactly what plain greedy decoding writes, whatever the drafts were, and a draft that was not the
@@ -35,8 +37,8 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from prefill.engine.chat_backend import Event
-from prefill.engine.drafts.ngram_draft import DraftLength
-from prefill.engine.drafts.rules import NEAR_TIE
+from prefill.engine.drafts.batch_drift import TieMargin
+from prefill.engine.drafts.draft_length import DraftLength
 from prefill.engine.errors import EngineError
 from prefill.engine.events import MetricsSnapshot
 from prefill.engine.llama.runtime import LlamaRuntime
@@ -60,11 +62,14 @@ class DraftSource(Protocol):
 
 @dataclass
 class DraftStats:
+    margin: TieMargin  # the model's batch drift (kept by the engine across answers)
     drafted: int = 0  # draft tokens proposed and checked
     accepted: int = 0  # of those, the ones the model agreed with
 
     def on(self, m: MetricsSnapshot) -> MetricsSnapshot:
-        return replace(m, draft_n=self.drafted, draft_n_accepted=self.accepted)
+        drift = self.margin.drift
+        return replace(m, draft_n=self.drafted, draft_n_accepted=self.accepted,
+                       draft_drift=-1.0 if drift is None else drift)
 
 
 @dataclass
@@ -121,6 +126,8 @@ def decode_speculative(
                 source.append(tok)
                 want = min(length.want(), sampling.max_tokens - done.n_answer, n_ctx - len(tokens) - 1,
                            rt.n_batch - 1)
+                if want > 0 and stats.margin.drift is None and not stats.margin.measure(rt, tokens, len(tokens)):
+                    want = 0  # no measure of the batch's drift (a short prompt, a full context): no draft
                 began = time.perf_counter()  # a draft model's own decodes count in the draft's price
                 draft = source.draft(want) if want > 0 else []
                 if draft and rt.decode_all([tok, *draft]) != 0:
@@ -129,7 +136,7 @@ def decode_speculative(
                 if draft:
                     length.cost(1 + len(draft), time.perf_counter() - began)
                     ahead, taken = [], 0
-                    nxt = _verify(rt, answer, tokens, tok, draft, ahead)
+                    nxt = _verify(rt, answer, tokens, tok, draft, ahead, stats.margin)
                     stats.drafted += len(draft)
                     stats.accepted += len(ahead)
                     length.taken(len(draft), len(ahead))
@@ -154,20 +161,23 @@ def decode_speculative(
 
 
 def _verify(rt: LlamaRuntime, answer: AnswerDecoder, tokens: list[int], tok: int, draft: list[int],
-            ahead: list[int]) -> int:
+            ahead: list[int], margin: TieMargin) -> int:
     """Check a draft decoded after `tok` (`tokens` holds neither yet): put the draft's agreed prefix
     in `ahead`, leave the cache holding tokens + tok + ahead, and return the model's next token.
 
-    A row whose two likeliest tokens are closer than NEAR_TIE is not trusted to the batch: its
-    input is decoded again on its own, as the plain loop decodes it, and sampled from there."""
+    A row whose two likeliest tokens are closer than the model's margin is not trusted to the batch:
+    its input is decoded again on its own, as the plain loop decodes it, and sampled from there (the
+    two rows tell `margin` how far this model's batches drift)."""
     inputs = [tok, *draft]
     start = len(tokens)  # where `tok` sits in the cache
     for i in range(len(inputs)):
         best, lead = rt.top_two_at(i)
-        if lead < NEAR_TIE:
+        if lead < margin.margin:
+            batch_row = rt.logits_at(i)
             _drop(rt, start + i)
             if rt.decode_one(inputs[i]) != 0:  # it fitted a moment ago, in the batch
                 raise EngineError("llama.cpp could not decode a token it had room for")
+            margin.observe(batch_row, rt.logits_at(-1))
             return rt.sample(answer.sampler)
         if i == len(draft) or best != draft[i]:
             _drop(rt, start + 1 + i)

@@ -35,7 +35,7 @@ from prefill.ui.shared.theme import kv_bar_style
 
 MIB = 1024 * 1024
 WIDE = 360  # px: from this width on, a figure stands beside its label
-SPECULATION_KEYS = ("spec-drafts", "spec-step", "spec-rate")
+SPECULATION_KEYS = ("spec-drafts", "spec-step", "spec-rate", "spec-exact")
 SPECULATION_TIPS = {key: FIGURES[key].tip for key in SPECULATION_KEYS}
 ANSWER_KEYS = ("ttft", "ttfa", "prefill", "decode", "itl", "tokens", "prompt", "reused", "evaluated", "restored",
                "images")
@@ -66,6 +66,15 @@ def stored_snapshot(figures: Mapping[str, Any]) -> MetricsSnapshot:
         elif isinstance(default, int | str) and type(value) is type(default):
             values[key] = value
     return MetricsSnapshot(**values)
+
+
+def exactness(drift: float) -> str:
+    """Whether a speculative answer is the plain one word for word, from the model's measured drift."""
+    if drift < 0:
+        return "not measured yet"
+    if drift == 0:
+        return "yes (measured: batches match exactly)"
+    return f"nearly: batches differ by up to {drift:.2f}"
 
 
 class EngineSidebar(QWidget):
@@ -321,6 +330,7 @@ class EngineSidebar(QWidget):
         plain = self.plain_tps.get(self._model)
         self.labels["spec-rate"].setText(f"{m.decode_tps:.0f} tok/s · {m.decode_tps / plain:.2f}× plain" if plain
                                          else f"{m.decode_tps:.0f} tok/s · no answer without it yet to compare")
+        self.labels["spec-exact"].setText(exactness(m.draft_drift))
         self.strip.add_snapshot(m)
         self.speculation_box.show()
 

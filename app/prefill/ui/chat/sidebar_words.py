@@ -74,6 +74,11 @@ FIGURES: dict[str, Words] = {
     "spec-step": Words("Tokens per step", "How many tokens each step of the model wrote on average. Without "
                        "speculation it is exactly 1; at 2.0 the answer took half as many model steps."),
     "spec-rate": Words("Writing speed", "How fast this answer is written with speculation, and how that compares "
-                       "with this model's last answer written without it (a different answer, so a rough guide). "
-                       "The answer's text is the same either way: speculation changes only the speed."),
+                       "with this model's last answer written without it (a different answer, so a rough guide)."),
+    "spec-exact": Words("Same text as without", "Whether guessing ahead changes only the speed.\nThe guesses are "
+                        "checked several at a time, and Prefill measures on each model whether that gives exactly "
+                        "the numbers checking one at a time gives. Yes: the answer is word for word the one "
+                        "written without guessing. Nearly: this model's maths rounds a little differently in a "
+                        "batch (by the amount shown), so where two words were almost tied the answer may take "
+                        "the other one and go on differently from there."),
 }
