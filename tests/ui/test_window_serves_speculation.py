@@ -35,3 +35,23 @@ def test_a_served_window_slot_reports_its_drafts(app, qtbot, smollm2: Path) -> N
     assert slots["speculative"] == "ngram" and slots["draft_n_accepted"] > 0
     with qtbot.waitSignal(panel.controller.stopped, timeout=30_000):
         panel.switch.setChecked(False)
+
+
+def test_slots_that_cannot_speculate_say_why_in_the_window(app, qtbot, smollm2: Path) -> None:
+    s = small_settings(n_ctx=1024, max_tokens=8)
+    s = replace(s, model=replace(s.model, speculative="ngram", flash_attn=False),
+                sampling=replace(s.sampling, repeat_penalty=1.0))
+    w = app.open(s)
+    load(qtbot, w, smollm2)
+    w.show_notice("")
+    w.serve_action.setChecked(True)
+    panel = w.server_dock.widget()
+    panel.port.setValue(0)
+    panel.parallel.setValue(1)
+    with qtbot.waitSignal(panel.controller.started, timeout=START_MS):
+        panel.switch.setChecked(True)
+    qtbot.waitUntil(lambda: w.notice.isVisible(), timeout=30_000)
+    said = w.notice.text()
+    assert said.startswith("The server's slots decode one token per step:") and "flash attention" in said
+    with qtbot.waitSignal(panel.controller.stopped, timeout=30_000):
+        panel.switch.setChecked(False)

@@ -102,7 +102,8 @@ class EngineWorker(QObject):
         tool_done(int, object): request id, ToolCallDone (run, denied, stopped or not run).
         tool_loop_finished(int, object): request id, LoopFinished (before `finished`, which then
             carries the last round's Finished).
-        speculation_refused(str): the draft model was refused, in words; speculation is off.
+        speculation_refused(str): the draft model was refused, or the served slots cannot speculate,
+            in words; speculation is off there.
 
     A request with tools (and a `tool_runner` set) runs the tool loop (`session/tool_loop.py`) on the
     engine thread: per round the model's answer streams into the buffer as usual; `finished` comes
@@ -321,6 +322,10 @@ class EngineWorker(QObject):
             self._report_kv()
             return
         self.serving.emit(url)
+        server = self.session.server
+        if server is not None and server.options.speculative != "off" and server.scheduler.speculation_note:
+            note = server.scheduler.speculation_note.rstrip(".")  # a draft model refused, no flash attention…
+            self.speculation_refused.emit(f"The server's slots decode one token per step: {note}.")
         self._report_kv()
 
     @Slot()
