@@ -28,7 +28,7 @@ import numpy as np
 from prefill.engine.errors import EngineError
 from prefill.engine.llama.runtime import LlamaRuntime
 
-SIZES = (2, 5, 8, 9)  # the batches the sample is decoded in: both kernel paths, several lengths
+SIZES = (2, 5, 17)  # the batches the sample is decoded in: short ones, and one as long as a full draft (16 + 1)
 SAMPLE = sum(SIZES)  # prompt tokens decoded twice, one by one and in batches
 CANDIDATES = 8  # the batch row's likeliest tokens compared with its best
 SAFETY = 3.0  # a lead under SAFETY x the drift is not trusted to the batch
