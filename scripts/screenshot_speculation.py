@@ -64,6 +64,7 @@ def inside(out: Path) -> int:
     def on_metrics(_request: int, m: MetricsSnapshot) -> None:
         if state["round"] == 1 and not state["shot"] and m.draft_n and m.completion_tokens >= SHOT_AT:
             state["shot"] = True
+            w.sidebar.scroller.ensureWidgetVisible(w.sidebar.speculation_box)  # below the fold at 900 px
             QTimer.singleShot(0, lambda: shoot("speculation-sidebar.png"))
 
     w.model_loaded.connect(on_loaded)
