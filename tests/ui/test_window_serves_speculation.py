@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx2 as httpx
 
+from prefill.ui.main_window import MainWindow
 from tests.ui.conftest import load, send, small_settings
 
 START_MS = 60_000
@@ -15,31 +16,10 @@ COPY = ("Repeat this text exactly:\n\nThe river town woke slowly that spring. Fi
         "the stone quay while the baker set out loaves still warm from the oven.")
 
 
-def test_a_served_window_slot_reports_its_drafts(app, qtbot, smollm2: Path) -> None:
-    s = small_settings(n_ctx=1024, max_tokens=40)
-    s = replace(s, model=replace(s.model, speculative="ngram", flash_attn=True),
-                sampling=replace(s.sampling, repeat_penalty=1.0))
-    w = app.open(s)
-    load(qtbot, w, smollm2)
-    w.serve_action.setChecked(True)
-    panel = w.server_dock.widget()
-    panel.port.setValue(0)
-    panel.parallel.setValue(1)
-    with qtbot.waitSignal(panel.controller.started, timeout=START_MS) as started:
-        panel.switch.setChecked(True)
-    worker = w.engine.worker
-    assert worker.server.options.speculative == "ngram"
-    answer = send(qtbot, w, COPY)
-    assert answer.text and answer.metrics.draft_n_accepted > 0
-    slots = httpx.get(started.args[0] + "/slots", timeout=30).json()
-    assert slots["speculative"] == "ngram" and slots["draft_n_accepted"] > 0
-    with qtbot.waitSignal(panel.controller.stopped, timeout=30_000):
-        panel.switch.setChecked(False)
-
-
-def test_slots_that_cannot_speculate_say_why_in_the_window(app, qtbot, smollm2: Path) -> None:
-    s = small_settings(n_ctx=1024, max_tokens=8)
-    s = replace(s, model=replace(s.model, speculative="ngram", flash_attn=False),
+def serving(app, qtbot, smollm2: Path, flash_attn: bool, max_tokens: int) -> tuple[MainWindow, str]:
+    """A window whose chat speculates with n-gram drafts, serving its model on one slot: it and the URL."""
+    s = small_settings(n_ctx=1024, max_tokens=max_tokens)
+    s = replace(s, model=replace(s.model, speculative="ngram", flash_attn=flash_attn),
                 sampling=replace(s.sampling, repeat_penalty=1.0))
     w = app.open(s)
     load(qtbot, w, smollm2)
@@ -48,10 +28,31 @@ def test_slots_that_cannot_speculate_say_why_in_the_window(app, qtbot, smollm2: 
     panel = w.server_dock.widget()
     panel.port.setValue(0)
     panel.parallel.setValue(1)
-    with qtbot.waitSignal(panel.controller.started, timeout=START_MS):
+    with qtbot.waitSignal(panel.controller.started, timeout=START_MS) as started:
         panel.switch.setChecked(True)
+    return w, started.args[0]
+
+
+def stop_serving(qtbot, w: MainWindow) -> None:
+    panel = w.server_dock.widget()
+    with qtbot.waitSignal(panel.controller.stopped, timeout=30_000):
+        panel.switch.setChecked(False)
+
+
+def test_a_served_window_slot_reports_its_drafts(app, qtbot, smollm2: Path) -> None:
+    w, url = serving(app, qtbot, smollm2, flash_attn=True, max_tokens=40)
+    assert w.engine.worker.server.options.speculative == "ngram"
+    answer = send(qtbot, w, COPY)
+    assert answer.text and answer.metrics.draft_n_accepted > 0
+    slots = httpx.get(url + "/slots", timeout=30).json()
+    assert slots["speculative"] == "ngram" and slots["draft_n_accepted"] > 0
+    assert not w.notice.isVisible()  # nothing to say: the slots speculate
+    stop_serving(qtbot, w)
+
+
+def test_slots_that_cannot_speculate_say_why_in_the_window(app, qtbot, smollm2: Path) -> None:
+    w, _url = serving(app, qtbot, smollm2, flash_attn=False, max_tokens=8)
     qtbot.waitUntil(lambda: w.notice.isVisible(), timeout=30_000)
     said = w.notice.text()
     assert said.startswith("The server's slots decode one token per step:") and "flash attention" in said
-    with qtbot.waitSignal(panel.controller.stopped, timeout=30_000):
-        panel.switch.setChecked(False)
+    stop_serving(qtbot, w)
