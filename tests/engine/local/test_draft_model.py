@@ -3,23 +3,22 @@ of a draft model whose vocabulary is not the main model's."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from prefill.engine.errors import DraftModelError, ModelLoadError
-from prefill.engine.events import Finished, PrefillDone, Token
+from prefill.engine.events import Finished
 from prefill.engine.gguf.header import read_header
 from prefill.engine.llama.hardware import MachineMemory
 from prefill.engine.llama.memory_fit import Fit, estimate_fit, fit_breakdown, with_draft
 from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.local.draft_model import DraftModel
 from prefill.engine.message import Message
-from prefill.engine.request import ChatRequest
 from prefill.engine.settings import LoadSettings, SamplingSettings
 from tests.engine.draft_models import write_random_draft
+from tests.engine.local.test_speculative import both, run, same
 from tests.engine.vocab_models import vocab_dir, write_scripted
 
 COPY = ("Repeat this exactly: the cat sat on the mat, the dog sat on the log, and the bird sat on the wall "
@@ -48,37 +47,12 @@ def engine(fa_engine: ChatEngine) -> Iterator[ChatEngine]:
     fa_engine.use_draft_model(None)
 
 
-def run(engine: ChatEngine, msgs: list[Message], mode: str, sampling: SamplingSettings = GREEDY,
-        cancel_at: int = 0) -> tuple[list[object], Finished]:
-    engine.speculative = mode
-    cancel = threading.Event()
-    events: list[object] = []
-    for ev in engine.stream(ChatRequest.of(msgs, sampling), cancel):
-        events.append(ev)
-        if cancel_at and isinstance(ev, Token) and ev.n_tokens >= cancel_at:
-            cancel.set()
-    assert isinstance(events[-1], Finished)
-    assert engine.runtime.kv_cells_used() == len(engine.cached_tokens)  # no rejected draft left behind
-    draft = engine.draft_model
-    if draft is not None:  # the draft model's cache is what it believes it holds
-        assert draft.runtime.kv_cells_used() == len(draft.cached_tokens)
-    return events, events[-1]
-
-
 def same_as_plain(engine: ChatEngine, msgs: list[Message], sampling: SamplingSettings = GREEDY,
                   cancel_at: int = 0) -> tuple[Finished, Finished]:
-    engine.reset_cache()
-    _, plain = run(engine, msgs, "off", sampling, cancel_at)
-    plain_cache = engine.cached_tokens
-    engine.reset_cache()
-    events, fast = run(engine, msgs, "draft", sampling, cancel_at)
-    assert fast.text == plain.text
-    assert fast.reason == plain.reason
-    assert fast.metrics.completion_tokens == plain.metrics.completion_tokens
-    assert "".join(e.text for e in events if isinstance(e, Token)) == fast.text  # no rejected draft shown
-    assert engine.cached_tokens == plain_cache
+    plain, fast = both(engine, msgs, sampling, cancel_at, mode="draft")
+    same(plain, fast)
     assert engine.speculation_note == ""
-    return plain, fast
+    return plain.finished, fast.finished
 
 
 # --- exactness ------------------------------------------------------------------------------------
@@ -123,8 +97,8 @@ def test_cancel_then_next_turn_reuses_both_caches(engine: ChatEngine, smollm2: P
     draft = engine.draft_model
     assert draft is not None
     decoded_before = draft.decoded
-    events, second = run(engine, history, "draft")
-    prefill = next(e for e in events if isinstance(e, PrefillDone))
+    r = run(engine, history, "draft")
+    prefill, second = r.prefill, r.finished
     assert prefill.cached_tokens > 0  # the main model reused its cache
     # The draft model decoded only what it lacked, not the whole second prompt again.
     assert draft.decoded - decoded_before < prefill.prompt_tokens + second.metrics.completion_tokens
@@ -133,21 +107,21 @@ def test_cancel_then_next_turn_reuses_both_caches(engine: ChatEngine, smollm2: P
     cached_fast = engine.cached_tokens
     engine.reset_cache()
     run(engine, first, "off", cancel_at=12)
-    _, again = run(engine, history, "off")
+    again = run(engine, history, "off").finished
     assert again.text == second.text
     assert engine.cached_tokens == cached_fast
 
 
 def test_draft_mode_without_a_draft_model_says_why(engine: ChatEngine) -> None:
-    _, f = run(engine, [Message("user", QUESTION)], "draft", SamplingSettings(temperature=0.0, max_tokens=4,
-                                                                             repeat_penalty=1.0))
+    f = run(engine, [Message("user", QUESTION)], "draft",
+            SamplingSettings(temperature=0.0, max_tokens=4, repeat_penalty=1.0)).finished
     assert f.metrics.draft_n == 0
     assert "no draft model is loaded" in engine.speculation_note
 
 
 def test_sampling_turns_draft_speculation_off(engine: ChatEngine, smollm2: Path) -> None:
     engine.use_draft_model(smollm2)
-    _, f = run(engine, [Message("user", QUESTION)], "draft", SamplingSettings(temperature=0.7, max_tokens=4))
+    f = run(engine, [Message("user", QUESTION)], "draft", SamplingSettings(temperature=0.7, max_tokens=4)).finished
     assert f.metrics.draft_n == 0
     assert "greedy sampling only" in engine.speculation_note
 

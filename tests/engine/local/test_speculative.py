@@ -69,16 +69,20 @@ def run(engine: ChatEngine, msgs: list[Message], mode: str, sampling: SamplingSe
     assert isinstance(events[-1], Finished)
     # The cache holds exactly the tokens the engine believes it holds: no draft left behind.
     assert engine.runtime.kv_cells_used() == len(engine.cached_tokens)
+    draft = engine.draft_model
+    if draft is not None:  # and the draft model's cache is what it believes it holds
+        assert draft.runtime.kv_cells_used() == len(draft.cached_tokens)
     return Run(events, prefill, events[-1])
 
 
 def both(engine: ChatEngine, msgs: list[Message], sampling: SamplingSettings = GREEDY,
-         cancel_at: int = 0) -> tuple[Run, Run]:
+         cancel_at: int = 0, mode: str = "ngram") -> tuple[Run, Run]:
+    """The same prompt plain and with `mode`'s drafts, from an empty cache each; both leave the same cache."""
     engine.reset_cache()
     plain = run(engine, msgs, "off", sampling, cancel_at)
     plain_cache = engine.cached_tokens
     engine.reset_cache()
-    fast = run(engine, msgs, "ngram", sampling, cancel_at)
+    fast = run(engine, msgs, mode, sampling, cancel_at)
     assert engine.cached_tokens == plain_cache
     return plain, fast
 
