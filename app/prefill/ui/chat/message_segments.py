@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QTextEdit, QWid
 
 from prefill.ui.markdown.segments import Piece, SegmentRouter
 from prefill.ui.markdown.stream import MarkdownStream
+from prefill.ui.markdown.text_buffer import TextBuffer
 
 # A thin bar that reads on both themes (grey over the message's own background).
 _BAR_STYLE = (
@@ -145,7 +146,7 @@ class MessageBody(QWidget):
         self._placing = False
         self.segments: list[Segment] = []
         self._code_count = 0  # code segments made: a screen reader's "code block N"
-        self._chunks: list[str] = []
+        self._source = TextBuffer()
         self._router = SegmentRouter()
         self._finished = False
         self._add_segment(False)
@@ -153,9 +154,7 @@ class MessageBody(QWidget):
     @property
     def text(self) -> str:
         """The full markdown source received so far."""
-        if len(self._chunks) > 1:
-            self._chunks = ["".join(self._chunks)]
-        return self._chunks[0] if self._chunks else ""
+        return self._source.text
 
     @property
     def plain(self) -> bool:
@@ -173,7 +172,7 @@ class MessageBody(QWidget):
         if self._finished:
             self._restart(self.text + text)  # a finished message continued: one full render
             return
-        self._chunks.append(text)
+        self._source.append(text)
         self._apply(self._router.feed(text))
 
     def finish(self) -> None:
@@ -199,9 +198,9 @@ class MessageBody(QWidget):
         first.stream.set_text("")
         first.show()
         self._place_from(0)
-        self._chunks, self._router, self._finished = [], SegmentRouter(), False
+        self._source, self._router, self._finished = TextBuffer(), SegmentRouter(), False
         if text:
-            self._chunks.append(text)
+            self._source.append(text)
             self._apply(self._router.feed(text))
 
     def _apply(self, pieces: list[Piece]) -> None:

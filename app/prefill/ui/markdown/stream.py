@@ -31,6 +31,7 @@ import logging
 from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument
 
 from prefill.ui.markdown.rich_text import LIGHT_CODE, BlockRenderer, BlockSplitter, CodePalette
+from prefill.ui.markdown.text_buffer import TextBuffer
 
 SOFT_BREAK = 600  # characters of tail shown in one Qt block before a display-only line break
 
@@ -57,7 +58,7 @@ class MarkdownStream:
         self._mono = QTextCharFormat()
         self._mono.setFontFamilies(list(self._palette.mono_fonts))
         self._mono.setFontFixedPitch(True)
-        self._chunks: list[str]
+        self._source: TextBuffer
         self._splitter: BlockSplitter
         self._renderer: BlockRenderer
         self._tail_start: int
@@ -69,9 +70,7 @@ class MarkdownStream:
     @property
     def text(self) -> str:
         """The full markdown source received so far."""
-        if len(self._chunks) > 1:
-            self._chunks = ["".join(self._chunks)]
-        return self._chunks[0] if self._chunks else ""
+        return self._source.text
 
     @property
     def code_blocks(self) -> list[str]:
@@ -104,7 +103,7 @@ class MarkdownStream:
         if self._finished:
             self._reopen(self.text + text)
             return
-        self._chunks.append(text)
+        self._source.append(text)
         if self._failed:
             cursor = QTextCursor(self._document)
             cursor.movePosition(QTextCursor.MoveOperation.End)
@@ -145,7 +144,7 @@ class MarkdownStream:
     def set_text(self, text: str) -> None:
         """Replace the answer with ``text``, rendered in full and finished."""
         self._restart()
-        self._chunks.append(text)
+        self._source.append(text)
         blocks, _ = self._splitter.feed(text)
         self._commit(blocks + self._splitter.close(), final=True)
         self._finished = True
@@ -157,7 +156,7 @@ class MarkdownStream:
             self.append(text)
 
     def _restart(self) -> None:
-        self._chunks = []
+        self._source = TextBuffer()
         self._splitter = BlockSplitter()
         self._renderer = BlockRenderer(self._palette)
         self._tail_start = 0

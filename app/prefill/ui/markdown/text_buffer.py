@@ -1,0 +1,18 @@
+"""Text that arrives in pieces (a streamed answer): adding a piece is O(1), and the pieces are joined
+only when the whole is read, once per read after new pieces, so a long answer is not copied per token."""
+
+from __future__ import annotations
+
+
+class TextBuffer:
+    def __init__(self) -> None:
+        self._chunks: list[str] = []
+
+    def append(self, text: str) -> None:
+        self._chunks.append(text)
+
+    @property
+    def text(self) -> str:
+        if len(self._chunks) > 1:
+            self._chunks = ["".join(self._chunks)]
+        return self._chunks[0] if self._chunks else ""
