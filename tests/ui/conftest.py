@@ -92,6 +92,27 @@ def send(qtbot, w: MainWindow, text: str):
     return blocker.args[0]
 
 
+def start_serving(qtbot, w: MainWindow, parallel: int | None = None) -> str:
+    """Open the server panel and switch serving on, on any free port (8080 may be taken on a test
+    machine) and `parallel` slots if given: the server's URL once it has started."""
+    w.serve_action.setChecked(True)
+    assert w.server_dock is not None and w.server_dock.isVisible()
+    panel = w.server_dock.widget()
+    panel.port.setValue(0)
+    if parallel is not None:
+        panel.parallel.setValue(parallel)
+    with qtbot.waitSignal(panel.controller.started, timeout=60_000) as started:
+        panel.switch.setChecked(True)
+    return str(started.args[0])
+
+
+def stop_serving(qtbot, w: MainWindow) -> None:
+    """Switch serving off in the server panel and wait until the server has stopped."""
+    panel = w.server_dock.widget()
+    with qtbot.waitSignal(panel.controller.stopped, timeout=30_000):
+        panel.switch.setChecked(False)
+
+
 def answer_next_box(button: QMessageBox.StandardButton, seen: list[tuple[str, Qt.TextFormat]]) -> None:
     """Answer the next modal message box with ``button`` once it is up; its text and format go to ``seen``."""
     def answer() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from openai import OpenAI
 
 from prefill.engine.batch.slot_chat import LABEL, SlotChat
-from tests.ui.conftest import load, send, small_settings
+from tests.ui.conftest import load, send, small_settings, start_serving, stop_serving
 
 START_MS = 60_000
 
@@ -25,13 +25,8 @@ def test_the_window_chat_is_a_slot_beside_a_client(app, qtbot, smollm2: Path) ->
     before = send(qtbot, w, "Name a colour.")
     assert before.reason in ("stop", "length") and before.text
 
-    w.serve_action.setChecked(True)
-    assert w.server_dock is not None and w.server_dock.isVisible()
+    url = start_serving(qtbot, w)
     panel = w.server_dock.widget()
-    panel.port.setValue(0)  # any free port: 8080 may be taken on a test machine
-    with qtbot.waitSignal(panel.controller.started, timeout=START_MS) as started:
-        panel.switch.setChecked(True)
-    url = started.args[0]
     assert url.startswith("http://127.0.0.1:")
     worker = w.engine.worker
     qtbot.waitUntil(lambda: isinstance(worker.engine, SlotChat), timeout=START_MS)
@@ -58,8 +53,7 @@ def test_the_window_chat_is_a_slot_beside_a_client(app, qtbot, smollm2: Path) ->
     stream.close()
     qtbot.waitUntil(lambda: panel.status.text().startswith("0 in flight"), timeout=START_MS)
 
-    with qtbot.waitSignal(panel.controller.stopped, timeout=30_000):
-        panel.switch.setChecked(False)
+    stop_serving(qtbot, w)
     qtbot.waitUntil(lambda: type(worker.engine).__name__ == "ChatEngine", timeout=START_MS)
     after = send(qtbot, w, "One more colour.")
     assert after.reason in ("stop", "length") and after.text
@@ -68,13 +62,9 @@ def test_the_window_chat_is_a_slot_beside_a_client(app, qtbot, smollm2: Path) ->
 def test_with_one_slot_the_window_waits_in_the_queue_and_can_stop_there(app, qtbot, smollm2: Path) -> None:
     w = app.open(small_settings(max_tokens=30))
     load(qtbot, w, smollm2)
-    w.serve_action.setChecked(True)
+    url = start_serving(qtbot, w, parallel=1)
     panel = w.server_dock.widget()
-    panel.port.setValue(0)
-    panel.parallel.setValue(1)
-    with qtbot.waitSignal(panel.controller.started, timeout=START_MS) as started:
-        panel.switch.setChecked(True)
-    client = OpenAI(base_url=started.args[0] + "/v1", api_key="none", max_retries=0)
+    client = OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
     stream = client.chat.completions.create(
         model=client.models.list().data[0].id, messages=[{"role": "user", "content": "Count to a thousand."}],
         stream=True, max_tokens=100_000, extra_body={"ignore_eos": True})

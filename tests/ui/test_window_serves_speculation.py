@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx2 as httpx
 
 from prefill.ui.main_window import MainWindow
-from tests.ui.conftest import load, send, small_settings
+from tests.ui.conftest import load, send, small_settings, start_serving, stop_serving
 
 START_MS = 60_000
 COPY = ("Repeat this text exactly:\n\nThe river town woke slowly that spring. Fishermen mended their nets along "
@@ -24,19 +24,7 @@ def serving(app, qtbot, smollm2: Path, flash_attn: bool, max_tokens: int) -> tup
     w = app.open(s)
     load(qtbot, w, smollm2)
     w.show_notice("")
-    w.serve_action.setChecked(True)
-    panel = w.server_dock.widget()
-    panel.port.setValue(0)
-    panel.parallel.setValue(1)
-    with qtbot.waitSignal(panel.controller.started, timeout=START_MS) as started:
-        panel.switch.setChecked(True)
-    return w, started.args[0]
-
-
-def stop_serving(qtbot, w: MainWindow) -> None:
-    panel = w.server_dock.widget()
-    with qtbot.waitSignal(panel.controller.stopped, timeout=30_000):
-        panel.switch.setChecked(False)
+    return w, start_serving(qtbot, w, parallel=1)
 
 
 def test_a_served_window_slot_reports_its_drafts(app, qtbot, smollm2: Path) -> None:
