@@ -181,3 +181,17 @@ def test_a_text_only_load_names_what_images_need(tmp_path: Path) -> None:
         assert note.startswith(f"Text only: the projector {wide.name} beside the model was refused")
     finally:
         again.close()
+
+
+def test_files_fit_fetches_a_shared_projector_s_header_once(
+    env_hub: FakeHub, capsys: pytest.CaptureFixture[str], pair: tuple[bytes, bytes],
+) -> None:
+    model, mmproj = pair
+    add_repo(env_hub, "org/Twice-GGUF", {"twice-Q8_0.gguf": model, "twice-Q4_0.gguf": model,
+                                         "twice-Q2_K.gguf": payload(3000), "mmproj-twice-f16.gguf": mmproj})
+    assert main(["files", "org/Twice-GGUF", "--fit"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("+ projector") == 3 and out.count("with its projector") == 2  # every quantisation carries it
+    assert len(env_hub.gets("mmproj-twice-f16.gguf")) == 1  # its header read once for all the fits
+    # The Q2_K file of this repo is not a GGUF: its row says so, and the listing goes on.
+    assert "fit unknown: not a GGUF file" in out and "Q8_0" in out

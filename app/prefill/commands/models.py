@@ -7,6 +7,7 @@ no `--token` flag, which would leave it in the shell history and the process lis
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from prefill.commands import history_io
 from prefill.commands.errors import CliError
-from prefill.engine.gguf.header import GGUFError
+from prefill.engine.gguf.header import GGUFError, GGUFHeader
 from prefill.engine.settings import KV_TYPES
 from prefill.engine.units import format_bytes, format_params
 from prefill.hub.client import SORT_KEYS, HubClient
@@ -100,6 +101,7 @@ def _search(args: argparse.Namespace) -> int:
 
 def _files(args: argparse.Namespace) -> int:
     from prefill.hub.quants import group_by_quant
+    from prefill.hub.remote_header import fetch_header
 
     client = HubClient()
     listing = client.list_models(args.repo)
@@ -108,12 +110,14 @@ def _files(args: argparse.Namespace) -> int:
         from prefill.engine.llama.hardware import machine_memory
 
         memory = machine_memory()
+    # Every quantisation of a repo usually shares one projector: its header is fetched once.
+    header_of = functools.cache(lambda filename: fetch_header(client, args.repo, filename))
     models = [m for m in listing.models if not m.is_projector]
     for quant, group in group_by_quant(models).items():
         print(quant)
         for m in group:
             parts = f" ({len(m.parts)} parts{'' if m.complete else ', INCOMPLETE'})" if len(m.parts) > 1 else ""
-            fit = f"  {_fit(client, args, m, memory)}" if memory is not None else ""
+            fit = f"  {_fit_or_why(header_of, args, m, memory)}" if memory is not None else ""
             print(f"  {m.name:<56} {format_bytes(m.size):>10}{parts}{fit}")
             if m.projector is not None:
                 print(f"    + projector {m.projector.filename:<44} {format_bytes(m.projector.size):>10}  (images)")
@@ -125,13 +129,21 @@ def _files(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fit(client: HubClient, args: argparse.Namespace, m: ModelFiles, memory: object) -> str:
-    from prefill.engine.llama.memory_fit import estimate_fit, with_projector
-    from prefill.hub.remote_header import fetch_header
+def _fit_or_why(header_of: Callable[[str], GGUFHeader], args: argparse.Namespace, m: ModelFiles,
+                memory: object) -> str:
+    """The fit of one listed model, or why it is unknown: one unreadable file does not end the listing."""
+    try:
+        return _fit(header_of, args, m, memory)
+    except (GGUFError, HubError) as e:
+        return f"fit unknown: {e}"
 
-    headers = [fetch_header(client, args.repo, p.filename) for p in m.parts]
+
+def _fit(header_of: Callable[[str], GGUFHeader], args: argparse.Namespace, m: ModelFiles, memory: object) -> str:
+    from prefill.engine.llama.memory_fit import estimate_fit, with_projector
+
+    headers = [header_of(p.filename) for p in m.parts]
     if m.projector is not None:
-        projector = fetch_header(client, args.repo, m.projector.filename)
+        projector = header_of(m.projector.filename)
         return with_projector(headers, projector, args.ctx, memory, args.kv_type).summary()  # type: ignore[arg-type]
     return estimate_fit(headers, args.ctx, memory, args.kv_type).summary()  # type: ignore[arg-type]
 
