@@ -35,6 +35,16 @@ def test_a_png_passes_as_it_is() -> None:
     assert len(part.digest) == 64 and part.digest == check_image(data).digest
 
 
+@pytest.mark.parametrize("fmt, mime", [("JPEG", "image/jpeg"), ("WEBP", "image/webp")])
+def test_a_photo_that_needs_no_change_keeps_its_own_bytes(fmt: str, mime: str) -> None:
+    out = io.BytesIO()
+    Image.new("RGB", (40, 30), (200, 10, 10)).save(out, fmt)
+    part = check_image(out.getvalue())
+    assert part == ImagePart(out.getvalue(), mime, 40, 30)  # not re-encoded as PNG
+    width, height, rgb = rgb_pixels(part)
+    assert (width, height) == (40, 30) and len(rgb) == 40 * 30 * 3
+
+
 def test_not_an_image_is_refused_in_words() -> None:
     with pytest.raises(ImageRejected, match="not an image Prefill can read"):
         check_image(b"%PDF-1.7 this is a document, not a picture")

@@ -13,7 +13,7 @@ import io
 import warnings
 from pathlib import Path
 
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
 from prefill.engine.message import ImagePart
 from prefill.engine.vision.errors import ImageRejected
@@ -57,9 +57,7 @@ def check_image(data: bytes, max_side: int = MAX_SIDE) -> ImagePart:
     if len(data) > MAX_BYTES:
         raise ImageRejected(_too_big(len(data)))
     img, fmt = _decode(data)
-    transposed = ImageOps.exif_transpose(img)
-    changed = transposed is not img and transposed.size != (0, 0)
-    img = transposed
+    img, changed = _upright(img)
     if max(img.size) > max_side:
         img = img.copy()
         img.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
@@ -76,8 +74,16 @@ def check_image(data: bytes, max_side: int = MAX_SIDE) -> ImagePart:
 def rgb_pixels(part: ImagePart) -> tuple[int, int, bytes]:
     """Width, height and packed RGB bytes of an image that passed the door (what mtmd takes)."""
     img, _fmt = _decode(part.data)
-    img = _flatten(ImageOps.exif_transpose(img))
+    img = _flatten(_upright(img)[0])
     return img.width, img.height, img.tobytes()
+
+
+def _upright(img: Image.Image) -> tuple[Image.Image, bool]:
+    """The image as a viewer shows it, and whether its EXIF orientation turned or flipped it.
+    (`ImageOps.exif_transpose` copies the whole image even when there is nothing to turn.)"""
+    if img.getexif().get(ExifTags.Base.Orientation, 1) not in range(2, 9):
+        return img, False
+    return ImageOps.exif_transpose(img), True
 
 
 def _decode(data: bytes) -> tuple[Image.Image, str]:
