@@ -239,9 +239,8 @@ class ChatController(QObject):
             return
         row = self.model.append_row(Row("user", [text], images=images))
         cid = self.conversation_id
-        # The images are written as files by digest (once each) on the store thread, before the row.
-        self.store.call(lambda s: s.history.add_message(cid, "user", text, images=images),
-                        then=lambda m: self._set_id(row, m.id), error=lambda e: self._unsent(text, e))
+        self.store.add_message(cid, "user", text, images,
+                               then=lambda m: self._set_id(row, m.id), error=lambda e: self._unsent(text, e))
         self.conversations_changed.emit()  # the title comes from the first message
         self._generate()
 

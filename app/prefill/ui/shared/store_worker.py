@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from prefill.engine.message import ImagePart
 from prefill.store import Conversation, HistoryStore, MessageRecord, SearchHit, SettingsFile
 from prefill.store.app_settings import Settings
 from prefill.store.endpoints import ENDPOINTS_FILE, EndpointsFile
@@ -147,24 +148,18 @@ class StoreProxy(QObject):
 
     # --- messages ---------------------------------------------------------------------
     def add_message(
-        self, cid: int, role: Role, text: str, then: Then[MessageRecord] = None, error: OnError = None
+        self, cid: int, role: Role, text: str, images: tuple[ImagePart, ...] = (),
+        then: Then[MessageRecord] = None, error: OnError = None,
     ) -> int:
-        return self.call(lambda s: s.history.add_message(cid, role, text), then, error)
+        """Append a message; its `images` (checked at the door) are written as files by digest, once
+        each, on the store thread before the row."""
+        return self.call(lambda s: s.history.add_message(cid, role, text, images=images), then, error)
 
     def edit_message(self, mid: int, text: str, then: Then[MessageRecord] = None, error: OnError = None) -> int:
         return self.call(lambda s: s.history.edit_message(mid, text), then, error)
 
     def delete_message(self, mid: int, then: Then[None] = None, error: OnError = None) -> int:
         return self.call(lambda s: s.history.delete_message(mid), then, error)
-
-    def delete_from(self, mid: int, then: Then[None] = None, error: OnError = None) -> int:
-        """Delete a message and every message after it."""
-
-        def delete(s: Stores) -> None:
-            s.history.delete_messages_after(mid)
-            s.history.delete_message(mid)
-
-        return self.call(delete, then, error)
 
     def begin_answer(self, cid: int, then: Then[int] = None, error: OnError = None) -> int:
         return self.call(lambda s: s.history.begin_answer(cid), then, error)
