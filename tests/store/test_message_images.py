@@ -64,6 +64,17 @@ def test_a_branch_keeps_the_images_of_its_messages(store: HistoryStore) -> None:
     assert store.message_images(m) == (image,)
 
 
+def test_a_regenerated_answer_takes_the_later_turns_images_with_them(store: HistoryStore) -> None:
+    kept, later = png((1, 2, 3)), png((4, 5, 6))
+    chat = store.create_conversation()
+    store.add_message(chat.id, "user", "first", images=[kept])
+    answer = store.add_message(chat.id, "assistant", "one")
+    store.add_message(chat.id, "user", "second", images=[later])
+    store.add_message(chat.id, "assistant", "two")
+    store.regenerate_answer(answer.id)  # the second turn goes
+    assert sorted(p.name for p in (store.path.parent / "images").iterdir()) == [kept.digest]
+
+
 def test_a_missing_or_changed_file_is_left_out(store: HistoryStore) -> None:
     a, b = png(), png((1, 2, 3))
     chat = store.create_conversation()

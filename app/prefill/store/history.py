@@ -342,9 +342,12 @@ class HistoryStore:
             message = self._message(conn, message_id)
             if message.role != "assistant":
                 raise ValueError(f"only an answer has versions, not a {message.role} message")
-            self._delete_after(conn, message_id)
+            gone = self._delete_after(conn, message_id)
             every = [*message.all_versions(), AnswerVersion("", complete=False)][-MAX_VERSIONS:]
-            return self._show(conn, message_id, every, len(every) - 1)
+            record = self._show(conn, message_id, every, len(every) - 1)
+        if gone:  # the later turns' images, unless another message shows them
+            self.sweep_images()
+        return record
 
     def show_version(self, message_id: int, index: int, drop_shown: bool = False) -> MessageRecord:
         """Show another version of an answer (its place among them all, clamped to those there are).
