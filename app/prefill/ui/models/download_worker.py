@@ -142,11 +142,14 @@ class DownloadQueuePanel(QWidget):
         load_requested(str): Load was clicked on a finished download (the path to load).
         finished(object): a job reached `done` (its last `DownloadEvent`).
         error(str): a job failed; the sentence says why.
+        state_changed(object): a row's job reached a new state, or showed its first (its
+            `DownloadEvent`); progress reports within a state do not emit it.
     """
 
     load_requested = Signal(str)
     finished = Signal(object)
     error = Signal(str)
+    state_changed = Signal(object)
 
     def __init__(self, worker: DownloadWorker, parent: QWidget | None = None):
         super().__init__(parent)
@@ -203,6 +206,7 @@ class DownloadQueuePanel(QWidget):
             self.finished.emit(e)
         elif e.state == JobState.FAILED and e.error is not None:
             self.error.emit(f"Downloading {e.model.name} failed: {e.error}.")
+        self.state_changed.emit(e)
 
     def _add_row(self, key: tuple[str, str], e: DownloadEvent) -> None:
         row = self.table.rowCount()

@@ -188,7 +188,7 @@ class ModelsPage(QWidget):
         self.queue.load_requested.connect(self._on_panels_load_requested)
         self.queue.finished.connect(self._on_queue_finished)
         self.queue.error.connect(self.show_message)
-        self.downloads.job_changed.connect(lambda _e: self._show_markers())
+        self.queue.state_changed.connect(lambda _e: self._show_markers())  # not per progress report
         self.downloads.error.connect(self.show_message)
         self.library_panel.load_requested.connect(self._on_panels_load_requested)
         self.library_panel.refreshed.connect(self._on_library_refreshed)
