@@ -22,6 +22,7 @@ from prefill.commands.options import (
     add_model_options,
     add_sampling_options,
     add_speculative_option,
+    chosen_projector,
     load_settings,
     model_path,
     overflow_settings,
@@ -208,19 +209,17 @@ def _projector(session: ChatSession, args: argparse.Namespace, wanted: bool) -> 
     """Load the projector of a local model: --mmproj's file, else the mmproj*.gguf beside the model
     (said on stderr, so the person knows which); none found is said only when images are wanted."""
     from prefill.engine.local.chat_engine import ChatEngine
-    from prefill.engine.vision.projector import find_projector
 
     engine = session.backend
     if not isinstance(engine, ChatEngine) or args.mmproj == "none":
         return
-    path = Path(args.mmproj).expanduser() if args.mmproj else find_projector(engine.path)
+    path, how = chosen_projector(args.mmproj, engine.path)
     if path is None:
         if wanted:
             print(f"prefill: no mmproj*.gguf beside {engine.path.name}: images need the model's projector "
                   "(--mmproj PATH)", file=sys.stderr)
         return
     engine.use_projector(path)
-    how = "" if args.mmproj else " (found beside the model)"
     print(f"prefill: projector: {path.name}{how}", file=sys.stderr)
 
 

@@ -112,6 +112,18 @@ def draft_max(value: str) -> int:
     return n
 
 
+def chosen_projector(mmproj: str | None, model: Path) -> tuple[Path | None, str]:
+    """The projector --mmproj asks for: its file, else the mmproj*.gguf beside `model` (None for
+    "none" or none found), and how it was chosen, for the line on stderr that names it."""
+    from prefill.engine.vision.projector import find_projector
+
+    if mmproj == "none":
+        return None, ""
+    if mmproj:
+        return Path(mmproj).expanduser(), ""
+    return find_projector(model), " (found beside the model)"
+
+
 def model_path(args: argparse.Namespace) -> Path:
     """--model's file: a path, or the bundled SmolLM2 for "bundled" or no --model."""
     from prefill.hub.bundled import BUNDLED_NAME, bundled_model_path

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from prefill.commands.errors import CliError
-from prefill.commands.options import add_model_options, draft_max, load_settings, model_path
+from prefill.commands.options import add_model_options, chosen_projector, draft_max, load_settings, model_path
 from prefill.engine.batch.slot_drafts import draft_model_path
 from prefill.engine.drafts.draft_length import DRAFT_MAX
 
@@ -95,13 +95,8 @@ def run(args: argparse.Namespace) -> int:
 
 def projector_path(args: argparse.Namespace) -> Path | None:
     """--mmproj's file, else the mmproj*.gguf beside the model (said on stderr, so the person knows which)."""
-    from prefill.engine.vision.projector import find_projector
-
-    if args.mmproj == "none":
-        return None
-    path = Path(args.mmproj).expanduser() if args.mmproj else find_projector(model_path(args))
+    path, how = chosen_projector(args.mmproj, model_path(args))
     if path is not None:
-        how = "" if args.mmproj else " (found beside the model)"
         print(f"prefill: projector: {path.name}{how}: image_url parts are read", file=sys.stderr, flush=True)
     return path
 
