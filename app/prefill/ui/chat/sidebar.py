@@ -259,27 +259,26 @@ class EngineSidebar(QWidget):
 
     # --- an answer ------------------------------------------------------------------------
     def begin_answer(self) -> None:
-        self.plot.reset()
-        for key in ANSWER_KEYS:
-            self.labels[key].setText("…")
-        self.labels["tools"].setText("—")
-        self.cache_note.hide()
-        self.strip.reset()
-        self.speculation_box.hide()
+        self._clear("…")
 
     def show_answer(self, figures: Mapping[str, Any]) -> None:
         """The open chat's last answer, from its stored figures; none (a new chat): every figure cleared.
         The KV fill is left as the engine reports it: it is the cache's now, not the answer's then."""
+        self._clear("—")
+        self.last = None
+        if figures:
+            self._show(stored_snapshot(figures))
+
+    def _clear(self, mark: str) -> None:
+        """An answer's figures show `mark` ("…" one is coming, "—" none) and its tools "—"; the plot,
+        the cache note, the token strip and the speculation box are emptied."""
         self.plot.reset()
         for key in ANSWER_KEYS:
-            self.labels[key].setText("—")
+            self.labels[key].setText(mark)
         self.labels["tools"].setText("—")
         self.cache_note.hide()
         self.strip.reset()
         self.speculation_box.hide()
-        self.last = None
-        if figures:
-            self._show(stored_snapshot(figures))
 
     def on_prefill(self, p: PrefillDone) -> None:
         if self.remote and not p.prompt_tokens:  # a remote reports its prompt in `usage`, at the end
