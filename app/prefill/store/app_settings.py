@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, NamedTuple
 
@@ -275,17 +275,25 @@ class Settings:
 def _model_with(model: ModelSettings, own: Mapping[str, Any]) -> ModelSettings:
     """`model` with a file's own load settings; one that breaks a rule with today's defaults (a
     quantised KV cache once flash attention is off for every model) gives way to the default."""
+    return dataclasses.replace(model, **_fitting(
+        model, own, lambda exc: log.warning("settings: %s for a model file; using the default", exc)))
+
+
+def _fitting(model: ModelSettings, own: Mapping[str, Any], drop: Callable[[InvalidSetting], None]) -> dict[str, Any]:
+    """A model file's own values less those that break a rule together with `model`'s (the others
+    being today's defaults): each such break is told to `drop`, and its value gives way."""
     values = dict(own)
     while values:
         try:
-            return dataclasses.replace(model, **values)
+            dataclasses.replace(model, **values)
+            return values
         except InvalidSetting as exc:
             name = exc.key.partition(".")[2]
             if name not in values:
                 raise
-            log.warning("settings: %s for a model file; using the default", exc)
+            drop(exc)
             del values[name]
-    return model
+    return values
 
 
 def _per_model_from(
@@ -309,16 +317,7 @@ def _per_model_from(
                     own[name] = ModelSettings.check_field(name, values[name])
                 except InvalidSetting as exc:
                     _repair(exc, strict, repaired)
-        for _ in range(len(own) + 1):  # a rule broken between this file's values and the defaults
-            try:
-                dataclasses.replace(model, **own)
-                break
-            except InvalidSetting as exc:
-                name = exc.key.partition(".")[2]
-                if name not in own:
-                    raise
-                _repair(exc, strict, repaired)
-                del own[name]
+        own = _fitting(model, own, lambda exc: _repair(exc, strict, repaired))
         if own:
             out[path] = own
     return out
