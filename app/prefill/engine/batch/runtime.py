@@ -21,7 +21,7 @@ from prefill.engine.errors import EngineError, ModelLoadError
 from prefill.engine.gguf.header import GGUFHeader, read_header
 from prefill.engine.llama.kv_sizes import ggml_type_id, kv_bytes_per_cell
 from prefill.engine.llama.offload import DeviceReport, device_report, resolve_gpu_layers
-from prefill.engine.llama.runtime import FLASH_ATTN_DISABLED, FLASH_ATTN_ENABLED, LlamaRuntime
+from prefill.engine.llama.runtime import FLASH_ATTN_DISABLED, FLASH_ATTN_ENABLED, LlamaRuntime, lead_of, top_prob_of
 from prefill.engine.settings import LoadSettings
 
 MAX_SEQUENCES = 64  # llama.cpp's LLAMA_MAX_SEQ
@@ -106,17 +106,12 @@ class BatchRuntime(LlamaRuntime):
     def lead_at(self, index: int) -> tuple[int, float]:
         """The likeliest token after batch entry `index` (its logits kept) and by how much its logit
         leads the runner-up's: raw logits, nothing accepted into any sampler (a draft's check)."""
-        row = np.ctypeslib.as_array(_logits_holding_gil(self.ctx, index), shape=(self.n_vocab,))
-        best = int(row.argmax())
-        runner_up = max(float(row[:best].max(initial=-np.inf)), float(row[best + 1 :].max(initial=-np.inf)))
-        return best, float(row[best]) - runner_up
+        return lead_of(np.ctypeslib.as_array(_logits_holding_gil(self.ctx, index), shape=(self.n_vocab,)))
 
     def top_prob_at(self, index: int) -> tuple[int, float]:
         """The likeliest token after batch entry `index` and its probability (softmax of the raw
         logits): a draft model's guess and how sure it is of it."""
-        row = np.ctypeslib.as_array(_logits_holding_gil(self.ctx, index), shape=(self.n_vocab,))
-        best = int(row.argmax())
-        return best, 1.0 / float(np.exp(row - row[best]).sum())
+        return top_prob_of(np.ctypeslib.as_array(_logits_holding_gil(self.ctx, index), shape=(self.n_vocab,)))
 
 
 class TokenBatch:

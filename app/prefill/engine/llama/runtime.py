@@ -120,6 +120,21 @@ def _parse_offload(log: str, n_layer: int) -> OffloadReport:
     return OffloadReport(0, n_layer + 1, device)
 
 
+def lead_of(row: np.ndarray) -> tuple[int, float]:
+    """The likeliest token of a row of raw logits and by how much its logit leads the runner-up's
+    (infinite for a one-token vocabulary; 0 on a tie, the first of the tied being the likeliest).
+    The row is read in place, not copied."""
+    best = int(row.argmax())
+    runner_up = max(float(row[:best].max(initial=-np.inf)), float(row[best + 1 :].max(initial=-np.inf)))
+    return best, float(row[best]) - runner_up
+
+
+def top_prob_of(row: np.ndarray) -> tuple[int, float]:
+    """The likeliest token of a row of raw logits and its probability (softmax of the row)."""
+    best = int(row.argmax())
+    return best, 1.0 / float(np.exp(row - row[best]).sum())
+
+
 class LlamaRuntime:
     """One loaded model and its context. Not thread-safe: one owner thread uses it."""
 
@@ -358,21 +373,14 @@ class LlamaRuntime:
         logit leads the runner-up's (raw logits: no sampler applied, nothing accepted)."""
         if not 0 <= index < self._all_rows:
             raise EngineError(f"no logits kept for entry {index} of the last decode")
-        row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ctx, index), shape=(self.n_vocab,))
-        best = int(row.argmax())
-        lead = float(row[best])
-        row_copy = row.copy()
-        row_copy[best] = -np.inf
-        return best, lead - float(row_copy.max())
+        return lead_of(np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ctx, index), shape=(self.n_vocab,)))
 
     def top_prob(self) -> tuple[int, float]:
         """The likeliest token after the last one decoded and its probability (softmax of the raw
         logits): a draft model's guess and how sure it is of it."""
         if not self._has_logits:
             raise EngineError("nothing was decoded to read logits from")
-        row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ctx, -1), shape=(self.n_vocab,))
-        best = int(row.argmax())
-        return best, 1.0 / float(np.exp(row - row[best]).sum())
+        return top_prob_of(np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ctx, -1), shape=(self.n_vocab,)))
 
     def kv_drop_from(self, pos: int) -> bool:
         """Drop sequence 0's cells from `pos` on, and nothing else (the tail of a rejected draft).
