@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from prefill.engine.gguf.projector_files import is_projector_name
 from prefill.hub.model_names import (
     display_name,
-    is_projector,
     model_display_name,
     quantization,
     repository_of,
@@ -75,8 +75,8 @@ def test_quantization(file_name: str, expected: str) -> None:
     "mmproj-SmolVLM-256M-Instruct-Q8_0.gguf", "mmproj-model-f16.gguf", "gemma-3-4b-it-MMPROJ-f16.gguf",
 ])
 def test_projectors_are_told_apart(file_name: str) -> None:
-    assert is_projector(file_name)
-    assert not is_projector("SmolVLM-256M-Instruct-Q8_0.gguf")
+    assert is_projector_name(file_name)  # the one rule, as the model picker applies it
+    assert not is_projector_name("SmolVLM-256M-Instruct-Q8_0.gguf")
 
 
 def test_repository_from_where_the_file_lies() -> None:

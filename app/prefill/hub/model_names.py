@@ -31,11 +31,6 @@ _HF_CACHE = re.compile(r"^models--(?P<owner>[^-].*?)--(?P<name>.+)$")
 SEP = " · "
 
 
-def is_projector(file_name: str) -> bool:
-    """Whether a GGUF is a vision projector (mmproj), not a model to chat with."""
-    return "mmproj" in PurePath(file_name).name.lower()
-
-
 def quantization(file_name: str) -> str:
     """The quantisation named in a file name ("Q4_K_M"), in capitals; "" when it names none."""
     stem = _PART.sub("", _stem(file_name))

@@ -15,7 +15,8 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QComboBox
 
-from prefill.hub.model_names import is_projector, model_display_name
+from prefill.engine.gguf.projector_files import is_projector_name
+from prefill.hub.model_names import model_display_name
 from prefill.session.loaded import LoadedModel
 from prefill.store.endpoints import SavedEndpoint
 from prefill.ui.shared.plain_text import tooltip
@@ -52,7 +53,8 @@ class ModelPicker(QObject):
         self.fill()
 
     def set_paths(self, paths: list[str]) -> None:
-        self.paths = [p for p in dict.fromkeys(paths) if not is_projector(p)]  # a projector is no model to chat with
+        # a projector is no model to chat with
+        self.paths = [p for p in dict.fromkeys(paths) if not is_projector_name(p)]
         self.fill()
 
     def set_endpoints(self, endpoints: list[SavedEndpoint]) -> None:
