@@ -207,17 +207,6 @@ def with_draft(
     )
 
 
-def estimate_local_with_draft(
-    path: str | Path, draft_path: str | Path, n_ctx: int, kv_type: str, memory: MachineMemory,
-) -> FitEstimate:
-    """`with_draft` for a model and a draft model on disk (reads their headers)."""
-    def parts(p: str | Path) -> list[GGUFHeader]:
-        first = read_header(p)
-        return [first, *(read_header(x) for x in split_paths(p, first)[1:])]
-
-    return with_draft(parts(path), parts(draft_path), n_ctx, memory, kv_type)
-
-
 # A projector's header gives no image size (or one llama.cpp resizes away): LLaVA-1.5's figure,
 # 336 px in 14 px patches = 24 x 24 = 576 tokens, sits in the middle of what vision models take
 # (Gemma 3: 256, SmolVLM: 64 per tile, Qwen2.5-VL: up to thousands).
@@ -274,15 +263,6 @@ def with_projector(
         ram_needed=m.ram_needed + (0 if on_gpu else p_bytes), vram_free=memory.vram_free,
         ram_available=memory.ram_available, projector=p_bytes, image_tokens=n_image,
     )
-
-
-def estimate_local_with_projector(
-    path: str | Path, projector_path: str | Path, n_ctx: int, kv_type: str, memory: MachineMemory,
-) -> FitEstimate:
-    """`with_projector` for a model and its projector on disk (reads their headers)."""
-    first = read_header(path)
-    headers = [first, *(read_header(x) for x in split_paths(path, first)[1:])]
-    return with_projector(headers, read_header(projector_path), n_ctx, memory, kv_type)
 
 
 # --- a model on disk, and its estimate against what a load used ------------------------------
