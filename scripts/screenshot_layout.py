@@ -57,7 +57,6 @@ def inside(out: Path) -> int:
 
     shots = Shots(out, steady, None)
     w, app = shots.window, shots.app
-    done: list[str] = []
     now = time.time()
 
     def seed(stores: Stores) -> int:
@@ -73,11 +72,7 @@ def inside(out: Path) -> int:
         return chat.id
 
     def shoot_window(name: str) -> None:
-        app.processEvents()
-        frame = w.frameGeometry()
-        app.primaryScreen().grabWindow(0, frame.x(), frame.y(), frame.width(), frame.height()).save(str(out / name))
-        done.append(name)
-        print(f"saved {out / name}", flush=True)
+        shots.shoot(name, window_only=True)
 
     def at(width: int, height: int, theme: str, name: str, then: object) -> None:
         w.set_theme(apply_theme(app, theme))
@@ -99,7 +94,7 @@ def inside(out: Path) -> int:
     w.model_loaded.connect(lambda _m: shots.store.call(seed, then=open_chat))
     QTimer.singleShot(300, lambda: w.load_model(str(model)))
     shots.run(120_000)
-    return 0 if len(done) == 4 else 1
+    return 0 if len(shots.saved) == 4 else 1
 
 
 if __name__ == "__main__":

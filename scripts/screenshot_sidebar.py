@@ -38,14 +38,9 @@ def inside(out: Path) -> int:
 
     shots = Shots(out, steady, None)
     w, app = shots.window, shots.app
-    done: list[str] = []
 
     def shoot_window(name: str) -> None:
-        app.processEvents()
-        frame = w.frameGeometry()
-        app.primaryScreen().grabWindow(0, frame.x(), frame.y(), frame.width(), frame.height()).save(str(out / name))
-        done.append(name)
-        print(f"saved {out / name}", flush=True)
+        shots.shoot(name, window_only=True)
 
     def at(width: int, height: int, theme: str, then: object) -> None:
         w.set_theme(apply_theme(app, theme))
@@ -90,7 +85,7 @@ def inside(out: Path) -> int:
     w.controller.answer_finished.connect(on_finished)
     QTimer.singleShot(300, lambda: w.load_model(str(model)))
     shots.run(180_000)
-    return 0 if len(done) == 5 else 1
+    return 0 if len(shots.saved) == 5 else 1
 
 
 if __name__ == "__main__":

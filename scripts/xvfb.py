@@ -89,9 +89,15 @@ class Shots:
         self.window.show()
         self.saved: list[str] = []
 
-    def shoot(self, name: str) -> None:
+    def shoot(self, name: str, window_only: bool = False) -> None:
+        """Save the framebuffer as a person sees it, or only the window's frame (`window_only`)."""
         self.app.processEvents()
-        self.app.primaryScreen().grabWindow(0).save(str(self.out / name))  # the framebuffer, as a person sees it
+        if window_only:
+            f = self.window.frameGeometry()
+            shot = self.app.primaryScreen().grabWindow(0, f.x(), f.y(), f.width(), f.height())
+        else:
+            shot = self.app.primaryScreen().grabWindow(0)
+        shot.save(str(self.out / name))
         self.saved.append(name)
         print(f"saved {self.out / name}", flush=True)
 
