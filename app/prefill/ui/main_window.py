@@ -247,6 +247,7 @@ class MainWindow(QMainWindow):
             mcp = self.mcp
             mcp.changed.connect(lambda: self.tools_button.set_tools(mcp.tools, mcp.off))
         self.reasoning_controls.changed.connect(self.controller.set_options)
+        self.message_actions = MessageActions(self.controller, self.chat_view)
         self.chat_view.message_action.connect(self._on_chat_message_action)
         self.conversations.selected.connect(self.controller.open_conversation)
         self.conversations.message_selected.connect(self.controller.open_conversation)
@@ -428,7 +429,7 @@ class MainWindow(QMainWindow):
                          "its answers share the batch with the server's clients.")
 
     def _on_chat_message_action(self, name: str, row: int) -> None:
-        MessageActions.of(self.controller, self.chat_view).run(name, row)
+        self.message_actions.run(name, row)
 
     def show_notice(self, text: str) -> None:
         self.notice.setText(text)

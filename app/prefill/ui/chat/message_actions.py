@@ -11,8 +11,8 @@ from prefill.ui.chat.view import ChatView
 class MessageActions(QObject):
     """Runs a message action (the view's `message_action`) on the chat's controller.
 
-    One per view, made by `of` on the first action: it joins the view's Undo toast and inline
-    editor to the controller then.
+    One per view, made when the window is wired: it joins the view's Undo toast and inline
+    editor to the controller.
     """
 
     def __init__(self, controller: ChatController, view: ChatView):
@@ -23,12 +23,6 @@ class MessageActions(QObject):
         pending.closed.connect(view.toast.hide)
         view.toast.undo_requested.connect(pending.undo)
         view.edit_saved.connect(self._on_view_edit_saved)
-
-    @staticmethod
-    def of(controller: ChatController, view: ChatView) -> MessageActions:
-        """The view's MessageActions, made on first use."""
-        found = view.findChild(MessageActions)
-        return found if isinstance(found, MessageActions) else MessageActions(controller, view)
 
     def run(self, name: str, row: int) -> None:
         """Do `name` ("regenerate", "retry", "delete", "edit", "branch", "older", "newer"; "copy" is
