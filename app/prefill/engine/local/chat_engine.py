@@ -13,9 +13,10 @@ import codecs
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from prefill.engine.chat_backend import Event, one_at_a_time
 from prefill.engine.drafts import rules
@@ -45,6 +46,7 @@ from prefill.engine.vision import prompt_images
 from prefill.engine.vision.projector import Projector, is_image_token
 
 SNAPSHOT_EVERY_S = 0.25
+_NO_IMAGES: Mapping[str, ImagePart] = MappingProxyType({})  # a prompt whose markers all stay text
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,6 @@ class ChatEngine:
         self._draft_costs: dict[str, DecodeCosts] = {}
         self._tie_margin = TieMargin()  # how far this model's batched logits drift from one-token ones
         self.projector: Projector | None = None  # the mmproj that lets the model see images (`use_projector`)
-        self._images: dict[str, ImagePart] = {}  # the images of the prompt being prepared, by digest
 
     @classmethod
     def load(
@@ -220,8 +221,9 @@ class ChatEngine:
         """The prompt text, in the model's format (the chat module's)."""
         return self.chat.render(messages, options)
 
-    def _prompt(self, text: str) -> tuple[list[int], int, str]:
-        """Tokens for `text`, the number of leading segments reused, and the remainder."""
+    def _prompt(self, text: str, images: Mapping[str, ImagePart] = _NO_IMAGES) -> tuple[list[int], int, str]:
+        """Tokens for `text` (whose image markers stand for `images`, by digest), the number of
+        leading segments reused, and the remainder."""
         tokens: list[int] = []
         pos = used = 0
         for seg in self._segments:
@@ -233,7 +235,7 @@ class ChatEngine:
         rest = text[pos:]
         if rest:
             tokens.extend(prompt_images.tokenize_with_images(
-                rest, pos == 0, self.chat.tokenize, self._images, self.projector, self.path.name))
+                rest, pos == 0, self.chat.tokenize, images, self.projector, self.path.name))
         return tokens, used, rest
 
     def _prepare(self, request: ChatRequest) -> tuple[str, list[int], int, str]:
@@ -243,8 +245,7 @@ class ChatEngine:
         if self._prepared is not None and self._prepared[0] == key:
             return self._prepared[1]
         text = self.chat.text_of(request)
-        self._images = images_of(request.messages)
-        result = (text, *self._prompt(text))
+        result = (text, *self._prompt(text, images_of(request.messages)))
         self._prepared = (key, result)
         return result
 
