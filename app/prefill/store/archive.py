@@ -182,7 +182,7 @@ def write_archive(
                     int(m.complete),
                     versions_to_json(m.versions),
                     m.version,
-                    images_to_json([ImageRef(i.digest, i.mime, i.width, i.height, len(i.data)) for i in m.images]),
+                    images_to_json([ImageRef.of(i) for i in m.images]),
                 )
                 for position, m in enumerate(conv.messages)
             ],

@@ -10,15 +10,14 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import re
 from typing import Any
 
 from prefill.engine.message import ImagePart
 from prefill.engine.vision.errors import ImageRejected
 from prefill.engine.vision.image_door import MAX_BYTES, check_image
+from prefill.store.records import DIGEST
 
 MAX_IMAGES = 10_000  # in one export
-_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 class BadImage(Exception):
@@ -61,7 +60,7 @@ def message_images(value: object, images: dict[str, ImagePart], where: str) -> t
 
 def _image(digest: object, entry: Any) -> ImagePart:
     where = f"images[{str(digest)[:70]!r}]"
-    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+    if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
         raise BadImage(f"{where}: the key is not a SHA-256 digest")
     if not isinstance(entry, dict) or not isinstance(entry.get("data"), str):
         raise BadImage(f"{where}: expected an object with the image's base64 data")

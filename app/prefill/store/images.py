@@ -39,7 +39,7 @@ class ImageFiles:
         Raises:
             OSError: The folder or the file cannot be written (a partial file is removed).
         """
-        ref = ImageRef(image.digest, image.mime, image.width, image.height, len(image.data))
+        ref = ImageRef.of(image)
         target = self.path(ref.digest)
         if target.is_file() and target.stat().st_size == ref.size:
             return ref

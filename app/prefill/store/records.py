@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from prefill.engine.message import Message
+from prefill.engine.message import ImagePart, Message
 
 Role = Literal["system", "user", "assistant"]
 ROLES: tuple[str, ...] = get_args(Role)
@@ -86,6 +86,11 @@ class ImageRef:
     width: int
     height: int
     size: int
+
+    @classmethod
+    def of(cls, image: ImagePart) -> ImageRef:
+        """The reference to `image` once it is kept."""
+        return cls(image.digest, image.mime, image.width, image.height, len(image.data))
 
     def as_dict(self) -> dict[str, Any]:
         return {"digest": self.digest, "mime": self.mime, "width": self.width, "height": self.height,
@@ -225,14 +230,14 @@ def images_to_json(images: Sequence[ImageRef]) -> str:
     return json.dumps([i.as_dict() for i in images], sort_keys=True)
 
 
-_DIGEST = re.compile(r"[0-9a-f]{64}")
+DIGEST = re.compile(r"[0-9a-f]{64}")  # an image's SHA-256 in hex: its name in images/
 
 
 def images_from_json(text: str | None) -> tuple[ImageRef, ...]:
     """Decode the ``images`` column; an entry that is not a reference is left out (a damaged file)."""
     out = []
     for v in _json_list(text):
-        if not isinstance(v, dict) or not isinstance(v.get("digest"), str) or not _DIGEST.fullmatch(v["digest"]):
+        if not isinstance(v, dict) or not isinstance(v.get("digest"), str) or not DIGEST.fullmatch(v["digest"]):
             continue
         numbers: list[Any] = [v.get(k) for k in ("width", "height", "size")]
         if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
