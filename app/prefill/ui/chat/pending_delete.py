@@ -52,10 +52,6 @@ class PendingDelete(QObject):
         if app is not None:
             app.aboutToQuit.connect(self.commit)
 
-    @property
-    def holding(self) -> bool:
-        return self._held is not None
-
     def hide(self, row: int) -> None:
         """Take `row` out of the transcript and offer Undo; one held before is deleted now."""
         self.commit()
@@ -85,9 +81,3 @@ class PendingDelete(QObject):
     def _on_store_error(self, error: Exception) -> None:
         if not isinstance(error, MessageNotFound):  # gone already: its chat was deleted meanwhile
             self.store.error.emit(store_error_text(error))
-
-    def forget(self) -> None:
-        """The chat is gone (deleted whole): nothing to delete or put back."""
-        self._held = None
-        self.timer.stop()
-        self.closed.emit()
