@@ -126,7 +126,7 @@ def ceiling(engine: object) -> dict[str, float]:
     line = costs.line() if costs is not None else None
     if costs is None or line is None:
         return {}
-    best = max((k + 1) * costs.single / costs.batch(k + 1) for k in range(1, DRAFT_MAX + 1))
+    best = max((k + 1) * costs.single / (line[0] + line[1] * (k + 1)) for k in range(1, DRAFT_MAX + 1))
     return {"step_ms": round(costs.single * 1000, 2), "batch_ms": round(line[0] * 1000, 2),
             "batch_ms_per_token": round(line[1] * 1000, 2), "ceiling": round(best, 2)}
 

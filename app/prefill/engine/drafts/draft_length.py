@@ -56,13 +56,6 @@ class DecodeCosts:
         b = max(0.0, (self._batch[high] - self._batch[low]) / (high - low))
         return self._batch[low] - b * low, b
 
-    def batch(self, n_tokens: int) -> float:
-        """The estimated seconds of a decode of `n_tokens` >= 2 (needs `line()`)."""
-        line = self.line()
-        if line is None:
-            raise ValueError("the batch costs are not measured yet")
-        return line[0] + line[1] * n_tokens
-
 
 class DraftLength:
     """How many tokens to draft next, for one answer: from the acceptance so far and, when `costs`
@@ -111,13 +104,14 @@ class DraftLength:
     def _worth(self) -> int:
         """The draft length that brings the most tokens per second, 0 where none beats a plain step;
         the length acceptance alone says while the costs are not known."""
-        if not self.weigh or self.costs.line() is None:
+        line = self.costs.line() if self.weigh else None
+        if line is None:
             return self.n
-        p, gain, best, single = self.p, 1.0, 0, self.costs.single
-        best_rate = 1.0 / single
+        (a, b), p, gain, best = line, self.p, 1.0, 0
+        best_rate = 1.0 / self.costs.single
         for k in range(1, self.most + 1):
             gain += p ** k
-            rate = gain / self.costs.batch(k + 1)
+            rate = gain / (a + b * (k + 1))
             if rate > best_rate:
                 best, best_rate = k, rate
         return best
