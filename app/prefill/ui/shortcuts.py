@@ -110,12 +110,6 @@ def _toggle(panel: str) -> Callable[[MainWindow], None]:
     return toggle
 
 
-def _sheet(w: MainWindow) -> None:
-    from prefill.ui.shortcuts_sheet import show_sheet
-
-    show_sheet(w, sheet_rows())
-
-
 SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("new-chat", "Ctrl+N", "Start a new chat", _new_chat),
     Shortcut("search", "Ctrl+F", "Search the chats", _search),
@@ -135,7 +129,7 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("system-prompt", "Ctrl+Shift+S", "Edit this chat's system prompt", _trigger("system_action")),
     Shortcut("toggle-chats", "Ctrl+B", "Show or hide the chat list", _toggle("chats")),
     Shortcut("toggle-sidebar", "Ctrl+Alt+B", "Show or hide the sidebar (the model's figures)", _toggle("sidebar")),
-    Shortcut("shortcuts", "Ctrl+/", "Show these shortcuts", _sheet),
+    Shortcut("shortcuts", "Ctrl+/", "Show these shortcuts", _trigger("shortcuts_action")),
 )
 
 # Keys handled by one part of the window, for the sheet: (where, keys, what they do).
