@@ -224,14 +224,18 @@ class ChatView(QAbstractScrollArea):
             self._relayout()
 
     def _on_widget_action(self, name: str, widget: MessageWidget) -> None:
-        row = next((r for r, w in self._live.items() if w is widget), -1)
+        row = self._row_of(widget)
         if row >= 0:
             if name == "copy":
                 widget.copy_text()
             self.message_action.emit(name, row)
 
+    def _row_of(self, widget: object) -> int:
+        """The row a live message widget shows (-1: none)."""
+        return next((r for r, w in self._live.items() if w is widget), -1)
+
     def _on_widget_edit_saved(self, text: str, widget: MessageWidget) -> None:
-        row = next((r for r, w in self._live.items() if w is widget), -1)
+        row = self._row_of(widget)
         widget.end_edit()
         if row >= 0:
             self.edit_saved.emit(row, text)
@@ -306,7 +310,7 @@ class ChatView(QAbstractScrollArea):
             return super().eventFilter(watched, event)
         # A live message asks for a new layout when its text or its sections change height.
         if event.type() == QEvent.Type.LayoutRequest and not self._placing:
-            row = next((r for r, w in self._live.items() if w is watched), -1)
+            row = self._row_of(watched)
             if row >= 0:
                 before = self._heights[row]
                 self._measure(row, self._live[row])

@@ -74,8 +74,9 @@ def _heading(line: str) -> tuple[int, str] | None:
     return len(m.group(1)), text
 
 
-def _fence_closes(line: str, fence: str) -> bool:
-    """Whether ``line`` closes a fence opened with ``fence`` (at least as long, same char)."""
+def closes_fence(line: str, fence: str) -> bool:
+    """Whether ``line`` closes the code fence ``fence`` (from ``opening_fence``: at least as long, the
+    same char): the splitter's rule."""
     s = line.strip()
     return len(s) >= len(fence) and s == fence[0] * len(s)
 
@@ -84,11 +85,6 @@ def opening_fence(line: str) -> str | None:
     """The fence (its run of backticks or tildes) that ``line`` opens, or None: the splitter's rule."""
     m = _FENCE_RE.match(line)
     return m.group(2) if m else None
-
-
-def closes_fence(line: str, fence: str) -> bool:
-    """Whether ``line`` closes the code fence ``fence`` (from ``opening_fence``): the splitter's rule."""
-    return _fence_closes(line, fence)
 
 
 class BlockSplitter:
@@ -147,7 +143,7 @@ class BlockSplitter:
     def _line(self, line: str) -> None:
         if self._fence is not None:
             self._lines.append(line)
-            if _fence_closes(line, self._fence):
+            if closes_fence(line, self._fence):
                 self._fence = None
                 self._flush()
             return
@@ -251,7 +247,7 @@ class BlockRenderer:
     def _code(self, lines: list[str], fence: re.Match[str]) -> str:
         indent = len(fence.group(1))
         body = lines[1:]
-        if body and _fence_closes(body[-1], fence.group(2)):
+        if body and closes_fence(body[-1], fence.group(2)):
             body.pop()
         code = "\n".join(line[min(indent, len(line) - len(line.lstrip(" "))):] for line in body)
         self.codes.append(code)
