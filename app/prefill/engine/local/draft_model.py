@@ -81,10 +81,7 @@ class DraftModel:
         `cancel` stops bringing the cache up to date. Returns itself, the answer's draft source."""
         self._text = list(tokens)
         self._cancel = cancel
-        same, limit = 0, min(len(self._cached), len(self._text))
-        while same < limit and self._cached[same] == self._text[same]:
-            same += 1
-        self._same = same
+        self._same = 0  # the first draft's _sync finds how much of the cache the text still agrees with
         return self
 
     def append(self, token: int) -> None:
