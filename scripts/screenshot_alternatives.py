@@ -46,19 +46,19 @@ def inside(out: Path) -> int:
 
     def regenerate(seed: int) -> None:
         w.settings = sampling(w.settings, seed)  # type: ignore[assignment]
-        w._on_chat_message_action("regenerate", 1)
+        w.message_actions.run("regenerate", 1)
 
     def step(_event: object = None) -> None:
         action = next(steps, None)
         if action is not None:
             QTimer.singleShot(100, action)
             return
-        w._on_chat_message_action("older", 1)  # 3 / 3 → 2 / 3
+        w.message_actions.run("older", 1)  # 3 / 3 → 2 / 3
         QTimer.singleShot(600, lambda: (shoot("alternatives.png"), edit()))
 
     def edit() -> None:
-        w._on_chat_message_action("delete", 3)  # the Undo bar shows for a few seconds
-        w._on_chat_message_action("edit", 2)
+        w.message_actions.run("delete", 3)  # the Undo bar shows for a few seconds
+        w.message_actions.run("edit", 2)
         editor = w.chat_view.live_widget(2).editor  # type: ignore[union-attr]
         if editor is not None:
             editor.text.setPlainText("And one for a very large, very fluffy white dog that loves the snow?")

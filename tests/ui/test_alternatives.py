@@ -32,12 +32,12 @@ def _spy_requests(w: MainWindow) -> list[ChatRequest]:
 def _regenerate(qtbot, w: MainWindow, row: int, max_tokens: int) -> str:
     w.settings = small_settings(max_tokens=max_tokens)  # greedy: a longer limit makes a different answer
     with qtbot.waitSignal(w.controller.answer_finished, timeout=ANSWER_TIMEOUT) as done:
-        w._on_chat_message_action("regenerate", row)
+        w.message_actions.run("regenerate", row)
     return done.args[0].text
 
 
 def _page(qtbot, w: MainWindow, row: int, name: str, expect: str) -> None:
-    w._on_chat_message_action(name, row)
+    w.message_actions.run(name, row)
     qtbot.waitUntil(lambda: w.transcript.row(row).content == expect, timeout=10_000)
 
 
@@ -144,7 +144,7 @@ def test_branch_from_here_opens_a_new_chat_that_reuses_the_prefix(app, qtbot, sm
     source = c.conversation_id
     kept = [(r.role, r.content) for r in w.transcript.rows()[:2]]
     with qtbot.waitSignal(c.conversation_opened, timeout=10_000) as opened:
-        w._on_chat_message_action("branch", 1)
+        w.message_actions.run("branch", 1)
     branch = opened.args[0]
     assert branch != source and c.conversation_id == branch
     assert [(r.role, r.content) for r in w.transcript.rows()] == kept
@@ -167,7 +167,7 @@ def test_delete_hides_at_once_and_undo_puts_it_back(app, qtbot, smollm2: Path) -
     qtbot.waitUntil(lambda: w.store.pending() == 0)
     before = [(r.role, r.content, r.message_id) for r in w.transcript.rows()]
     toast = w.chat_view.toast
-    w._on_chat_message_action("delete", 1)
+    w.message_actions.run("delete", 1)
     assert [r[:2] for r in before[:1] + before[2:]] == [(r.role, r.content) for r in w.transcript.rows()]
     assert toast.isVisible() and toast.label.text() == "Message deleted." and c.pending.timer.isActive()
     assert c.pending.timer.interval() == 8000
@@ -175,7 +175,7 @@ def test_delete_hides_at_once_and_undo_puts_it_back(app, qtbot, smollm2: Path) -
     assert [(r.role, r.content, r.message_id) for r in w.transcript.rows()] == before and not toast.isVisible()
     assert not c.pending.timer.isActive()
 
-    w._on_chat_message_action("delete", 3)
+    w.message_actions.run("delete", 3)
     qtbot.waitUntil(lambda: w.store.pending() == 0)
     assert len(_stored(app, c.conversation_id)) == 4  # kept while Undo is offered: a crash loses nothing
     c.pending.timer.timeout.emit()  # the toast runs out
@@ -183,7 +183,7 @@ def test_delete_hides_at_once_and_undo_puts_it_back(app, qtbot, smollm2: Path) -
     qtbot.waitUntil(lambda: w.store.pending() == 0)
     assert [(m.role, m.content) for m in _stored(app, c.conversation_id)] == [r[:2] for r in before[:3]]
 
-    w._on_chat_message_action("delete", 0)  # another action supersedes the offer: the delete happens then
+    w.message_actions.run("delete", 0)  # another action supersedes the offer: the delete happens then
     send(qtbot, w, "Three")
     assert not toast.isVisible()
     qtbot.waitUntil(lambda: w.store.pending() == 0)
@@ -196,7 +196,7 @@ def test_a_regeneration_that_fails_brings_back_the_answer_before_it(app, qtbot, 
     c = w.controller
     kept = send(qtbot, w, "Name a colour.").text
     w.engine.worker.generate = lambda _id, _request: None  # type: ignore[method-assign]  # it never answers
-    w._on_chat_message_action("regenerate", 1)
+    w.message_actions.run("regenerate", 1)
     assert w.transcript.row(1).streaming and w.transcript.row(1).versions == 2
     w.engine.worker.failed.emit(c._request, "The model stopped.")
     qtbot.waitUntil(lambda: w.transcript.row(1).content == kept and not w.transcript.row(1).streaming)
@@ -211,7 +211,7 @@ def test_undo_is_withdrawn_when_the_chat_is_deleted(app, qtbot, smollm2: Path) -
     load(qtbot, w, smollm2)
     send(qtbot, w, "One")
     qtbot.waitUntil(lambda: w.store.pending() == 0)
-    w._on_chat_message_action("delete", 1)
+    w.message_actions.run("delete", 1)
     assert w.chat_view.toast.isVisible()
     w._on_conversations_delete_requested(w.controller.conversation_id)
     assert not w.chat_view.toast.isVisible() and w.transcript.rowCount() == 0

@@ -248,7 +248,7 @@ class MainWindow(QMainWindow):
             mcp.changed.connect(lambda: self.tools_button.set_tools(mcp.tools, mcp.off))
         self.reasoning_controls.changed.connect(self.controller.set_options)
         self.message_actions = MessageActions(self.controller, self.chat_view)
-        self.chat_view.message_action.connect(self._on_chat_message_action)
+        self.chat_view.message_action.connect(self.message_actions.run)
         self.conversations.selected.connect(self.controller.open_conversation)
         self.conversations.message_selected.connect(self.controller.open_conversation)
         self.controller.row_requested.connect(self.chat_view.scroll_to_row)
@@ -427,9 +427,6 @@ class MainWindow(QMainWindow):
     def _on_worker_serving(self, url: str) -> None:
         self.show_notice(f"Serving this model at {url}/v1. This chat is now one of the server's requests: "
                          "its answers share the batch with the server's clients.")
-
-    def _on_chat_message_action(self, name: str, row: int) -> None:
-        self.message_actions.run(name, row)
 
     def show_notice(self, text: str) -> None:
         self.notice.setText(text)
