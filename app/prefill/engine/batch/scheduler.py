@@ -292,8 +292,8 @@ class BatchScheduler:
         answer = AnswerDecoder(self.runtime, s, s.stop, handle.request.constraint)
         job = _Job(slot, handle, list(prompt[keep:]), keep, answer)
         source = self._source
-        if source is not None and not slot_why_not(self.runtime, handle.request) and not any(
-                map(is_image_token, prompt)):
+        if source is not None and not slot_why_not(self.runtime, handle.request) and not is_image_token(
+                max(prompt, default=0)):  # image ids are the largest: no image in the prompt
             job.drafts = SlotDrafts(source.history(prompt), self.draft_max)
         handle.clock.t_prefill_start = time.perf_counter()
         slot.job = job

@@ -74,13 +74,13 @@ def run_end(tokens: Sequence[int], start: int) -> int:
 
 
 def text_before_image(tokens: Sequence[int], start: int, most: int) -> list[int]:
-    """At most `most` tokens from `start`, up to the next image's run (a batch of text tokens)."""
-    out: list[int] = []
-    for t in tokens[start : start + most]:
-        if is_image_token(t):
-            break
-        out.append(t)
-    return out
+    """At most `most` tokens from `start`, up to the next image's run (a batch of text tokens).
+    Called for every prefill chunk of every step: a chunk without an image (image ids are the
+    largest) is returned whole, without a Python loop over its tokens."""
+    chunk = list(tokens[start : start + most])
+    if not is_image_token(max(chunk, default=0)):
+        return chunk
+    return chunk[: next(i for i, t in enumerate(chunk) if is_image_token(t))]
 
 
 def run_start(tokens: Sequence[int], at: int) -> int:
