@@ -3,26 +3,11 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout
 
+from prefill.ui.chat.submit_edit import SubmitEdit
+
 MIN_LINES, MAX_LINES = 2, 14  # the box grows with the text between these, then scrolls
-
-
-class _Text(QPlainTextEdit):
-    """The text box: Enter saves, Shift+Enter starts a new line, Escape cancels."""
-
-    submit = Signal()
-    cancel = Signal()
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        key, mods = event.key(), event.modifiers()
-        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not mods & Qt.KeyboardModifier.ShiftModifier:
-            self.submit.emit()
-        elif key == Qt.Key.Key_Escape:
-            self.cancel.emit()
-        else:
-            super().keyPressEvent(event)
 
 
 class InlineEditor(QFrame):
@@ -39,11 +24,10 @@ class InlineEditor(QFrame):
     def __init__(self, text: str):
         super().__init__()
         self.setObjectName("inline-editor")
-        self.text = _Text()
+        self.text = SubmitEdit()  # Tab reaches Save and Cancel; a message needs no tab characters
         self.text.setObjectName("inline-editor-text")
         self.text.setAccessibleName("Edit message")
         self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
-        self.text.setTabChangesFocus(True)  # Tab reaches Save and Cancel; a message needs no tab characters
         self.text.setPlainText(text)
         self.save = QPushButton("Save")
         self.save.setToolTip("Save and answer again (Enter; Shift+Enter for a new line)")
@@ -59,7 +43,7 @@ class InlineEditor(QFrame):
         lay.addLayout(buttons)
         self.text.submit.connect(self._on_save)
         self.save.clicked.connect(self._on_save)
-        self.text.cancel.connect(self.cancelled)
+        self.text.escape.connect(self.cancelled)
         self.cancel.clicked.connect(self.cancelled)
         self.text.textChanged.connect(self._fit)
         self._fit()

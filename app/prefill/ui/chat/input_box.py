@@ -5,32 +5,21 @@ from __future__ import annotations
 
 from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QToolButton, QVBoxLayout, QWidget
 
 from prefill.engine.message import ImagePart
 from prefill.ui.chat.image_sources import image_sources
 from prefill.ui.chat.image_strip import ImageStrip, ImageThumbs
+from prefill.ui.chat.submit_edit import SubmitEdit
 from prefill.ui.shared.plain_text import plain_label, tooltip
 
 
-class _Editor(QPlainTextEdit):
-    submit = Signal()
-    escape = Signal()
+class _Editor(SubmitEdit):
     images_offered = Signal(object)  # a list of image sources pasted or dropped (`image_sources`)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.setTabChangesFocus(True)  # the keyboard must be able to leave the box
 
     def keyPressEvent(self, e: QKeyEvent) -> None:
         if e.key() == Qt.Key.Key_Tab and e.modifiers() & Qt.KeyboardModifier.ControlModifier:
             self.insertPlainText("\t")  # a tab character for code or tables, since Tab itself moves on
-            return
-        if e.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not e.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-            self.submit.emit()
-            return
-        if e.key() == Qt.Key.Key_Escape:
-            self.escape.emit()
             return
         super().keyPressEvent(e)
 
