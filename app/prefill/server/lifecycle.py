@@ -142,8 +142,6 @@ class RunningServer:
             return cls(options, scheduler, bind(options.host, options.port))
         except BaseException:
             scheduler.close()
-            if scheduler.projector is not None:
-                scheduler.projector.close()
             raise
 
     def serve_forever(self) -> None:
@@ -152,8 +150,6 @@ class RunningServer:
             self._server.run(sockets=[self.sock])
         finally:
             self.scheduler.close()
-            if self.scheduler.projector is not None:
-                self.scheduler.projector.close()
             self.sock.close()
 
     def start_thread(self) -> None:

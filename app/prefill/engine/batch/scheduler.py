@@ -130,7 +130,7 @@ class BatchScheduler:
         self.runtime = rt = model.runtime
         self.n_ctx_seq = rt.n_ctx_seq
         self.n_slots = rt.n_seq
-        self.projector: Projector | None = None  # lets prompts hold images (engine/vision); set by the server
+        self.projector: Projector | None = None  # lets prompts hold images; set by the server, freed by close()
         self._on_snapshot = on_snapshot
         self.on_events: Callable[[bool], None] | None = None
         self._slots = [_Slot(i) for i in range(rt.n_seq)]
@@ -183,7 +183,8 @@ class BatchScheduler:
         return self._snapshot
 
     def close(self) -> None:
-        """Stop the thread; requests still queued or running get Failed. Frees the model."""
+        """Stop the thread; requests still queued or running get Failed. Frees the model, the draft
+        source and the projector (the scheduler owns all three)."""
         with self._cv:
             self._stopping = True
             self._cv.notify()
@@ -191,6 +192,8 @@ class BatchScheduler:
         self.runtime.close()
         if self._source is not None:
             self._source.close()
+        if self.projector is not None:
+            self.projector.close()
 
     def _wake(self) -> None:  # a handle was cancelled
         with self._cv:
