@@ -13,6 +13,7 @@ import statistics
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from prefill.engine.drafts.draft_length import DRAFT_MAX
 from prefill.engine.events import Finished
 from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.message import Message
@@ -98,7 +99,7 @@ def compare_task(engine: ChatEngine, prompt: str, mode: str, sampling: SamplingS
 
 def compare(
     model: Path, speculative: str, gen_tokens: int = 256, reps: int = 3, settings: LoadSettings | None = None,
-    draft_max: int = 16, tasks: tuple[tuple[str, str], ...] = TASKS,
+    draft_max: int = DRAFT_MAX, tasks: tuple[tuple[str, str], ...] = TASKS,
 ) -> dict[str, object]:
     """Each task with and without speculation on `model`.
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from prefill.commands.errors import CliError
 from prefill.commands.options import add_model_options, load_settings, model_path
+from prefill.engine.drafts.draft_length import DRAFT_MAX
 
 if TYPE_CHECKING:
     from prefill.engine.settings import LoadSettings
@@ -26,7 +27,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="compare speculative decoding with plain decoding instead: drafts from the text itself "
                         "(ngram) or from a draft model; greedy, flash attention on, on a copy task and a task "
                         "with nothing to copy")
-    p.add_argument("--draft-max", type=int, default=16, help="with --speculative: the longest draft (default 16)")
+    p.add_argument("--draft-max", type=int, default=DRAFT_MAX,
+                   help=f"with --speculative: the longest draft (default {DRAFT_MAX})")
     p.set_defaults(handler=run)
 
 

@@ -16,8 +16,9 @@ from pathlib import Path
 from prefill.engine.batch.runtime import load_batch_model
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.batch.slot_draft_model import SlotDraftModel
-from prefill.engine.batch.slot_drafts import SLOT_DRAFT_MAX, draft_model_path
+from prefill.engine.batch.slot_drafts import draft_model_path
 from prefill.engine.batch.snapshot import BatchSnapshot
+from prefill.engine.drafts.draft_length import DRAFT_MAX
 from prefill.engine.errors import DraftModelError
 from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.settings import LoadSettings
@@ -52,7 +53,7 @@ class ServeOptions:
     # "ngram": greedy requests verify drafts from their own text (slot_drafts.py); a .gguf path: from
     # that draft model (slot_draft_model.py), refused in `BatchScheduler.speculation_note` if unfit
     speculative: str = "off"
-    draft_max: int = SLOT_DRAFT_MAX  # the longest draft a step checks
+    draft_max: int = DRAFT_MAX  # the longest draft a step checks
 
 
 def slot_speculation(mode: str, draft_path: str) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.batch.slot_chat import SlotChat
 from prefill.engine.chat_backend import ChatBackend
+from prefill.engine.drafts.draft_length import DRAFT_MAX
 from prefill.engine.errors import EngineError, InvalidSetting
 from prefill.engine.gguf.header import GGUFHeader
 from prefill.engine.local.chat_engine import ChatEngine
@@ -34,7 +35,7 @@ class Speculation:
 
     mode: str = "off"
     draft_path: str = ""  # read in "draft" mode only
-    draft_max: int = 16  # the longest guess
+    draft_max: int = DRAFT_MAX  # the longest guess
 
     @property
     def draft_wanted(self) -> str:

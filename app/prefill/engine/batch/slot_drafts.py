@@ -28,18 +28,16 @@ from prefill.engine.batch.request import BatchRequest
 from prefill.engine.batch.runtime import BatchRuntime
 from prefill.engine.drafts.draft_length import DRAFT_MAX, DraftLength
 from prefill.engine.drafts.ngram_draft import NgramIndex
-from prefill.engine.drafts.rules import NEAR_TIE, why_not
+from prefill.engine.drafts.rules import NEAR_TIE, SPECULATIVE_MODES, why_not
 from prefill.engine.settings import ServeSampling
 
-SLOT_SPECULATIVE_MODES = ("off", "ngram", "draft")  # "draft": a draft model (SlotDraftModel)
-SLOT_DRAFT_MAX = DRAFT_MAX  # the longest draft a slot checks in a step, unless the server says otherwise
 _PLAIN_GREEDY = ServeSampling(temperature=0.0, repeat_penalty=1.0)
 
 
 def check_mode(mode: str) -> str:
     """`mode` when the server's slots can speculate that way; ValueError otherwise."""
-    if mode not in SLOT_SPECULATIVE_MODES:
-        raise ValueError(f"speculative decoding in the server's slots is one of {', '.join(SLOT_SPECULATIVE_MODES)}, "
+    if mode not in SPECULATIVE_MODES:  # "draft": a draft model (SlotDraftModel)
+        raise ValueError(f"speculative decoding in the server's slots is one of {', '.join(SPECULATIVE_MODES)}, "
                          f"not {mode!r}")
     return mode
 
