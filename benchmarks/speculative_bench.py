@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -62,10 +61,8 @@ STORY = "Write a short story about a fox who learns to play the violin."
 
 
 def median_rates(reps: int, threads: int) -> dict[str, object]:
-    from prefill.engine.events import Finished
+    from prefill.bench.speculative_compare import compare_task
     from prefill.engine.local.chat_engine import ChatEngine
-    from prefill.engine.message import Message
-    from prefill.engine.request import ChatRequest
     from prefill.engine.settings import LoadSettings, SamplingSettings
     from prefill.hub.bundled import bundled_model_path
 
@@ -75,39 +72,19 @@ def median_rates(reps: int, threads: int) -> dict[str, object]:
     engine = ChatEngine.load(model, LoadSettings(n_ctx=4096, n_gpu_layers="none", flash_attn=True,
                                                  n_threads=threads))
     sampling = SamplingSettings(temperature=0.0, repeat_penalty=1.0, max_tokens=600)
-
-    def answer(prompt: str, mode: str) -> Finished:
-        engine.reset_cache()
-        engine.speculative = mode
-        for ev in engine.stream(ChatRequest.of([Message("user", prompt)], sampling)):
-            if isinstance(ev, Finished):
-                return ev
-        raise AssertionError("no Finished event")
-
     out: dict[str, object] = {"model": model.name, "threads": engine.settings.threads, "reps": reps}
     try:
         for task, prompt in (("copy", COPY), ("no_copy", NO_COPY)):
-            rates: dict[str, list[float]] = {"off": [], "ngram": []}
-            texts: dict[str, str] = {}
-            last = None
-            for rep in range(reps):
-                for mode in ("off", "ngram") if rep % 2 == 0 else ("ngram", "off"):
-                    f = answer(prompt, mode)
-                    rates[mode].append(f.metrics.decode_tps)
-                    assert texts.setdefault(mode, f.text) == f.text, f"{task}: {mode} answers differ between reps"
-                    if mode == "ngram":
-                        last = f.metrics
-            assert texts["off"] == texts["ngram"], f"{task}: the speculative answer differs from the plain one"
-            assert last is not None
-            plain, fast = statistics.median(rates["off"]), statistics.median(rates["ngram"])
+            f = compare_task(engine, prompt, "ngram", sampling, reps)
+            assert f.identical, f"{task}: the answers differ between runs (plain and speculative)"
             out[task] = {
                 **ceiling(engine),
-                "answer_tokens": last.completion_tokens,
-                "plain_tps": round(plain, 1),
-                "speculative_tps": round(fast, 1),
-                "ratio": round(fast / plain, 3) if plain else 0.0,
-                "draft_n": last.draft_n,
-                "draft_n_accepted": last.draft_n_accepted,
+                "answer_tokens": f.answer_tokens,
+                "plain_tps": f.plain_tps,
+                "speculative_tps": f.speculative_tps,
+                "ratio": f.ratio,
+                "draft_n": f.draft_n,
+                "draft_n_accepted": f.draft_n_accepted,
                 "identical": True,
             }
     finally:
@@ -151,6 +128,7 @@ def _ms_per_token(rt: object, tokens: list[int]) -> float:
 def draft_cases(reps: int, threads: int, max_tokens: int) -> dict[str, object]:
     import tempfile
 
+    from prefill.bench.speculative_compare import compare_task
     from prefill.engine.events import Finished
     from prefill.engine.local.chat_engine import ChatEngine
     from prefill.engine.message import Message
@@ -192,25 +170,16 @@ def draft_cases(reps: int, threads: int, max_tokens: int) -> dict[str, object]:
                 engine.use_draft_model(path)
                 assert engine.draft_model is not None
                 draft_ms = _ms_per_token(engine.draft_model.runtime, said)
-                rates: dict[str, list[float]] = {"off": [], "draft": []}
-                last = None
-                for rep in range(reps):
-                    for mode in ("off", "draft") if rep % 2 == 0 else ("draft", "off"):
-                        f = answer(mode)
-                        assert f.text == plain.text, f"{case}: the {mode} answer differs from the plain one"
-                        rates[mode].append(f.metrics.decode_tps)
-                        if mode == "draft":
-                            last = f.metrics
-                assert last is not None
-                p, d = statistics.median(rates["off"]), statistics.median(rates["draft"])
+                f = compare_task(engine, STORY, "draft", sampling, reps, expected=plain.text)
+                assert f.identical, f"{case}: an answer differs from the plain one"
                 out[case] = {
-                    "answer_tokens": last.completion_tokens,
-                    "plain_tps": round(p, 1),
-                    "draft_tps": round(d, 1),
-                    "ratio": round(d / p, 3) if p else 0.0,
-                    "draft_n": last.draft_n,
-                    "draft_n_accepted": last.draft_n_accepted,
-                    "acceptance": round(last.draft_n_accepted / last.draft_n, 3) if last.draft_n else 0.0,
+                    "answer_tokens": f.answer_tokens,
+                    "plain_tps": f.plain_tps,
+                    "draft_tps": f.speculative_tps,
+                    "ratio": f.ratio,
+                    "draft_n": f.draft_n,
+                    "draft_n_accepted": f.draft_n_accepted,
+                    "acceptance": round(f.draft_n_accepted / f.draft_n, 3) if f.draft_n else 0.0,
                     "draft_cost": round(draft_ms / main_ms, 3),  # a drafted token's time / a main decode's
                     "draft_mib": round(engine.draft_memory_bytes / 2**20, 1),
                     "identical": True,

@@ -69,10 +69,13 @@ def _answer(engine: ChatEngine, prompt: str, mode: str, sampling: SamplingSettin
     raise AssertionError("a stream ends with Finished")
 
 
-def compare_task(engine: ChatEngine, prompt: str, mode: str, sampling: SamplingSettings, reps: int) -> TaskFigures:
-    """Alternate plain and `mode` runs `reps` times each (the order swapped every rep)."""
+def compare_task(
+    engine: ChatEngine, prompt: str, mode: str, sampling: SamplingSettings, reps: int, expected: str | None = None,
+) -> TaskFigures:
+    """Alternate plain and `mode` runs `reps` times each (the order swapped every rep). `expected`: an
+    answer decoded before, which every run must also give for `identical` to hold."""
     rates: dict[str, list[float]] = {"off": [], mode: []}
-    texts: set[str] = set()  # greedy: one answer, however it was decoded
+    texts: set[str] = set() if expected is None else {expected}  # greedy: one answer, however it was decoded
     last = None
     note = ""
     for rep in range(max(1, reps)):
