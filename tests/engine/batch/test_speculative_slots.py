@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from prefill.engine.batch import slot_drafts
+from prefill.engine.batch import scheduler
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.runtime import load_batch_model
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.batch.slot_drafts import NgramSlots, SlotDrafts, check_mode, draft_model_path
+from prefill.engine.drafts import rules
+from prefill.engine.drafts.batch_drift import SAFETY
+from prefill.engine.drafts.draft_length import PROBE_EVERY
 from prefill.engine.events import Finished, Token
 from prefill.engine.message import Message
 from prefill.engine.prompt.model_chat import ModelChat
@@ -130,6 +133,28 @@ def test_one_greedy_request_is_unchanged_and_takes_drafts(plain: BatchScheduler,
     assert m.draft_n > 0 and 0 < m.draft_n_accepted <= m.draft_n
     # a copy task keeps most of its drafts
     assert m.draft_n_accepted >= m.completion_tokens // 3
+    # measured before the first draft was checked: the bundled Q4_1's batches are one-token decodes bit for bit
+    assert fast.tie_margin.drift == 0.0
+    assert fast.decode_costs.line() is not None  # and every step's price was taken
+
+
+def test_drafts_are_as_long_as_their_share_says(plain: BatchScheduler, smollm2: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the costs weighed (the suite checks drafts whatever the timing), a slot drafts what
+    `share` gives it: nothing but a probe now and then where no draft pays, and the text is the same."""
+    monkeypatch.setattr(rules, "WEIGH_COSTS", True)
+    monkeypatch.setattr(scheduler, "share", lambda costs, base, asks, room: [0] * len(asks))
+    prompt = copy_prompt(plain, PASSAGES[0])
+    expected = together(plain, [prompt])[0]
+    s = load(smollm2, "ngram")
+    try:
+        got = together(s, [prompt])[0]
+        assert s.decode_costs.plain(1) > 0  # one-token steps, priced
+    finally:
+        s.close()
+    check_same(expected, got)
+    m = got.finished.metrics
+    assert m.draft_n <= m.completion_tokens // PROBE_EVERY + 1  # a one-token probe every PROBE_EVERY steps
 
 
 def test_three_slots_at_once_are_each_unchanged(plain: BatchScheduler, fast: BatchScheduler) -> None:
@@ -195,7 +220,7 @@ def test_near_ties_are_decoded_again_the_plain_way(plain: BatchScheduler, fast: 
                                                    monkeypatch: pytest.MonkeyPatch, near_tie: float) -> None:
     """A wider margin makes many rows (4.0) or every row (1e9) a near tie: the input is dropped and
     decoded again alone, at the draft's first row or past kept tokens, and the text is unchanged."""
-    monkeypatch.setattr(slot_drafts, "NEAR_TIE", near_tie)
+    monkeypatch.setattr(fast.tie_margin, "drift", near_tie / SAFETY)
     prompts = [copy_prompt(plain, p) for p in (PASSAGES[0], PASSAGES[2])]
     for a, b in zip(together(plain, prompts), together(fast, prompts), strict=True):
         check_same(a, b)
@@ -250,7 +275,7 @@ def test_drafts_back_off_and_follow_the_answer() -> None:
     d = SlotDrafts(source.history([1, 2, 3, 9, 1, 2]))
 
     def propose(limit: int) -> list[int]:
-        want = d.want(limit)
+        want = d.want(limit, None)
         return source.draft_all([(0, d.history, want)])[0] if want else []
 
     assert propose(8) == [3, 9, 1, 2]  # what followed "1 2" before

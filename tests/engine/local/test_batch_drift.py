@@ -12,7 +12,7 @@ import llama_cpp
 import numpy as np
 import pytest
 
-from prefill.engine.drafts.batch_drift import SAFETY, TieMargin, pair_drift
+from prefill.engine.drafts.batch_drift import SAFETY, SeqZero, TieMargin, pair_drift
 from prefill.engine.events import Finished
 from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.message import Message
@@ -61,10 +61,10 @@ def test_the_bundled_model_measures_exact_and_says_so(smollm2: Path) -> None:
         margin = TieMargin()
         prompt = engine.runtime.tokenize(COPY * 2)
         engine.runtime.decode(prompt)
-        assert margin.measure(engine.runtime, prompt, len(prompt))
+        assert margin.measure(SeqZero(engine.runtime, len(prompt)), prompt)
         assert margin.drift == 0.0
         assert engine.runtime.kv_cells_used() == len(prompt)  # the sample left the cache as it was
-        assert not margin.measure(engine.runtime, prompt[:5], len(prompt))  # too short a sample to tell
+        assert not margin.measure(SeqZero(engine.runtime, len(prompt)), prompt[:5])  # too short a sample to tell
         fast = _answer(engine, "ngram")
         assert fast.metrics.draft_drift == 0.0 and fast.metrics.draft_n > 0
         assert fast.text == _answer(engine, "off").text

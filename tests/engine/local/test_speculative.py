@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from prefill.engine.drafts.draft_length import DecodeCosts, DraftLength
-from prefill.engine.drafts.ngram_draft import NgramIndex
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.message import Message
@@ -93,98 +91,6 @@ def same(plain: Run, fast: Run) -> None:
     assert fast.finished.metrics.completion_tokens == plain.finished.metrics.completion_tokens
     pieces = [e.text for e in fast.events if isinstance(e, Token)]
     assert "".join(pieces) == fast.text  # streamed as it ends: no rejected draft shown
-
-
-# --- the index and the draft length --------------------------------------------------------------
-def test_index_drafts_what_followed_the_latest_occurrence() -> None:
-    index = NgramIndex([1, 2, 3, 4, 5, 9, 9, 1, 2, 3, 7, 8, 1, 2, 3])
-    assert index.draft(3) == [7, 8, 1]  # the latest "1 2 3" was followed by 7 8
-    assert index.draft(1) == [7]
-    assert index.draft(0) == []
-    index.append(7)
-    assert index.draft(16) == [8, 1, 2, 3, 7]  # up to the end of the history
-
-
-def test_index_prefers_the_longest_n_gram_and_finds_nothing_new() -> None:
-    index = NgramIndex([5, 6, 7, 1, 2, 8, 6, 7, 1, 2])
-    assert index.draft(2) == [8, 6]  # the 4-gram "6 7 1 2" decides, not the later bigram
-    index = NgramIndex([10, 11, 12, 13])
-    assert index.draft(4) == []
-    index = NgramIndex([1, 2, 3, 1])
-    assert index.draft(4) == []  # a 1-gram is not enough (n from 4 down to 2)
-    index.append(2)
-    assert index.draft(4) == [3, 1, 2]
-
-
-def test_index_truncate_forgets_what_went() -> None:
-    index = NgramIndex([1, 2, 3, 4, 1, 2])
-    assert index.draft(2) == [3, 4]
-    index.truncate(4)
-    assert len(index) == 4 and index.draft(2) == []
-    index.extend([1, 2])
-    assert index.draft(2) == [3, 4]
-    with pytest.raises(ValueError):
-        NgramIndex(n_min=3, n_max=2)
-
-
-def test_draft_length_grows_shrinks_and_backs_off() -> None:
-    length = DraftLength(start=4, most=16)
-    assert length.want() == 4
-    length.taken(4, 4)
-    assert length.want() == 8
-    length.taken(8, 2)
-    assert length.want() == 3
-    length.taken(3, 0)
-    assert length.want() == 0  # a miss at the first token: skip one lookup
-    assert length.want() == 1
-    length.taken(1, 0)
-    assert [length.want() for _ in range(3)] == [0, 0, 1]  # the back-off doubles
-    length.taken(1, 1)
-    assert length.want() == 2
-
-
-def test_drafts_are_checked_only_where_they_pay_at_the_measured_costs() -> None:
-    cheap = DraftLength(start=8, most=16)  # a GPU: a batch costs little more than one token
-    cheap.cost(1, 0.010)
-    cheap.cost(2, 0.0105)
-    cheap.cost(9, 0.012)
-    assert cheap.want() >= 4  # the length that brings the most tokens per second at 1 in 2
-    dear = DraftLength(start=8, most=16)  # this CPU: each checked token costs nearly a step
-    dear.cost(1, 0.010)
-    dear.cost(2, 0.019)
-    dear.cost(9, 0.010 + 8 * 0.009)
-    dear.taken(8, 2)  # and drafts are mostly rejected
-    wants = [dear.want() for _ in range(64)]
-    assert wants.count(0) >= 62 and wants[31] == 1 and wants[63] == 1  # only a probe now and then
-    for _ in range(12):
-        dear.taken(1, 1)  # the probes are taken: the text now repeats
-    assert dear.want() > 0
-    unweighed = DraftLength(start=8, most=16, weigh=False)
-    unweighed.cost(1, 0.010)
-    unweighed.cost(9, 1.0)
-    assert unweighed.want() == 8
-
-
-def test_acceptance_is_counted_per_token_and_long_drafts_follow_a_high_rate() -> None:
-    # Measured here: a step 7.2 ms, a batch about 8.5 ms + 3.2 ms per token.
-    costs = DecodeCosts()
-    for n, ms in ((1, 7.2), (2, 14.9), (17, 62.9)):
-        costs.add(n, ms / 1000)
-    assert costs.line() == pytest.approx((0.0085, 0.0032))
-    length = DraftLength(most=16, costs=costs)
-    for _ in range(10):
-        length.taken(16, 16)
-    length.taken(16, 3)  # three right, then one wrong: p stays high, 13 were never judged
-    assert length.p > 0.9
-    assert length.want() >= 8
-    for _ in range(10):
-        length.taken(4, 0)  # the text changed: nothing drafted is right any more
-    assert length.want() == 0
-    # Two sizes close together do not make a line: the first extra token is dearer than the rest.
-    near = DecodeCosts()
-    for n, ms in ((1, 7.2), (2, 14.9), (3, 18.0)):
-        near.add(n, ms / 1000)
-    assert near.line() is None
 
 
 # --- on the real model ----------------------------------------------------------------------------

@@ -103,6 +103,10 @@ class BatchRuntime(LlamaRuntime):
         The GIL is kept: sampling is short, and the scheduler samples every row in a row."""
         return int(_sample_holding_gil(sampler, self.ctx, index))
 
+    def row_at(self, index: int) -> np.ndarray:
+        """A copy of the raw logits after batch entry `index` (its logits kept)."""
+        return np.ctypeslib.as_array(_logits_holding_gil(self.ctx, index), shape=(self.n_vocab,)).copy()
+
     def lead_at(self, index: int) -> tuple[int, float]:
         """The likeliest token after batch entry `index` (its logits kept) and by how much its logit
         leads the runner-up's: raw logits, nothing accepted into any sampler (a draft's check)."""

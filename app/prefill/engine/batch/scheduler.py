@@ -28,6 +28,7 @@ from prefill.engine.batch.runtime import LoadedBatchModel, TokenBatch
 from prefill.engine.batch.slot_draft_model import SlotDraftModel
 from prefill.engine.batch.slot_drafts import (
     NgramSlots,
+    SeqRows,
     SlotDrafts,
     SlotDraftSource,
     check_mode,
@@ -36,7 +37,9 @@ from prefill.engine.batch.slot_drafts import (
     verify,
 )
 from prefill.engine.batch.snapshot import BatchSnapshot, RateMeter, SlotSnapshot, recent_rate
-from prefill.engine.drafts.draft_length import DRAFT_MAX
+from prefill.engine.drafts import rules
+from prefill.engine.drafts.batch_drift import TieMargin
+from prefill.engine.drafts.draft_length import DRAFT_MAX, DecodeCosts, share
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
@@ -126,6 +129,8 @@ class BatchScheduler:
             draft_model.close()  # it could never draft here: its memory goes back at once
         self._source: SlotDraftSource | None = (
             (self.draft_model or NgramSlots()) if self._speculate else None)
+        self.decode_costs = DecodeCosts()  # what this model's decodes cost, drafts and all (scheduler thread)
+        self.tie_margin = TieMargin()  # how far its batched logits drift from one-token ones (measured once)
         self.max_queued = max_queued or QUEUED_PER_SLOT * model.runtime.n_seq  # waiting, beyond the slots
         self.runtime = rt = model.runtime
         self.n_ctx_seq = rt.n_ctx_seq
@@ -297,7 +302,7 @@ class BatchScheduler:
         source = self._source
         if source is not None and not slot_why_not(self.runtime, handle.request) and not is_image_token(
                 max(prompt, default=0)):  # image ids are the largest: no image in the prompt
-            job.drafts = SlotDrafts(source.history(prompt), self.draft_max)
+            job.drafts = SlotDrafts(source.history(prompt), self.draft_max, source.prior)
         handle.clock.t_prefill_start = time.perf_counter()
         slot.job = job
         self._active = sorted((*self._active, job), key=lambda j: j.slot.index)
@@ -321,7 +326,10 @@ class BatchScheduler:
                 done = j.fed + len(chunk) == len(j.pending)
                 j.index = batch.add(chunk, len(j.slot.tokens), j.slot.index, done)
                 chunks.append((j, chunk, done))
-        if self._source is not None:
+        if self._source is not None and decoding and self.tie_margin.drift is None:
+            self._measure_drift(decoding)  # before the first draft; not a step's price
+        began = time.perf_counter()  # a draft model's own decodes count in the step's price
+        if self._source is not None and decoding and self.tie_margin.drift is not None:
             self._add_drafts(decoding, self._source)
         if batch.n == 0:
             return
@@ -332,6 +340,8 @@ class BatchScheduler:
                 self._fail(j, f"llama.cpp could not decode the batch (code {rc})")
             return
         now = time.perf_counter()
+        if self._source is not None and not chunks:  # a prompt's chunk is a larger kernel's work: not a step's price
+            self.decode_costs.add(batch.n, now - began)
         self._steps += 1
         n_rows = len(decoding) + len(chunks)
         if n_rows > self._peak_seqs:
@@ -355,23 +365,42 @@ class BatchScheduler:
         self._rate.add(now, self._emitted - emitted)
 
     def _add_drafts(self, decoding: list[_Job], source: SlotDraftSource) -> None:
-        """Ask `source` once for every greedy slot's draft, each within the room its slot is given."""
-        batch, room, asks = self._batch, self._batch.room, []
-        for j in decoding:
-            if j.drafts is None:
-                continue
-            pos = len(j.slot.tokens) + 1  # the first drafted token's
-            want = j.drafts.want(min(room, self.n_ctx_seq - pos, j.max_tokens - j.n_gen))
-            if want > 0:
-                asks.append((j, want))
-                room -= want
-        if not asks:
+        """Ask `source` once for every greedy slot's draft, each as long as its share of the room
+        (`share`: what the drafted tokens bring against what they add to the decode)."""
+        batch = self._batch
+        drafting = [(j, j.drafts) for j in decoding if j.drafts is not None]
+        if not drafting:
             return
-        drafts = source.draft_all([(j.slot.index, j.drafts.history, want) for j, want in asks if j.drafts])
-        for (j, _), draft in zip(asks, drafts, strict=True):
+        # each slot's room: its context and max_tokens (the first drafted token sits after `last`)
+        limits = [min(self.n_ctx_seq - len(j.slot.tokens) - 1, j.max_tokens - j.n_gen) for j, _ in drafting]
+        asks = [d.ask(limit) for (_, d), limit in zip(drafting, limits, strict=True)]
+        lengths = None
+        if rules.WEIGH_COSTS and any(asks):
+            lengths = share(self.decode_costs, batch.n, [a for a in asks if a is not None], batch.room)
+        shares, room, wants = iter(lengths or ()), batch.room, []
+        for (j, d), limit, a in zip(drafting, limits, asks, strict=True):
+            want = d.want(min(room, limit), next(shares) if lengths is not None and a is not None else None)
+            if want > 0:
+                wants.append((j, d, want))
+                room -= want
+        if not wants:
+            return
+        guesses = source.draft_all([(j.slot.index, d.history, want) for j, d, want in wants])
+        for (j, _, _), draft in zip(wants, guesses, strict=True):
             if draft:
                 j.draft, j.draft_at = draft, batch.n
                 batch.add_all(draft, len(j.slot.tokens) + 1, j.slot.index)
+
+    def _measure_drift(self, decoding: list[_Job]) -> None:
+        """Measure how far this model's batched logits drift from one-token ones, in the sequence of a
+        greedy slot with text enough (once per model; the others wait that long): no draft before."""
+        for j in decoding:
+            if j.drafts is None:
+                continue
+            slot = j.slot
+            if self.tie_margin.measure(SeqRows(self.runtime, slot.index, len(slot.tokens)), slot.tokens):
+                log.info("batched decodes drift from one-token ones by up to %.3g", self.tie_margin.drift)
+                return
 
     def _take_draft(self, j: _Job, now: float) -> None:
         """Keep what the model agreed with of `j`'s draft (decoded after `j.last`), drop the rest
@@ -379,7 +408,7 @@ class BatchScheduler:
         draft, j.draft = j.draft, []
         drafts, slot = j.drafts, j.slot
         assert drafts is not None
-        verdict = verify(self.runtime, j.index, j.draft_at, draft)
+        verdict = verify(self.runtime, j.index, j.draft_at, draft, self.tie_margin.margin)
         kept = verdict.accepted
         drafts.checked(len(draft), len(kept))
         self._drafted += len(draft)

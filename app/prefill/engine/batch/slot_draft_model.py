@@ -24,6 +24,7 @@ from pathlib import Path
 from prefill.engine.batch.runtime import BatchRuntime, TokenBatch
 from prefill.engine.batch.slot_drafts import History
 from prefill.engine.drafts.draft_check import P_MIN, load_draft
+from prefill.engine.drafts.draft_length import flat_prior
 from prefill.engine.settings import LoadSettings
 
 ALONGSIDE = 16  # text a sequence lacks, up to this many tokens, is decoded in the first drafting round
@@ -31,6 +32,10 @@ ALONGSIDE = 16  # text a sequence lacks, up to this many tokens, is decoded in t
 
 class TextSoFar(list[int]):
     """A request's tokens so far: a list that a draft model's sequence is kept in step with."""
+
+    def kind(self) -> int:
+        """A draft model's drafts are of one kind (how sure it is ends each of them)."""
+        return 0
 
 
 @dataclass(eq=False)
@@ -101,6 +106,9 @@ class SlotDraftModel:
         self._seqs = [_Seq() for _ in self._seqs]
 
     # --- a SlotDraftSource ---------------------------------------------------------------------
+    def prior(self, kind: int) -> tuple[float, float]:
+        return flat_prior(kind)
+
     def history(self, prompt: Sequence[int]) -> History:
         return TextSoFar(prompt)
 

@@ -12,9 +12,15 @@ slot). Everything else (the adaptive length, the counts, the check) is the same 
 
 The rules are the chat engine's (`engine/drafts/rules.py`): greedy sampling with neutral penalties,
 flash attention (without it a batched decode's logits differ from a one-token decode's on the CPU),
-no grammar, a cache that can drop a tail. As there, a row whose two likeliest tokens are nearly
-tied (NEAR_TIE) is not trusted to the batch: its input is dropped from the cache and decoded again
-the plain way in the next step.
+no grammar, a cache that can drop a tail. As there, the model's drift between batched and one-token
+logits is measured before its first draft is checked (`SeqRows`, batch_drift.py), and a row whose two
+likeliest tokens are closer than the margin drawn from it is not trusted to the batch: its input is
+dropped from the cache and decoded again the plain way in the next step.
+
+How long each slot's draft is: the slots share one decode, so a drafted token costs every slot the
+time it adds to that decode. The scheduler measures its decodes (`DecodeCosts`) and gives the room
+to the drafted tokens likeliest to be taken while they bring more tokens per second than they cost
+(`draft_length.share`), each slot's chance from its own drafts so far.
 """
 
 from __future__ import annotations
@@ -24,11 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
+
 from prefill.engine.batch.request import BatchRequest
-from prefill.engine.batch.runtime import BatchRuntime
-from prefill.engine.drafts.draft_length import DRAFT_MAX, DraftLength
-from prefill.engine.drafts.ngram_draft import NgramIndex
-from prefill.engine.drafts.rules import NEAR_TIE, SPECULATIVE_MODES, why_not
+from prefill.engine.batch.runtime import BatchRuntime, TokenBatch
+from prefill.engine.drafts.batch_drift import SIZES
+from prefill.engine.drafts.draft_length import DRAFT_MAX, DraftLength, Prior, flat_prior
+from prefill.engine.drafts.ngram_draft import NgramIndex, match_prior
+from prefill.engine.drafts.rules import SPECULATIVE_MODES, why_not
 from prefill.engine.settings import ServeSampling
 
 _PLAIN_GREEDY = ServeSampling(temperature=0.0, repeat_penalty=1.0)
@@ -60,9 +69,15 @@ class History(Protocol):
 
     def append(self, token: int) -> None: ...
 
+    def kind(self) -> int:
+        """Which kind of draft the next one would be (see speculative.DraftSource.kind); -1: none."""
+
 
 class SlotDraftSource(Protocol):
     """Where the server's greedy slots get their drafts; used by the scheduler thread only."""
+
+    def prior(self, kind: int) -> tuple[float, float]:
+        """What drafts of `kind` are expected to bring before any is judged (draft_length.Prior)."""
 
     def history(self, prompt: Sequence[int]) -> History:
         """A new request's text, to be told each token the answer takes."""
@@ -76,6 +91,9 @@ class SlotDraftSource(Protocol):
 
 class NgramSlots:
     """Drafts from each request's own text: an `NgramIndex` per request."""
+
+    def prior(self, kind: int) -> tuple[float, float]:
+        return match_prior(kind)
 
     def history(self, prompt: Sequence[int]) -> History:
         return NgramIndex(prompt)
@@ -101,9 +119,9 @@ class SlotDrafts:
     """One request's side of speculation: its text (the source's `History`), the adaptive length,
     and how many drafted tokens the model checked and accepted."""
 
-    def __init__(self, history: History, most: int = DRAFT_MAX):
+    def __init__(self, history: History, most: int = DRAFT_MAX, prior: Prior = flat_prior):
         self.history = history
-        self.length = DraftLength(most=most)
+        self.length = DraftLength(most=most, prior=prior)
         self.drafted = 0
         self.accepted = 0
         self.plain_next = False  # after a near tie: the next step decodes one token, as plain decoding does
@@ -112,20 +130,58 @@ class SlotDrafts:
         """A token of the answer was emitted: it is part of the text drafts follow."""
         self.history.append(token)
 
-    def want(self, limit: int) -> int:
+    def ask(self, limit: int) -> tuple[float, int] | None:
+        """(the chance a drafted token is taken, the longest draft) for this step's share of the
+        decode, at most `limit` tokens (the slot's context, max_tokens); None when it drafts nothing
+        (a near tie's plain step, no room, nothing to draft from)."""
+        if self.plain_next or limit <= 0:
+            return None
+        kind = self.history.kind()
+        if kind < 0:
+            return None
+        return self.length.chance(kind), min(limit, self.length.most)
+
+    def want(self, limit: int, worth: int | None) -> int:
         """How long a draft to ask for this step, at most `limit` (the room left in the batch, the
-        slot's context, max_tokens); 0 when none (a near tie's plain step, or the length backs off)."""
+        slot's context, max_tokens); `worth`: the length the shared decode's costs give it (None:
+        not known yet, acceptance alone decides). 0 when none (a near tie's plain step, the length
+        backs off)."""
         if self.plain_next:
             self.plain_next = False
             return 0
         if limit <= 0:
             return 0  # no room this step: the back-off counts steps that drafted, not full ones
-        return min(self.length.want(), limit)
+        return min(self.length.want(self.history.kind(), worth), limit)
 
     def checked(self, drafted: int, accepted: int) -> None:
         self.drafted += drafted
         self.accepted += accepted
         self.length.taken(drafted, accepted)
+
+
+class SeqRows:
+    """One slot's sequence as the drift measure decodes into it (batch_drift.RowDecoder): after its
+    first `start` cells, with a batch of its own, and back to `start` cells on `reset`."""
+
+    def __init__(self, rt: BatchRuntime, seq: int, start: int):
+        self.rt, self.seq, self.start = rt, seq, start
+        self.n_ctx, self.n_batch = rt.n_ctx_seq, rt.n_batch
+        self.batch = TokenBatch(max(SIZES), rt.n_seq)
+
+    def one(self, token: int) -> np.ndarray | None:
+        b = self.batch
+        b.clear()
+        b.add_one(token, self.rt.seq_cells(self.seq), self.seq)
+        return self.rt.row_at(0) if self.rt.decode_batch(b) == 0 else None
+
+    def many(self, tokens: Sequence[int]) -> list[np.ndarray] | None:
+        b = self.batch
+        b.clear()
+        b.add_all(tokens, self.rt.seq_cells(self.seq), self.seq)
+        return [self.rt.row_at(i) for i in range(len(tokens))] if self.rt.decode_batch(b) == 0 else None
+
+    def reset(self) -> bool:
+        return self.rt.seq_truncate(self.seq, self.start) == self.start
 
 
 @dataclass(frozen=True)
@@ -136,11 +192,12 @@ class Verdict:
     next_token: int | None  # the model's pick after them; None: a near tie, decode the last input again
 
 
-def verify(rt: BatchRuntime, token_row: int, draft_row: int, draft: Sequence[int]) -> Verdict:
-    """Check a draft decoded in batch rows draft_row… after the slot's token (in row `token_row`)."""
+def verify(rt: BatchRuntime, token_row: int, draft_row: int, draft: Sequence[int], margin: float) -> Verdict:
+    """Check a draft decoded in batch rows draft_row… after the slot's token (in row `token_row`); a
+    row whose lead is under `margin` is a near tie."""
     for i in range(len(draft) + 1):
         best, lead = rt.lead_at(token_row if i == 0 else draft_row + i - 1)
-        if lead < NEAR_TIE:
+        if lead < margin:
             return Verdict(list(draft[:i]), None)
         if i == len(draft) or best != draft[i]:
             return Verdict(list(draft[:i]), best)

@@ -22,6 +22,7 @@ window can say which case an answer is.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -29,7 +30,6 @@ from prefill.engine.errors import EngineError
 from prefill.engine.llama.runtime import LlamaRuntime
 
 SIZES = (2, 5, 17)  # the batches the sample is decoded in: short ones, and one as long as a full draft (16 + 1)
-SAMPLE = sum(SIZES)  # prompt tokens decoded twice, one by one and in batches
 CANDIDATES = 8  # the batch row's likeliest tokens compared with its best
 SAFETY = 3.0  # a lead under SAFETY x the drift is not trusted to the batch
 UNMEASURED = float("inf")  # no measure yet: no batched pick is trusted
@@ -67,32 +67,72 @@ class TieMargin:
         """A row decoded in a batch and again on its own, at the same place."""
         self.drift = max(self.drift or 0.0, pair_drift(batch_row, single_row))
 
-    def measure(self, rt: LlamaRuntime, sample: Sequence[int], start: int) -> bool:
-        """Decode `sample` after the cache's first `start` cells one token at a time, then again in
-        batches of SIZES, and keep the largest drift; the cache holds `start` cells again afterwards.
+    def measure(self, rows: RowDecoder, sample: Sequence[int]) -> bool:
+        """Decode `sample` into `rows`' sequence one token at a time, then again in batches
+        of SIZES, and keep the largest drift; the sequence holds what it held before afterwards.
         False (nothing measured) when the sample is short or the context has no room for it."""
-        sample = list(sample)[-SAMPLE:]
-        if len(sample) < SAMPLE or start + SAMPLE >= rt.n_ctx or rt.n_batch < max(SIZES):
+        sizes = [min(size, rows.n_batch) for size in SIZES]  # a small batch limits drafts to its size too
+        need = sum(sizes)
+        sample = list(sample)[-need:]
+        if len(sample) < need or rows.start + need >= rows.n_ctx or rows.n_batch < 2:
             return False
         singles: list[np.ndarray] = []
         try:
             for token in sample:
-                if rt.decode_one(token) != 0:
+                row = rows.one(token)
+                if row is None:
                     return False
-                singles.append(rt.logits_at(-1))
-            _drop(rt, start)
+                singles.append(row)
+            _reset(rows)
             drift, at = 0.0, 0
-            for size in SIZES:
-                if rt.decode_all(sample[at : at + size]) != 0:
+            for size in sizes:
+                batch = rows.many(sample[at : at + size])
+                if batch is None:
                     return False
-                drift = max(drift, *(pair_drift(rt.logits_at(i), singles[at + i]) for i in range(size)))
-                at += size
+                drift = max(drift, *(pair_drift(b, singles[at + i]) for i, b in enumerate(batch)))
+                at += size  # the next batch follows this one, as the single tokens followed each other
             self.drift = max(self.drift or 0.0, drift)
             return True
         finally:
-            _drop(rt, start)
+            _reset(rows)
 
 
-def _drop(rt: LlamaRuntime, keep: int) -> None:
-    if not rt.kv_drop_from(keep):
+class RowDecoder(Protocol):
+    """A sequence the drift measure decodes into, and its logits."""
+
+    start: int  # the cells the sequence holds when it is handed over
+    n_ctx: int  # the cells it may hold
+    n_batch: int  # the most tokens one decode takes
+
+    def one(self, token: int) -> np.ndarray | None:
+        """Decode `token` next in the sequence; a copy of its logits (None: it did not fit)."""
+
+    def many(self, tokens: Sequence[int]) -> list[np.ndarray] | None:
+        """Decode `tokens` next in the sequence in one batch; a copy of each one's logits."""
+
+    def reset(self) -> bool:
+        """Drop what was decoded since the sequence was handed over; False when it cannot."""
+
+
+class SeqZero:
+    """The chat engine's one sequence, after its first `start` cells."""
+
+    def __init__(self, rt: LlamaRuntime, start: int):
+        self.rt, self.start = rt, start
+        self.n_ctx, self.n_batch = rt.n_ctx, rt.n_batch
+
+    def one(self, token: int) -> np.ndarray | None:
+        return self.rt.logits_at(-1) if self.rt.decode_one(token) == 0 else None
+
+    def many(self, tokens: Sequence[int]) -> list[np.ndarray] | None:
+        if self.rt.decode_all(tokens) != 0:
+            return None
+        return [self.rt.logits_at(i) for i in range(len(tokens))]
+
+    def reset(self) -> bool:
+        return self.rt.kv_drop_from(self.start)
+
+
+def _reset(rows: RowDecoder) -> None:
+    if not rows.reset():
         raise EngineError("llama.cpp could not drop the drift sample from the KV cache")

@@ -8,12 +8,17 @@ Two figures decide, then:
 - `DecodeCosts`, what a decode of n tokens costs on this model and machine. A one-token step is a
   different kernel from a batch (a matrix-vector product, bound by memory), so it is kept apart;
   batched decodes (n >= 2) lie close to a line a + b·n, measured on this 2-core CPU with SmolLM2 as
-  ~8.5 ms + 3.2 ms per token beside a 7.2 ms step. The line is fitted through the mean cost of the
-  shortest and the longest batch seen, so a draft of 2 (whose first extra token is dear) does not
-  price a draft of 16. It belongs to the model, not to one answer: the engine keeps it across answers.
+  ~8.5 ms + 3.2 ms per token beside a 7.2 ms step. The line is a least-squares fit through every
+  batch size seen (each size's moving average once): through the shortest and longest alone, one
+  noisy decode of either moved every price. It belongs to the model, not to one answer: the engine
+  keeps it across answers.
 - p, per token, as accepted / (accepted + drafts cut short), over about the last ten drafts: a
   draft of 16 whose 4th token was refused is 3 tokens right and one wrong, not 3/16 (the 12 after the
-  refusal were never judged).
+  refusal were never judged). It is kept apart for each kind of draft a source makes (an n-gram
+  source's kinds are the lengths of the n-gram matched: on SmolLM2 copying a passage, drafts after an
+  8-gram match were taken whole 339 times in 354, after a 2-gram half the time; writing code, 2-gram
+  drafts were right for 1.5 tokens), each starting from the source's prior for that kind, which the
+  decay lets go of as drafts are judged.
 
 Where no length beats a plain step (a CPU whose batch costs nearly a step per token, or text with
 nothing to copy), nothing is drafted but a one-token probe every PROBE_EVERY steps that keeps p fresh.
@@ -23,11 +28,19 @@ a draft taken whole, cut to what was taken after a partial one, and backed off a
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 DRAFT_MAX = 16  # the longest draft, unless a setting says otherwise
 PROBE_EVERY = 32  # steps between drafts tried while drafting does not pay, to notice when it would
 DECAY = 0.9  # how much of the acceptance figures one more draft keeps: about the last 10 drafts count
 SINGLE_KEEP = 0.8  # how much of a cost's moving average one more measure keeps
 SPREAD = 3  # the batch sizes the line is fitted through must differ by this many tokens
+Prior = Callable[[int], tuple[float, float]]  # a kind of draft -> (tokens right, drafts cut short) to start from
+
+
+def flat_prior(kind: int) -> tuple[float, float]:
+    """No kind of draft is expected to do better than another: p starts at 1/2."""
+    return 1.0, 1.0
 
 
 class DecodeCosts:
@@ -46,15 +59,56 @@ class DecodeCosts:
         self._batch[n_tokens] = seconds if old is None else SINGLE_KEEP * old + (1 - SINGLE_KEEP) * seconds
 
     def line(self) -> tuple[float, float] | None:
-        """(a, b): a batch of n tokens costs about a + b·n seconds; None until two sizes SPREAD apart
-        and a plain step were measured."""
-        if self.single <= 0 or not self._batch:
+        """(a, b): a batch of n tokens costs about a + b·n seconds, fitted by least squares through
+        every batch size measured, each size once (so the many short batches of a cautious start do
+        not outweigh the long ones); None until two sizes SPREAD apart were measured."""
+        sizes = self._batch
+        if len(sizes) < 2 or max(sizes) - min(sizes) < SPREAD:
             return None
-        low, high = min(self._batch), max(self._batch)
-        if high - low < SPREAD:
-            return None
-        b = max(0.0, (self._batch[high] - self._batch[low]) / (high - low))
-        return self._batch[low] - b * low, b
+        mean_n = sum(sizes) / len(sizes)
+        mean_s = sum(sizes.values()) / len(sizes)
+        spread = sum((n - mean_n) ** 2 for n in sizes)
+        b = max(0.0, sum((n - mean_n) * (s - mean_s) for n, s in sizes.items()) / spread)
+        return mean_s - b * mean_n, b
+
+    def plain(self, n_tokens: int) -> float:
+        """What a decode of `n_tokens` with no draft costs (0: not known yet)."""
+        if n_tokens == 1:
+            return self.single
+        line = self.line()
+        return line[0] + line[1] * n_tokens if line is not None else 0.0
+
+
+def share(costs: DecodeCosts, base: int, asks: Sequence[tuple[float, int]], room: int) -> list[int] | None:
+    """How many tokens each of several drafts should hold to bring the most tokens per second to one
+    decode that evaluates `base` tokens anyway (a slot's next token each, prompt chunks). Each ask
+    is (p, the longest draft it may have); `room` bounds the drafts together. None until the costs
+    are known.
+
+    A drafted token costs b (the line's slope) and brings p^j tokens when it is its draft's j-th:
+    tokens are added best first while each brings more than the decode's tokens per second so far,
+    and the drafts are kept only if the decode then beats the same decode without them (for one
+    token, a plain step: a different kernel, so the first drafted token is dear).
+    """
+    line, plain = costs.line(), costs.plain(base)
+    if line is None or plain <= 0:
+        return None
+    a, b = line
+    lengths = [0] * len(asks)
+    gain, cost = float(base), a + b * base
+    while room > 0:
+        i = max(range(len(asks)), key=lambda i: asks[i][0] ** (lengths[i] + 1) if lengths[i] < asks[i][1] else -1.0,
+                default=-1)
+        if i < 0 or lengths[i] >= asks[i][1]:
+            break
+        brings = asks[i][0] ** (lengths[i] + 1)
+        if brings * cost <= b * gain:  # brings / b <= gain / cost, without dividing by a flat slope
+            break
+        lengths[i] += 1
+        gain, cost, room = gain + brings, cost + b, room - 1
+    if gain * plain <= base * cost:  # no better than the decode without drafts
+        return [0] * len(asks)
+    return lengths
 
 
 class DraftLength:
@@ -62,36 +116,55 @@ class DraftLength:
     are known, the length that brings the most tokens per second (see the module's docstring)."""
 
     def __init__(self, start: int = 4, most: int = DRAFT_MAX, weigh: bool = True,
-                 costs: DecodeCosts | None = None):
+                 costs: DecodeCosts | None = None, prior: Prior = flat_prior):
         """`weigh`: whether the costs decide (False: drafts as the lengths say, whatever the timing:
         what tests of exactness want, so that their draft counts do not depend on the machine).
-        `costs`: the model's, kept across answers (a new one learns from this answer's decodes)."""
+        `costs`: the model's, kept across answers (a new one learns from this answer's decodes).
+        `prior`: what each kind of draft's acceptance starts from."""
         self.most = most
         self.weigh = weigh
         self.costs = costs if costs is not None else DecodeCosts()
         self.n = min(start, most)
+        self._prior = prior
         self._skip = 0  # lookups still to skip
         self._backoff = 1  # how many the next miss skips
-        self._right = 1.0  # drafted tokens accepted, and drafts cut short (decaying sums)
-        self._wrong = 1.0
+        self._judged: dict[int, list[float]] = {}  # kind -> [tokens accepted, drafts cut short] (decaying sums)
+        self.kind = 0  # of the draft asked for last
         self._idle = 0  # steps since the last draft while drafting does not pay
 
     @property
     def p(self) -> float:
-        """The estimated chance that a drafted token is accepted, given the ones before it were."""
-        return self._right / (self._right + self._wrong)
+        """The estimated chance that a drafted token of the current kind is accepted, given the ones
+        before it were."""
+        return self.chance(self.kind)
+
+    def chance(self, kind: int) -> float:
+        """The estimated chance that a drafted token of `kind` is accepted, given the ones before it were."""
+        right, wrong = self._counts(kind)
+        return right / (right + wrong)
+
+    def _counts(self, kind: int) -> list[float]:
+        counts = self._judged.get(kind)
+        if counts is None:
+            counts = self._judged[kind] = list(self._prior(kind))
+        return counts
 
     def cost(self, n_tokens: int, seconds: float) -> None:
         """A decode of `n_tokens` took `seconds` (1: a plain step; more: a draft checked)."""
         if self.weigh:
             self.costs.add(n_tokens, seconds)
 
-    def want(self) -> int:
-        """The draft length to ask for now (0: do not draft this step)."""
+    def want(self, kind: int = 0, worth: int | None = None) -> int:
+        """The draft length to ask for now, for a draft of `kind` (-1: the source has none to
+        offer); 0: do not draft this step. `worth`: the length the costs give it where it shares a
+        decode with others (`share`); None: worked out here."""
+        if kind < 0:
+            return 0
+        self.kind = kind
         if self._skip > 0:
             self._skip -= 1
             return 0
-        best = self._worth()
+        best = self._worth() if worth is None else worth
         if best > 0:
             self._idle = 0
             return best
@@ -104,23 +177,15 @@ class DraftLength:
     def _worth(self) -> int:
         """The draft length that brings the most tokens per second, 0 where none beats a plain step;
         the length acceptance alone says while the costs are not known."""
-        line = self.costs.line() if self.weigh else None
-        if line is None:
-            return self.n
-        (a, b), p, gain, best = line, self.p, 1.0, 0
-        best_rate = 1.0 / self.costs.single
-        for k in range(1, self.most + 1):
-            gain += p ** k
-            rate = gain / (a + b * (k + 1))
-            if rate > best_rate:
-                best, best_rate = k, rate
-        return best
+        lengths = share(self.costs, 1, [(self.p, self.most)], self.most) if self.weigh else None
+        return self.n if lengths is None else lengths[0]
 
     def taken(self, drafted: int, accepted: int) -> None:
-        """The model accepted `accepted` of `drafted` tokens."""
+        """The model accepted `accepted` of `drafted` tokens of the draft asked for last."""
         if drafted > 0:
-            self._right = DECAY * self._right + accepted
-            self._wrong = DECAY * self._wrong + (accepted < drafted)
+            counts = self._counts(self.kind)
+            counts[0] = DECAY * counts[0] + accepted
+            counts[1] = DECAY * counts[1] + (accepted < drafted)
         if accepted == drafted:
             self.n = min(self.most, self.n * 2)
             self._backoff = 1

@@ -88,6 +88,10 @@ class DraftModel:
         """The main model took `token`."""
         self._text.append(token)
 
+    def kind(self) -> int:
+        """Its drafts are of one kind: how sure the draft model is ends each of them (p_min)."""
+        return 0
+
     def draft(self, limit: int) -> list[int]:
         """Up to `limit` tokens the draft model expects next, greedily, while it is sure enough."""
         if limit <= 0 or not self._sync():

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from prefill.engine.chat_backend import Event
-from prefill.engine.drafts.batch_drift import TieMargin
+from prefill.engine.drafts.batch_drift import SeqZero, TieMargin
 from prefill.engine.drafts.draft_length import DraftLength
 from prefill.engine.errors import EngineError
 from prefill.engine.events import MetricsSnapshot
@@ -55,6 +55,10 @@ class DraftSource(Protocol):
 
     def append(self, token: int) -> None:
         """The model took `token` (the text's next token)."""
+
+    def kind(self) -> int:
+        """Which kind of draft the next one would be, judged apart from the others (the length of
+        the n-gram it follows; one kind for a draft model); -1 when there is none to be had."""
 
     def draft(self, limit: int) -> list[int]:
         """Up to `limit` tokens that may follow the text so far ([] for none)."""
@@ -124,9 +128,10 @@ def decode_speculative(
                     done.reason = "context_full"
                     break
                 source.append(tok)
-                want = min(length.want(), sampling.max_tokens - done.n_answer, n_ctx - len(tokens) - 1,
+                want = min(length.want(source.kind()), sampling.max_tokens - done.n_answer, n_ctx - len(tokens) - 1,
                            rt.n_batch - 1)
-                if want > 0 and stats.margin.drift is None and not stats.margin.measure(rt, tokens, len(tokens)):
+                margin = stats.margin
+                if want > 0 and margin.drift is None and not margin.measure(SeqZero(rt, len(tokens)), tokens):
                     want = 0  # no measure of the batch's drift (a short prompt, a full context): no draft
                 began = time.perf_counter()  # a draft model's own decodes count in the draft's price
                 draft = source.draft(want) if want > 0 else []
