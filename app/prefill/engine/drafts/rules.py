@@ -11,9 +11,6 @@ from prefill.engine.prompt.grammar import Constraint
 from prefill.engine.settings import SamplingSettings, ServeSampling
 
 SPECULATIVE_MODES = ("off", "ngram", "draft")  # "draft": a draft model (ChatEngine.use_draft_model)
-# A pick whose lead over the runner-up is smaller than this is made the plain way, in case the
-# batched kernels round differently from the one-token ones (identical on the CPU with flash attention).
-NEAR_TIE = 1.0
 # Drafts are checked only where they pay at the measured costs (DraftLength.cost). The test suite sets
 # PREFILL_DRAFT_ALWAYS=1 so drafts are checked whatever the timing: its draft counts must not depend
 # on how busy the machine is.
