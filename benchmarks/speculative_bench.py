@@ -13,10 +13,13 @@ those costs allow with drafts that are always right.
 
 `--draft-cases`: drafts from a draft model instead, on a story (STORY), for three
 drafts with SmolLM2's vocabulary: SmolLM2 itself (a perfect draft that costs as much as the main
-model: the ceiling when drafting is expensive), a tiny random-weight model (cheap, always wrong:
-the worst case), and a tiny model replaying SmolLM2's own greedy answer (cheap and nearly perfect:
-the ceiling when drafting is nearly free). Each case prints plain and draft decode tok/s, their
-ratio, the acceptance and the draft's cost per token against the main model's.
+model: drafting can never pay, so it should cost next to nothing), a tiny random-weight model (cheap,
+always wrong: the worst case), and a tiny model that guesses what followed each token's first
+occurrence in SmolLM2's own greedy answer (cheap, right about half the time). Each case prints plain
+and draft decode tok/s, their ratio, the acceptance and the draft's cost per token against the main
+model's. Then a scripted draft that is always right (it replays the plain answer) at a chosen price
+per guessed token (0 to 1 main step, spent busy as a draft model's decode would be): the speed-up as a
+function of the draft's cost, beside the `ceiling` the measured costs predict for it.
 """
 
 from __future__ import annotations
@@ -99,9 +102,9 @@ def ceiling(engine: object) -> dict[str, float]:
     from prefill.engine.local.chat_engine import ChatEngine
 
     assert isinstance(engine, ChatEngine)
-    costs = engine.decode_costs("ngram")
-    line = costs.line() if costs is not None else None
-    if costs is None or line is None:
+    costs = engine.decode_costs
+    line = costs.line()
+    if line is None:
         return {}
     best = max((k + 1) * costs.single / (line[0] + line[1] * (k + 1)) for k in range(1, DRAFT_MAX + 1))
     return {"step_ms": round(costs.single * 1000, 2), "batch_ms": round(line[0] * 1000, 2),
@@ -123,6 +126,67 @@ def _ms_per_token(rt: object, tokens: list[int]) -> float:
     ms = (time.perf_counter() - t0) * 1000 / len(tokens[8:40])
     rt.kv_truncate(0)
     return ms
+
+
+class ScriptedDraft:
+    """Drafts that are always right, at `seconds` per guessed token: the plain answer replayed from
+    where the text has got to (a DraftSource, and a draft model's `begin`)."""
+
+    def __init__(self, prompt_tokens: int, answer: list[int], seconds: float):
+        self.prompt_tokens, self.answer, self.token_seconds = prompt_tokens, answer, seconds
+        self.text: list[int] = []
+
+    def begin(self, tokens: list[int]) -> ScriptedDraft:
+        self.text = list(tokens)
+        return self
+
+    def append(self, token: int) -> None:
+        self.text.append(token)
+
+    def kind(self) -> int:
+        return 0
+
+    def draft(self, limit: int) -> list[int]:
+        import time
+
+        at = len(self.text) - self.prompt_tokens
+        out = self.answer[at : at + limit]
+        busy_until = time.perf_counter() + self.token_seconds * len(out)
+        while time.perf_counter() < busy_until:  # what a draft model's decodes would hold the thread for
+            pass
+        return out
+
+
+def scripted_cases(engine: object, plain: object, reps: int, sampling: object, main_ms: float) -> dict[str, object]:
+    """The always-right draft at 0, 0.1, 0.25, 0.5 and 1 main step per guessed token."""
+    from prefill.bench.speculative_compare import compare_task
+    from prefill.engine.events import Finished
+    from prefill.engine.local.chat_engine import ChatEngine
+    from prefill.engine.settings import SamplingSettings
+
+    assert isinstance(engine, ChatEngine) and isinstance(plain, Finished) and isinstance(sampling, SamplingSettings)
+    n_prompt = plain.metrics.prompt_tokens
+    answer = engine.cached_tokens[n_prompt:]
+    out: dict[str, object] = {}
+    for share in (0.0, 0.1, 0.25, 0.5, 1.0):
+        scripted = ScriptedDraft(n_prompt, answer, share * main_ms / 1000)
+        # The engine takes its drafts from here while it speculates (as from a draft model's `begin`).
+        engine._draft_source = (  # type: ignore[method-assign]
+            lambda *_, s=scripted: s.begin(engine.cached_tokens) if engine.speculative == "draft" else None)
+        engine._judged.pop("draft", None)  # each case learns its acceptance afresh, as after use_draft_model
+        f = compare_task(engine, STORY, "draft", sampling, reps, expected=plain.text)
+        assert f.identical, f"scripted draft at {share} of a step: an answer differs from the plain one"
+        costs = engine.decode_costs
+        line = costs.line()
+        ceiling = 0.0
+        if line is not None:
+            d = share * costs.single
+            ceiling = max((k + 1) * costs.single / (k * d + line[0] + line[1] * (k + 1)) for k in range(1, 17))
+        out[f"{share:g}"] = {"draft_cost": share, "ratio": f.ratio, "plain_tps": f.plain_tps,
+                             "draft_tps": f.speculative_tps, "draft_n": f.draft_n,
+                             "draft_n_accepted": f.draft_n_accepted, "ceiling": round(ceiling, 2)}
+    del engine._draft_source  # the engine's own method again
+    return out
 
 
 def draft_cases(reps: int, threads: int, max_tokens: int) -> dict[str, object]:
@@ -185,6 +249,7 @@ def draft_cases(reps: int, threads: int, max_tokens: int) -> dict[str, object]:
                     "identical": True,
                 }
                 engine.use_draft_model(None)
+        out["scripted"] = scripted_cases(engine, plain, reps, sampling, main_ms)
     finally:
         engine.close()
     return out
@@ -209,6 +274,12 @@ def main() -> None:
             assert isinstance(r, dict)
             print(f"  {case:7} draft cost x{r['draft_cost']:.2f}  plain {r['plain_tps']:7.1f} tok/s  draft "
                   f"{r['draft_tps']:7.1f} tok/s  x{r['ratio']:.2f}  accepted {r['draft_n_accepted']}/{r['draft_n']}")
+        scripted = found["scripted"]
+        assert isinstance(scripted, dict)
+        print("  always-right draft, by its cost per guessed token (x a main step):")
+        for r in scripted.values():
+            print(f"    x{r['draft_cost']:<5} plain {r['plain_tps']:7.1f} tok/s  draft {r['draft_tps']:7.1f} tok/s  "
+                  f"x{r['ratio']:.2f}  accepted {r['draft_n_accepted']}/{r['draft_n']}  ceiling x{r['ceiling']}")
         return
     result = median_rates(args.reps, args.threads)
     if args.json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from prefill.engine.drafts.draft_length import DecodeCosts, DraftLength, share
+from prefill.engine.drafts.draft_length import PROBE_EVERY, DecodeCosts, DraftLength, share
 from prefill.engine.drafts.ngram_draft import match_prior
 
 
@@ -118,3 +118,28 @@ def test_nothing_is_shared_until_the_costs_are_known() -> None:
     batches_only.add(12, 0.044)
     assert share(batches_only, 4, [(0.9, 16)], room=16) is not None  # slots need no one-token step
     assert share(batches_only, 1, [(0.9, 16)], room=16) is None  # a lone answer does
+
+
+def test_a_draft_as_dear_as_a_step_is_never_tried() -> None:
+    """A draft model whose every guess costs about a main step cannot pay even when always right:
+    no draft, and no probe either (each probe would first catch the draft model up on the text)."""
+    costs = costs_of(10.0, 8.0, 3.0)
+    assert share(costs, 1, [(1.0, 16)], room=16, guess=0.0)[0] > 0
+    assert share(costs, 1, [(1.0, 16)], room=16, guess=0.009) == [0]  # 3 + 9 ms a token against a 10 ms step
+    cheap_guess = share(costs, 1, [(0.9, 16)], room=16, guess=0.001)[0]
+    assert 0 < cheap_guess <= share(costs, 1, [(0.9, 16)], room=16)[0]  # a priced guess never lengthens a draft
+    dear = DraftLength(most=16, costs=costs, guess=0.009)
+    assert [dear.want() for _ in range(3 * PROBE_EVERY)] == [0] * (3 * PROBE_EVERY)
+    dear.cost(1, 0.010)  # a plain step says nothing of the guesses' price
+    assert dear.guess == 0.009
+
+
+def test_acceptance_kept_across_answers_starts_the_next_one_where_it_left() -> None:
+    judged: dict[int, list[float]] = {}
+    first = DraftLength(most=16, weigh=False, judged=judged)
+    first.want(0)
+    for _ in range(10):
+        first.taken(8, 8)
+    second = DraftLength(most=16, weigh=False, judged=judged)
+    assert second.chance(0) == first.chance(0) > 0.9
+    assert DraftLength(most=16, weigh=False).chance(0) == 0.5  # a new source starts from its prior

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from prefill.engine.drafts.batch_drift import SAFETY, SeqZero, TieMargin, pair_drift
+from prefill.engine.drafts.draft_length import DecodeCosts
 from prefill.engine.events import Finished
 from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.message import Message
@@ -61,8 +62,10 @@ def test_the_bundled_model_measures_exact_and_says_so(smollm2: Path) -> None:
         margin = TieMargin()
         prompt = engine.runtime.tokenize(COPY * 2)
         engine.runtime.decode(prompt)
-        assert margin.measure(SeqZero(engine.runtime, len(prompt)), prompt)
+        costs = DecodeCosts()
+        assert margin.measure(SeqZero(engine.runtime, len(prompt)), prompt, costs)
         assert margin.drift == 0.0
+        assert costs.single > 0 and costs.line() is not None  # a step's and a batch's price, from the start
         assert engine.runtime.kv_cells_used() == len(prompt)  # the sample left the cache as it was
         assert not margin.measure(SeqZero(engine.runtime, len(prompt)), prompt[:5])  # too short a sample to tell
         fast = _answer(engine, "ngram")

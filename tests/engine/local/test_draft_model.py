@@ -63,6 +63,7 @@ def test_smollm2_drafting_for_itself_is_exact_and_taken(engine: ChatEngine, smol
     m = fast.metrics
     assert m.draft_n > 20
     assert m.draft_n_accepted >= 0.9 * m.draft_n  # a perfect draft: only near-ties may differ
+    assert engine.draft_model is not None and engine.draft_model.token_seconds > 0  # its guesses, priced
 
 
 def test_random_draft_is_rejected_yet_the_text_is_the_same(engine: ChatEngine, random_draft: Path) -> None:

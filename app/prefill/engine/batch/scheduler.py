@@ -398,7 +398,8 @@ class BatchScheduler:
             if j.drafts is None:
                 continue
             slot = j.slot
-            if self.tie_margin.measure(SeqRows(self.runtime, slot.index, len(slot.tokens)), slot.tokens):
+            if self.tie_margin.measure(SeqRows(self.runtime, slot.index, len(slot.tokens)), slot.tokens,
+                                       self.decode_costs):
                 log.info("batched decodes drift from one-token ones by up to %.3g", self.tie_margin.drift)
                 return
 

@@ -21,11 +21,13 @@ window can say which case an answer is.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
 
+from prefill.engine.drafts.draft_length import DecodeCosts
 from prefill.engine.errors import EngineError
 from prefill.engine.llama.runtime import LlamaRuntime
 
@@ -67,9 +69,11 @@ class TieMargin:
         """A row decoded in a batch and again on its own, at the same place."""
         self.drift = max(self.drift or 0.0, pair_drift(batch_row, single_row))
 
-    def measure(self, rows: RowDecoder, sample: Sequence[int]) -> bool:
+    def measure(self, rows: RowDecoder, sample: Sequence[int], costs: DecodeCosts | None = None) -> bool:
         """Decode `sample` into `rows`' sequence one token at a time, then again in batches
         of SIZES, and keep the largest drift; the sequence holds what it held before afterwards.
+        Each decode's time goes to `costs`: the draft length has a step's and a batch's price from
+        the start, short batches and one as long as a full draft, before it has checked a draft.
         False (nothing measured) when the sample is short or the context has no room for it."""
         sizes = [min(size, rows.n_batch) for size in SIZES]  # a small batch limits drafts to its size too
         need = sum(sizes)
@@ -79,16 +83,22 @@ class TieMargin:
         singles: list[np.ndarray] = []
         try:
             for token in sample:
+                began = time.perf_counter()
                 row = rows.one(token)
                 if row is None:
                     return False
+                if costs is not None:
+                    costs.add(1, time.perf_counter() - began)
                 singles.append(row)
             _reset(rows)
             drift, at = 0.0, 0
             for size in sizes:
+                began = time.perf_counter()
                 batch = rows.many(sample[at : at + size])
                 if batch is None:
                     return False
+                if costs is not None:
+                    costs.add(size, time.perf_counter() - began)
                 drift = max(drift, *(pair_drift(b, singles[at + i]) for i, b in enumerate(batch)))
                 at += size  # the next batch follows this one, as the single tokens followed each other
             self.drift = max(self.drift or 0.0, drift)

@@ -18,10 +18,13 @@ Two figures decide, then:
   source's kinds are the lengths of the n-gram matched: on SmolLM2 copying a passage, drafts after an
   8-gram match were taken whole 339 times in 354, after a 2-gram half the time; writing code, 2-gram
   drafts were right for 1.5 tokens), each starting from the source's prior for that kind, which the
-  decay lets go of as drafts are judged.
+  decay lets go of as drafts are judged. The chat engine keeps these figures across answers, as it
+  keeps the costs: they belong to the source and the model more than to one answer.
 
 Where no length beats a plain step (a CPU whose batch costs nearly a step per token, or text with
-nothing to copy), nothing is drafted but a one-token probe every PROBE_EVERY steps that keeps p fresh.
+nothing to copy), nothing is drafted but a one-token probe every PROBE_EVERY steps that keeps p fresh;
+where not even drafts that are always right would pay (a draft model as dear as the main one, whose
+every probe must first catch up on the text), nothing at all.
 Until the costs are known (two batch sizes measured), lengths follow acceptance alone: doubled after
 a draft taken whole, cut to what was taken after a partial one, and backed off after misses.
 """
@@ -79,13 +82,15 @@ class DecodeCosts:
         return line[0] + line[1] * n_tokens if line is not None else 0.0
 
 
-def share(costs: DecodeCosts, base: int, asks: Sequence[tuple[float, int]], room: int) -> list[int] | None:
+def share(costs: DecodeCosts, base: int, asks: Sequence[tuple[float, int]], room: int,
+          guess: float = 0.0) -> list[int] | None:
     """How many tokens each of several drafts should hold to bring the most tokens per second to one
     decode that evaluates `base` tokens anyway (a slot's next token each, prompt chunks). Each ask
     is (p, the longest draft it may have); `room` bounds the drafts together. None until the costs
     are known.
 
-    A drafted token costs b (the line's slope) and brings p^j tokens when it is its draft's j-th:
+    A drafted token costs b (the line's slope) and `guess` (what guessing it costs the source, a draft
+    model's decode), and brings p^j tokens when it is its draft's j-th:
     tokens are added best first while each brings more than the decode's tokens per second so far,
     and the drafts are kept only if the decode then beats the same decode without them (for one
     token, a plain step: a different kernel, so the first drafted token is dear).
@@ -94,6 +99,7 @@ def share(costs: DecodeCosts, base: int, asks: Sequence[tuple[float, int]], room
     if line is None or plain <= 0:
         return None
     a, b = line
+    per_token = b + guess
     lengths = [0] * len(asks)
     gain, cost = float(base), a + b * base
     while room > 0:
@@ -102,10 +108,10 @@ def share(costs: DecodeCosts, base: int, asks: Sequence[tuple[float, int]], room
         if i < 0 or lengths[i] >= asks[i][1]:
             break
         brings = asks[i][0] ** (lengths[i] + 1)
-        if brings * cost <= b * gain:  # brings / b <= gain / cost, without dividing by a flat slope
+        if brings * cost <= per_token * gain:  # brings / per_token <= gain / cost, without dividing by 0
             break
         lengths[i] += 1
-        gain, cost, room = gain + brings, cost + b, room - 1
+        gain, cost, room = gain + brings, cost + per_token, room - 1
     if gain * plain <= base * cost:  # no better than the decode without drafts
         return [0] * len(asks)
     return lengths
@@ -116,19 +122,24 @@ class DraftLength:
     are known, the length that brings the most tokens per second (see the module's docstring)."""
 
     def __init__(self, start: int = 4, most: int = DRAFT_MAX, weigh: bool = True,
-                 costs: DecodeCosts | None = None, prior: Prior = flat_prior):
+                 costs: DecodeCosts | None = None, prior: Prior = flat_prior, guess: float = 0.0,
+                 judged: dict[int, list[float]] | None = None):
         """`weigh`: whether the costs decide (False: drafts as the lengths say, whatever the timing:
         what tests of exactness want, so that their draft counts do not depend on the machine).
         `costs`: the model's, kept across answers (a new one learns from this answer's decodes).
-        `prior`: what each kind of draft's acceptance starts from."""
+        `prior`: what each kind of draft's acceptance starts from. `guess`: what guessing a drafted
+        token costs the source, as far as it knows (0: a lookup, or not measured yet). `judged`: the
+        acceptance so far by kind, where it is kept across answers (the same source on the same model)."""
         self.most = most
         self.weigh = weigh
         self.costs = costs if costs is not None else DecodeCosts()
         self.n = min(start, most)
         self._prior = prior
+        self.guess = guess
         self._skip = 0  # lookups still to skip
         self._backoff = 1  # how many the next miss skips
-        self._judged: dict[int, list[float]] = {}  # kind -> [tokens accepted, drafts cut short] (decaying sums)
+        # kind -> [tokens accepted, drafts cut short] (decaying sums)
+        self._judged: dict[int, list[float]] = judged if judged is not None else {}
         self.kind = 0  # of the draft asked for last
         self._idle = 0  # steps since the last draft while drafting does not pay
 
@@ -149,10 +160,13 @@ class DraftLength:
             counts = self._judged[kind] = list(self._prior(kind))
         return counts
 
-    def cost(self, n_tokens: int, seconds: float) -> None:
-        """A decode of `n_tokens` took `seconds` (1: a plain step; more: a draft checked)."""
+    def cost(self, n_tokens: int, seconds: float, guess: float | None = None) -> None:
+        """A decode of `n_tokens` took `seconds` (1: a plain step; more: a draft checked), and guessing
+        a drafted token now costs the source `guess` seconds (None: as it did)."""
         if self.weigh:
             self.costs.add(n_tokens, seconds)
+            if guess is not None:
+                self.guess = guess
 
     def want(self, kind: int = 0, worth: int | None = None) -> int:
         """The draft length to ask for now, for a draft of `kind` (-1: the source has none to
@@ -169,15 +183,20 @@ class DraftLength:
             self._idle = 0
             return best
         self._idle += 1
-        if self._idle >= PROBE_EVERY:
+        if self._idle >= PROBE_EVERY and not self._hopeless():
             self._idle = 0
             return 1
         return 0
 
+    def _hopeless(self) -> bool:
+        """Whether drafts would not pay even if every drafted token were taken (a draft model whose
+        guesses cost about what a step does, batches that cost a step per token): no probe either."""
+        return self.weigh and share(self.costs, 1, [(1.0, self.most)], self.most, self.guess) == [0]
+
     def _worth(self) -> int:
         """The draft length that brings the most tokens per second, 0 where none beats a plain step;
         the length acceptance alone says while the costs are not known."""
-        lengths = share(self.costs, 1, [(self.p, self.most)], self.most) if self.weigh else None
+        lengths = share(self.costs, 1, [(self.p, self.most)], self.most, self.guess) if self.weigh else None
         return self.n if lengths is None else lengths[0]
 
     def taken(self, drafted: int, accepted: int) -> None:

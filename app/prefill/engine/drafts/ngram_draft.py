@@ -41,6 +41,8 @@ class NgramIndex:
         self._found = (-1, -1, 0)  # (history length, n, end) of the last lookup
         self.extend(tokens)
 
+    token_seconds = 0.0  # a lookup costs next to nothing beside a decode
+
     def __len__(self) -> int:
         return len(self.tokens)
 

@@ -80,9 +80,10 @@ class ChatEngine:
         self.draft_max = DRAFT_MAX  # the longest draft checked in one step (the adaptive length's cap)
         self.speculation_note = ""  # why the last answer was not decoded speculatively when asked to be
         self.draft_model: DraftModel | None = None
-        # What decodes cost, by draft source ("ngram", or "draft": the draft model's decodes count
-        # in a draft's price), kept across answers: they belong to the model and the machine.
-        self._draft_costs: dict[str, DecodeCosts] = {}
+        # What decodes cost, kept across answers and draft sources: they belong to the model and the
+        # machine (a source prices its own guesses: DraftSource.token_seconds).
+        self.decode_costs = DecodeCosts()  # what its decodes cost, one token or a checked draft (across answers)
+        self._judged: dict[str, dict[int, list[float]]] = {}  # by mode: drafts' acceptance by kind (DraftLength)
         self._tie_margin = TieMargin()  # how far this model's batched logits drift from one-token ones
         self.projector: Projector | None = None  # the mmproj that lets the model see images (`use_projector`)
 
@@ -145,11 +146,7 @@ class ChatEngine:
         if self.draft_model is not None:
             self.draft_model.close()
         self.draft_model = new
-        self._draft_costs.pop("draft", None)
-
-    def decode_costs(self, mode: str) -> DecodeCosts | None:
-        """What decodes cost with `mode`'s drafts ("ngram" or "draft"), as measured so far (None: not yet)."""
-        return self._draft_costs.get(mode)
+        self._judged.pop("draft", None)  # another draft model guesses otherwise
 
     @property
     def draft_memory_bytes(self) -> int:
@@ -373,9 +370,10 @@ class ChatEngine:
             if source is not None and drafts is not None:
                 done = yield from speculative.decode_speculative(
                     rt, answer, split, clock, sampling, tokens, raw, cancel, self.bytes_per_cell, drafts,
-                    source, DraftLength(most=self.draft_max, weigh=rules.WEIGH_COSTS,
-                                        costs=self._draft_costs.setdefault(self.speculative, DecodeCosts()),
-                                        prior=match_prior if self.speculative == "ngram" else flat_prior),
+                    source, DraftLength(most=self.draft_max, weigh=rules.WEIGH_COSTS, costs=self.decode_costs,
+                                        prior=match_prior if self.speculative == "ngram" else flat_prior,
+                                        guess=source.token_seconds,
+                                        judged=self._judged.setdefault(self.speculative, {})),
                 )
                 reason, hit, n_answer = done.reason, done.hit, done.n_answer
             while drafts is None and n_answer < sampling.max_tokens:

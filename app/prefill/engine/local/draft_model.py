@@ -19,6 +19,7 @@ A draft model must share the main model's tokenizer; the check and the loader ar
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -48,6 +49,7 @@ class DraftModel:
         self._same = 0  # a prefix of `_cached` and `_text` known to agree
         self._cancel: threading.Event | None = None
         self.decoded = 0  # tokens decoded into it so far, drafts included (what keeping in step costs)
+        self.token_seconds = 0.0  # what guessing one more token costs it (a moving average of its decodes)
 
     @classmethod
     def load(cls, path: str | Path, main: LlamaRuntime) -> DraftModel:
@@ -96,7 +98,7 @@ class DraftModel:
         """Up to `limit` tokens the draft model expects next, greedily, while it is sure enough."""
         if limit <= 0 or not self._sync():
             return []
-        rt, out = self.runtime, []
+        rt, out, began, guessed = self.runtime, [], time.perf_counter(), 0
         while True:
             tok, p = rt.top_prob()
             if p < self.p_min or tok >= self._main_vocab:
@@ -106,6 +108,10 @@ class DraftModel:
                 break
             self._cached.append(tok)
             self.decoded += 1
+            guessed += 1
+        if guessed:  # what one more guessed token costs; catching up (mostly the prompt, once) is not
+            per = (time.perf_counter() - began) / guessed
+            self.token_seconds = per if self.token_seconds == 0 else 0.8 * self.token_seconds + 0.2 * per
         return out
 
     def _sync(self) -> bool:

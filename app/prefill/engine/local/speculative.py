@@ -63,6 +63,10 @@ class DraftSource(Protocol):
     def draft(self, limit: int) -> list[int]:
         """Up to `limit` tokens that may follow the text so far ([] for none)."""
 
+    @property
+    def token_seconds(self) -> float:
+        """What guessing one drafted token costs the source itself (0 for a lookup in the text)."""
+
 
 @dataclass
 class DraftStats:
@@ -131,15 +135,16 @@ def decode_speculative(
                 want = min(length.want(source.kind()), sampling.max_tokens - done.n_answer, n_ctx - len(tokens) - 1,
                            rt.n_batch - 1)
                 margin = stats.margin
-                if want > 0 and margin.drift is None and not margin.measure(SeqZero(rt, len(tokens)), tokens):
+                if want > 0 and margin.drift is None and not margin.measure(SeqZero(rt, len(tokens)), tokens,
+                                                                           length.costs if length.weigh else None):
                     want = 0  # no measure of the batch's drift (a short prompt, a full context): no draft
-                began = time.perf_counter()  # a draft model's own decodes count in the draft's price
                 draft = source.draft(want) if want > 0 else []
+                began = time.perf_counter()  # the source prices its own guesses (token_seconds)
                 if draft and rt.decode_all([tok, *draft]) != 0:
                     _drop(rt, len(tokens))  # what a failed decode left; the token alone is tried next
                     draft = []
                 if draft:
-                    length.cost(1 + len(draft), time.perf_counter() - began)
+                    length.cost(1 + len(draft), time.perf_counter() - began, source.token_seconds)
                     ahead, taken = [], 0
                     nxt = _verify(rt, answer, tokens, tok, draft, ahead, stats.margin)
                     stats.drafted += len(draft)
