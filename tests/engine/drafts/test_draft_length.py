@@ -143,3 +143,12 @@ def test_acceptance_kept_across_answers_starts_the_next_one_where_it_left() -> N
     second = DraftLength(most=16, weigh=False, judged=judged)
     assert second.chance(0) == first.chance(0) > 0.9
     assert DraftLength(most=16, weigh=False).chance(0) == 0.5  # a new source starts from its prior
+
+
+def test_a_plain_decode_is_priced_as_measured_where_it_was() -> None:
+    costs = DecodeCosts()
+    for n, ms in ((14, 100.0), (30, 190.0), (60, 330.0)):  # drafted steps: the line's intercept is high
+        costs.add(n, ms / 1000)
+    assert costs.plain(4) == pytest.approx(costs.line()[0] + 4 * costs.line()[1])  # type: ignore[index]
+    costs.add(4, 0.046)
+    assert costs.plain(4) == pytest.approx(0.046)  # a four-slot step without drafts, as it took

@@ -39,7 +39,7 @@ from prefill.engine.batch.slot_drafts import (
 from prefill.engine.batch.snapshot import BatchSnapshot, RateMeter, SlotSnapshot, recent_rate
 from prefill.engine.drafts import rules
 from prefill.engine.drafts.batch_drift import TieMargin
-from prefill.engine.drafts.draft_length import DRAFT_MAX, DecodeCosts, share
+from prefill.engine.drafts.draft_length import DRAFT_MAX, PROBE_EVERY, DecodeCosts, share
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
@@ -369,8 +369,8 @@ class BatchScheduler:
         (`share`: what the drafted tokens bring against what they add to the decode)."""
         batch = self._batch
         drafting = [(j, j.drafts) for j in decoding if j.drafts is not None]
-        if not drafting:
-            return
+        if not drafting or rules.WEIGH_COSTS and self._steps % PROBE_EVERY == 0:
+            return  # every PROBE_EVERY steps one without drafts, so that the plain step keeps its own price
         # each slot's room: its context and max_tokens (the first drafted token sits after `last`)
         limits = [min(self.n_ctx_seq - len(j.slot.tokens) - 1, j.max_tokens - j.n_gen) for j, _ in drafting]
         asks = [d.ask(limit) for (_, d), limit in zip(drafting, limits, strict=True)]
