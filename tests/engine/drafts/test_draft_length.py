@@ -31,10 +31,10 @@ def test_drafts_are_checked_only_where_they_pay_at_the_measured_costs() -> None:
     cheap.cost(2, 0.0105)
     cheap.cost(9, 0.012)
     assert cheap.want() >= 4  # the length that brings the most tokens per second at 1 in 2
-    dear = DraftLength(start=8, most=16)  # this CPU: each checked token costs nearly a step
+    dear = DraftLength(start=8, most=16)  # a CPU where each checked token costs 60% of a step
     dear.cost(1, 0.010)
-    dear.cost(2, 0.019)
-    dear.cost(9, 0.010 + 8 * 0.009)
+    dear.cost(2, 0.013)
+    dear.cost(9, 0.013 + 7 * 0.006)
     dear.taken(8, 2)  # and drafts are mostly rejected
     wants = [dear.want() for _ in range(64)]
     assert wants.count(0) >= 62 and wants[31] == 1 and wants[63] == 1  # only a probe now and then
@@ -99,7 +99,8 @@ def test_slots_share_the_room_by_what_their_drafts_bring() -> None:
     assert share(costs, 4, [(0.95, 3), (0.9, 16)], room=64)[0] == 3  # nor past a slot's own limit
     both = share(costs, 4, [(0.95, 16), (0.95, 16)], room=64)
     assert both is not None and abs(both[0] - both[1]) <= 1  # alike slots get alike drafts
-    assert share(costs, 4, [(0.7, 16)], room=64) == [1]  # 0.7 of a token in 3 ms beats 200 tok/s; 0.49 does not
+    # 0.7 of a token in 3 ms beats the step's 200 tok/s, but not by MARGIN: what the costs leave out may eat that
+    assert share(costs, 4, [(0.7, 16)], room=64) == [0]
     dear = costs_of(10.0, 8.0, 9.0)  # a drafted token costs nearly a step
     assert share(dear, 4, [(0.5, 16), (0.3, 16)], room=64) == [0, 0]
 

@@ -130,6 +130,8 @@ class BatchScheduler:
         self._source: SlotDraftSource | None = (
             (self.draft_model or NgramSlots()) if self._speculate else None)
         self.decode_costs = DecodeCosts()  # what this model's decodes cost, drafts and all (scheduler thread)
+        # how often each kind of draft was right, over every slot and request: one model, learnt 4x as fast
+        self._judged: dict[int, list[float]] = {}
         self.tie_margin = TieMargin()  # how far its batched logits drift from one-token ones (measured once)
         self.max_queued = max_queued or QUEUED_PER_SLOT * model.runtime.n_seq  # waiting, beyond the slots
         self.runtime = rt = model.runtime
@@ -302,7 +304,7 @@ class BatchScheduler:
         source = self._source
         if source is not None and not slot_why_not(self.runtime, handle.request) and not is_image_token(
                 max(prompt, default=0)):  # image ids are the largest: no image in the prompt
-            job.drafts = SlotDrafts(source.history(prompt), self.draft_max, source.prior)
+            job.drafts = SlotDrafts(source.history(prompt), self.draft_max, source.prior, self._judged)
         handle.clock.t_prefill_start = time.perf_counter()
         slot.job = job
         self._active = sorted((*self._active, job), key=lambda j: j.slot.index)

@@ -119,9 +119,11 @@ class SlotDrafts:
     """One request's side of speculation: its text (the source's `History`), the adaptive length,
     and how many drafted tokens the model checked and accepted."""
 
-    def __init__(self, history: History, most: int = DRAFT_MAX, prior: Prior = flat_prior):
+    def __init__(self, history: History, most: int = DRAFT_MAX, prior: Prior = flat_prior,
+                 judged: dict[int, list[float]] | None = None):
+        """`judged`: the acceptance by kind that the slots share (DraftLength), None: this request's own."""
         self.history = history
-        self.length = DraftLength(most=most, prior=prior)
+        self.length = DraftLength(most=most, prior=prior, judged=judged)
         self.drafted = 0
         self.accepted = 0
         self.plain_next = False  # after a near tie: the next step decodes one token, as plain decoding does
