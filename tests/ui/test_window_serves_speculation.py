@@ -40,7 +40,8 @@ def test_a_served_window_slot_reports_its_drafts(app, qtbot, smollm2: Path) -> N
 
 def test_slots_that_cannot_speculate_say_why_in_the_window(app, qtbot, smollm2: Path) -> None:
     w, _url = serving(app, qtbot, smollm2, flash_attn=False, max_tokens=8)
-    qtbot.waitUntil(lambda: w.notice.isVisible(), timeout=30_000)
+    # "Serving this model at …" comes first, then the slots' reason (both queued from the worker's thread)
+    qtbot.waitUntil(lambda: w.notice.isVisible() and w.notice.text().startswith("The server's slots"), timeout=30_000)
     said = w.notice.text()
     assert said.startswith("The server's slots decode one token per step:") and "flash attention" in said
     stop_serving(qtbot, w)
