@@ -37,7 +37,8 @@ def test_drafts_are_checked_only_where_they_pay_at_the_measured_costs() -> None:
     dear.cost(9, 0.013 + 7 * 0.006)
     dear.taken(8, 2)  # and drafts are mostly rejected
     wants = [dear.want() for _ in range(64)]
-    assert wants.count(0) >= 62 and wants[31] == 1 and wants[63] == 1  # only a probe now and then
+    # only a probe now and then, as long as acceptance alone says (2 of 8 taken: 3)
+    assert wants.count(0) >= 62 and wants[31] == 3 and wants[63] == 3
     for _ in range(12):
         dear.taken(1, 1)  # the probes are taken: the text now repeats
     assert dear.want() > 0

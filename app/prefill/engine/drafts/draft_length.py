@@ -22,7 +22,9 @@ Two figures decide, then:
   keeps the costs: they belong to the source and the model more than to one answer.
 
 Where no length beats a plain step (a CPU whose batch costs nearly a step per token, or text with
-nothing to copy), nothing is drafted but a one-token probe every PROBE_EVERY steps that keeps p fresh;
+nothing to copy), nothing is drafted but a probe every PROBE_EVERY steps that keeps p fresh, as long
+as acceptance alone would draft (so that a price measured in a slow moment is measured again: long
+drafts that looked dear would otherwise never be tried, nor priced, again);
 where not even drafts that are always right would pay (a draft model as dear as the main one, whose
 every probe must first catch up on the text), nothing at all.
 Until the costs are known (two batch sizes measured), lengths follow acceptance alone: doubled after
@@ -193,7 +195,7 @@ class DraftLength:
         self._idle += 1
         if self._idle >= PROBE_EVERY and not self._hopeless():
             self._idle = 0
-            return 1
+            return self.n  # as long as acceptance alone says: a long draft's price is measured again too
         return 0
 
     def _hopeless(self) -> bool:
