@@ -342,8 +342,6 @@ class BatchScheduler:
                 self._fail(j, f"llama.cpp could not decode the batch (code {rc})")
             return
         now = time.perf_counter()
-        if self._source is not None and not chunks:  # a prompt's chunk is a larger kernel's work: not a step's price
-            self.decode_costs.add(batch.n, now - began)
         self._steps += 1
         n_rows = len(decoding) + len(chunks)
         if n_rows > self._peak_seqs:
@@ -365,6 +363,9 @@ class BatchScheduler:
             else:
                 self._accept(j, sample_at(j.sampler, j.index), now)
         self._rate.add(now, self._emitted - emitted)
+        if self._source is not None and not chunks:  # a prompt's chunk is a larger kernel's work: not a step's price
+            # The whole step, checking the drafts and handing out the tokens too: what the slots wait for.
+            self.decode_costs.add(batch.n, time.perf_counter() - began)
 
     def _add_drafts(self, decoding: list[_Job], source: SlotDraftSource) -> None:
         """Ask `source` once for every greedy slot's draft, each as long as its share of the room
