@@ -146,6 +146,11 @@ class ScriptedDraft:
     def kind(self) -> int:
         return 0
 
+    def prior(self, kind: int) -> tuple[float, float]:
+        from prefill.engine.drafts.draft_length import flat_prior
+
+        return flat_prior(kind)  # as a draft model's
+
     def draft(self, limit: int) -> list[int]:
         import time
 

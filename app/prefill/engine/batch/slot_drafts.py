@@ -36,7 +36,7 @@ from prefill.engine.batch.request import BatchRequest
 from prefill.engine.batch.runtime import BatchRuntime, TokenBatch
 from prefill.engine.drafts.batch_drift import SIZES
 from prefill.engine.drafts.draft_length import DRAFT_MAX, DraftLength, Prior, flat_prior
-from prefill.engine.drafts.ngram_draft import NgramIndex, match_prior
+from prefill.engine.drafts.ngram_draft import NgramIndex
 from prefill.engine.drafts.rules import SPECULATIVE_MODES, why_not
 from prefill.engine.settings import ServeSampling
 
@@ -93,7 +93,7 @@ class NgramSlots:
     """Drafts from each request's own text: an `NgramIndex` per request."""
 
     def prior(self, kind: int) -> tuple[float, float]:
-        return match_prior(kind)
+        return NgramIndex.prior(kind)
 
     def history(self, prompt: Sequence[int]) -> History:
         return NgramIndex(prompt)

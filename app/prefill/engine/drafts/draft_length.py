@@ -58,6 +58,8 @@ class DecodeCosts:
     def __init__(self) -> None:
         self.single = 0.0  # a one-token decode (a moving average; 0: not measured yet)
         self._batch: dict[int, float] = {}  # batch size -> a moving average of its cost
+        self._line: tuple[float, float] | None = None  # fitted when first asked for after a batch was added
+        self._fitted = True
 
     def add(self, n_tokens: int, seconds: float) -> None:
         """A decode of `n_tokens` took `seconds` (1: a plain step; more: a draft checked)."""
@@ -66,11 +68,18 @@ class DecodeCosts:
             return
         old = self._batch.get(n_tokens)
         self._batch[n_tokens] = seconds if old is None else SINGLE_KEEP * old + (1 - SINGLE_KEEP) * seconds
+        self._fitted = False
 
     def line(self) -> tuple[float, float] | None:
         """(a, b): a batch of n tokens costs about a + b·n seconds, fitted by least squares through
         every batch size measured, each size once (so the many short batches of a cautious start do
-        not outweigh the long ones); None until two sizes SPREAD apart were measured."""
+        not outweigh the long ones); None until two sizes SPREAD apart were measured. Fitted once per
+        batch measured: a step asks for it several times (share, plain, the probe's check)."""
+        if not self._fitted:
+            self._line, self._fitted = self._fit(), True
+        return self._line
+
+    def _fit(self) -> tuple[float, float] | None:
         sizes = self._batch
         if len(sizes) < 2 or max(sizes) - min(sizes) < SPREAD:
             return None

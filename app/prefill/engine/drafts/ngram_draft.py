@@ -32,6 +32,9 @@ class NgramIndex:
     token, so a draft found is never empty.
     """
 
+    token_seconds = 0.0  # a lookup costs next to nothing beside a decode
+    prior = staticmethod(match_prior)  # its kinds are n-gram lengths
+
     def __init__(self, tokens: Sequence[int] = (), n_min: int = N_MIN, n_max: int = N_MAX):
         if not 1 <= n_min <= n_max:
             raise ValueError(f"n-gram sizes must satisfy 1 <= n_min <= n_max, not {n_min}..{n_max}")
@@ -40,8 +43,6 @@ class NgramIndex:
         self._ends: list[dict[tuple[int, ...], int]] = [{} for _ in range(n_max + 1)]
         self._found = (-1, -1, 0)  # (history length, n, end) of the last lookup
         self.extend(tokens)
-
-    token_seconds = 0.0  # a lookup costs next to nothing beside a decode
 
     def __len__(self) -> int:
         return len(self.tokens)

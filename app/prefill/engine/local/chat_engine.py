@@ -21,8 +21,8 @@ from types import MappingProxyType
 from prefill.engine.chat_backend import Event, one_at_a_time
 from prefill.engine.drafts import rules
 from prefill.engine.drafts.batch_drift import TieMargin
-from prefill.engine.drafts.draft_length import DRAFT_MAX, DecodeCosts, DraftLength, flat_prior
-from prefill.engine.drafts.ngram_draft import NgramIndex, match_prior
+from prefill.engine.drafts.draft_length import DRAFT_MAX, DecodeCosts, DraftLength
+from prefill.engine.drafts.ngram_draft import NgramIndex
 from prefill.engine.errors import EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.engine.gguf.guard import read_model_header
@@ -371,8 +371,7 @@ class ChatEngine:
                 done = yield from speculative.decode_speculative(
                     rt, answer, split, clock, sampling, tokens, raw, cancel, self.bytes_per_cell, drafts,
                     source, DraftLength(most=self.draft_max, weigh=rules.WEIGH_COSTS, costs=self.decode_costs,
-                                        prior=match_prior if self.speculative == "ngram" else flat_prior,
-                                        guess=source.token_seconds,
+                                        prior=source.prior, guess=source.token_seconds,
                                         judged=self._judged.setdefault(self.speculative, {})),
                 )
                 reason, hit, n_answer = done.reason, done.hit, done.n_answer

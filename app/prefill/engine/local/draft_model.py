@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from prefill.engine.drafts.draft_check import P_MIN, load_draft
+from prefill.engine.drafts.draft_length import flat_prior
 from prefill.engine.errors import EngineError
 from prefill.engine.llama.runtime import LlamaRuntime
 
@@ -93,6 +94,9 @@ class DraftModel:
     def kind(self) -> int:
         """Its drafts are of one kind: how sure the draft model is ends each of them (p_min)."""
         return 0
+
+    def prior(self, kind: int) -> tuple[float, float]:
+        return flat_prior(kind)
 
     def draft(self, limit: int) -> list[int]:
         """Up to `limit` tokens the draft model expects next, greedily, while it is sure enough."""

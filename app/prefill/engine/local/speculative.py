@@ -60,6 +60,9 @@ class DraftSource(Protocol):
         """Which kind of draft the next one would be, judged apart from the others (the length of
         the n-gram it follows; one kind for a draft model); -1 when there is none to be had."""
 
+    def prior(self, kind: int) -> tuple[float, float]:
+        """What drafts of `kind` are expected to bring before any is judged (draft_length.Prior)."""
+
     def draft(self, limit: int) -> list[int]:
         """Up to `limit` tokens that may follow the text so far ([] for none)."""
 
