@@ -11,7 +11,7 @@ export CUDA_ARCHS
 LLAMA_BUILD = $(PYTHON) scripts/llama_build.py install --venv $(VENV) \
 	$(if $(filter command line,$(origin CUDA)),--cuda "$(CUDA)")
 
-.PHONY: run test lint bench package clean llama
+.PHONY: run test lint bench package clean llama docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ test: llama
 lint: $(STAMP)
 	$(BIN)/ruff check app tests benchmarks scripts packaging
 	$(BIN)/mypy
+
+# The command-line reference (docs/reference/cli.md) made again from the parsers.
+docs: $(STAMP)
+	$(BIN)/python scripts/cli_reference.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine_bench.py

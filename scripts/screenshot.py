@@ -4,7 +4,7 @@ Saves <out>/window-welcome.png, window-mid-answer.png (while tokens stream), win
 and models-page.png (the library; no hub is reached).
 Needs Xvfb (`apt-get install xvfb`). User data goes to a temporary folder.
 
-    python scripts/screenshot.py [--out screenshots] [--theme light|dark]
+    python scripts/screenshot.py [--out packaging/screenshots] [--theme light|dark]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from scripts.xvfb import Shots, under_xvfb  # noqa: E402
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, default=Path("screenshots"))
+    ap.add_argument("--out", type=Path, default=Path("packaging/screenshots"))
     ap.add_argument("--theme", default="light")
     ap.add_argument("--message", default="Write a short Python function that checks if a number is prime, "
                                          "then explain it in two sentences.")

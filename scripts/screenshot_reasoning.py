@@ -5,7 +5,7 @@ The model is a scripted one with Qwen2's real tokenizer (see tests/engine/vocab_
 it writes a fixed thinking and answer through a template that opens `<think>`. Saves
 <out>/reasoning-streaming.png and <out>/reasoning-finished.png. Needs Xvfb.
 
-    python scripts/screenshot_reasoning.py [--out screenshots]
+    python scripts/screenshot_reasoning.py [--out packaging/screenshots]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def write_model(home: Path) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, default=Path("screenshots"))
+    ap.add_argument("--out", type=Path, default=Path("packaging/screenshots"))
     return under_xvfb(__file__, ap.parse_args().out, write_model)
 
 

@@ -5,7 +5,7 @@ window's own question streams in another (the slots table names it `window`).
 remote-endpoint.png: the window chatting through `prefill serve` (another process) as a remote:
 the sidebar's KV cache reads "unknown". Uses the bundled SmolLM2.
 
-    python scripts/screenshot_serving.py [--out screenshots]
+    python scripts/screenshot_serving.py [--out packaging/screenshots]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ QUESTION = "Write a haiku about the sea."
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, default=Path("screenshots"))
+    ap.add_argument("--out", type=Path, default=Path("packaging/screenshots"))
     return under_xvfb(__file__, ap.parse_args().out)
 
 

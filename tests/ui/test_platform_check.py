@@ -26,7 +26,7 @@ REAL_XCB = QT_PLUGINS / "platforms" / "libqxcb.so"
 RENAMED = {b"libxcb-icccm.so.4": b"libxcb-icccm.so.9", b"libxkbcommon-x11.so.0": b"libxkbcommon-x11.so.9"}
 
 def _x_libraries_missing() -> bool:
-    """Whether this machine lacks X libraries Qt's real xcb plugin needs (the README's apt line adds
+    """Whether this machine lacks X libraries Qt's real xcb plugin needs (the apt line in docs/install.md adds
     them; .ci/run installs them, so CI always runs these tests)."""
     if os.environ.get("CI"):
         return False
@@ -40,7 +40,7 @@ linux_xcb = pytest.mark.skipif(
 )
 with_x_libraries = pytest.mark.skipif(
     linux_xcb.args[0] or _x_libraries_missing(),
-    reason="the X libraries the README lists for Linux are not installed here (Qt's real xcb plugin cannot load)",
+    reason="the X libraries docs/install.md lists for Linux are not installed here (Qt's real xcb plugin cannot load)",
 )
 
 
@@ -130,9 +130,9 @@ def test_sonames_map_to_debian_packages() -> None:
             assert debian_package(soname) == package  # the rule agrees with the table there
 
 
-def test_the_deb_and_the_readme_name_every_xcb_library() -> None:
+def test_the_deb_and_the_install_page_name_every_xcb_library() -> None:
     script = (ROOT / "packaging" / "linux" / "build_deb.sh").read_text()
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "install.md").read_text()
     depends = {p.strip().split()[0] for line in script.splitlines() if line.startswith("depends")
                for p in line.split('"')[1].split(",") if p.strip()}
     for package in set(XCB_PACKAGES.values()):

@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r.add_argument("--yes", action="store_true", help="do not ask")
 
     i = _command(cmds, "import", "add a .gguf to the library, or chats (a JSON export) to the history", _import)
-    i.add_argument("path", type=Path)
+    i.add_argument("path", type=Path, help="a .gguf model file, or chats exported as JSON (Prefill or llama.cpp)")
     i.add_argument("--symlink", action="store_true", help="link to the file instead of copying it")
     history_io.add_history_option(i)
 

@@ -39,7 +39,7 @@ def cpu_only_hint(gpu: str, frozen: bool | None = None) -> str:
         return (f"this Prefill build cannot use the {gpu}; install the CUDA build of Prefill "
                 "(the download with -cuda in its name, or the prefill-cuda package) to run models on it")
     return (f"this llama.cpp build cannot use the {gpu}; `make run CUDA=1` builds llama.cpp with CUDA "
-            "for it (once, about 35 min; see the README)")
+            "for it (once, about 35 min; see docs/gpu.md)")
 
 
 def cuda_driver_version() -> int | None:
