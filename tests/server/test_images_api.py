@@ -146,7 +146,7 @@ def test_remote_images_when_allowed_are_fetched_and_checked() -> None:
         for path in ("/ok.png", "/moved"):
             got = anyio.run(attach_images, msgs, [ImageRef(0, 1, base + path)], True, True, True)
             assert got[0].images[0].width == 12
-        for path, words in (("/missing.png", "HTTP 404"), ("/text", "not an image")):
+        for path, words in (("/missing.png", "could not be fetched"), ("/text", "not an image")):
             with pytest.raises(ApiError, match=words):
                 anyio.run(attach_images, msgs, [ImageRef(0, 1, base + path)], True, True, True)
     finally:

@@ -35,7 +35,7 @@ from prefill.server.browser_guard import LOOPBACK_NAMES, BrowserGuard
 from prefill.server.cost_bounds import PromptBounds, body_limit
 from prefill.server.errors import ApiError, bad_request, server_error, too_large, unauthorized
 from prefill.server.generate import WRITE_DEADLINE_S, EventSourceResponse, EventStream, full_reply, stream_reply, submit
-from prefill.server.images import IMAGE_BODY_BYTES, attach_images
+from prefill.server.images import IMAGE_BODY_BYTES, ImageDecoder, attach_images
 from prefill.server.loop_waker import LoopWaker
 from prefill.server.parse import GenerationRequest, parse_chat, parse_completion, parse_json
 from prefill.server.shapes import Reply, model_list
@@ -59,6 +59,7 @@ class ServeState:
     write_deadline_s: float = WRITE_DEADLINE_S  # a stream's client that takes nothing this long is dropped
     created: int = field(default_factory=lambda: int(time.time()))
     bounds: PromptBounds = field(init=False)
+    images: ImageDecoder = field(default_factory=ImageDecoder, init=False, repr=False)  # decodes, off the builds
     _waker: LoopWaker | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -124,7 +125,7 @@ async def _chat(state: ServeState, request: Request) -> Response:
     req = parse_chat(parse_json(await read_body(request, state.max_body)), state.model_id)
     if req.images:  # read and checked before anything is rendered; refused first when they cannot be
         messages = await attach_images(req.messages, req.images, state.scheduler.projector is not None,
-                                       state.allow_remote_images, gate=state.bounds.builds())
+                                       state.allow_remote_images, decoder=state.images, receive=request.receive)
         req = replace(req, messages=messages)
     return await _generate(state, request, req)
 
