@@ -1,7 +1,8 @@
 """Cost before work: what a request may cost the server, checked before it is paid.
 
 A prompt longer than a slot is refused in any case; these bounds refuse it before the
-expensive steps, not after them. The body is read up to a size that follows the context;
+expensive steps, not after them. The body is read up to a size that follows the context, and
+must arrive at a minimum rate;
 the messages are counted against the context before the template renders them; the prompt
 text is measured before it is tokenized; and only a few prompts are built at once, so a
 flood of large requests cannot take the GIL from the decoding thread.
@@ -22,6 +23,15 @@ from prefill.server.errors import ApiError, context_exceeded
 BODY_BYTES_PER_TOKEN = 32  # JSON escapes included: a token's text is rarely more than a dozen bytes
 BODY_SLACK_BYTES = 64 * 1024  # the request's other fields
 PROMPT_BUILDS = 2  # prompts rendered and tokenized at once; the rest wait their turn
+# A body must keep arriving, or its connection is closed (connections.py): t seconds after its
+# headers, at least BODY_MIN_BYTES_S * (t - BODY_GRACE_S) bytes of it. So a body of n bytes has
+# BODY_GRACE_S + n / BODY_MIN_BYTES_S to arrive: 9 s for the largest a 2,048-token slot reads
+# (body_limit, 128 KiB), and 1,024 s more for the 32 MiB a model that reads images adds. The grace
+# covers a client that waits for its "100 Continue" and TCP's slow start; 32 KiB/s (256 kbit/s) is
+# below any link a person sends prompts over, and makes each second a connection is held cost its
+# client 32 KiB sent.
+BODY_GRACE_S = 5.0
+BODY_MIN_BYTES_S = 32 * 1024
 
 
 def body_limit(n_ctx_seq: int) -> int:
