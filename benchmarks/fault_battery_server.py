@@ -9,12 +9,15 @@ peak memory above idle while it refuses oversized prompts (goal < +50 MB).
 from __future__ import annotations
 
 import argparse
+import base64
+import io
 import json
 import os
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -179,6 +182,136 @@ def memory_while_refusing(server: Server) -> dict[str, float]:
             "statuses": sorted(set(statuses))}
 
 
+def scan_bomb_jpeg(side: int = 6000, repeats: int = 2000) -> bytes:
+    """A progressive JPEG whose last scan is repeated: libjpeg runs every scan over the whole picture."""
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (side, side), (120, 60, 200)).save(out, "JPEG", progressive=True, quality=80)
+    data = out.getvalue()
+    last, end = data.rindex(b"\xff\xda"), data.rindex(b"\xff\xd9")
+    return data[:end] + data[last:end] * repeats + data[end:]
+
+
+def jpeg_scan_bomb() -> dict[str, object]:
+    """Two requests, each a 36 MP progressive JPEG of 2,000 scans, to a server with a (tiny) projector,
+    while a text-only client asks for an answer: seconds to each refusal, the text answer's seconds,
+    and the server's peak memory above idle."""
+    from prefill.bench.tiny_vision import write_tiny_vision
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model, _mmproj = write_tiny_vision(Path(tmp))
+        server = Server(model, "--parallel", "2", "--ctx", "1024")
+        try:
+            url = "data:image/jpeg;base64," + base64.b64encode(scan_bomb_jpeg()).decode()
+            bomb = json.dumps({"model": server.model_id, "max_tokens": 2, "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": url}}]}]}).encode()
+            idle = peak = server.rss_mb()
+            statuses: list[int] = []
+            seconds: list[float] = []
+
+            def one() -> None:
+                t0 = time.perf_counter()
+                statuses.append(post(server, bomb))
+                seconds.append(round(time.perf_counter() - t0, 2))
+
+            bombs = [threading.Thread(target=one) for _ in range(2)]
+            for t in bombs:
+                t.start()
+            time.sleep(0.3)  # both bombs are in
+            t0 = time.perf_counter()
+            text = post(server, json.dumps(server.chat(max_tokens=2)).encode())
+            text_s = round(time.perf_counter() - t0, 2)
+            while any(t.is_alive() for t in bombs):
+                peak = max(peak, server.rss_mb())
+                time.sleep(0.01)
+        finally:
+            server.stop()
+    return {"bomb_statuses": sorted(set(statuses)), "bomb_seconds": sorted(seconds), "text_status": text,
+            "text_seconds": text_s, "above_idle_mb": round(peak - idle, 1)}
+
+
+def trickle_fetches(n: int = 20, every_s: float = 0.5) -> dict[str, object]:
+    """A remote image whose body comes a byte every `every_s` seconds: one fetch whose client waits (the
+    seconds until it is cut), and `n` whose clients leave at once (the seconds until the trickler saw
+    every connection closed, and this process's memory above idle). Run in this process against a
+    trickler on loopback, which a served prefill refuses to fetch from (as it should)."""
+    import anyio
+
+    from prefill.engine.message import Message
+    from prefill.server.errors import ApiError
+    from prefill.server.images import ImageRef, attach_images
+
+    listener = socket.create_server(("127.0.0.1", 0), backlog=n + 4)
+    closed: list[float] = []
+
+    def trickle(conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 100000\r\n\r\n")
+            for _ in range(100_000):
+                time.sleep(every_s)
+                try:
+                    conn.sendall(b"\x89")
+                except OSError:
+                    closed.append(time.perf_counter())
+                    return
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=trickle, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    ref = ImageRef(0, 1, f"http://127.0.0.1:{listener.getsockname()[1]}/slow.png")
+    msgs = [Message("user", "look")]
+
+    async def fetch(leave_after_s: float | None) -> str:
+        async def receive() -> dict[str, object]:
+            await anyio.sleep(leave_after_s if leave_after_s is not None else 3600)
+            return {"type": "http.disconnect"}
+        try:
+            await attach_images(msgs, [ref], True, True, True, receive=receive)
+        except ApiError as e:
+            return f"{e.status} {e.message[:60]}"
+        return "fetched"
+
+    async def many() -> list[str]:
+        got: list[str] = []
+
+        async def one() -> None:
+            got.append(await fetch(0.05))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(n):
+                tg.start_soon(one)
+        return got
+
+    def rss_mb() -> float:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    t0 = time.perf_counter()
+    alone = anyio.run(fetch, None)
+    alone_s = round(time.perf_counter() - t0, 2)
+    idle = rss_mb()
+    closed.clear()
+    t0 = time.perf_counter()
+    left = anyio.run(many)
+    deadline = time.perf_counter() + 120
+    while len(closed) < n and time.perf_counter() < deadline:
+        time.sleep(every_s / 5)
+    listener.close()
+    return {"waiting_client": alone, "waiting_client_seconds": alone_s, "left_clients": sorted(set(left)),
+            "all_closed_after_s": round(max(closed) - t0, 2) if len(closed) >= n else None,
+            "above_idle_mb": round(rss_mb() - idle, 1)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=bundled_model_path())
@@ -221,6 +354,9 @@ def main() -> int:
                           "live_tok_s_attacked": [round(r, 1) for r in attacked],
                           "ratio": round(ratio, 3), "goal": 0.8}), flush=True)
         print(json.dumps({"memory_refusing_8mib_prompts": memory_while_refusing(server), "goal_mb": 50}), flush=True)
+        for name, images_attack in (("jpeg_scan_bomb", jpeg_scan_bomb), ("trickle_fetch", trickle_fetches)):
+            if name not in args.skip:
+                print(json.dumps({"attack": name, "saw": images_attack()}), flush=True)
     finally:
         err = server.stop()
     tracebacks = err.count("Traceback")
