@@ -30,10 +30,12 @@ dimension MARKER), and the one layer adds two things:
 from __future__ import annotations
 
 import os
+import shutil
 import struct
 import subprocess
 import sys
 import tarfile
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -77,8 +79,10 @@ def vocab_dir() -> Path:
         if os.environ.get("CI"):
             pytest.fail(msg)
         pytest.skip(msg)
-    tmp = out.with_suffix(".part")
-    tmp.mkdir(parents=True, exist_ok=True)
+    # A folder of this run's own (with_suffix(".part") made llama-vocab-0.3.part of llama-vocab-0.3.36,
+    # shared by every version and every run at once), moved into place whole; a run that lost the race
+    # to another keeps the other's.
+    tmp = Path(tempfile.mkdtemp(prefix=f"{out.name}.", suffix=".part", dir=CACHE))
     with tarfile.open(archives[0]) as tar:
         for member in tar.getmembers():
             name = Path(member.name).name
@@ -86,7 +90,12 @@ def vocab_dir() -> Path:
                 src = tar.extractfile(member)
                 if src is not None:
                     (tmp / name).write_bytes(src.read())
-    tmp.rename(out)
+    try:
+        tmp.rename(out)
+    except OSError:  # another run put it there first
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not any(out.glob("ggml-vocab-*.gguf")):
+            raise
     return out
 
 
