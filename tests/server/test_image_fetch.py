@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime
+import functools
 import http.server
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -252,3 +256,53 @@ def test_decodes_past_the_queue_are_told_to_come_back(monkeypatch: pytest.Monkey
     anyio.run(run)
     decoder.close()
     assert door.started == [b"first", b"second"]
+
+
+def self_signed(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """A certificate for `name` (and its key), signed by itself (`cryptography` comes with mcp's PyJWT)."""
+    pytest.importorskip("cryptography")
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+def test_https_is_verified_against_the_name_while_connecting_to_the_pinned_address(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path, "pictures.test")
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(cert, key)
+    names: list[str | None] = []
+    served.sni_callback = lambda _sock, name, _ctx: names.append(name)  # type: ignore[assignment,misc,return-value]
+    seen: list[str] = []
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("Answer", (_Answer,), {"seen": seen}))
+    httpd.socket = served.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    trusted = ssl.create_default_context(cafile=str(cert))  # the test's certificate, and only it, is trusted
+    monkeypatch.setattr(images.httpx2, "AsyncClient", functools.partial(images.httpx2.AsyncClient, verify=trusted))
+    rebinding(monkeypatch, "pictures.test", "127.0.0.1", PUBLIC)
+    try:
+        got = fetch(f"https://pictures.test:{httpd.server_address[1]}/ok.png", allow_private=True)
+        assert got[0].images[0].width == 12 and seen == ["/ok.png"] and names == ["pictures.test"]
+        rebinding(monkeypatch, "elsewhere.test", "127.0.0.1", PUBLIC)  # the same address, another name
+        with pytest.raises(ApiError, match="could not be fetched"):
+            fetch(f"https://elsewhere.test:{httpd.server_address[1]}/ok.png", allow_private=True)
+        assert seen == ["/ok.png"]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -26,10 +26,12 @@ import threading
 from collections.abc import Coroutine, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import anyio
+import anyio.to_thread
 import httpx2
 from starlette.types import Receive
 
@@ -256,7 +258,10 @@ async def _fetch(ref: ImageRef, allow_private: bool) -> bytes:
 
 async def _fetch_pinned(ref: ImageRef, allow_private: bool) -> bytes:
     url = ref.url
-    async with httpx2.AsyncClient(timeout=FETCH_DEADLINE_S, follow_redirects=False, trust_env=False) as client:
+    # Made off the event loop: loading the certificate store takes a CPU tenth of a second or more.
+    client = await anyio.to_thread.run_sync(
+        partial(httpx2.AsyncClient, timeout=FETCH_DEADLINE_S, follow_redirects=False, trust_env=False))
+    async with client:
         for _ in range(REMOTE_REDIRECTS + 1):
             parts = urlsplit(url)
             host = parts.hostname or ""
