@@ -120,8 +120,9 @@ class Trickle:
     """An HTTP server that sends its headers, then one byte every `every` seconds, and notes when its
     client hangs up."""
 
-    def __init__(self, total: int = 200, every: float = 0.05):
+    def __init__(self, total: int = 200, every: float = 0.05, declared: bool = True):
         self.total, self.every = total, every
+        self.length = b"Content-Length: %d" % total if declared else b"Connection: close"
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.sent = 0
@@ -140,11 +141,11 @@ class Trickle:
     def _one(self, conn: socket.socket) -> None:
         with conn:
             conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: %d\r\n\r\n" % self.total)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\n%s\r\n\r\n" % self.length)
             for _ in range(self.total):
                 time.sleep(self.every)  # the attacker's pace
                 try:
-                    conn.sendall(b"\x89")
+                    conn.sendall(b"\x89" * 1024 if not self.every else b"\x89")
                 except OSError:
                     self.hung_up.set()
                     return
@@ -169,6 +170,18 @@ def test_a_trickling_body_is_cut_at_the_deadline_of_the_whole_fetch(
         fetch(f"http://127.0.0.1:{trickle.port}/slow.png", allow_private=True)
     assert not trickle.finished.is_set() and trickle.sent < trickle.total
     assert trickle.hung_up.wait(10)  # the connection was closed, not left to run on
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_body_past_the_size_cap_is_cut_as_it_arrives(monkeypatch: pytest.MonkeyPatch, declared: bool) -> None:
+    monkeypatch.setattr(images, "MAX_BYTES", 64 * 1024)
+    flood = Trickle(total=100_000, every=0.0, declared=declared)  # 100 MiB as fast as it goes, or its length said
+    try:
+        with pytest.raises(ApiError, match="could not be fetched"):
+            fetch(f"http://127.0.0.1:{flood.port}/big.png", allow_private=True)
+        assert flood.hung_up.wait(10) and flood.sent < 1000
+    finally:
+        flood.close()
 
 
 def test_a_fetch_whose_client_left_stops_at_once(trickle: Trickle) -> None:

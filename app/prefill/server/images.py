@@ -282,6 +282,9 @@ async def _fetch_pinned(ref: ImageRef, allow_private: bool) -> bytes:
 
 
 async def _read_bounded(response: httpx2.Response, ref: ImageRef) -> bytes:
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BYTES:
+        raise _fetch_failed(ref)
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_raw():

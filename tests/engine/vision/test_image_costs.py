@@ -95,7 +95,7 @@ def test_a_small_webp_with_an_honest_header_passes() -> None:
     assert (part.width, part.height) == (30, 20)
 
 
-@pytest.mark.parametrize("fmt", ["WEBP", "PNG", "GIF", "BMP"])
+@pytest.mark.parametrize("fmt", ["WEBP", "PNG", "JPEG", "GIF", "BMP"])
 def test_every_format_is_refused_past_the_pixel_bound_before_decoding(
         monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
     monkeypatch.setattr(image_door, "MAX_PIXELS", 1000)
@@ -146,3 +146,12 @@ def test_a_history_import_refuses_a_scan_bomb_at_the_door() -> None:
     entry = {"mime": "image/jpeg", "width": 64, "height": 48, "data": base64.b64encode(bomb).decode()}
     with pytest.raises(BadImage, match=r"images\[.*\]: the image is a JPEG of more than 100 scans"):
         export_images({hashlib.sha256(bomb).hexdigest(): entry})
+
+
+def test_a_jpeg_of_countless_markers_is_refused_before_it_is_opened(opened: list[object]) -> None:
+    plain = progressive_jpeg()
+    for filler in (b"\xff\xfe\x00\x02", b"\xff"):  # empty comments; fill bytes before a marker
+        with pytest.raises(ImageRejected, match="JPEG of more than 2000 markers"):
+            check_image(plain[:2] + filler * 50_000 + plain[2:])
+    assert opened == []
+    assert check_image(plain[:2] + b"\xff\xfe\x00\x02" * 100 + plain[2:]).width == 64

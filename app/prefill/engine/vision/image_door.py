@@ -32,6 +32,7 @@ MAX_BYTES = 20 * 1024 * 1024  # an encoded image (OpenAI's own limit per image i
 MAX_PIXELS = 50_000_000  # declared: a 48 MP phone photo passes; a decode then holds at most ~400 MiB
 MAX_WEBP_PIXELS = 24_000_000  # libwebp and Pillow hold four copies of a WebP's canvas: ~16 bytes a pixel
 MAX_SCANS = 100  # in one JPEG: a progressive photo has about 10, and each costs a pass over every pixel
+MAX_MARKERS = 2000  # segments and fill bytes before and between a JPEG's scans (Pillow reads each in Python)
 DECODE_DEADLINE_S = 10.0  # one image's decode, checked between the blocks of the file Pillow reads
 MAX_SIDE = 2048  # larger images are scaled down to this many pixels on their long side
 READ_BLOCK = 16 * 1024  # the file is fed to the decoder in blocks this size (Pillow's default: 64 KiB)
@@ -95,32 +96,42 @@ def jpeg_scans(data: bytes, stop_after: int | None = None) -> int:
     """The scans (SOS segments) of a JPEG, counted from its markers without decoding anything;
     counting ends once past `stop_after`. What is not a JPEG's marker structure ends the count
     (Pillow then judges the file)."""
-    n, pos, end = 0, 2, len(data)
+    return _jpeg_counts(data, stop_after, None)[0]
+
+
+def _jpeg_counts(data: bytes, max_scans: int | None, max_steps: int | None) -> tuple[int, int]:
+    """Scans and marker steps (segments and fill bytes, Pillow walks each in Python) of a JPEG, the
+    walk ending once either is past its limit."""
+    scans = steps = 0
+    pos, end = 2, len(data)
     while pos + 4 <= end:
+        steps += 1
+        if max_steps is not None and steps > max_steps:
+            break
         if data[pos] != 0xFF:
-            return n
+            break
         marker = data[pos + 1]
         if marker == 0xFF:  # a fill byte before a marker
             pos += 1
             continue
         if marker == 0xD9:  # end of image
-            return n
+            break
         if 0xD0 <= marker <= 0xD8 or marker == 0x01:  # markers without a length
             pos += 2
             continue
         length = int.from_bytes(data[pos + 2:pos + 4], "big")
         if length < 2:
-            return n
+            break
         pos += 2 + length
         if marker == 0xDA:  # a scan: its entropy-coded data runs to the next marker but a restart
-            n += 1
-            if stop_after is not None and n > stop_after:
-                return n
+            scans += 1
+            if max_scans is not None and scans > max_scans:
+                break
             found = _ENTROPY_END.search(data, pos)
             if found is None:
-                return n
+                break
             pos = found.end() - 2
-    return n
+    return scans, steps
 
 
 def rgb_pixels(part: ImagePart) -> tuple[int, int, bytes]:
@@ -144,10 +155,16 @@ def _price(data: bytes) -> None:
     size = _webp_size(data)
     if size is not None and size[0] * size[1] > MAX_WEBP_PIXELS:
         raise ImageRejected(_bomb(*size, limit=MAX_WEBP_PIXELS, kind="WebP"))
-    if data[:2] == b"\xff\xd8" and jpeg_scans(data, MAX_SCANS) > MAX_SCANS:
+    if data[:2] != b"\xff\xd8":
+        return
+    scans, steps = _jpeg_counts(data, MAX_SCANS, MAX_MARKERS)
+    if scans > MAX_SCANS:
         raise ImageRejected(
             f"the image is a JPEG of more than {MAX_SCANS} scans, which would take minutes to decode: the "
             f"limit is {MAX_SCANS} (a progressive photo has about 10)")
+    if steps > MAX_MARKERS:
+        raise ImageRejected(f"the image is a JPEG of more than {MAX_MARKERS} markers: the limit is "
+                            f"{MAX_MARKERS} (a photo has a few dozen)")
 
 
 def _webp_size(data: bytes) -> tuple[int, int] | None:
