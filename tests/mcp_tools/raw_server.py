@@ -3,7 +3,8 @@
 "bad-result": a proper handshake (the 2025-11-25 one: `server/discover` is refused) and one usable
 tool, `bad`, whose answer is JSON-RPC but not a tool result, listed with three that cannot be used
 (a second `bad`, one without a name, one with a 70 KB schema). "chatter": writes lines that are not
-JSON-RPC to stdout and never answers anything.
+JSON-RPC to stdout and never answers anything. "noisy": a working server with one tool, `echo`,
+that writes NOISE_LINES lines that are not JSON-RPC (one with a terminal escape) before each answer.
 """
 
 from __future__ import annotations
@@ -40,6 +41,32 @@ def bad_result() -> None:
             reply(mid, error={"code": -32601, "message": "Method not found"})
 
 
+NOISE_LINES = 40
+
+
+def noise() -> None:
+    for i in range(NOISE_LINES):
+        print(f"\x1b[31mdebug: step {i} of the plan\x1b[0m" if i == 0 else f"debug: step {i}", flush=True)
+
+
+def noisy() -> None:
+    for line in sys.stdin:
+        msg = json.loads(line)
+        method, mid = msg.get("method"), msg.get("id")
+        if mid is None:
+            continue
+        noise()
+        if method == "initialize":
+            reply(mid, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "noisy", "version": "0"}})
+        elif method == "tools/list":
+            reply(mid, {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+        elif method == "tools/call":
+            reply(mid, {"content": [{"type": "text", "text": json.dumps(msg["params"].get("arguments"))}]})
+        else:
+            reply(mid, error={"code": -32601, "message": "Method not found"})
+
+
 def chatter() -> None:
     for i in range(3):
         print(f"hello, I am not MCP ({i})", flush=True)
@@ -47,4 +74,4 @@ def chatter() -> None:
 
 
 if __name__ == "__main__":
-    {"bad-result": bad_result, "chatter": chatter}[sys.argv[1]]()
+    {"bad-result": bad_result, "chatter": chatter, "noisy": noisy}[sys.argv[1]]()

@@ -1,8 +1,8 @@
 """An MCP server over stdio, written with the SDK, for the client's tests: run it as a script.
 
-Tools: add, echo, huge (10 MB of text), slow (sleeps), freeze (blocks the whole server), fail
-(raises), crash (the process exits mid-call). A server written with the SDK cannot send garbage
-(it moves its wire off fd 1): raw_server.py does that.
+Tools: add, echo, huge (10 MB of text, or as many characters as asked), slow (sleeps), freeze
+(blocks the whole server), fail (raises), crash (the process exits mid-call). A server written
+with the SDK cannot send garbage (it moves its wire off fd 1): raw_server.py does that.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ def echo(text: str) -> str:
 
 
 @server.tool()
-def huge() -> str:
-    """Answer ten million characters."""
-    return "0123456789" * (HUGE_CHARS // 10)
+def huge(chars: int = HUGE_CHARS) -> str:
+    """Answer ten million characters (or `chars`)."""
+    return "0123456789" * (chars // 10)
 
 
 @server.tool()

@@ -183,7 +183,7 @@ def test_always_allow_is_remembered_by_the_approvals_owner(caller: ChatEngine) -
 
     approvals = ToolApprovals()
     first = last(list(run_tool_loop(caller.stream, ASK, sunny, always, max_rounds=3, approvals=approvals)))
-    assert len(asked) == 1 and approvals.names() == {"weather"}
+    assert len(asked) == 1 and approvals.keys() == {"weather"}
     assert [c.text for c in first.calls if not c.not_run] == ["Sunny in Oslo, 21 °C."] * 3
     second = last(list(run_tool_loop(caller.stream, ASK, sunny, always, max_rounds=1, approvals=approvals)))
     assert len(asked) == 1 and not second.calls[0].not_run  # a later turn of the same owner: not asked again
@@ -224,6 +224,8 @@ def test_stop_during_a_slow_tool_ends_the_turn_promptly(caller: ChatEngine) -> N
 
 CALL_A = ToolCall("call_a", "weather", '{"city": "Oslo"}')
 CALL_B = ToolCall("call_b", "clock", "{}")
+CLOCK = Tool("clock", "The time.", json.dumps({"type": "object"}))
+ASK_BOTH = ChatRequest(ASK.messages, ASK.sampling, tools=(WEATHER, CLOCK))
 
 
 class Script:
@@ -269,7 +271,7 @@ def test_a_malformed_call_runs_nothing_and_its_text_stands() -> None:
 def test_two_calls_in_one_answer_run_in_order_then_the_model_answers() -> None:
     script = Script(Finished("tool_calls", "Let me look.", tool_calls=(CALL_A, CALL_B)),
                     Finished("stop", "Sunny at noon."))
-    end = last(list(run_tool_loop(script, ASK, lambda c, _: Result(f"{c.name} ok"), allow)))
+    end = last(list(run_tool_loop(script, ASK_BOTH, lambda c, _: Result(f"{c.name} ok"), allow)))
     assert end.reason == "done" and end.finished.text == "Sunny at noon." and end.rounds == 2
     assert [m.role for m in script.requests[1].messages] == ["user", "assistant", "tool", "tool"]
     assert script.requests[1].messages[1] == Message("assistant", "Let me look.", tool_calls=(CALL_A, CALL_B))

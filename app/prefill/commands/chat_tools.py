@@ -29,6 +29,7 @@ from prefill.engine.request import ChatRequest, Tool
 from prefill.mcp_tools.config_file import read_config
 from prefill.mcp_tools.errors import McpConfigError
 from prefill.mcp_tools.hub import McpHub
+from prefill.mcp_tools.hub_runner import HubRunner
 from prefill.mcp_tools.results import ToolResult
 from prefill.mcp_tools.state import ServerState, ServerStatus
 from prefill.session.tool_loop import (
@@ -140,7 +141,7 @@ class TerminalTools:
 
     def loop(self, stream: Streamer, request: ChatRequest, cancel: threading.Event | None) -> Iterator[LoopEvent]:
         """One turn through the tool loop, the tools offered, each call asked about (unless --yes)."""
-        return run_tool_loop(stream, replace(request, tools=self.tools), self.run_tool,
+        return run_tool_loop(stream, replace(request, tools=self.tools), HubRunner(lambda: self.hub),
                              functools.partial(self.approve, cancel=cancel), self.max_rounds, cancel, self.approvals)
 
     def run_tool(self, call: ToolCall, cancel: threading.Event | None = None) -> ToolResult:

@@ -28,7 +28,6 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.client import Client, Transport
 from mcp.client._transport import ReadStream, TransportStreams
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
@@ -37,9 +36,11 @@ from pydantic import ValidationError
 import prefill
 from prefill.mcp_tools import wording
 from prefill.mcp_tools.config import HttpServer, McpServer, StdioServer
+from prefill.mcp_tools.oversized import cut_size
 from prefill.mcp_tools.results import result_text
 from prefill.mcp_tools.state import McpTool, ServerState, ServerStatus
 from prefill.mcp_tools.stderr_tail import StderrTail
+from prefill.mcp_tools.stdio_transport import stdio_transport
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,8 @@ class ServerConnection:
                 self._set(ServerStatus.FAILED, reason=self._failure)
             elif self.state.status in (ServerStatus.STARTING, ServerStatus.READY):
                 self._set(ServerStatus.STOPPED)
+            if self._noise_count > 1 and self.state.status is not ServerStatus.FAILED:  # a failure's reason says it
+                log.warning("%s", wording.noise_total(self.server.name, self._noise_count))
             self.finished.set()
 
     def request_stop(self) -> None:
@@ -131,13 +134,26 @@ class ServerConnection:
 
     # ---- calls (each its own task on the loop)
 
-    async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> tuple[str, bool]:
-        """Call `tool`; the answer's text (whole: the caller cuts it) and whether it is an error.
+    async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> tuple[str, bool, int]:
+        """Call `tool`; the answer's text (the caller cuts it to its budget), whether it is an error,
+        and, when the transport already cut it (a message too long to read whole), that message's
+        size in bytes (else 0).
 
         A call that runs past `timeout_s` is abandoned (the server is told); if the server then does
         not answer a quick check either, it is marked failed and stopped. Cancelling the task
         abandons the call the same way.
         """
+        text, is_error = await self._call(tool, arguments, timeout_s)
+        if isinstance(text, types.CallToolResult):
+            cut = cut_size(text.meta)
+            if cut is not None:
+                return result_text(text), cut[1], cut[0]
+            return result_text(text), bool(text.is_error), 0
+        return text, is_error, 0
+
+    async def _call(self, tool: str, arguments: dict[str, Any],
+                    timeout_s: float) -> tuple[types.CallToolResult | str, bool]:
+        """The call's result, or why there is none (worded, and an error)."""
         client = self._client
         name = self.server.name
         if client is None or self.state.status is not ServerStatus.READY:
@@ -165,7 +181,7 @@ class ServerConnection:
             ):
                 self._lose(wording.unreachable(self.server, exc))
             return wording.call_failed(self.server, tool, exc), True
-        return result_text(result), bool(result.is_error)
+        return result, bool(result.is_error)
 
     # ---- inside
 
@@ -173,13 +189,7 @@ class ServerConnection:
         transport: Transport
         if isinstance(self.server, StdioServer):
             self._stderr = StderrTail(self.server.name)
-            params = StdioServerParameters(
-                command=self.server.command,
-                args=list(self.server.args),
-                env=dict(self.server.env) or None,
-                cwd=self.server.cwd or None,
-            )
-            transport = stdio_client(params, errlog=self._stderr.writer)
+            transport = stdio_transport(self.server, self._stderr.writer)
         else:
             http = httpx2.AsyncClient(headers=dict(self.server.headers), timeout=HTTP_TIMEOUT,
                                       event_hooks={"response": [self._on_http_response]})
@@ -209,6 +219,8 @@ class ServerConnection:
                     if isinstance(item, Exception):  # a line that is not JSON-RPC: noted, not fatal
                         self._noise_count += 1
                         self._noise_last = wording.noise_sample(item)
+                        if self._noise_count == 1:  # once: the rest are counted, and the count told at the end
+                            log.warning("%s", wording.noise_seen(self.server.name, self._noise_last))
                         continue
                     await send.send(item)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):

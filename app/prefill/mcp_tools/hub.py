@@ -6,12 +6,17 @@ loop for it. One daemon thread runs one asyncio loop; each server is one task th
 
 - `start` waits for the connection, the handshake and the tool list up to the start timeout;
   a command that is missing, exits or hangs gives a failed state with its reason.
-- `call` waits up to its timeout (plus a few seconds for the server to show it still answers);
-  setting `cancel` ends the wait within `POLL_S` and tells the server to stop.
+- `call` (and `run_keyed`) waits up to its timeout (plus a few seconds for the server to show it
+  still answers); setting `cancel` ends the wait within `POLL_S` and tells the server to stop.
 - `stop` and `close` wait for the sessions to end, which for a stdio server means its process
   is gone (the SDK closes its stdin, then sends SIGTERM, then SIGKILL, each after a bounded wait).
 
 Failures come back as values, already worded: a failed `ServerState`, an `is_error` `ToolResult`.
+
+A tool's model-facing name, once given, stays its own for the hub's life: a server that stops
+keeps its names, so another server's tool never takes one over. What the tool loop approves and
+runs is a `ToolKey` (the server's entry and the tool), looked up once from the name
+(`tool_key`); `run_keyed` runs that tool or refuses, never whatever the name means by then.
 """
 
 from __future__ import annotations
@@ -30,9 +35,10 @@ from prefill.engine.message import ToolCall
 from prefill.mcp_tools import wording
 from prefill.mcp_tools.config import McpServer
 from prefill.mcp_tools.connection import PROBE_TIMEOUT_S, ServerConnection
-from prefill.mcp_tools.names import model_names
+from prefill.mcp_tools.names import model_name
 from prefill.mcp_tools.results import DEFAULT_BUDGET_BYTES, ToolResult, cut_to_budget
-from prefill.mcp_tools.state import McpTool, ServerState, ServerStatus
+from prefill.mcp_tools.sdk_logs import quiet_sdk_logs
+from prefill.mcp_tools.state import McpTool, ServerState, ServerStatus, ToolKey
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +67,11 @@ class McpHub:
         self._conns: dict[str, ServerConnection] = {}
         self._states: dict[str, ServerState] = {}  # by name, in the order first started: names follow it
         self._by_model_name: dict[str, McpTool] = {}
+        self._keys: dict[str, ToolKey] = {}  # by model-facing name, for the tools of ready servers
+        self._names: dict[tuple[str, str], str] = {}  # (server, tool) -> the name it was given, for good
+        self._taken: set[str] = set()  # every name given, lower-cased
         self._closed = False
+        quiet_sdk_logs()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-hub", daemon=True)
         self._thread.start()
@@ -144,8 +154,14 @@ class McpHub:
         with self._lock:
             return self._by_model_name.get(model_name)
 
+    def tool_key(self, model_name: str) -> ToolKey | None:
+        """Which tool `model_name` names now: its server's entry and its own name (None if no ready server
+        offers it). A name never comes to name another server's tool."""
+        with self._lock:
+            return self._keys.get(model_name)
+
     def call(self, server: str, tool: str, arguments: Mapping[str, Any], timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
-             cancel: threading.Event | None = None) -> ToolResult:
+             cancel: threading.Event | None = None, entry: McpServer | None = None) -> ToolResult:
         """Call `tool` on `server` and wait for its answer, cut to the result budget.
 
         Args:
@@ -155,6 +171,8 @@ class McpHub:
             timeout_s: How long the tool may take; past it the call is abandoned (the server is
                 told), and if the server then does not answer a quick check it is marked failed.
             cancel: Set it to stop waiting (within `POLL_S`); the server is told to stop the call.
+            entry: Run it only if the server running as `server` was started from this entry (the
+                one a `ToolKey` names): else it is refused, not run.
 
         Returns:
             The answer, or a worded error (`is_error`, and `stopped` when `cancel` ended it). Never raises.
@@ -172,6 +190,8 @@ class McpHub:
         if conn is None or state is None:
             status = state.status.value if state else ""
             return failed(wording.not_running(server, status, state.reason if state else ""))
+        if entry is not None and conn.server != entry:
+            return failed(wording.entry_changed(server, tool))
         try:
             args = _json_object(arguments)
         except ValueError as exc:
@@ -185,34 +205,43 @@ class McpHub:
         if outcome == "late":
             return failed(wording.call_timed_out(server, tool, timeout_s, server_lost=False))
         try:
-            text, is_error = future.result()
+            text, is_error, answered = future.result()
         except concurrent.futures.CancelledError:  # the hub closed under it
             return failed(wording.call_during_stop(server, tool))
         except Exception as exc:  # a bug below; worded rather than raised into a worker thread
             log.exception("mcp: call %s/%s", server, tool)
             return failed(wording.call_failed(conn.server, tool, exc))
-        text, cut = cut_to_budget(text, self.result_budget_bytes)
+        text, cut = cut_to_budget(text, self.result_budget_bytes, answered)
         return ToolResult(text, is_error, time.monotonic() - began, cut_bytes=cut)
 
     def call_model_tool(self, model_name: str, arguments: Mapping[str, Any],
                         timeout_s: float = DEFAULT_CALL_TIMEOUT_S, cancel: threading.Event | None = None) -> ToolResult:
         """`call` for the tool a model named (its model-facing name)."""
-        tool = self.find_tool(model_name)
-        if tool is None:
+        key = self.tool_key(model_name)
+        if key is None:
             return ToolResult(f"There is no tool named '{model_name}'. Use one of the tools offered.", True, 0.0)
-        return self.call(tool.server, tool.name, arguments, timeout_s, cancel)
+        return self.call(key.server.name, key.tool, arguments, timeout_s, cancel, entry=key.server)
 
     def run_call(self, call: ToolCall, cancel: threading.Event | None = None,
                  timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> ToolResult:
         """A call as the model wrote it (arguments as JSON text): arguments that are not a JSON object
         come back as a worded error result, like every other fault."""
+        key = self.tool_key(call.name)
+        if key is None:
+            return ToolResult(f"There is no tool named '{call.name}'. Use one of the tools offered.", True, 0.0)
+        return self.run_keyed(key, call, cancel, timeout_s)
+
+    def run_keyed(self, key: ToolKey, call: ToolCall, cancel: threading.Event | None = None,
+                  timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> ToolResult:
+        """`call` (as the model wrote it) run as the tool `key` names, whatever `call.name` names by now:
+        refused if that server is no longer the one running under its name."""
         try:
             arguments = json.loads(call.arguments)
         except ValueError:
             return ToolResult(wording.bad_arguments(call.name, "they are not JSON"), True, 0.0)
         if not isinstance(arguments, dict):
             return ToolResult(wording.bad_arguments(call.name, "they are not an object"), True, 0.0)
-        return self.call_model_tool(call.name, arguments, timeout_s, cancel)
+        return self.call(key.server.name, key.tool, arguments, timeout_s, cancel, entry=key.server)
 
     # ---- closing
 
@@ -249,14 +278,21 @@ class McpHub:
             self._rename()
 
     def _rename(self) -> None:
-        """Give every ready server's tools their model-facing names (under the lock)."""
-        ready = [s for s in self._states.values() if s.status is ServerStatus.READY]
-        pairs = [(t.server, t.name) for s in ready for t in s.tools]
-        names = iter(model_names(pairs))
+        """Give every ready server's tools their model-facing names (under the lock): the name a
+        (server, tool) got first, or a new one no other tool ever had."""
         self._by_model_name = {}
-        for s in ready:
-            tools = tuple(replace(t, model_name=next(names)) for t in s.tools)
-            self._states[s.name] = replace(s, tools=tools)
+        self._keys = {}
+        for s in [s for s in self._states.values() if s.status is ServerStatus.READY]:
+            conn = self._conns.get(s.name)
+            tools = []
+            for t in s.tools:
+                name = self._names.get((s.name, t.name))
+                if name is None:
+                    name = self._names[(s.name, t.name)] = model_name(s.name, t.name, self._taken)
+                tools.append(replace(t, model_name=name))
+                if conn is not None:
+                    self._keys[name] = ToolKey(conn.server, t.name)
+            self._states[s.name] = replace(s, tools=tuple(tools))
             self._by_model_name.update((t.model_name, t) for t in tools)
 
 

@@ -45,19 +45,27 @@ def result_text(result: types.CallToolResult) -> str:
     return "\n\n".join(parts)
 
 
-def cut_to_budget(text: str, budget_bytes: int) -> tuple[str, int]:
+def cut_to_budget(text: str, budget_bytes: int, answered_bytes: int = 0) -> tuple[str, int]:
     """`text` cut to at most `budget_bytes` of UTF-8, with a note saying how much was left out.
+
+    Args:
+        text: The answer's text.
+        budget_bytes: What a result may use.
+        answered_bytes: The size of the answer `text` was already taken from, when the transport
+            cut it (a message too long to read whole); 0 when `text` is the whole answer.
 
     Returns:
         The text to hand on, and how many bytes were cut (0 when it fitted).
     """
     raw = text.encode("utf-8", "surrogatepass")
-    if len(raw) <= budget_bytes:
+    whole = max(len(raw), answered_bytes)
+    if whole <= budget_bytes:
         return text, 0
     kept = raw[:budget_bytes].decode("utf-8", "ignore")  # a character cut in two is dropped whole
-    cut = len(raw) - len(kept.encode("utf-8", "surrogatepass"))
+    cut = whole - len(kept.encode("utf-8", "surrogatepass"))
+    answered = f"a message of {format_bytes(whole)}" if answered_bytes else f"{format_bytes(whole)} of text"
     note = (
-        f"\n\n[Prefill cut this result: the tool answered {format_bytes(len(raw))} of text, more than the "
+        f"\n\n[Prefill cut this result: the tool answered {answered}, more than the "
         f"{format_bytes(budget_bytes)} a tool result may use; the last {format_bytes(cut)} were left out. "
         "Ask the tool for less (a narrower query, a page, a range) if the rest matters.]"
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from prefill.mcp_tools.config import McpServer
+
 
 class ServerStatus(str, Enum):
     """Where one MCP server is in its life."""
@@ -13,6 +15,22 @@ class ServerStatus(str, Enum):
     STARTING = "starting"
     READY = "ready"
     FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class ToolKey:
+    """Which tool a call is for, whatever name the model was shown: the server's entry in mcp.json
+    (its name and everything that starts or reaches it: command, arguments, folder, environment, or
+    URL and headers) and the tool's own name there. "Always allow" is said to a key, so it follows
+    the tool, never a name; an entry edited in mcp.json is another server.
+
+    Attributes:
+        server: The entry, as the hub started it.
+        tool: The tool's name on that server.
+    """
+
+    server: McpServer
+    tool: str
 
 
 @dataclass(frozen=True)

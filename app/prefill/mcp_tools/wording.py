@@ -85,6 +85,12 @@ def unknown_tool(name: str, tool: str) -> str:
     return f"MCP server '{name}' has no tool '{tool}'. Use one of the tools it lists."
 
 
+def entry_changed(name: str, tool: str) -> str:
+    """A call for a tool of a server that has since been replaced by another entry of the same name."""
+    return (f"Not run: MCP server '{name}' was changed in mcp.json (or started again from another entry) after "
+            f"the model was offered '{tool}'; ask again, and the tool will be offered as it is now.")
+
+
 def bad_arguments(tool: str, why: str) -> str:
     return f"The arguments for '{tool}' were not sent: {why}. Give them as a JSON object."
 
@@ -131,13 +137,26 @@ def hub_closed() -> str:
 
 
 def noise_sample(exc: BaseException) -> str:
-    """The line a server wrote that was not an MCP message, short, from the transport's parse error."""
+    """The line a server wrote that was not an MCP message, short and printable, from the transport's
+    parse error (control and format characters written as escapes, so a terminal shows, not obeys, them)."""
     text = ""
     if isinstance(exc, ValidationError) and exc.errors():
         value = exc.errors()[0].get("input")
         text = value if isinstance(value, str) else repr(value)
     text = " ".join((text or str(exc)).split())
-    return text if len(text) <= 120 else text[:119] + "…"
+    text = text if len(text) <= 120 else text[:119] + "…"
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def noise_seen(name: str, sample: str) -> str:
+    """Logged once per connection, at the first line on stdout that is not MCP (`sample` from `noise_sample`)."""
+    return (f"MCP server '{name}' wrote a line to its output that is not an MCP message: “{sample}”. Prefill "
+            "skips such lines (an MCP server must write only MCP messages to stdout); further ones are counted.")
+
+
+def noise_total(name: str, count: int) -> str:
+    """Logged when a connection that skipped more than one such line ends."""
+    return f"MCP server '{name}' wrote {count} lines to its output that are not MCP messages; Prefill skipped them."
 
 
 def _cause(server: McpServer, exc: BaseException, http_status: int) -> str:

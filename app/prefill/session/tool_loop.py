@@ -8,9 +8,16 @@ run, and its result appended as a `tool` message after an assistant message carr
 calls. The next round then streams the grown conversation, whose prompt only grows, so the
 backend reuses the previous round's KV cache as its prefix.
 
-Every call the model wrote gets a result, run or not (denied, stopped, past the round limit),
-so the conversation stays well-formed for any template or remote API (OpenAI's refuses an
-assistant call without its tool message).
+Every call the model wrote gets a result, run or not (denied, stopped, past the round limit,
+a tool the request did not offer), so the conversation stays well-formed for any template or
+remote API (OpenAI's refuses an assistant call without its tool message).
+
+A call is for the tool of that name among the request's `tools`; a name the request did not offer
+is refused, never run. "Always allow" is kept by the tool's key: with a runner that knows its
+tools by more than their names (`KeyedRunner`, such as the MCP hub's), the key is looked up once
+per call (for MCP: the server's entry in mcp.json and the tool's own name), the call is approved
+as that tool and run as that tool, so an approval never passes to another tool that comes to
+carry the name; with a plain runner the key is the name.
 
 The loop stops when the model answers without calls, after `max_rounds` rounds of calls (their
 next calls are not run; a worded note says so), when the results outgrow the context (a note
@@ -27,10 +34,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Hashable, Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from prefill.engine.chat_backend import Event
 from prefill.engine.errors import ContextOverflow
@@ -64,28 +71,44 @@ ToolRunner = Callable[[ToolCall, threading.Event | None], ToolOutcome]
 Approver = Callable[[ToolCall], Decision]
 
 
+@runtime_checkable
+class KeyedRunner(Protocol):
+    """A runner that knows which tool a name stands for (the MCP hub's `HubRunner` does)."""
+
+    def __call__(self, call: ToolCall, cancel: threading.Event | None) -> ToolOutcome: ...
+
+    def tool_key(self, name: str) -> Hashable | None:
+        """Which tool `name` stands for now (None: none); approvals are kept by it."""
+        ...
+
+    def run_keyed(self, key: Hashable, call: ToolCall, cancel: threading.Event | None) -> ToolOutcome:
+        """Run `call` as the tool `key` names (refused, as a result, if that tool is gone)."""
+        ...
+
+
 class ToolApprovals:
-    """The tools the person said to always allow. Kept by the loop's owner (the terminal's chat, the
-    window's session) across turns, so "always" outlives one turn; thread-safe."""
+    """The tools the person said to always allow, by key (see `KeyedRunner`; the name for a plain
+    runner). Kept by the loop's owner (the terminal's chat, the window's session) across turns, so
+    "always" outlives one turn; thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._always: set[str] = set()
+        self._always: set[Hashable] = set()
 
-    def always(self, tool: str) -> bool:
+    def always(self, key: Hashable) -> bool:
         with self._lock:
-            return tool in self._always
+            return key in self._always
 
-    def allow_always(self, tool: str) -> None:
+    def allow_always(self, key: Hashable) -> None:
         with self._lock:
-            self._always.add(tool)
+            self._always.add(key)
 
     def forget(self) -> None:
         """Ask again for every tool (a new chat, or the tool list changed)."""
         with self._lock:
             self._always.clear()
 
-    def names(self) -> frozenset[str]:
+    def keys(self) -> frozenset[Hashable]:
         with self._lock:
             return frozenset(self._always)
 
@@ -123,7 +146,8 @@ class ToolCallDone:
         elapsed_s: Time in the tool (0 when it did not run).
         denied: The person said no.
         stopped: Stop was pressed while it ran (the tool was told; its text says so).
-        not_run: It never ran: Stop, the round limit, or an answer that did not end for its calls.
+        not_run: It never ran: Stop, the round limit, an answer that did not end for its calls, or a
+            tool the request did not offer (or no longer running).
         approval_s: Time waiting on the person (0 for a tool always allowed).
         round: The round whose answer made the call.
     """
@@ -220,6 +244,10 @@ def not_run_text(why: str) -> str:
     return f"Not run: {why}."
 
 
+def not_offered_text(call: ToolCall) -> str:
+    return f"Not run: '{call.name}' is not one of the tools offered here. Use one of the tools offered."
+
+
 def rounds_note(max_rounds: int) -> str:
     rounds = "round" if max_rounds == 1 else "rounds"
     return f"stopped after {max_rounds} tool {rounds}: the model asked for more calls, which were not run"
@@ -244,13 +272,14 @@ def run_tool_loop(
         stream: What answers a request (`ChatSession.stream`, a backend's `stream`).
         request: The turn: its messages end with the user's; its `tools` are offered every round.
         run_tool: Runs one call; it should hand back an error result rather than raise, and end
-            soon once `cancel` is set (the hub's `call_model_tool` does both).
+            soon once `cancel` is set (the hub's `HubRunner` does both, and is a `KeyedRunner`).
         approve: Asked once per call not always allowed; blocks until the person says (a window
             answers DENY when Stop is pressed meanwhile).
         max_rounds: Rounds of calls to run; the calls of the round after the last are not run.
         cancel: Stop: the stream ends after its current token, a running tool is told, and calls
             not yet run are not.
         approvals: The tools always allowed, kept by the caller across turns (a new set if None).
+            Only the tools in `request.tools` run; a call to any other is refused as its result.
 
     Yields:
         RoundStarted, then the backend's events as they come (PrefillDone, Token…, ToolCalled,
@@ -262,6 +291,7 @@ def run_tool_loop(
         round: in a later one the turn ends with what it has, "context_full").
     """
     approvals = approvals if approvals is not None else ToolApprovals()
+    offered = frozenset(t.name for t in request.tools)
     messages = list(request.messages)
     calls: list[ToolCallDone] = []
     timings: list[RoundTiming] = []
@@ -318,7 +348,7 @@ def run_tool_loop(
             if why_not:
                 done = ToolCallDone(call, not_run_text(why_not), True, 0.0, not_run=True, round=n)
             else:
-                done = yield from _one_call(call, n, run_tool, approve, approvals, cancel)
+                done = yield from _one_call(call, n, run_tool, approve, approvals, cancel, offered)
                 if done.stopped or (done.not_run and cancel is not None and cancel.is_set()):
                     stop, why_not = "cancelled", _NOT_RUN["cancelled"]
             tools_s += done.elapsed_s
@@ -340,18 +370,25 @@ def run_tool_loop(
 
 def _one_call(
     call: ToolCall, n: int, run_tool: ToolRunner, approve: Approver, approvals: ToolApprovals,
-    cancel: threading.Event | None,
+    cancel: threading.Event | None, offered: frozenset[str],
 ) -> Generator[LoopEvent, None, ToolCallDone]:
     """Approve and run one call; yields ToolCallStarted when it runs; returns its ToolCallDone."""
+    if call.name not in offered:
+        return ToolCallDone(call, not_offered_text(call), True, 0.0, not_run=True, round=n)
+    keyed = run_tool if isinstance(run_tool, KeyedRunner) else None
+    key = keyed.tool_key(call.name) if keyed is not None else call.name
+    if key is None:  # offered, but its server has stopped since
+        return ToolCallDone(call, not_run_text(f"'{call.name}' is no longer running"), True, 0.0, not_run=True,
+                            round=n)
     approval_s = 0.0
-    if approvals.always(call.name):
+    if approvals.always(key):
         decision = Decision.ALLOW_ONCE
     else:
         asked = time.perf_counter()
         decision = approve(call)
         approval_s = time.perf_counter() - asked
         if decision is Decision.ALWAYS_ALLOW:
-            approvals.allow_always(call.name)
+            approvals.allow_always(key)
     if cancel is not None and cancel.is_set():  # Stop while the person was asked
         return ToolCallDone(call, not_run_text(_NOT_RUN["cancelled"]), True, 0.0, not_run=True,
                             approval_s=approval_s, round=n)
@@ -359,7 +396,7 @@ def _one_call(
         return ToolCallDone(call, denied_text(call), True, 0.0, denied=True, approval_s=approval_s, round=n)
     yield ToolCallStarted(call, n)
     t0 = time.perf_counter()
-    result = run_tool(call, cancel)
+    result = keyed.run_keyed(key, call, cancel) if keyed is not None else run_tool(call, cancel)
     elapsed = time.perf_counter() - t0
     stopped = cancel is not None and cancel.is_set()  # the tool was told; what it gave stands
     return ToolCallDone(call, result.text, result.is_error, elapsed, stopped=stopped,

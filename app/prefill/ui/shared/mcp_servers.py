@@ -2,9 +2,10 @@
 
 The hub (and the MCP SDK it imports) is made at the first start, on a pool thread. Reading
 mcp.json, starting a server, saving the list and closing the hub are pool jobs whose results come
-back by signal; the engine thread calls `run_tool` during a turn (the hub is thread-safe). The GUI
-thread keeps what it was told: the config, each server's last state, and the tools, and decides
-which tools are offered (`off`: the model-facing names the person turned off).
+back by signal; the engine thread calls `run_tool` (a `HubRunner`, which runs a call as the tool
+its name stood for) during a turn (the hub is thread-safe). The GUI thread keeps what it was told:
+the config, each server's last state, and the tools, and decides which tools are offered (`off`:
+the model-facing names the person turned off).
 """
 
 from __future__ import annotations
@@ -16,15 +17,14 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
-from prefill.engine.message import ToolCall
 from prefill.engine.request import Tool
 from prefill.mcp_tools.config import McpConfig, McpServer
+from prefill.mcp_tools.hub_runner import HubRunner
 from prefill.mcp_tools.state import McpTool, ServerState, ServerStatus
 from prefill.ui.shared.pool_jobs import PoolJobs
 
 if TYPE_CHECKING:
     from prefill.mcp_tools.hub import McpHub
-    from prefill.mcp_tools.results import ToolResult
 
 CLOSE_WAIT_MS = 10_000  # the hub's own close waits about 8 s at most for the slowest server
 
@@ -52,6 +52,9 @@ class McpServers(QObject):
         self.tools: tuple[McpTool, ...] = ()
         self.off: set[str] = set(off)
         self._serial = 0  # the newest start_all: results of an older one are dropped
+        # Runs a model's call on the engine thread, as the tool (server entry and tool) its name stood
+        # for when the loop looked it up, so "always allow" stays with that tool; faults come back worded.
+        self.run_tool = HubRunner(self.hub)
 
     # --- on any thread ---------------------------------------------------------------------
     def hub(self) -> McpHub:
@@ -62,10 +65,6 @@ class McpServers(QObject):
 
                 self._hub = McpHub()
             return self._hub
-
-    def run_tool(self, call: ToolCall, cancel: threading.Event | None = None) -> ToolResult:
-        """Run a model's call (on the engine thread); every fault comes back as a worded result."""
-        return self.hub().run_call(call, cancel)
 
     # --- from the GUI thread ---------------------------------------------------------------------
     def offered(self) -> tuple[Tool, ...]:
