@@ -42,6 +42,7 @@ from prefill.engine.drafts.batch_drift import TieMargin
 from prefill.engine.drafts.draft_length import DRAFT_MAX, PROBE_EVERY, DecodeCosts, share
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.llama.grammar_sampler import STEP_BUDGET_S
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
 from prefill.engine.vision.projector import Projector, is_image_token
 from prefill.engine.vision.prompt_images import run_end, run_start, text_before_image
@@ -360,8 +361,15 @@ class BatchScheduler:
         for j in ready:
             if j.draft:
                 self._take_draft(j, now)
-            else:
-                self._accept(j, sample_at(j.sampler, j.index), now)
+                continue
+            tok = sample_at(j.sampler, j.index)
+            grammar = j.answer.grammar
+            if grammar is not None and grammar.over_budget:  # that request ends, never the slots' loop
+                self._fail(j, f"its grammar took {grammar.step_s * 1000:.0f} ms to judge one token, more than the "
+                              f"{STEP_BUDGET_S * 1000:.0f} ms allowed: the JSON schema or tools are too costly to "
+                              "follow (a pattern that can read the same text many ways?)")
+                continue
+            self._accept(j, tok, now)
         self._rate.add(now, self._emitted - emitted)
         if self._source is not None and not chunks:  # a prompt's chunk is a larger kernel's work: not a step's price
             # The whole step, checking the drafts and handing out the tokens too: what the slots wait for.

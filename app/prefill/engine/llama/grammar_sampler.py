@@ -19,6 +19,7 @@ Python, and a token that would start the grammar wrongly is set aside and anothe
 from __future__ import annotations
 
 import ctypes
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,9 @@ _NEG_INF = float("-inf")
 _ITEM = ctypes.sizeof(llama_cpp.llama_token_data)
 _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
 _SET_ASIDE_TRIES = 8  # tokens set aside at one step before a lazy constraint is given up
+# One token's grammar step past this ends its request (the decode loops check `over_budget`): the
+# schema's price (engine/prompt/grammar_cost.py) keeps a step to a few ms; this is the backstop.
+STEP_BUDGET_S = 0.25
 _NAME = ctypes.create_string_buffer(b"prefill-grammar")
 _name_fn = ctypes.CFUNCTYPE(ctypes.c_void_p, llama_cpp.llama_sampler_p_ctypes)
 
@@ -68,6 +72,10 @@ class GrammarSampler:
     candidates first, widening until `keep` of them pass, rather than the whole vocabulary:
     the same pick, at a fraction of the cost.
 
+    `step_s` is what the last token's step took (its apply and accept: the chain, the grammar, any
+    resampling); `over_budget` says it took more than STEP_BUDGET_S. llama.cpp's grammar runs in C
+    and cannot be stopped midway, so the decode loop can only end the request after such a step.
+
     When the grammar allows nothing the chain could pick (its end reached while end-of-generation
     is banned) it is released: the rest is sampled by the chain alone, and `released` says so. A
     fault inside a callback (llama.cpp cannot take an exception) releases it too, kept in `fault`.
@@ -86,6 +94,8 @@ class GrammarSampler:
         self.fault: BaseException | None = None
         self.resampled = 0  # picks the grammar rejected: sampled again with the grammar first
         self.set_aside = 0  # picks that would have begun a lazy grammar with text it rejects
+        self.step_s = 0.0  # the last token's step, apply to accept
+        self._began = 0.0
         self._bytes: Mapping[int, int] = byte_tokens() if self.trigger else {}
         self._tail = b""  # the last bytes before the trigger could complete
         self._pieces: dict[int, bytes] = {}
@@ -118,6 +128,11 @@ class GrammarSampler:
         llama_cpp.llama_sampler_free(fed)
         return True
 
+    @property
+    def over_budget(self) -> bool:
+        """Whether the last token's step took more than STEP_BUDGET_S."""
+        return self.step_s > STEP_BUDGET_S
+
     def close(self) -> None:
         llama_cpp.llama_sampler_free(self.pointer)
         for s in (self.pre, self.post, self.grammar, self._switch):
@@ -127,6 +142,7 @@ class GrammarSampler:
 
     # --- the callbacks llama_sampler_sample makes ----------------------------------------
     def _on_apply(self, _smpl: Any, cur_p: Any) -> None:
+        self._began = time.perf_counter()
         try:
             self._choose(cur_p)
         except BaseException as e:  # noqa: BLE001 - nothing may cross back into C; kept in `fault`
@@ -142,6 +158,8 @@ class GrammarSampler:
             self._fail(e)
         llama_cpp.llama_sampler_accept(self.pre, token)
         llama_cpp.llama_sampler_accept(self.post, token)
+        if self._began:
+            self.step_s, self._began = time.perf_counter() - self._began, 0.0
 
     def _on_reset(self, _smpl: Any) -> None:
         llama_cpp.llama_sampler_reset(self.pre)

@@ -25,6 +25,7 @@ from typing import Any
 
 from prefill.engine.errors import GrammarError
 from prefill.engine.llama.grammar_sampler import Constraint
+from prefill.engine.prompt.grammar_cost import price_pattern
 from prefill.engine.request import ChatRequest, Tool
 
 __all__ = ["GENERIC_WRAP", "Constraint", "constraint_for", "json_object_grammar", "schema_grammar",
@@ -214,7 +215,7 @@ def _tag_refs(schema: Any, tag: str) -> Any:
 
     def target(ref: str) -> Any:
         node: Any = original
-        for part in ref[2:].split("/"):
+        for part in ref[2:].split("/") if ref != "#" else ():
             part = part.replace("~1", "/").replace("~0", "~")
             if isinstance(node, list) and part.isdigit() and int(part) < len(node):
                 node = node[int(part)]
@@ -230,9 +231,9 @@ def _tag_refs(schema: Any, tag: str) -> Any:
                 rename(item)
         elif isinstance(node, dict):
             ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/"):
+            if isinstance(ref, str) and (ref.startswith("#/") or ref == "#"):
                 if ref not in renamed:
-                    renamed[ref] = key = f"{tag}-{len(renamed)}-{ref.rsplit('/', 1)[-1]}"
+                    renamed[ref] = key = f"{tag}-{len(renamed)}-{ref.rsplit('/', 1)[-1] if ref != '#' else 'root'}"
                     defs[key] = target(ref)
                     queue.append(key)
                 node["$ref"] = f"#/$defs/{renamed[ref]}"
@@ -245,10 +246,41 @@ def _tag_refs(schema: Any, tag: str) -> Any:
             rename(defs[queue.pop()])
     except RecursionError as e:
         raise GrammarError("the schema nests too deeply to make a grammar") from e
+    for key in defs:
+        _check_cycle(defs, key, [key], {v: k for k, v in renamed.items()})
     if defs:
         existing = out.get("$defs")
         out["$defs"] = {**(existing if isinstance(existing, dict) else {}), **defs}
     return out
+
+
+# Where a schema's value begins with its own text: a reference reached without passing one of these
+# keys would be a rule that begins with itself (llama.cpp refuses left recursion)
+_INSIDE_A_VALUE = frozenset({"properties", "additionalProperties", "items", "prefixItems", "$defs", "definitions"})
+
+
+def _check_cycle(defs: dict[str, Any], key: str, path: list[str], original: dict[str, str]) -> None:
+    """GrammarError when `defs[key]` reaches a reference back along `path` before any object or array
+    opens: a value that would have to begin with itself. (A reference through a property or an item
+    is a recursive schema a grammar follows: a tree, a linked list.)"""
+    def direct(node: Any) -> list[str]:
+        if isinstance(node, list):
+            return [r for item in node for r in direct(item)]
+        if not isinstance(node, dict):
+            return []
+        ref = node.get("$ref")
+        found = [ref.rsplit("/", 1)[-1]] if isinstance(ref, str) and ref.startswith("#/$defs/") else []
+        return found + [r for k, v in node.items() if k not in _INSIDE_A_VALUE for r in direct(v)]
+
+    for nxt in direct(defs[key]):
+        if nxt not in defs:
+            continue
+        if nxt in path:
+            loop = " -> ".join(original.get(k, k) for k in [*path[path.index(nxt):], nxt])
+            raise GrammarError(f"the schema refers to itself ({loop}) before any object or array opens: "
+                               "a value that must begin with itself can never be written")
+        if len(path) < 64:
+            _check_cycle(defs, nxt, [*path, nxt], original)
 
 
 @functools.cache
@@ -301,6 +333,39 @@ def _converter_class() -> type[Any]:
         def _format_literal(self, literal: str) -> str:
             return _literal(literal) or '""'
 
+        def resolve_refs(self, schema: Any, url: str) -> Any:
+            """Every local reference made absolute and registered. (llama-cpp-python's own walk stops
+            at a node with a new reference, so the references inside a root `$ref`'s own `$defs`,
+            a recursive schema's, were left behind and reported as missing.)"""
+            refs: dict[str, Any] = self._refs
+
+            def walk(node: Any) -> None:
+                if isinstance(node, list):
+                    for item in node:
+                        walk(item)
+                    return
+                if not isinstance(node, dict):
+                    return
+                ref = node.get("$ref")
+                if isinstance(ref, str) and ref.startswith("#/"):
+                    full = node["$ref"] = f"{url}{ref}"
+                    if full not in refs:
+                        target: Any = schema
+                        for part in ref[2:].split("/"):
+                            if not isinstance(target, dict) or part not in target:
+                                raise GrammarError(f"the reference {ref!r} points at nothing")
+                            target = target[part]
+                        refs[full] = target
+                elif ref is not None and not (isinstance(ref, str) and ref.startswith(f"{url}#/")):
+                    raise GrammarError(f"the schema cannot be made into a grammar: its reference {str(ref)[:80]!r} "
+                                       "points outside it (only references inside the schema, #/..., are followed)")
+                for key, value in node.items():
+                    if key != "$ref":
+                        walk(value)
+
+            walk(schema)
+            return schema
+
     return Converter
 
 
@@ -347,11 +412,14 @@ def _repeat(item: str, low: int, high: int | None) -> str:
 
 
 def _check_pattern(pattern: str) -> None:
-    """The converter spells a regex's {m,n} out as nested groups: refuse counts that would not fit."""
+    """The converter spells a regex's {m,n} out as nested groups: refuse counts that would not fit,
+    then what llama.cpp would take too long to follow (grammar_cost.py prices it)."""
     for m in re.finditer(r"\{(\d+)(?:,(\d*))?\}", pattern):
-        if max(int(m.group(1)), int(m.group(2) or 0)) > _MAX_PATTERN_REPEAT:
+        if max(len(m.group(1)), len(m.group(2) or "")) > 6 or \
+                max(int(m.group(1)), int(m.group(2) or 0)) > _MAX_PATTERN_REPEAT:
             raise GrammarError(f"the pattern's repetition {m.group(0)} is more than the "
                                f"{_MAX_PATTERN_REPEAT} a grammar can hold")
+    price_pattern(pattern)
 
 
 _MAX_PATTERN_REPEAT = 100
