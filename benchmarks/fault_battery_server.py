@@ -149,6 +149,10 @@ def attacks(server: Server) -> dict[str, Callable[[], object]]:
             {"role": "user", "content": ""}] * (n_ctx + 1)}).encode()),
         "idle_connections_300": idle_connections,
         "queue_flood_40": flood,
+        # a 247-byte body whose pattern llama.cpp would take minutes a token to follow: refused at the door
+        "costly_pattern": lambda: post(server, json.dumps(server.chat(max_tokens=50, response_format={
+            "type": "json_schema", "json_schema": {"name": "a", "schema": {
+                "type": "string", "pattern": "^((a?){20}){20}$"}}})).encode()),
         "client_stops_reading": stops_reading,
     }
 
