@@ -15,7 +15,7 @@ from pathlib import Path
 from prefill.commands.errors import CliError
 from prefill.store import HistoryStore, StoreError
 from prefill.store.history_export import EXPORT_FORMATS, render, write_export
-from prefill.store.history_import import read_import_file
+from prefill.store.history_import import open_import_file
 
 GGUF_MAGIC = b"GGUF"
 
@@ -87,9 +87,9 @@ def run_export(args: argparse.Namespace) -> int:
 def run_import(args: argparse.Namespace) -> int:
     """Import a chat history export (Prefill's JSON or llama.cpp's web UI) into the history."""
     try:
-        checked = read_import_file(args.path.expanduser())
+        checked = open_import_file(args.path.expanduser())  # read chat by chat as the store writes
         with HistoryStore(getattr(args, "history", None)) as store:
-            result = store.import_conversations(list(checked.conversations))
+            result = store.import_conversations(checked)
     except StoreError as e:
         raise CliError(str(e)) from None
     except sqlite3.Error as e:  # the whole import was rolled back

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -408,19 +408,23 @@ class HistoryStore:
         with db.transaction(self._db) as conn:
             return read_archive(conn, conversation_ids, self.images.load_all)
 
-    def import_conversations(self, conversations: list[ArchivedConversation]) -> ImportResult:
+    def import_conversations(self, conversations: Iterable[ArchivedConversation]) -> ImportResult:
         """Add chats from an export in one transaction; one whose uid is here already is skipped.
 
         The records must come from ``history_import`` (the door that checks a file, each image
-        through the image door). Their images are written first; a failed import leaves them to the
-        next sweep.
+        through the image door). They may come one at a time (an ``ImportStream`` reads a file so):
+        each is written as it comes, its images first; a fault raised while they come rolls the
+        whole import back, and leaves the images written to the next sweep.
         """
+        with db.transaction(self._db) as conn:
+            return write_archive(conn, self._with_images(conversations))
+
+    def _with_images(self, conversations: Iterable[ArchivedConversation]) -> Iterator[ArchivedConversation]:
         for conv in conversations:
             for m in conv.messages:
                 for image in m.images:
                     self.images.put(image)
-        with db.transaction(self._db) as conn:
-            return write_archive(conn, conversations)
+            yield conv
 
     def search(self, query: str, limit: int = 50) -> list[SearchHit]:
         """Find chats by title and messages by text; every word must match.

@@ -1,10 +1,16 @@
 """The door for chat history files: Prefill's JSON export and llama.cpp's web UI export.
 
-Everything in a file is checked here, before anything is written: the size, that it is
-JSON, the shape and type of every field, text lengths, roles, times and duplicate ids.
-Every fault becomes one ``ImportRejected`` naming where it is. What passes comes out as
-``ArchivedConversation`` records that ``HistoryStore.import_conversations`` writes in one
-transaction.
+Everything in a file is checked here: the size, that it is JSON, the shape and type of every
+field, text lengths, roles, times and duplicate ids. Every fault becomes one ``ImportRejected``
+naming where it is. What passes comes out as ``ArchivedConversation`` records that
+``HistoryStore.import_conversations`` writes in one transaction.
+
+A file is read one chat at a time (``open_import_file``, an ``ImportStream``): opening it checks
+its size, that it is JSON, its format and header and its images; each chat is then decoded,
+checked and handed on as the store asks for it, so an import of a million messages holds the
+file's text and one chat, not every message as objects at once (737 MB before, issue 33). A fault
+found in a later chat raises then, inside the store's transaction, which leaves nothing behind.
+``read_import_file`` and ``parse_import`` read every chat at once, for a caller that wants them all.
 
 The llama.cpp web UI (``tools/server/webui``) exports ``{"conv": …, "messages": […]}`` or a
 list of them. Its messages form a tree (``parent``, ``children``; edits and regenerations
@@ -16,7 +22,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -42,6 +50,7 @@ from prefill.store.records import (
 )
 
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
+_CHUNK = 1024 * 1024  # bytes read at a time past a file's stated size
 MAX_CONVERSATIONS = 100_000
 MAX_MESSAGES = 100_000  # in one conversation
 MAX_TEXT_CHARS = 4_000_000  # one message's text or reasoning, a system prompt
@@ -72,51 +81,291 @@ class _Bad(Exception):
     """A fault found while reading; ``read_import`` words it as ImportRejected."""
 
 
+def open_import_file(path: Path, max_bytes: int = MAX_IMPORT_BYTES) -> ImportStream:
+    """Open a history file to import it chat by chat (see ``ImportStream``), writing nothing.
+
+    Raises:
+        ImportRejected: The file cannot be read, is too big, is not JSON, or does not hold
+            a Prefill or llama.cpp web UI export (its header, its images).
+    """
+    return ImportStream(_read(path, max_bytes), path)
+
+
 def read_import_file(path: Path, max_bytes: int = MAX_IMPORT_BYTES) -> ImportFile:
-    """Read and check a history file, writing nothing.
+    """Read and check a whole history file, writing nothing (every chat in memory at once).
 
     Raises:
         ImportRejected: The file cannot be read, is too big, is not JSON, or does not hold
             a valid Prefill or llama.cpp web UI export.
     """
+    return open_import_file(path, max_bytes).read_all()
+
+
+def parse_import(data: bytes, path: Path) -> ImportFile:
+    """Check the bytes of a history file (see ``read_import_file``); ``path`` names it in errors."""
+    return ImportStream(data, path).read_all()
+
+
+def _read(path: Path, max_bytes: int) -> bytes:
+    # Read what the file's size says, then the rest (if it grew, or is not a regular file) a chunk
+    # at a time: f.read(max_bytes + 1) would allocate the whole cap however small the file.
     try:
         with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
+            size = os.fstat(f.fileno()).st_size
+            parts = [f.read(min(size, max_bytes) + 1)] if size else []
+            total = sum(map(len, parts))
+            while total <= max_bytes and (chunk := f.read(min(_CHUNK, max_bytes + 1 - total))):
+                parts.append(chunk)
+                total += len(chunk)
+            data = parts[0] if len(parts) == 1 else b"".join(parts)
     except OSError as exc:
         raise ImportRejected(path, exc.strerror or str(exc)) from exc
     if len(data) > max_bytes:
         raise ImportRejected(
             path, f"it is larger than {format_bytes(max_bytes)}, the most an import takes"
         )
-    return parse_import(data, path)
+    return data
 
 
-def parse_import(data: bytes, path: Path) -> ImportFile:
-    """Check the bytes of a history file (see ``read_import_file``); ``path`` names it in errors."""
+class ImportStream:
+    """A history file's chats, checked and handed on one at a time: iterate it once.
+
+    Opening checks the file's form (UTF-8, JSON, a known format, its header and images); each chat
+    is decoded and checked as the iteration reaches it, and a fault raises ``ImportRejected`` then.
+    ``HistoryStore.import_conversations`` iterates it inside one transaction, so a fault anywhere
+    still leaves nothing imported. Memory: the file's text, one chat, and the ids seen.
+
+    Attributes:
+        path: The file.
+        source: "prefill" or "llama.cpp web UI".
+        left_out: Messages not taken so far (other branches of a web UI chat, tool calls).
+
+    Raises:
+        ImportRejected: On opening, as ``open_import_file`` says.
+    """
+
+    def __init__(self, data: bytes, path: Path) -> None:
+        self.path = path
+        try:
+            self._reader = _Reader(_decode(data))
+        except _Bad as exc:
+            raise ImportRejected(path, str(exc)) from None
+        self.source = self._reader.source
+
+    @property
+    def left_out(self) -> int:
+        return self._reader.left_out
+
+    def __iter__(self) -> Iterator[ArchivedConversation]:
+        try:
+            yield from self._reader.chats
+        except _Bad as exc:
+            raise ImportRejected(self.path, str(exc)) from None
+
+    def read_all(self) -> ImportFile:
+        """Every chat at once, checked."""
+        conversations = tuple(self)
+        return ImportFile(self.source, conversations, self.left_out)
+
+
+def _decode(data: bytes) -> str:
     try:
-        return _parse(data)
-    except _Bad as exc:
-        raise ImportRejected(path, str(exc)) from None
-
-
-def _parse(data: bytes) -> ImportFile:
-    try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise _Bad("it is not UTF-8 text (not a JSON export)") from None
-    try:
-        doc = json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        raise _Bad(f"it is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
-    except RecursionError:
-        raise _Bad("it is nested too deeply") from None
-    except ValueError:  # an integer of thousands of digits
-        raise _Bad("it holds a number too long to read") from None
-    if isinstance(doc, dict) and "format" in doc:
-        return _prefill(doc)
-    if isinstance(doc, list) or (isinstance(doc, dict) and "conv" in doc):
-        return _webui(doc if isinstance(doc, list) else [doc])
-    raise _Bad("it is neither a Prefill history export nor a llama.cpp web UI conversation export")
+
+
+def _not_json(exc: json.JSONDecodeError) -> _Bad:
+    return _Bad(f"it is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})")
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+class _Json:
+    """One JSON text read a value at a time; an array or an object can be walked member by member.
+
+    ``json``'s own decoder reads each value (``raw_decode``), so the text is checked as
+    ``json.loads`` checks it; only the walk between the members of an array or object is here.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.at = 0
+        self._decoder = json.JSONDecoder(parse_constant=_no_constant)
+
+    def peek(self) -> str:
+        """The next character that is not white space ("" at the end)."""
+        match = _SPACE.match(self.text, self.at)
+        self.at = match.end() if match else self.at
+        return self.text[self.at : self.at + 1]
+
+    def value(self) -> Any:
+        """Decode the next value whole."""
+        self.peek()
+        try:
+            value, self.at = self._decoder.raw_decode(self.text, self.at)
+        except json.JSONDecodeError as exc:
+            raise _not_json(exc) from None
+        except RecursionError:
+            raise _Bad("it is nested too deeply") from None
+        except ValueError:  # an integer of thousands of digits
+            raise _Bad("it holds a number too long to read") from None
+        return value
+
+    def items(self) -> Iterator[int]:
+        """Walk the array that comes next: yields each element's index; the caller reads the element."""
+        self.at += 1  # the "[" the caller peeked
+        if self.peek() == "]":
+            self.at += 1
+            return
+        n = 0
+        while True:
+            yield n
+            n += 1
+            if not self._next("]"):
+                return
+
+    def members(self) -> Iterator[str]:
+        """Walk the object that comes next: yields each key; the caller reads its value."""
+        self.at += 1  # the "{" the caller peeked
+        if self.peek() == "}":
+            self.at += 1
+            return
+        while True:
+            if self.peek() != '"':
+                self._error("Expecting property name enclosed in double quotes")
+            key = self.value()
+            if self.peek() != ":":
+                self._error("Expecting ':' delimiter")
+            self.at += 1
+            yield key
+            if not self._next("}"):
+                return
+
+    def end(self) -> None:
+        """Nothing but white space may follow the document."""
+        if self.peek():
+            self._error("Extra data")
+
+    def _next(self, close: str) -> bool:
+        """After a member: True at a comma (another follows), False at ``close``."""
+        c = self.peek()
+        self.at += 1
+        if c == ",":
+            return True
+        if c != close:
+            self.at -= 1
+            self._error("Expecting ',' delimiter")
+        return False
+
+    def _error(self, message: str) -> NoReturn:
+        raise _not_json(json.JSONDecodeError(message, self.text, self.at))
+
+
+class _Reader:
+    """Reads what a file holds: its format and header at once, its chats as ``chats`` is iterated."""
+
+    def __init__(self, text: str) -> None:
+        self.json = _Json(text)
+        self.left_out = 0
+        self.chats: Iterator[ArchivedConversation]
+        first = self.json.peek()
+        if first == "[":
+            self.source = WEBUI
+            self.chats = self._webui_chats()
+            return
+        if first == "{":
+            head, start = self._head()
+            if "format" in head:
+                self.source = "prefill"
+                self.chats = self._prefill(head, start)
+                return
+            if "conv" in head:
+                self.source = WEBUI
+                self.chats = self._webui_one(head)
+                return
+        else:
+            self.json.value()
+            self.json.end()
+        raise _Bad("it is neither a Prefill history export nor a llama.cpp web UI conversation export")
+
+    def _head(self) -> tuple[dict[str, Any], int | None]:
+        """The top-level object's members but ``conversations``, and where that list starts.
+
+        The list is walked here one chat at a time (checking its JSON, counting it), and read again
+        when the chats are asked for: the images an export lists after its chats must be checked
+        before the first message naming one is.
+        """
+        head: dict[str, Any] = {}
+        start = None
+        for key in self.json.members():
+            if key == "conversations" and self.json.peek() == "[":
+                start = self.json.at
+                head.pop(key, None)
+                for n in self.json.items():
+                    if n >= MAX_CONVERSATIONS:
+                        _fail("conversations", f"more than {MAX_CONVERSATIONS} entries")
+                    self.json.value()
+            else:
+                head[key] = self.json.value()
+                if key == "conversations":
+                    start = None
+        self.json.end()
+        return head, start
+
+    def _prefill(self, doc: dict[str, Any], start: int | None) -> Iterator[ArchivedConversation]:
+        if doc.get("format") != FORMAT_NAME:
+            _fail("format", f"expected {FORMAT_NAME!r}, found {doc.get('format')!r}")
+        version = doc.get("version")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            _fail("version", f"expected a whole number, found {version!r}")
+        if version > FORMAT_VERSION:
+            _fail("version", f"{version} was written by a newer Prefill; update Prefill")
+        if start is None:
+            _list(doc.get("conversations"), "conversations", MAX_CONVERSATIONS)  # not a list: words why
+        try:
+            images = export_images(doc.get("images"))  # each one through the image door
+        except BadImage as e:
+            raise _Bad(str(e)) from None
+        return self._prefill_chats(start, images)
+
+    def _prefill_chats(self, start: int | None, images: dict[str, ImagePart]) -> Iterator[ArchivedConversation]:
+        if start is None:
+            return
+        self.json.at = start
+        uids: set[str] = set()
+        for n in self.json.items():
+            where = f"conversations[{n}]"
+            conv = _prefill_conversation(_object(self.json.value(), where), where, images)
+            if conv.uid in uids:
+                _fail("conversations", f"conversation id {conv.uid!r} appears twice")
+            uids.add(conv.uid)
+            yield conv
+
+    def _webui_chats(self) -> Iterator[ArchivedConversation]:
+        uids: set[str] = set()
+        message_ids: set[str] = set()
+        for n in self.json.items():
+            if n >= MAX_CONVERSATIONS:
+                _fail("the file", f"more than {MAX_CONVERSATIONS} entries")
+            where = f"[{n}]"
+            conv, dropped, ids = _webui_conversation(_object(self.json.value(), where), where)
+            if conv.uid in uids:
+                _fail("the file", f"conversation id {conv.uid!r} appears twice")
+            uids.add(conv.uid)
+            for i in ids:
+                if i in message_ids:
+                    _fail("the file", f"message id {i!r} appears twice")
+                message_ids.add(i)
+            self.left_out += dropped
+            yield conv
+        self.json.end()
+
+    def _webui_one(self, doc: dict[str, Any]) -> Iterator[ArchivedConversation]:
+        conv, dropped, _ = _webui_conversation(doc, "[0]")
+        self.left_out += dropped
+        yield conv
 
 
 def _no_constant(name: str) -> NoReturn:
@@ -179,6 +428,8 @@ def _time(obj: Mapping[str, Any], key: str, where: str, per_second: float = 1.0)
 
 def _mapping(obj: Mapping[str, Any], key: str, where: str, limit: int = MAX_MAPPING_CHARS) -> dict[str, Any]:
     value = _object(obj.get(key, {}), f"{where}.{key}")
+    if not value:
+        return value  # most messages' figures and most chats' settings: nothing to check
     _plain_json(value, f"{where}.{key}")
     encoded = to_json(value)
     if len(encoded) > limit:
@@ -222,27 +473,6 @@ def _unique(ids: list[str], what: str, where: str) -> None:
 
 
 # --- Prefill's own export -----------------------------------------------------------------
-def _prefill(doc: dict[str, Any]) -> ImportFile:
-    if doc.get("format") != FORMAT_NAME:
-        _fail("format", f"expected {FORMAT_NAME!r}, found {doc.get('format')!r}")
-    version = doc.get("version")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        _fail("version", f"expected a whole number, found {version!r}")
-    if version > FORMAT_VERSION:
-        _fail("version", f"{version} was written by a newer Prefill; update Prefill")
-    items = _list(doc.get("conversations"), "conversations", MAX_CONVERSATIONS)
-    try:
-        images = export_images(doc.get("images"))  # each one through the image door
-    except BadImage as e:
-        raise _Bad(str(e)) from None
-    conversations = tuple(
-        _prefill_conversation(_object(item, f"conversations[{n}]"), f"conversations[{n}]", images)
-        for n, item in enumerate(items)
-    )
-    _unique([c.uid for c in conversations], "conversation", "conversations")
-    return ImportFile("prefill", conversations)
-
-
 def _prefill_conversation(obj: dict[str, Any], where: str, images: dict[str, ImagePart]) -> ArchivedConversation:
     uid = _text(obj, "id", where, MAX_LINE_CHARS)
     if not uid.strip():
@@ -326,23 +556,6 @@ class _Node:
     role: str
     message: ArchivedMessage
     model: str
-
-
-def _webui(items: list[Any]) -> ImportFile:
-    _list(items, "the file", MAX_CONVERSATIONS)
-    conversations: list[ArchivedConversation] = []
-    left_out = 0
-    all_message_ids: list[str] = []
-    for n, item in enumerate(items):
-        where = f"[{n}]"
-        obj = _object(item, where)
-        conv, dropped, ids = _webui_conversation(obj, where)
-        conversations.append(conv)
-        left_out += dropped
-        all_message_ids += ids
-    _unique([c.uid for c in conversations], "conversation", "the file")
-    _unique(all_message_ids, "message", "the file")
-    return ImportFile(WEBUI, tuple(conversations), left_out)
 
 
 def _webui_conversation(

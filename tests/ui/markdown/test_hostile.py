@@ -27,10 +27,10 @@ def test_400_nested_quotes_render_and_nest_at_most_max_depth(qapp) -> None:
     one_line = ">" * 400 + " deep"
     staircase = "\n".join(">" * k + f" level {k}" for k in range(1, 401))
     for text in (one_line, staircase):
-        html = render_markdown(text)  # RecursionError before
+        html = render_markdown(text, budget=None)  # RecursionError before
         assert _max_nesting(html, "blockquote") == MAX_DEPTH
     doc = QTextDocument()
-    doc.setHtml(render_markdown(staircase))
+    doc.setHtml(render_markdown(staircase, budget=None))
     lines = doc.toPlainText().split("\n")
     assert lines[0] == "level 1" and lines[-1] == "level 400"  # the deeper levels are shown, flat
 
@@ -45,7 +45,7 @@ def test_a_history_message_of_nested_quotes_is_shown(qtbot) -> None:
 
 def test_deep_lists_nest_at_most_max_depth(qapp) -> None:
     text = "\n".join("  " * k + f"- item {k}" for k in range(100))
-    html = render_markdown(text)
+    html = render_markdown(text, budget=None)
     assert _max_nesting(html, "ul") == MAX_DEPTH
     doc = QTextDocument()
     doc.setHtml(html)

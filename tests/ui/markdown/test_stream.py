@@ -50,15 +50,16 @@ def _structure(doc: QTextDocument) -> list[tuple[str, int, str | None]]:
     return out
 
 
-def _one_shot(text: str) -> QTextDocument:
+def _one_shot(text: str, budget: int | None = None) -> QTextDocument:
     doc = QTextDocument()
-    doc.setHtml(render_markdown(text))
+    doc.setHtml(render_markdown(text, budget=budget))
     return doc
 
 
-def _stream(text: str, chunk: int) -> tuple[QTextDocument, MarkdownStream]:
+def _stream(text: str, chunk: int, budget: int | None = None) -> tuple[QTextDocument, MarkdownStream]:
+    """Streamed in pieces of ``chunk``; unbounded unless ``budget`` (the folding is tested apart)."""
     doc = QTextDocument()
-    stream = MarkdownStream(doc)
+    stream = MarkdownStream(doc, budget=budget)
     for i in range(0, len(text), chunk):
         stream.append(text[i : i + chunk])
     stream.finish()

@@ -10,19 +10,31 @@ piece to the last segment or opens the next one, and each segment renders its ow
 source with a ``MarkdownStream``; a segment left behind is finished once, never touched again. The
 body places its segments itself rather than through a box layout, which would lay out every segment
 again whenever the last one grows: a segment's change of height moves only the segments below it.
+
+A long message is folded (``ui/markdown/fold.py``): the body cuts the source where its rich-text
+budget runs out, before routing, so however long a message grows (a 10,000-row table, a 4 MB
+line), its segments hold a bounded text; a bar below them says how much is folded, and its
+"Show all" asks for the whole text in a plain-text viewer (``full_text.py``). The source is kept
+whole: ``text`` (Copy, the editor, the store) gives every character. A text set at once (a stored
+message) is routed a slice at a time, one per turn of the event loop, as if it streamed fast: a
+long one never costs the GUI thread its whole render in one go.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QObject, QSizeF, Qt, QUrl, Signal
+from PySide6.QtCore import QObject, QSizeF, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QResizeEvent, QTextCursor
-from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QTextEdit, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QSizePolicy, QTextBrowser, QTextEdit, QToolButton, QWidget
 
+from prefill.ui.markdown.fold import Fold, fit, folded_words
 from prefill.ui.markdown.segments import Piece, SegmentRouter
 from prefill.ui.markdown.stream import MarkdownStream
 from prefill.ui.markdown.text_buffer import TextBuffer
+from prefill.ui.shared.plain_text import plain_label
+
+SLICE_COST = 4_000  # what a text set at once renders per turn of the event loop (``fold.cost``)
 
 # A thin bar that reads on both themes (grey over the message's own background).
 _BAR_STYLE = (
@@ -93,7 +105,7 @@ class Segment(SafeBrowser):
         if code:
             # The line stays whole; the bar under the block scrolls it, the pane keeps its width.
             self.setLineWrapMode(QTextEdit.LineWrapMode.NoWrap)
-        self.stream = MarkdownStream(self.document(), palette)
+        self.stream = MarkdownStream(self.document(), palette, budget=None)  # the body folds, not each segment
 
     def append(self, text: str) -> None:
         """Render more of its source (see ``MarkdownStream.append``), staying where it was scrolled to."""
@@ -118,17 +130,42 @@ class Segment(SafeBrowser):
             bar.setValue(at)
 
 
+class FoldBar(QWidget):
+    """Below a folded message: how much of it is not shown, and a "Show all" button."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setObjectName("message-fold")
+        self.label = plain_label()
+        self.label.setObjectName("message-fold-note")
+        self.button = QToolButton()
+        self.button.setObjectName("message-show-all")
+        self.button.setText("Show all")
+        self.button.setToolTip("Open the whole message as plain text")
+        self.button.setAccessibleName("Show the whole message as plain text")
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.label, 1)
+        lay.addWidget(self.button)
+
+    def set_folded(self, hidden: int, hidden_lines: int) -> None:
+        self.label.setText(f"… {folded_words(hidden, hidden_lines)} here.")
+
+
 class MessageBody(QWidget):
     """A message's markdown text, shown as segments stacked top to bottom.
 
     ``append`` on every flush, ``finish`` when the answer ends, ``set_text`` for a finished message.
     Segment 0 is prose and always there (hidden while empty when the text opens with a code block).
+    Past its rich-text budget the text is folded: ``fold_bar`` shows below the segments.
 
     Signals:
         link_clicked(QUrl, object): a link was clicked, and the ``Segment`` it was clicked in.
+        show_all(): the fold bar's "Show all" was clicked.
     """
 
     link_clicked = Signal(QUrl, object)
+    show_all = Signal()
 
     def __init__(self, palette: Any, name: str, focus_watcher: QObject | None = None) -> None:
         """
@@ -148,7 +185,15 @@ class MessageBody(QWidget):
         self._code_count = 0  # code segments made: a screen reader's "code block N"
         self._source = TextBuffer()
         self._router = SegmentRouter()
+        self._fold = Fold()
+        self.fold_bar: FoldBar | None = None  # made when the text first folds
         self._finished = False
+        # A text set at once: what is shown of it, how far it is routed, and whether to finish after.
+        self._pending, self._pending_at, self._finish_when_fed = "", 0, False
+        self._feeder = QTimer(self)
+        self._feeder.setSingleShot(True)
+        self._feeder.setInterval(0)
+        self._feeder.timeout.connect(self._feed_pending)
         self._add_segment(False)
 
     @property
@@ -161,6 +206,11 @@ class MessageBody(QWidget):
         """Whether rendering failed somewhere and that part is shown as plain text."""
         return any(s.stream.plain for s in self.segments)
 
+    @property
+    def folded(self) -> int:
+        """Characters of the text past the rich-text budget, not shown here (0: none)."""
+        return self._fold.hidden
+
     def code_segments(self) -> list[Segment]:
         """The segments that show a code block, in order."""
         return [s for s in self.segments if s.code]
@@ -169,24 +219,41 @@ class MessageBody(QWidget):
         """Add newly generated text: it goes to the last segment, or opens the next one."""
         if not text:
             return
+        self._feed_pending(all_of_it=True)  # a message continued right after it was set
         if self._finished:
             self._restart(self.text + text)  # a finished message continued: one full render
             return
         self._source.append(text)
-        self._apply(self._router.feed(text))
+        self._route(text)
 
     def finish(self) -> None:
-        """The text is complete: what was held back is routed, every segment rendered in full."""
+        """The text is complete: what was held back is routed, every segment rendered in full.
+
+        While a text set at once is still being rendered, it finishes when its last slice is in.
+        """
         if self._finished:
+            return
+        if self._pending:
+            self._finish_when_fed = True
             return
         self._apply(self._router.close())
         self.segments[-1].finish()
         self._finished = True
 
     def set_text(self, text: str) -> None:
-        """Replace the text with ``text``, rendered in full and finished."""
+        """Replace the text with ``text``, rendered and finished.
+
+        What is shown of it goes in SLICE_COST at a time (``fold.cost``): the first slice now, each
+        further one on its own turn of the event loop (``rendering`` until the last), so a long text
+        costs the GUI thread a slice at a time, as a streamed one does; a short one renders at once.
+        """
         self._restart(text)
         self.finish()
+
+    @property
+    def rendering(self) -> bool:
+        """Whether a text set at once still has slices to render (see ``set_text``)."""
+        return bool(self._pending)
 
     def _restart(self, text: str) -> None:
         for segment in self.segments[1:]:
@@ -199,9 +266,56 @@ class MessageBody(QWidget):
         first.show()
         self._place_from(0)
         self._source, self._router, self._finished = TextBuffer(), SegmentRouter(), False
+        self._fold = Fold()
+        self._pending, self._pending_at, self._finish_when_fed = "", 0, False
+        self._feeder.stop()
+        if self.fold_bar is not None and not self.fold_bar.isHidden():
+            self.fold_bar.hide()
+            self._place_from(len(self.segments))
         if text:
             self._source.append(text)
-            self._apply(self._router.feed(text))
+            self._pending = self._fold.feed(text)
+            if self._fold.folded:
+                self._show_fold()
+            self._feed_pending()
+
+    def _route(self, text: str) -> None:
+        """Route what the fold shows of ``text``; past the budget, only the fold bar's count changes."""
+        shown = self._fold.feed(text)
+        if shown:
+            self._apply(self._router.feed(shown))
+        if self._fold.folded:
+            self._show_fold()
+
+    def _feed_pending(self, all_of_it: bool = False) -> None:
+        """Route the next slice of a text set at once (or all that is left), then finish if asked."""
+        if not self._pending:
+            return
+        at = self._pending_at
+        rest = self._pending[at:]
+        n = len(rest) if all_of_it else max(1, fit(rest[: SLICE_COST], SLICE_COST))
+        self._apply(self._router.feed(rest[:n]))
+        self._pending_at = at + n
+        if self._pending_at < len(self._pending):
+            self._feeder.start()
+            return
+        self._feeder.stop()
+        self._pending, self._pending_at = "", 0
+        if self._finish_when_fed:
+            self._finish_when_fed = False
+            self.finish()
+
+    def _show_fold(self) -> None:
+        bar = self.fold_bar
+        if bar is None:
+            bar = self.fold_bar = FoldBar(self)
+            bar.button.clicked.connect(self.show_all)
+            if self._watcher is not None:
+                bar.button.installEventFilter(self._watcher)
+        bar.set_folded(self._fold.hidden, self._fold.hidden_lines)
+        if bar.isHidden():
+            bar.show()
+            self._place_from(len(self.segments))
 
     def _apply(self, pieces: list[Piece]) -> None:
         for piece in pieces:
@@ -253,6 +367,11 @@ class MessageBody(QWidget):
         for segment in self.segments[first:]:
             segment.setGeometry(0, y, width, segment.height())
             y += 0 if segment.isHidden() else segment.height()
+        bar = self.fold_bar
+        if bar is not None and not bar.isHidden():
+            height = bar.sizeHint().height()
+            bar.setGeometry(0, y, width, height)
+            y += height
         if self.height() != y or self.minimumHeight() != y:
             self.setFixedHeight(y)
 

@@ -4,7 +4,9 @@ The actions (Copy, Edit, Regenerate, Branch, Delete) show while the pointer is o
 keyboard is in it; otherwise they are transparent, not hidden, so Tab still stops on them (and shows
 them). What a reader must act on stays in view: Retry on an unanswered question, an answer's ‹ 2 / 3 ›.
 The text is a stack of segments (``message_segments``): prose wraps to the pane, and each fenced code
-block scrolls sideways on its own, so a long code line is neither cut off nor widens the chat.
+block scrolls sideways on its own, so a long code line is neither cut off nor widens the chat. A text
+too long to show as rich text is folded; its "Show all" opens the whole of it as plain text
+(``full_text.FullTextViewer``). Copy always copies the whole text.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from prefill.engine.message import ImagePart
 from prefill.ui.chat.finish_words import finish_words
+from prefill.ui.chat.full_text import FullTextViewer
 from prefill.ui.chat.image_strip import ImageStrip, ImageThumbs
 from prefill.ui.chat.inline_editor import InlineEditor
 from prefill.ui.chat.message_segments import MessageBody, SafeBrowser, Segment
@@ -80,6 +83,8 @@ class MessageWidget(QFrame):
         # The text: prose and code blocks, each block scrolling sideways on its own.
         self.body = MessageBody(code_palette, f"{ROLE_TITLES.get(role, role)}: message", self)
         self.body.link_clicked.connect(self._on_body_link_clicked)
+        self.body.show_all.connect(self.show_all)
+        self.viewer: FullTextViewer | None = None  # the whole text, while its viewer is open
         self.title = plain_label(ROLE_TITLES.get(role, role))
         self.title.setObjectName("message-title")
         self.figures = plain_label()
@@ -289,6 +294,21 @@ class MessageWidget(QFrame):
         line = figures_line(figures, reason)
         self.figures.setText(line)
         self.figures.setVisible(bool(line))
+
+    def show_all(self) -> FullTextViewer:
+        """Open the whole text (as it is now) in a plain-text viewer: a folded message's Show all."""
+        title = f"{ROLE_TITLES.get(self.role, self.role)}: the whole message"
+        if self.viewer is not None:
+            self.viewer.close()  # a streaming answer's Show all again: the text as it is now
+        viewer = FullTextViewer(self.text(), title, self.window())
+        viewer.finished.connect(lambda _=0, v=viewer: self._forget_viewer(v))
+        viewer.show()
+        self.viewer = viewer
+        return viewer
+
+    def _forget_viewer(self, viewer: FullTextViewer) -> None:
+        if self.viewer is viewer:
+            self.viewer = None
 
     def copy_text(self) -> None:
         QGuiApplication.clipboard().setText(self.text())

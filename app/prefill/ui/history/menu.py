@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QToolButton, QWidget
 
 from prefill.store import ArchivedConversation, ImportResult, StoreError
 from prefill.store.history_export import ExportFormat, write_export
-from prefill.store.history_import import ImportFile, read_import_file
+from prefill.store.history_import import ImportStream, open_import_file
 from prefill.ui.shared.store_worker import StoreProxy, Stores
 
 _NAMES: dict[ExportFormat, str] = {"md": "Markdown", "json": "JSON"}
@@ -27,9 +27,9 @@ def _export(stores: Stores, ids: list[int] | None, fmt: ExportFormat, path: Path
     return len(conversations)
 
 
-def _import(stores: Stores, path: Path) -> tuple[ImportFile, ImportResult]:
-    checked = read_import_file(path)
-    return checked, stores.history.import_conversations(list(checked.conversations))
+def _import(stores: Stores, path: Path) -> tuple[ImportStream, ImportResult]:
+    checked = open_import_file(path)  # read chat by chat as the store writes
+    return checked, stores.history.import_conversations(checked)
 
 
 def _count(n: int, noun: str) -> str:
@@ -107,7 +107,7 @@ class HistoryMenu(QObject):
     def import_from(self, path: Path) -> None:
         """Check and import a file on the store thread; say what came in, or why nothing did."""
 
-        def done(outcome: tuple[ImportFile, ImportResult]) -> None:
+        def done(outcome: tuple[ImportStream, ImportResult]) -> None:
             checked, result = outcome
             text = f"Imported {_count(result.imported, 'chat')} from {path.name}."
             if result.skipped:

@@ -33,6 +33,7 @@ _AUTO_RE = re.compile(r"<(?P<url>(?:https?|mailto):[^<>\s]+)>")
 _BARE_RE = re.compile(r"https?://[^\s<>\"]*[^\s<>\"().,;:!?'*_\]]")
 _DELIM_RE = re.compile(r"\*+|_+|~+")
 _PLACEHOLDER_RE = re.compile("\x00(\\d+)\x00")
+_MARKUP_RE = re.compile(r"[\\`*_~\[<\x00]|https?://")  # what can start markup: text without any is only escaped
 
 
 def is_safe_url(url: str) -> bool:
@@ -199,6 +200,8 @@ class InlineRenderer:
 
     def render(self, text: str, links: bool = True) -> str:
         """Inline markdown of one paragraph as HTML; newlines become breaks."""
+        if _MARKUP_RE.search(text) is None:  # most table cells, many lines: nothing to parse
+            return html.escape(text, quote=False).replace("\n", "<br/>")
         text = text.replace("\x00", "\ufffd")
         pieces: list[str] = []
 

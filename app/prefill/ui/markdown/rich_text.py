@@ -17,7 +17,9 @@ The source is hostile input too: rendering takes time linear in it (inline marku
 ``inline.py``; no block pattern backtracks over a line), quotes and lists
 nest at most MAX_DEPTH levels (deeper ones render flat at the last level), tables
 have at most MAX_TABLE_COLUMNS columns, and a source the renderer fails on anyway
-is shown as plain text (:func:`plain_html`).
+is shown as plain text (:func:`plain_html`). What Qt makes of the HTML costs in proportion
+to it too, so :func:`render_markdown` renders at most ``fold.SHOWN_COST`` of a source and
+says how much more there is (:func:`folded_note`).
 """
 
 from __future__ import annotations
@@ -33,12 +35,13 @@ from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from prefill.ui.markdown.fold import SHOWN_COST, Fold, folded_words
 from prefill.ui.markdown.inline import SAFE_SCHEMES, InlineRenderer, is_safe_url
 from prefill.ui.shared.code_palette import DARK_CODE, LIGHT_CODE, CodePalette
 
 __all__ = [
     "DARK_CODE", "LIGHT_CODE", "MAX_DEPTH", "SAFE_SCHEMES", "BlockRenderer", "BlockSplitter",
-    "CodePalette", "closes_fence", "code_blocks", "highlight_code", "is_safe_url", "opening_fence",
+    "CodePalette", "closes_fence", "code_blocks", "folded_note", "highlight_code", "is_safe_url", "opening_fence",
     "plain_html", "render_markdown", "split_blocks", "warm_up",
 ]
 
@@ -361,17 +364,27 @@ def plain_html(text: str) -> str:
     return f'<p style="white-space:pre-wrap">{html.escape(text, quote=False)}</p>'
 
 
-def render_markdown(text: str, palette: CodePalette | None = None) -> str:
+def folded_note(fold: Fold) -> str:
+    """The paragraph that ends a folded text ("… 1,254,321 more characters … not shown."), or ""."""
+    if not fold.folded:
+        return ""
+    return f"<p><i>… {folded_words(fold.hidden, fold.hidden_lines)}.</i></p>"
+
+
+def render_markdown(text: str, palette: CodePalette | None = None, budget: int | None = SHOWN_COST) -> str:
     """Markdown source as HTML for ``QTextDocument.setHtml``; see the module docstring.
 
-    A source the renderer fails on is shown as plain text (and the failure logged).
+    Past ``budget`` (see ``fold.py``; None: no limit) the source is left out and a last paragraph
+    says how much. A source the renderer fails on is shown as plain text (and the failure logged).
     """
+    fold = Fold(budget)
+    shown = fold.feed(text)
     renderer = BlockRenderer(palette)
     try:
-        return "".join(map(renderer.render, split_blocks(text)))
+        return "".join(map(renderer.render, split_blocks(shown))) + folded_note(fold)
     except Exception:  # noqa: BLE001 - a renderer bug must not hide the answer; logged
         _log.exception("markdown rendering failed; showing the message as plain text")
-        return plain_html(text)
+        return plain_html(shown) + folded_note(fold)
 
 
 def code_blocks(text: str) -> list[str]:

@@ -22,6 +22,12 @@ display lines of at most SOFT_BREAK characters; the finished block is rendered w
 
 Should the renderer fail on a block anyway, the whole answer is shown as plain text
 from then on (and the failure logged): a message is never lost to a renderer bug.
+
+However long the answer grows, the document holds a bounded part of it: the source passes a
+:class:`~prefill.ui.markdown.fold.Fold` first, and what is past its budget is kept in ``text``
+but not shown (a finished answer ends with a line saying how much, as ``render_markdown``
+does). A message's segments share one budget: its body folds and their streams take no
+budget of their own (``ui/chat/message_segments.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ import logging
 
 from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument
 
-from prefill.ui.markdown.rich_text import LIGHT_CODE, BlockRenderer, BlockSplitter, CodePalette
+from prefill.ui.markdown.fold import SHOWN_COST, Fold
+from prefill.ui.markdown.rich_text import LIGHT_CODE, BlockRenderer, BlockSplitter, CodePalette, folded_note
 from prefill.ui.markdown.text_buffer import TextBuffer
 
 SOFT_BREAK = 600  # characters of tail shown in one Qt block before a display-only line break
@@ -48,17 +55,23 @@ class MarkdownStream:
     Args:
         document: The document to render into; it is cleared.
         palette: Code and link colours (light by default); see ``theme.code_palette``.
+        budget: What the shown part may cost (``fold.py``); None: all of it is shown.
     """
 
-    def __init__(self, document: QTextDocument, palette: CodePalette | None = None) -> None:
+    def __init__(
+        self, document: QTextDocument, palette: CodePalette | None = None, budget: int | None = SHOWN_COST
+    ) -> None:
         self._document = document
         self._palette = palette or LIGHT_CODE
+        self._budget = budget
         document.setUndoRedoEnabled(False)
         self._plain = QTextCharFormat()
         self._mono = QTextCharFormat()
         self._mono.setFontFamilies(list(self._palette.mono_fonts))
         self._mono.setFontFixedPitch(True)
         self._source: TextBuffer
+        self._shown: TextBuffer
+        self._fold: Fold
         self._splitter: BlockSplitter
         self._renderer: BlockRenderer
         self._tail_start: int
@@ -92,6 +105,11 @@ class MarkdownStream:
         """The colours this stream renders with."""
         return self._palette
 
+    @property
+    def folded(self) -> int:
+        """Characters of the source past the budget, not shown (0: none)."""
+        return self._fold.hidden
+
     def append(self, text: str) -> None:
         """Add newly generated text at the end of the answer.
 
@@ -104,6 +122,10 @@ class MarkdownStream:
             self._reopen(self.text + text)
             return
         self._source.append(text)
+        text = self._fold.feed(text)
+        if not text:
+            return
+        self._shown.append(text)
         if self._failed:
             cursor = QTextCursor(self._document)
             cursor.movePosition(QTextCursor.MoveOperation.End)
@@ -145,6 +167,8 @@ class MarkdownStream:
         """Replace the answer with ``text``, rendered in full and finished."""
         self._restart()
         self._source.append(text)
+        text = self._fold.feed(text)
+        self._shown.append(text)
         blocks, _ = self._splitter.feed(text)
         self._commit(blocks + self._splitter.close(), final=True)
         self._finished = True
@@ -157,6 +181,8 @@ class MarkdownStream:
 
     def _restart(self) -> None:
         self._source = TextBuffer()
+        self._shown = TextBuffer()  # what passed the fold
+        self._fold = Fold(self._budget)
         self._splitter = BlockSplitter()
         self._renderer = BlockRenderer(self._palette)
         self._tail_start = 0
@@ -174,6 +200,8 @@ class MarkdownStream:
             return
         try:
             html = "".join(map(self._renderer.render, blocks))
+            if final:
+                html += folded_note(self._fold)
         except Exception:  # noqa: BLE001 - logged; the answer is shown as written instead
             _log.exception("markdown rendering failed; showing the message as plain text")
             self._show_plain()
@@ -211,4 +239,4 @@ class MarkdownStream:
         self._failed = True
         self._document.clear()
         self._tail_start = self._tail_run = 0
-        self._insert_tail(QTextCursor(self._document), self.text, self._plain)
+        self._insert_tail(QTextCursor(self._document), self._shown.text, self._plain)

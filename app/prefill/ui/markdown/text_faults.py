@@ -7,7 +7,7 @@ that Qt's rich-text guess would turn into markup. :func:`fault_battery` shows ea
 one the way the app does (an answer in a message's document, a name in a label, a
 link's target before it opens) and returns one JSON-able record per input;
 :func:`fault_battery_lines` gives them as JSON lines.
-``benchmarks/markdown_hostile_bench.py`` times the markdown at several sizes.
+``benchmarks/markdown_hostile_bench.py --growth`` times the markdown at several sizes.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QApplication, QWidget
 
+from prefill.ui.markdown.fold import SHOWN_COST
 from prefill.ui.markdown.link_guard import confirm_box, shows_its_target
 from prefill.ui.markdown.stream import MarkdownStream
 from prefill.ui.shared.plain_text import plain_label, tooltip
@@ -82,10 +83,13 @@ def _app() -> QApplication:
     return app if isinstance(app, QApplication) else QApplication(["prefill-fault-battery"])
 
 
-def show_answer(text: str) -> tuple[QTextDocument, MarkdownStream, float]:
-    """``text`` rendered as a finished answer and laid out; the render took ``ms``."""
+def show_answer(text: str, budget: int | None = SHOWN_COST) -> tuple[QTextDocument, MarkdownStream, float]:
+    """``text`` rendered as a finished answer and laid out; the render took ``ms``.
+
+    ``budget``: as a message folds (``fold.py``); None renders all of it (to time the renderer).
+    """
     document = QTextDocument()
-    stream = MarkdownStream(document)
+    stream = MarkdownStream(document, budget=budget)
     start = time.perf_counter()
     stream.set_text(text)
     document.documentLayout().documentSize()
