@@ -13,7 +13,9 @@ from prefill.engine.errors import EngineError
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
-        print(f"prefill: {message}", file=sys.stderr)
+        from prefill.commands.terminal_text import terminal_line
+
+        print(f"prefill: {terminal_line(message)}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -52,7 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return window.run(args)
         return int(handler(args) or 0)
     except (CliError, EngineError, OSError) as e:
-        print(f"prefill: {e}", file=sys.stderr)
+        from prefill.commands.terminal_text import terminal_line  # here: the window's start-up imports no command
+
+        print(f"prefill: {terminal_line(str(e))}", file=sys.stderr)  # errors quote outside text
         return 1
     except KeyboardInterrupt:
         return 130

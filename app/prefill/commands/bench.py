@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from prefill.commands.errors import CliError
 from prefill.commands.options import add_model_options, load_settings, model_path
+from prefill.commands.terminal_text import terminal_json, terminal_text
 from prefill.engine.drafts.draft_length import DRAFT_MAX
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if settings.n_ctx < need:
         settings = replace(settings, n_ctx=need)
     result = bench(model_path(args), args.prompt_tokens, args.gen_tokens, args.reps, settings)
-    print(json.dumps(result) if args.json else table(result))
+    print(terminal_json(json.dumps(result)) if args.json else terminal_text(table(result)))
     return 0
 
 
@@ -60,7 +61,7 @@ def _speculative(args: argparse.Namespace, settings: LoadSettings) -> int:
     draft = args.speculative if args.speculative == "ngram" else str(Path(args.speculative).expanduser())
     # A refused model or draft model is an EngineError: the CLI says it in one line.
     result = speculative_compare.compare(model_path(args), draft, args.gen_tokens, args.reps, settings, args.draft_max)
-    print(json.dumps(result) if args.json else speculative_compare.table(result))
+    print(terminal_json(json.dumps(result)) if args.json else terminal_text(speculative_compare.table(result)))
     return 0
 
 

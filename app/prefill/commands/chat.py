@@ -1,4 +1,8 @@
-"""`prefill chat`: a terminal chat, or scripted turns with one JSON line per answer."""
+"""`prefill chat`: a terminal chat, or scripted turns with one JSON line per answer.
+
+Everything the model (or a remote server) writes reaches the terminal through `terminal_text`:
+the answer, its thinking, the notes and the metrics line; the JSON lines through `terminal_json`.
+"""
 
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from prefill.commands.options import (
     overflow_settings,
     sampling_settings,
 )
+from prefill.commands.terminal_text import terminal_json, terminal_line, terminal_text
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.message import ImagePart, Message, ToolCall
 from prefill.engine.request import REASONING_EFFORTS, ChatRequest, TemplateOptions
@@ -73,7 +78,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def metrics_line(m: MetricsSnapshot) -> str:
-    return (
+    return terminal_line(
         f"[{m.finish_reason}] prompt {m.prompt_tokens} tok ({m.cached_tokens} cached, "
         f"{m.evaluated_tokens} evaluated) · TTFT {m.ttft_ms:.0f} ms · prefill {m.prefill_tps:.0f} tok/s · "
         f"decode {m.decode_tps:.1f} tok/s · ITL p50 {m.itl_p50_ms:.1f} / p95 {m.itl_p95_ms:.1f} ms · "
@@ -145,13 +150,13 @@ def chat_turns(
                     if ev.reasoning != thinking:
                         thinking = ev.reasoning
                         print("\x1b[2m[thinking] " if thinking else "\x1b[0m\n", end="", file=sys.stderr, flush=True)
-                    print(ev.text, end="", flush=True, file=sys.stderr if ev.reasoning else sys.stdout)
+                    print(terminal_text(ev.text), end="", flush=True, file=sys.stderr if ev.reasoning else sys.stdout)
                     if ev.text and not ev.reasoning:
                         mid_line = not ev.text.endswith("\n")
                 elif echo and isinstance(ev, PrefillDone):
                     for note in (ev.overflow_note, ev.cache_note):
                         if note:
-                            print(f"({note})", file=sys.stderr)
+                            print(f"({terminal_line(note)})", file=sys.stderr)
                 elif echo and isinstance(ev, Finished) and ev.tool_calls and mid_line:
                     print(flush=True)  # the calls are shown on lines of their own
                     mid_line = False
@@ -190,7 +195,7 @@ def _speculate(session: ChatSession, mode: str, most: int) -> ChatEngine | None:
         try:
             session.backend.use_draft_model(Path(mode).expanduser())
         except DraftModelError as e:
-            print(f"prefill: {e}; speculative decoding is off", file=sys.stderr)
+            print(f"prefill: {terminal_line(str(e))}; speculative decoding is off", file=sys.stderr)
             return None
         mode = "draft"
     session.backend.speculative = mode
@@ -216,11 +221,11 @@ def _projector(session: ChatSession, args: argparse.Namespace, wanted: bool) -> 
     path, how = chosen_projector(args.mmproj, engine.path)
     if path is None:
         if wanted:
-            print(f"prefill: no mmproj*.gguf beside {engine.path.name}: images need the model's projector "
-                  "(--mmproj PATH)", file=sys.stderr)
+            print(f"prefill: no mmproj*.gguf beside {terminal_line(engine.path.name)}: images need the model's "
+                  "projector (--mmproj PATH)", file=sys.stderr)
         return
     engine.use_projector(path)
-    print(f"prefill: projector: {path.name}{how}", file=sys.stderr)
+    print(f"prefill: projector: {terminal_line(path.name)}{how}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -249,9 +254,9 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(session.backend, RemoteEngine):
             check_listed(session.backend, asked)
         if info.backend_warning:
-            print(f"prefill: {info.backend_warning}", file=sys.stderr)
+            print(f"prefill: {terminal_line(info.backend_warning)}", file=sys.stderr)
         if not args.remote and not info.format_from_model:
-            print(f"prefill: chat format: {info.chat_format_label}", file=sys.stderr)
+            print(f"prefill: chat format: {terminal_line(info.chat_format_label)}", file=sys.stderr)
         overflow = overflow_settings(args)
         options = TemplateOptions(think=args.think, reasoning_effort=args.reasoning_effort)
         interactive = not args.prompt and sys.stdin.isatty()
@@ -266,13 +271,13 @@ def run(args: argparse.Namespace) -> int:
         for f in turns:
             if engine is not None and engine.speculation_note and engine.speculation_note != told:
                 told = engine.speculation_note
-                print(f"prefill: {told}", file=sys.stderr)
+                print(f"prefill: {terminal_line(told)}", file=sys.stderr)
             if args.json:
                 line = turn_json(f, info.chat_format)
                 line.update(device_json(info))
                 if tools is not None:
                     line.update(tool_calls_json(tools.last))
-                print(json.dumps(line, ensure_ascii=False), flush=True)
+                print(terminal_json(json.dumps(line, ensure_ascii=False)), flush=True)
             else:
                 print()
                 print(metrics_line(f.metrics), file=sys.stderr, flush=True)

@@ -12,6 +12,8 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Self, TextIO
 
+from prefill.commands.terminal_text import terminal_text
+
 HELP = """\
   /help          this list
   /clear         start a new conversation (the system prompt stays)
@@ -86,7 +88,7 @@ class TerminalInput:
             self.say(f"(the input history was not saved: {e})")
 
     def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        print(terminal_text(text), file=self.out, flush=True)
 
     def _read(self, prompt: str) -> str:
         return input(prompt if self.interactive else "")

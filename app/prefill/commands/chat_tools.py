@@ -4,9 +4,10 @@ The config's servers start on one `McpHub` (each server's state, and every entry
 refused, printed on stderr); their tools are offered in every turn; the turn runs through the
 tool loop (`session/tool_loop.py`, the one the window uses). Each call is shown by its name and
 arguments and asked about on the terminal — y: run it, a: always run this tool, n (or nothing):
-deny — unless --yes; then it is printed with a short result. Text from the model and the tools
-reaches the terminal with its control characters escaped, so it cannot move the cursor, retitle
-the window or hide what it says.
+deny — unless --yes; then it is printed with a short result. Every name, argument and result
+reaches the terminal through `terminal_text` (the answer's text too, in chat.py), so none can
+move the cursor, retitle the window or hide what it says; the question is asked after a reset,
+on a line of its own, and that last line names the real call.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import re
 import signal
 import sys
 import threading
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TextIO
 
 from prefill.commands.errors import CliError
+from prefill.commands.terminal_text import terminal_line
 from prefill.engine.message import ToolCall
 from prefill.engine.request import ChatRequest, Tool
 from prefill.mcp_tools.config_file import read_config
@@ -45,7 +46,7 @@ from prefill.session.tool_loop import (
 )
 
 SHORT_RESULT_CHARS = 160
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # keeps \t and \n
+RESET = "\x1b[0m"  # the program's own: every style and concealment off, before a question
 ANSWERS = {"y": Decision.ALLOW_ONCE, "yes": Decision.ALLOW_ONCE, "a": Decision.ALWAYS_ALLOW,
            "always": Decision.ALWAYS_ALLOW}
 
@@ -71,19 +72,20 @@ def check_tool_options(args: argparse.Namespace) -> None:
                        "add --yes, or give the turns with --prompt")
 
 
-def terminal_text(text: str) -> str:
-    """`text` with the characters a terminal would obey (escapes, bidi overrides) written as \\x.. / \\u...."""
-    return _UNSAFE.sub(lambda m: repr(m.group())[1:-1] if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
-
-
 def one_line(text: str, limit: int = SHORT_RESULT_CHARS) -> str:
     flat = " ".join(text.split())
-    return terminal_text(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+    return terminal_line(flat if len(flat) <= limit else flat[: limit - 1] + "…")
 
 
 def call_text(call: ToolCall) -> str:
-    """A call as a person reads it: its name and arguments, as the model wrote them."""
-    return f"{terminal_text(call.name)} {terminal_text(call.arguments)}"
+    """A call as a person reads it: its name and arguments, as the model wrote them, on one line."""
+    return f"{terminal_line(call.name)} {terminal_line(call.arguments)}"
+
+
+def question(call: ToolCall) -> str:
+    """The line that asks about `call`: the real call is on it, so the last line before the answer
+    names what a y runs."""
+    return f"[tool] run {call_text(call)}? [y]es, [a]lways this tool, [N]o: "
 
 
 class TerminalTools:
@@ -114,7 +116,7 @@ class TerminalTools:
         return tuple(Tool(t.model_name, t.description, t.input_schema) for t in self.hub.tools())
 
     def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        print(terminal_line(text), file=self.out, flush=True)
 
     def approve(self, call: ToolCall, cancel: threading.Event | None = None) -> Decision:
         """Ask on the terminal; Ctrl-C while asked stops the answer (sets `cancel`) and denies."""
@@ -125,8 +127,10 @@ class TerminalTools:
             with _ctrl_c_interrupts():  # before the question is shown, so no Ctrl-C falls between
                 if cancel is not None and cancel.is_set():  # Stop came while the answer ended
                     return Decision.DENY
-                self.say(f"[tool] {call_text(call)}")
-                print("  run it? [y]es, [a]lways this tool, [N]o: ", end="", file=self.out, flush=True)
+                # Asked last, on a clean line: a reset first (on a terminal), so nothing printed
+                # before can restyle or hide it, then the real call on the line the cursor waits on.
+                reset = RESET if _is_terminal(self.out) else ""
+                print(f"{reset}\n{question(call)}", end="", file=self.out, flush=True)
                 answer = self.read_line()
         except EOFError:
             self.say("(no answer: denied)")
@@ -159,7 +163,7 @@ class TerminalTools:
                 said = one_line(ev.text)
             else:
                 said = f"{'error: ' if ev.is_error else ''}{one_line(ev.text)} ({ev.elapsed_s * 1000:.0f} ms)"
-            self.say(f"[tool] {terminal_text(ev.call.name)} → {said}")
+            self.say(f"[tool] {terminal_line(ev.call.name)} → {said}")
         elif isinstance(ev, LoopFinished):
             self.last = ev
             if ev.note:
@@ -185,7 +189,7 @@ def open_tools(args: argparse.Namespace, out: TextIO = sys.stderr) -> TerminalTo
     except McpConfigError as e:
         raise CliError(str(e)) from e
     for problem in config.problems:
-        print(f"prefill: {problem.message}", file=out)
+        print(f"prefill: {terminal_line(problem.message)}", file=out)
     hub = McpHub()
     tools = TerminalTools(hub, args.yes, DEFAULT_MAX_ROUNDS if args.max_tool_rounds is None else args.max_tool_rounds,
                           out)
@@ -203,13 +207,13 @@ def open_tools(args: argparse.Namespace, out: TextIO = sys.stderr) -> TerminalTo
 
 def server_lines(state: ServerState) -> list[str]:
     """A server's state as a person reads it: ready with its tools (and any notes), or why not."""
-    head = f"MCP server '{terminal_text(state.name)}'"
+    head = f"MCP server '{terminal_line(state.name)}'"
     if state.status is ServerStatus.READY:
-        names = ", ".join(t.model_name for t in state.tools)
+        names = terminal_line(", ".join(t.model_name for t in state.tools))
         count = f"{len(state.tools)} tool{'' if len(state.tools) == 1 else 's'}"
         return [f"{head}: ready, {count}{': ' + names if names else ''}",
-                *(f"{head}: {terminal_text(note)}" for note in state.notes)]
-    return [f"{head}: {state.status.value}. {terminal_text(state.reason)}".rstrip(". ") + "."]
+                *(f"{head}: {terminal_line(note)}" for note in state.notes)]
+    return [f"{head}: {state.status.value}. {terminal_line(state.reason)}".rstrip(". ") + "."]
 
 
 def tool_calls_json(end: LoopFinished | None) -> dict[str, object]:
@@ -222,6 +226,11 @@ def tool_calls_json(end: LoopFinished | None) -> dict[str, object]:
     } for c in end.calls]
     return {"tool_calls": calls, "tool_rounds": end.rounds, "tool_note": end.note,
             "overhead_ms": [round(s * 1000, 3) for s in end.overheads_s]}
+
+
+def _is_terminal(out: TextIO) -> bool:
+    isatty = getattr(out, "isatty", None)
+    return bool(isatty is not None and isatty())
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from prefill.commands.errors import CliError
+from prefill.commands.terminal_text import terminal_json, terminal_line, terminal_text
 from prefill.store import HistoryStore, StoreError
 from prefill.store.history_export import EXPORT_FORMATS, render, write_export
 from prefill.store.history_import import open_import_file
@@ -74,7 +75,7 @@ def run_export(args: argparse.Namespace) -> int:
     except sqlite3.Error as e:
         raise CliError(f"the history could not be read: {e}") from None
     if args.output is None:
-        sys.stdout.write(render(conversations, args.format, time.time()))
+        sys.stdout.write(for_stdout(render(conversations, args.format, time.time()), args.format))
     else:
         write_export(args.output.expanduser(), conversations, args.format)
         print(
@@ -82,6 +83,15 @@ def run_export(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def for_stdout(text: str, fmt: str) -> str:
+    """An export written to standard output: JSON with what a terminal obeys as \\u escapes (the
+    same JSON to a reader); Markdown, the chats' own words, through the filter on a terminal and
+    as it is into a pipe or a file."""
+    if fmt == "json":
+        return terminal_json(text)
+    return terminal_text(text) if sys.stdout.isatty() else text
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -103,7 +113,7 @@ def run_import(args: argparse.Namespace) -> int:
         line += f"; {_count(result.skipped, 'conversation')} already here, skipped"
     if checked.left_out:
         line += f"; {_count(checked.left_out, 'message')} of other branches or tool calls left out"
-    print(line)
+    print(terminal_line(line))
     return 0
 
 

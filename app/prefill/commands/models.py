@@ -1,6 +1,7 @@
 """`prefill search|files|get|ls|rm|import`: search the hub, list a repository, download, list and remove local models.
 
-The token comes from HF_TOKEN (or a saved `hf auth login`); there is deliberately
+Every name printed (a repository's, a file's, a header's architecture) passes `terminal_line`: the
+hub and the files are outside text. The token comes from HF_TOKEN (or a saved `hf auth login`); there is deliberately
 no `--token` flag, which would leave it in the shell history and the process list.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from prefill.commands import history_io
 from prefill.commands.errors import CliError
+from prefill.commands.terminal_text import terminal_line as shown
 from prefill.engine.gguf.header import GGUFError, GGUFHeader
 from prefill.engine.settings import KV_TYPES
 from prefill.engine.units import format_bytes, format_params
@@ -93,9 +95,9 @@ def _search(args: argparse.Namespace) -> int:
     for h in hits:
         when = h.last_modified.date().isoformat() if h.last_modified else "-"
         gated = "  (gated)" if h.gated else ""
-        print(f"{h.repo_id:<60} {h.downloads:>10,} dl {h.likes:>6,} likes  {when}{gated}")
+        print(f"{shown(h.repo_id):<60} {h.downloads:>10,} dl {h.likes:>6,} likes  {when}{gated}")
     if not hits:
-        print(f"no GGUF repositories match {args.query!r}", file=sys.stderr)
+        print(f"no GGUF repositories match {shown(repr(args.query))}", file=sys.stderr)
     return 0
 
 
@@ -114,18 +116,19 @@ def _files(args: argparse.Namespace) -> int:
     header_of = functools.cache(lambda filename: fetch_header(client, args.repo, filename))
     models = [m for m in listing.models if not m.is_projector]
     for quant, group in group_by_quant(models).items():
-        print(quant)
+        print(shown(quant))
         for m in group:
             parts = f" ({len(m.parts)} parts{'' if m.complete else ', INCOMPLETE'})" if len(m.parts) > 1 else ""
             fit = f"  {_fit_or_why(header_of, args, m, memory)}" if memory is not None else ""
-            print(f"  {m.name:<56} {format_bytes(m.size):>10}{parts}{fit}")
+            print(f"  {shown(m.name):<56} {format_bytes(m.size):>10}{parts}{shown(fit)}")
             if m.projector is not None:
-                print(f"    + projector {m.projector.filename:<44} {format_bytes(m.projector.size):>10}  (images)")
+                size = format_bytes(m.projector.size)
+                print(f"    + projector {shown(m.projector.filename):<44} {size:>10}  (images)")
     projectors = projectors_of(listing.models)
     if projectors:
         print("projectors (vision: fetched with their model by `prefill get`)")
         for f in projectors:
-            print(f"  {f.filename:<56} {format_bytes(f.size):>10}")
+            print(f"  {shown(f.filename):<56} {format_bytes(f.size):>10}")
     return 0
 
 
@@ -156,9 +159,9 @@ def _get(args: argparse.Namespace) -> int:
     paths = download_model(client, _models_dir(args), args.repo, model, on_progress=bar)
     if bar:
         bar.end()
-    print(paths[0])
+    print(shown(str(paths[0])))
     if model.projector is not None:
-        print(f"prefill: projector {paths[-1].name} beside it (images)", file=sys.stderr)
+        print(f"prefill: projector {shown(paths[-1].name)} beside it (images)", file=sys.stderr)
     return 0
 
 
@@ -198,28 +201,28 @@ def _ls(args: argparse.Namespace) -> int:
         return _ls_partial(ModelLibrary(_models_dir(args)))
     for m in ModelLibrary(_models_dir(args)).models():
         if m.error:
-            print(f"{m.name:<60} {format_bytes(m.size):>10}  [{m.source}] unreadable: {m.error}")
+            print(shown(f"{m.name:<60} {format_bytes(m.size):>10}  [{m.source}] unreadable: {m.error}"))
             continue
         tmpl = "chat template" if m.has_chat_template else "no chat template"
         params = format_params(m.n_params)
-        print(
+        print(shown(
             f"{m.name:<60} {format_bytes(m.size):>10}  {m.architecture} {params} {m.quantization} "
             f"ctx {m.context_length}  {tmpl}  [{m.source}]"
-        )
+        ))
     return 0
 
 
 def _ls_partial(library: ModelLibrary) -> int:
     found = library.abandoned()
     for a in found:
-        print(f"{a.name:<60} {format_bytes(a.size):>10} of {format_bytes(a.total):>10}  "
+        print(f"{shown(a.name):<60} {format_bytes(a.size):>10} of {format_bytes(a.total):>10}  "
               f"last written {a.last_written.date().isoformat()}")
     if found:
         total = sum(a.size for a in found)
         print(f"{len(found)} unfinished, {format_bytes(total)} in all; remove with `prefill rm --partial [NAME]`",
               file=sys.stderr)
     else:
-        print(f"no unfinished download untouched for a week in {library.models_dir}", file=sys.stderr)
+        print(f"no unfinished download untouched for a week in {shown(str(library.models_dir))}", file=sys.stderr)
     return 0
 
 
@@ -232,12 +235,12 @@ def _rm_partial(args: argparse.Namespace) -> int:
         raise CliError(f"no unfinished download {what} (see `prefill ls --partial`)")
     if not args.yes and sys.stdin.isatty():
         size = format_bytes(sum(a.size for a in chosen))
-        what = chosen[0].name if len(chosen) == 1 else f"{len(chosen)} unfinished downloads"
+        what = shown(chosen[0].name) if len(chosen) == 1 else f"{len(chosen)} unfinished downloads"
         if input(f"delete {what} ({size})? [y/N] ").strip().lower() not in ("y", "yes"):
             return 1
     for a in chosen:
         library.remove_abandoned(a.path.name)
-        print(f"deleted {a.name} ({format_bytes(a.size)})")
+        print(f"deleted {shown(a.name)} ({format_bytes(a.size)})")
     return 0
 
 
@@ -249,11 +252,11 @@ def _rm(args: argparse.Namespace) -> int:
     library = ModelLibrary(_models_dir(args))
     model = library.find(args.name)
     if not args.yes and sys.stdin.isatty():
-        answer = input(f"delete {model.name} ({format_bytes(model.size)})? [y/N] ")
+        answer = input(f"delete {shown(model.name)} ({format_bytes(model.size)})? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             return 1
     library.delete(model.name)
-    print(f"deleted {model.name}")
+    print(f"deleted {shown(model.name)}")
     return 0
 
 
@@ -261,7 +264,7 @@ def _import(args: argparse.Namespace) -> int:
     if not history_io.is_model_file(args.path):
         return history_io.run_import(args)
     model = ModelLibrary(_models_dir(args)).import_file(args.path, "symlink" if args.symlink else "copy")
-    print(model.name)
+    print(shown(model.name))
     return 0
 
 
@@ -269,7 +272,7 @@ class _Bar:
     """One `\\r` line on stderr: percent, bytes, speed, time left."""
 
     def __init__(self, name: str):
-        self.name = name
+        self.name = shown(name)
         self._last = 0.0
 
     def __call__(self, p: DownloadProgress) -> None:

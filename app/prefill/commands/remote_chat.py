@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 
 from prefill.commands.errors import CliError
+from prefill.commands.terminal_text import terminal_json, terminal_line
 from prefill.engine.events import Finished
 from prefill.remote.engine import RemoteEngine
 from prefill.remote.errors import ModelNotFound, RemoteError
@@ -41,7 +42,7 @@ def check_listed(engine: RemoteEngine, asked: str) -> None:
     if asked and models and asked not in models:
         raise ModelNotFound(engine.base, f"{engine.base} does not list the model {asked!r}; "
                             f"it serves: {', '.join(models[:20])}")
-    print(f"prefill: {engine.model} at {engine.base}", file=sys.stderr)
+    print(f"prefill: {terminal_line(engine.model)} at {terminal_line(engine.base)}", file=sys.stderr)
 
 
 def keep_partial(turns: Iterator[Finished], as_json: bool) -> Iterator[Finished]:
@@ -52,7 +53,7 @@ def keep_partial(turns: Iterator[Finished], as_json: bool) -> Iterator[Finished]
         if as_json:
             line = {"answer": e.partial, "reasoning": e.partial_reasoning, "finish_reason": "error",
                     "chat_format": RemoteEngine.chat_format, "error": e.message, "partial": True}
-            print(json.dumps(line, ensure_ascii=False), flush=True)
+            print(terminal_json(json.dumps(line, ensure_ascii=False)), flush=True)
         elif e.partial or e.partial_reasoning:
             print("\n[the answer above is incomplete]", file=sys.stderr, flush=True)
         raise CliError(e.message) from e

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from prefill.commands.terminal_text import terminal_json
 from prefill.engine.events import Finished
 from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.message import Message
@@ -37,7 +38,7 @@ def run() -> int:
             "text": fin.text,
             **fin.metrics.as_dict(),
         }
-        print(json.dumps(report, ensure_ascii=False))
+        print(terminal_json(json.dumps(report, ensure_ascii=False)))
         return 0
     finally:
         engine.close()

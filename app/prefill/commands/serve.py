@@ -9,6 +9,7 @@ from pathlib import Path
 
 from prefill.commands.errors import CliError
 from prefill.commands.options import add_model_options, chosen_projector, draft_max, load_settings, model_path
+from prefill.commands.terminal_text import terminal_line
 from prefill.engine.batch.slot_drafts import draft_model_path
 from prefill.engine.drafts.draft_length import DRAFT_MAX
 
@@ -80,14 +81,15 @@ def run(args: argparse.Namespace) -> int:
 
     def ready(url: str, scheduler: object) -> None:
         n_ctx = getattr(scheduler, "n_ctx_seq", 0)
-        print(f"prefill: serving {options.model.name} at {url}/v1 ({args.parallel} slots of {n_ctx} tokens)",
-              flush=True)
+        print(f"prefill: serving {terminal_line(options.model.name)} at {url}/v1 "
+              f"({args.parallel} slots of {n_ctx} tokens)", flush=True)
         note = getattr(scheduler, "speculation_note", "")
         if note:
-            print(f"prefill: --speculative {args.speculative} is off: {note}", file=sys.stderr, flush=True)
+            print(f"prefill: --speculative {terminal_line(args.speculative)} is off: {terminal_line(note)}",
+                  file=sys.stderr, flush=True)
         elif draft is not None:
-            print(f"prefill: draft model: {draft.name}: greedy requests check its drafts", file=sys.stderr,
-                  flush=True)
+            print(f"prefill: draft model: {terminal_line(draft.name)}: greedy requests check its drafts",
+                  file=sys.stderr, flush=True)
 
     serve(options, ready)
     return 0
@@ -97,7 +99,8 @@ def projector_path(args: argparse.Namespace) -> Path | None:
     """--mmproj's file, else the mmproj*.gguf beside the model (said on stderr, so the person knows which)."""
     path, how = chosen_projector(args.mmproj, model_path(args))
     if path is not None:
-        print(f"prefill: projector: {path.name}{how}: image_url parts are read", file=sys.stderr, flush=True)
+        print(f"prefill: projector: {terminal_line(path.name)}{how}: image_url parts are read", file=sys.stderr,
+              flush=True)
     return path
 
 
