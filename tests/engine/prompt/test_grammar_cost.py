@@ -149,3 +149,15 @@ def test_every_schema_let_through_costs_little_a_token(rt: LlamaRuntime, schema:
     sampling = ServeSampling(temperature=1.0, top_k=0, max_tokens=4)
     times = grammar_step_times(rt, grammar, 4, seed, sampling)
     assert max(times) < STEP_BUDGET_S, (schema, times)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from(list("ab.()[]{}|*+?^$\\-,0123456789dws")), max_size=30))
+def test_any_pattern_is_priced_or_refused_in_words(pattern: str) -> None:
+    """Whatever a client writes, the reader ends with a price or a GrammarError (no other fault, no hang)."""
+    try:
+        price = price_pattern(pattern)
+    except GrammarError as e:
+        assert str(e).startswith("the pattern /")
+    else:
+        assert price.positions <= MAX_POSITIONS and price.steps <= MAX_STEPS

@@ -43,6 +43,7 @@ _MAX_VECTORS = 24  # distinct texts followed at one depth of a walk; past this, 
 _MAX_WORK = 400_000  # the estimator's own steps: a pattern it cannot price within them is refused
 _MAX_EDGES = 16_000  # position-to-position links: past this the pattern reads its text too many ways
 _MAX_CP = 0x10FFFF
+_MAX_OPTIONAL_RUN = 16  # (a?){16} is 131k steps already: a longer run is refused before it is spelled out
 
 Ranges = tuple[tuple[int, int], ...]  # a set of code points, as sorted inclusive (low, high) ranges
 
@@ -68,6 +69,29 @@ def price_pattern(pattern: str) -> PatternPrice:
 def _refuse(pattern: str, why: str) -> GrammarError:
     shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
     return GrammarError(f"the pattern /{shown}/ {why}")  # as written: a repr would double its backslashes
+
+
+def _too_many_ways(pattern: str) -> GrammarError:
+    return _refuse(pattern, f"can read the same text in so many ways that judging one token would take llama.cpp "
+                            f"over {MAX_STEPS} steps (optional or repeated parts inside repetitions, like (a?){{20}}, "
+                            "are read every way they can be)")
+
+
+def _optional_run(node: Node) -> int:
+    """How many copies of one optional part `node` holds in a row: 0 when it must read something;
+    otherwise at least 1. (a?){n} is a run of n (a text of k a's can be read by any k of them); the
+    count is low where parts differ, (a?b?){n} is n, so a run past _MAX_OPTIONAL_RUN is surely costly."""
+    if isinstance(node, _Chars):
+        return 0
+    if isinstance(node, _Rep):
+        inner = _optional_run(node.item)
+        if node.low > 0 and not inner:
+            return 0
+        return max(1, inner * (node.high if node.high is not None else node.low + 1))
+    runs = [_optional_run(child) for child in (node.items if isinstance(node, _Seq) else node.options)]
+    if isinstance(node, _Seq) and not (runs and all(runs)):
+        return 0  # it must read something, or it reads nothing at all (an empty group, an anchor)
+    return max(runs, default=1)  # the longest run of one part (the walk prices the rest)
 
 
 # --- reading the pattern ----------------------------------------------------------------------
@@ -168,6 +192,9 @@ class _Parser:
             low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
         if self.i < len(self.p) and self.p[self.i] == "?":
             self.i += 1  # lazy: the same text
+        copies = high if high is not None else low + 1
+        if copies * _optional_run(atom) > _MAX_OPTIONAL_RUN:
+            raise _too_many_ways(self.p)  # at once: (a?){17} alone is past MAX_STEPS, whatever else is around it
         return _Rep(atom, low, high)
 
     def _counts(self) -> tuple[int, int | None] | None:
@@ -364,7 +391,7 @@ class _Automaton:
             stacks = todo.pop()
             worst = max(worst, sum(self._worst(p) for p in stacks))
             if worst > MAX_STEPS:
-                raise self._too_many_ways()
+                raise _too_many_ways(self.pattern)
             for nxt in self._moves(stacks).values():
                 if nxt not in seen:
                     seen.add(nxt)
@@ -405,11 +432,6 @@ class _Automaton:
             np.minimum(bound, 1e18, out=bound)  # a bound past any budget: kept finite
             self._spend(len(targets))
         return [int(b) for b in bound]
-
-    def _too_many_ways(self) -> GrammarError:
-        return _refuse(self.pattern, f"can read the same text in so many ways that judging one token would take "
-                                     f"llama.cpp over {MAX_STEPS} steps (optional or repeated parts inside "
-                                     "repetitions, like (a?){20}, are read every way they can be)")
 
     def _classes(self) -> None:
         """The alphabet cut into classes no position tells apart; `self.of[p]`: the classes p reads."""
@@ -460,7 +482,7 @@ class _Automaton:
                 spent += sum(n * weight[p] for p, n in paths.items())
                 worst = max(worst, spent)
                 if worst > MAX_STEPS:
-                    raise self._too_many_ways()
+                    raise _too_many_ways(self.pattern)
                 if depth == TOKEN_CHARS - 1:
                     continue
                 out: dict[int, dict[int, int]] = {}
