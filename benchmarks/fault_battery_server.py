@@ -118,6 +118,37 @@ def attacks(server: Server) -> dict[str, Callable[[], object]]:
             s.close()
         return {"health": status, "health_ms": round(took * 1000, 1)}
 
+    def half_sent_bodies() -> object:  # 515 requests that promise 50,000 bytes of body and send one
+        socks, refused = [], 0
+        for _ in range(515):  # each waits for its "100 Continue": the server is reading its body
+            s = socket.create_connection((server.host, server.port), timeout=30)
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      b"Expect: 100-continue\r\nContent-Length: 50000\r\n\r\n")
+            if s.recv(1024).startswith(b"HTTP/1.1 100 "):
+                s.sendall(b"{")
+            else:
+                refused += 1
+            socks.append(s)
+        t0 = time.perf_counter()
+        status = httpx.get(server.url + "/health", timeout=30).status_code
+        took = time.perf_counter() - t0
+        timeouts = answers = 0
+        for s in socks:  # until the server closes each (its body's deadline, or room for another), or 60 s
+            s.settimeout(max(0.001, t0 + 60 - time.perf_counter()))
+            try:
+                got = b""
+                while chunk := s.recv(65536):
+                    got += chunk
+                answers += got.startswith(b"HTTP/1.1 408 ")
+            except ConnectionResetError:
+                pass
+            except TimeoutError:
+                timeouts += 1
+            s.close()
+        return {"refused": refused, "health": status, "health_ms": round(took * 1000, 1), "answered_408": answers,
+                "still_open_after_60s": timeouts, "all_closed_after_s": None if timeouts else
+                round(time.perf_counter() - t0, 1)}
+
     def stops_reading() -> object:
         s = socket.socket()
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
@@ -148,6 +179,7 @@ def attacks(server: Server) -> dict[str, Callable[[], object]]:
         "messages_over_context": lambda: post(server, json.dumps({"model": server.model_id, "messages": [
             {"role": "user", "content": ""}] * (n_ctx + 1)}).encode()),
         "idle_connections_300": idle_connections,
+        "half_sent_bodies_515": half_sent_bodies,
         "queue_flood_40": flood,
         # a 247-byte body whose pattern llama.cpp would take minutes a token to follow: refused at the door
         "costly_pattern": lambda: post(server, json.dumps(server.chat(max_tokens=50, response_format={
