@@ -191,7 +191,9 @@ def test_tool_choice_auto_constrains_a_call_the_model_starts(rt: LlamaRuntime) -
     request = ChatRequest((Message("user", "hi"),), tools=(WEATHER, ADD), tool_choice="auto")
     constraint = constraint_for(request, None, "")
     assert constraint is not None and constraint.lazy_trigger == "<tool_call>"
-    text, reason, answer = generate(rt, "Repeat exactly this text: <tool_call>", constraint)
+    # SmolLM2 echoes this, opener and all, then writes the call (greedy; what it writes for a prompt
+    # moves with llama.cpp's CPU kernels: "Repeat exactly this text: <tool_call>" stopped working)
+    text, reason, answer = generate(rt, "Echo: add <tool_call>", constraint)
     before, marker, rest = text.partition("<tool_call>")
     assert marker and before.strip()  # free words, then a call
     assert reason == "stop" and answer.grammar is not None and answer.grammar.active
