@@ -42,7 +42,6 @@ from prefill.engine.drafts.batch_drift import TieMargin
 from prefill.engine.drafts.draft_length import DRAFT_MAX, PROBE_EVERY, DecodeCosts, share
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
-from prefill.engine.llama.grammar_sampler import STEP_BUDGET_S
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
 from prefill.engine.vision.projector import Projector, is_image_token
 from prefill.engine.vision.prompt_images import run_end, run_start, text_before_image
@@ -365,9 +364,7 @@ class BatchScheduler:
             tok = sample_at(j.sampler, j.index)
             grammar = j.answer.grammar
             if grammar is not None and grammar.over_budget:  # that request ends, never the slots' loop
-                self._fail(j, f"its grammar took {grammar.step_s * 1000:.0f} ms to judge one token, more than the "
-                              f"{STEP_BUDGET_S * 1000:.0f} ms allowed: the JSON schema or tools are too costly to "
-                              "follow (a pattern that can read the same text many ways?)")
+                self._fail(j, grammar.why_stopped())
                 continue
             self._accept(j, tok, now)
         self._rate.add(now, self._emitted - emitted)

@@ -133,6 +133,12 @@ class GrammarSampler:
         """Whether the last token's step took more than STEP_BUDGET_S."""
         return self.step_s > STEP_BUDGET_S
 
+    def why_stopped(self) -> str:
+        """Why an answer whose step went over the budget ends, in words (both decode loops say it)."""
+        return (f"its grammar took {self.step_s * 1000:.0f} ms to judge one token, more than the "
+                f"{STEP_BUDGET_S * 1000:.0f} ms allowed: the JSON schema or tools are too costly to "
+                "follow (a pattern that can read the same text many ways?)")
+
     def close(self) -> None:
         llama_cpp.llama_sampler_free(self.pointer)
         for s in (self.pre, self.post, self.grammar, self._switch):

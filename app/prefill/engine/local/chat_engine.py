@@ -14,7 +14,7 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -362,7 +362,7 @@ class ChatEngine:
         raw: list[bytes] = []  # the bytes of the answer tokens that are in the cache
         eog, n_ctx, times, tokens = rt.eog, self.n_ctx, clock.token_times, self._tokens
         next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
-        reason = "length"
+        reason, error = "length", ""
         hit = False
         source = self._draft_source(sampling, constraint, cancel)
         drafts = speculative.DraftStats(self._tie_margin) if source is not None else None
@@ -377,6 +377,9 @@ class ChatEngine:
                 reason, hit, n_answer = done.reason, done.hit, done.n_answer
             while drafts is None and n_answer < sampling.max_tokens:
                 tok = rt.sample(sampler)
+                if answer.grammar is not None and answer.grammar.over_budget:  # this answer ends, in words
+                    reason, error = "error", answer.grammar.why_stopped()
+                    break
                 if tok in eog:
                     reason = "stop"
                     break
@@ -406,7 +409,8 @@ class ChatEngine:
         cached_text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(b"".join(raw))
         self._segments.append(_Segment(cached_text, tuple(tokens[len(tokens) - len(raw) :])))
         metrics = clock.snapshot(rt.kv_cells_used(), n_ctx, self.bytes_per_cell, reason)
-        yield split.finished(reason, drafts.on(metrics) if drafts is not None else metrics)
+        finished = split.finished(reason, drafts.on(metrics) if drafts is not None else metrics)
+        yield replace(finished, error=error) if error else finished
 
     def _draft_source(
         self, sampling: SamplingSettings, constraint: Constraint | None, cancel: threading.Event | None,
