@@ -1,5 +1,9 @@
 """A reasoning model's thinking, shown apart above its answer: live while it thinks, folded
-once the answer starts (a click opens it again), with its token count and time."""
+once the answer starts (a click opens it again), with its token count and time.
+
+The section shows at most SHOWN characters of it, so no thinking (a model's, or an imported chat's
+megabytes on one line) costs the GUI thread more than that much layout; past that, "Show all" opens
+the whole of it in the plain-text viewer, and `text()` is always the whole thinking."""
 
 from __future__ import annotations
 
@@ -7,9 +11,12 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
-from PySide6.QtWidgets import QFrame, QPlainTextEdit, QToolButton, QVBoxLayout
+from PySide6.QtWidgets import QFrame, QPlainTextEdit, QPushButton, QToolButton, QVBoxLayout
+
+from prefill.ui.chat.full_text import FullTextViewer
 
 MAX_OPEN_HEIGHT = 220  # px: a long thinking scrolls inside its section, not the whole chat
+SHOWN = 20_000  # characters of thinking in the section: its layout stays a few ms, one line or many
 
 
 class ThinkingSection(QFrame):
@@ -33,8 +40,17 @@ class ThinkingSection(QFrame):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 4)
         lay.setSpacing(0)
+        self.show_all_button = QPushButton()
+        self.show_all_button.setObjectName("thinking-show-all")
+        self.show_all_button.clicked.connect(self.show_all)
+        self.show_all_button.hide()
         lay.addWidget(self.toggle)
         lay.addWidget(self.body)
+        lay.addWidget(self.show_all_button, 0, Qt.AlignmentFlag.AlignLeft)
+        self._parts: list[str] = []  # the whole thinking, as it came
+        self._length = 0
+        self._shown = 0  # of which the body holds the first _shown characters
+        self.viewer: FullTextViewer | None = None
         self._tokens = 0
         self._seconds: float | None = None  # set once the answer has started
         self._user_chose = False  # a click wins over folding by itself
@@ -44,20 +60,51 @@ class ThinkingSection(QFrame):
 
     # --- content -----------------------------------------------------------------------
     def set_text(self, text: str) -> None:
-        self.body.setPlainText(text)
+        self._parts, self._length, self._shown = [text], len(text), min(len(text), SHOWN)
+        self.body.setPlainText(text[:SHOWN])
+        self._update_show_all()
         self.setVisible(bool(text))
 
     def append(self, text: str) -> None:
         if not text:
             return
-        cursor = self.body.textCursor()
-        cursor.movePosition(QTextCursor.MoveOperation.End)
-        cursor.insertText(text)
-        self.body.verticalScrollBar().setValue(self.body.verticalScrollBar().maximum())
+        self._parts.append(text)
+        self._length += len(text)
+        if self._shown < SHOWN:
+            piece = text[: SHOWN - self._shown]
+            self._shown += len(piece)
+            cursor = self.body.textCursor()
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertText(piece)
+            self.body.verticalScrollBar().setValue(self.body.verticalScrollBar().maximum())
+        self._update_show_all()
         self.show()
 
     def text(self) -> str:
-        return self.body.toPlainText()
+        """The whole thinking (the section may show only its first SHOWN characters)."""
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    def show_all(self) -> FullTextViewer:
+        """The whole thinking in the plain-text viewer."""
+        if self.viewer is not None:
+            self.viewer.close()  # a streaming thinking's Show all again: the text as it is now
+        viewer = FullTextViewer(self.text(), "Thinking: all of it", self.window())
+        viewer.finished.connect(lambda _=0, v=viewer: self._forget_viewer(v))
+        viewer.show()
+        self.viewer = viewer
+        return viewer
+
+    def _forget_viewer(self, viewer: FullTextViewer) -> None:
+        if self.viewer is viewer:
+            self.viewer = None
+
+    def _update_show_all(self) -> None:
+        hidden = self._length - self._shown
+        self.show_all_button.setVisible(hidden > 0)
+        if hidden > 0:
+            self.show_all_button.setText(f"Show all ({hidden:,} more characters)")
 
     def is_open(self) -> bool:
         return self.toggle.isChecked()
