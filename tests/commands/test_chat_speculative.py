@@ -9,7 +9,7 @@ from tests.commands.test_chat_terminal import SMALL, prefill
 
 COPY = ("Repeat this exactly: the cat sat on the mat, the dog sat on the log, "
         "and the bird sat on the wall by the old stone gate.")
-GREEDY = [*SMALL, "--repeat-penalty", "1", "--flash-attn", "--max-tokens", "40"]
+GREEDY = [*SMALL, "--repeat-penalty", "1", "--flash-attn", "--max-tokens", "40"]  # a bare --flash-attn: on
 
 
 def turns(tmp_path: Path, *args: str) -> tuple[list[dict[str, object]], str]:
@@ -72,3 +72,22 @@ def test_speculative_refuses_a_value_that_is_neither_mode_nor_model(tmp_path: Pa
     out = prefill(tmp_path, "chat", "--model", "bundled", "--prompt", "Hi", "--speculative", "fast")
     assert out.returncode != 0
     assert "expected off, ngram or a draft model's .gguf file, not 'fast'" in out.stderr
+
+
+def test_speculative_ngram_drafts_with_the_default_flash_attention(tmp_path: Path) -> None:
+    """No --flash-attn: "auto", which llama.cpp's CPU backend turns on, so drafts are checked, and
+    --json says flash attention is on as llama.cpp resolved it."""
+    out = prefill(tmp_path, "chat", "--model", "bundled", "--prompt", COPY, "--json", *SMALL, "--repeat-penalty", "1",
+                  "--max-tokens", "40", "--speculative", "ngram")
+    assert out.returncode == 0, out.stderr
+    turn = json.loads(out.stdout.splitlines()[0])
+    assert int(turn["draft_n_accepted"]) > 0 and turn["flash_attn"] is True  # type: ignore[call-overload]
+    assert "speculative" not in out.stderr
+
+
+def test_flash_attention_off_is_reported_and_stops_speculation(tmp_path: Path) -> None:
+    out = prefill(tmp_path, "chat", "--model", "bundled", "--prompt", "Hi", "--json", *SMALL, "--repeat-penalty", "1",
+                  "--max-tokens", "4", "--speculative", "ngram", "--flash-attn", "off")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[0])["flash_attn"] is False
+    assert "speculative decoding needs flash attention on" in out.stderr

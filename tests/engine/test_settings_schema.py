@@ -34,7 +34,7 @@ def test_the_store_persists_the_engines_own_sections() -> None:
 
 # Each case once broke the app: one side accepted what the other refused, or llama.cpp would.
 CASES = [
-    ("model", {"kv_type": "q8_0", "flash_attn": False}, "flash attention"),
+    ("model", {"kv_type": "q8_0", "flash_attn": "off"}, "flash attention"),
     ("model", {"n_ctx": 64}, "below the minimum 128"),
     ("model", {"n_batch": 0}, "below the minimum 1"),
     ("model", {"n_gpu_layers": -1}, "below the minimum 0"),
@@ -56,7 +56,9 @@ def test_engine_and_store_refuse_the_same_values(section: str, values: dict, mes
         Settings().with_values({f"{section}.{k}": v for k, v in values.items()})
     repaired: list[InvalidSetting] = []
     read = Settings.from_dict({section: values}, repaired=repaired)  # a file holding it is repaired
-    assert read == Settings() and repaired and message in str(repaired[0])
+    assert repaired and message in str(repaired[0])
+    kept = {f"{section}.{k}": v for k, v in values.items() if f"{section}.{k}" != repaired[0].key}
+    assert read == Settings().with_values(kept)  # the value named is reset, the others kept
 
 
 def test_values_both_sides_accept() -> None:
@@ -64,19 +66,21 @@ def test_values_both_sides_accept() -> None:
     for values in ({"top_p": 0.0}, {"top_p": 1}, {"min_p": 0}, {"temperature": 0}, {"stop": ["\n\n"]}):
         assert Settings().with_values({f"sampling.{k}": v for k, v in values.items()}).sampling == \
             SamplingSettings(**values)
-    assert LoadSettings(kv_type="q4_0", flash_attn=True, n_ctx=128).kv_type == "q4_0"
+    assert LoadSettings(kv_type="q4_0", flash_attn="on", n_ctx=128).kv_type == "q4_0"
     assert SamplingSettings(stop=["a"]).stop == ("a",)  # a JSON list is kept as a tuple
 
 
 def test_a_rule_between_fields_resets_only_the_field_it_names() -> None:
     repaired: list[InvalidSetting] = []
-    s = Settings.from_dict({"model": {"kv_type": "q4_0", "flash_attn": False, "n_ctx": 8192}}, repaired=repaired)
-    assert (s.model.kv_type, s.model.flash_attn, s.model.n_ctx) == ("f16", False, 8192)
+    s = Settings.from_dict({"model": {"kv_type": "q4_0", "flash_attn": "off", "n_ctx": 8192}}, repaired=repaired)
+    assert (s.model.kv_type, s.model.flash_attn, s.model.n_ctx) == ("f16", "off", 8192)
     assert [e.key for e in repaired] == ["model.kv_type"]
     with pytest.raises(InvalidSetting):
-        Settings.from_dict({"model": {"kv_type": "q4_0"}}, strict=True)
-    both = Settings().with_values({"model.kv_type": "q8_0", "model.flash_attn": True})  # set together: fine
-    assert (both.model.kv_type, both.model.flash_attn) == ("q8_0", True)
+        Settings.from_dict({"model": {"kv_type": "q4_0", "flash_attn": "off"}}, strict=True)
+    # flash attention "auto" (the default): llama.cpp turns it on for a quantised cache
+    assert Settings.from_dict({"model": {"kv_type": "q4_0"}}, strict=True).model.kv_type == "q4_0"
+    both = Settings().with_values({"model.kv_type": "q8_0", "model.flash_attn": "on"})  # set together: fine
+    assert (both.model.kv_type, both.model.flash_attn) == ("q8_0", "on")
 
 
 def _imports(path: Path) -> list[str]:

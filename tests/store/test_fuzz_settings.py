@@ -28,7 +28,7 @@ raw_values = raw_values_of(["1e999", "-1e400", "[1e999]"])
 def _valid_settings() -> dict[str, Any]:
     """A settings file as `save` writes it, with values other than the defaults."""
     chosen = Settings().with_values({
-        "model.n_ctx": 8192, "model.n_gpu_layers": 12, "model.flash_attn": True, "model.kv_type": "q8_0",
+        "model.n_ctx": 8192, "model.n_gpu_layers": 12, "model.flash_attn": "on", "model.kv_type": "q8_0",
         "model.last_model_path": "/models/a.gguf", "model.overflow_policy": "stop", "sampling.temperature": 0.2,
         "sampling.stop": ("</s>", "\n\n"), "sampling.seed": 42, "ui.theme": "dark", "hub.hf_token": "hf_x",
     })

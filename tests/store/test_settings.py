@@ -16,7 +16,7 @@ def test_defaults() -> None:
     assert (s.model.n_ctx, s.model.n_gpu_layers, s.model.flash_attn, s.model.kv_type) == (
         4096,
         "auto",
-        False,
+        "auto",
         "f16",
     )
     assert (s.model.n_threads, s.model.n_batch, s.model.overflow_policy) == (
@@ -54,7 +54,7 @@ def test_every_field_has_a_one_line_doc() -> None:
         ("model.n_gpu_layers", -2, "below the minimum 0"),
         ("model.n_ctx", True, "model.n_ctx: True is not a whole number"),
         ("model.n_ctx", 4096.5, "not a whole number"),
-        ("model.flash_attn", "yes", "not true or false"),
+        ("model.flash_attn", "yes", "not 'auto', 'on' or 'off'"),
         ("model.overflow_policy", "drop", "'rolling_window', 'truncate_middle' or 'stop'"),
         ("sampling.top_p", 1.5, "sampling.top_p: 1.5 is above the maximum 1"),
         ("sampling.temperature", -0.1, "below the minimum 0"),

@@ -52,14 +52,14 @@ def test_wrong_types_and_unknown_keys(settings_file: SettingsFile) -> None:
     settings_file.path.write_text(
         json.dumps(
             {
-                "model": {"n_ctx": "4k", "flash_attn": True, "gone": 1},
+                "model": {"n_ctx": "4k", "flash_attn": "on", "gone": 1},
                 "sampling": {"top_k": 20.5, "temperature": 0},
                 "extra": [1],
             }
         )
     )
     loaded = settings_file.load()
-    assert (loaded.model.n_ctx, loaded.model.flash_attn) == (4096, True)
+    assert (loaded.model.n_ctx, loaded.model.flash_attn) == (4096, "on")  # an older file's true
     assert (loaded.sampling.top_k, loaded.sampling.temperature) == (40, 0.0)
     assert not settings_file.backup_path.exists()
 
@@ -103,7 +103,7 @@ def test_unreadable_file_raises_a_typed_error(settings_file: SettingsFile) -> No
 def test_read_says_what_it_repaired(settings_file: SettingsFile) -> None:
     settings_file.path.parent.mkdir(parents=True)
     settings_file.path.write_text(json.dumps(
-        {"model": {"kv_type": "q8_0", "flash_attn": False, "n_ctx": 8192}, "sampling": {"top_p": 0, "min_p": 2}}))
+        {"model": {"kv_type": "q8_0", "flash_attn": "off", "n_ctx": 8192}, "sampling": {"top_p": 0, "min_p": 2}}))
     read = settings_file.read()
     assert [e.key for e in read.repaired] == ["model.kv_type", "sampling.min_p"]
     assert (read.settings.model.kv_type, read.settings.model.n_ctx, read.settings.sampling.top_p) == ("f16", 8192, 0)
@@ -120,3 +120,16 @@ def test_hostile_files_are_set_aside(settings_file: SettingsFile, content: bytes
     read = settings_file.read()
     assert read.settings == Settings() and why in read.set_aside and read.backup == settings_file.backup_path
     assert settings_file.backup_path.read_bytes() == content
+
+
+def test_an_older_files_flash_attn_true_or_false_reads_as_on_or_off(settings_file: SettingsFile) -> None:
+    """Older versions stored flash attention as true/false: read as "on"/"off", with nothing repaired
+    (no notice), for the model section and for a model file's own settings alike."""
+    settings_file.path.parent.mkdir(parents=True)
+    for old, new in ((True, "on"), (False, "off")):
+        settings_file.path.write_text(json.dumps({
+            "model": {"flash_attn": old}, "per_model": {"/m/big.gguf": {"flash_attn": not old}}}))
+        read = settings_file.read()
+        assert not read.repaired and read.settings.model.flash_attn == new
+        assert read.settings.per_model["/m/big.gguf"] == {"flash_attn": "off" if old else "on"}
+    assert Settings().model.flash_attn == "auto"

@@ -22,9 +22,9 @@ def test_a_model_without_its_own_settings_loads_with_the_defaults() -> None:
 
 
 def test_overrides_apply_to_their_model_only_and_round_trip(tmp_path: Path) -> None:
-    s = Settings().with_model_overrides(BIG, {"n_ctx": 16384, "n_gpu_layers": 20, "flash_attn": True,
+    s = Settings().with_model_overrides(BIG, {"n_ctx": 16384, "n_gpu_layers": 20, "flash_attn": "on",
                                               "kv_type": "q8_0"})
-    assert s.load_settings_for(BIG) == LoadSettings(n_ctx=16384, n_gpu_layers=20, flash_attn=True, kv_type="q8_0")
+    assert s.load_settings_for(BIG) == LoadSettings(n_ctx=16384, n_gpu_layers=20, flash_attn="on", kv_type="q8_0")
     assert s.load_settings_for(SMALL) == Settings().model.load_settings()
     f = SettingsFile(tmp_path / "settings.json")
     f.save(s)
@@ -45,7 +45,7 @@ def test_bad_overrides_are_refused_in_code() -> None:
     with pytest.raises(InvalidSetting):
         Settings().with_model_overrides(BIG, {"n_ctx": 3})
     with pytest.raises(InvalidSetting):  # a rule between fields: q4_0 needs flash attention
-        Settings().with_model_overrides(BIG, {"kv_type": "q4_0", "flash_attn": False})
+        Settings().with_model_overrides(BIG, {"kv_type": "q4_0", "flash_attn": "off"})
     with pytest.raises(KeyError):
         Settings().with_model_overrides(BIG, {"temperature": 0.5})
 
@@ -54,13 +54,13 @@ def test_a_bad_stored_value_is_repaired_and_said(tmp_path: Path) -> None:
     f = SettingsFile(tmp_path / "settings.json")
     f.path.write_text(json.dumps({"per_model": {
         BIG: {"n_ctx": "huge", "n_gpu_layers": 12, "temperature": 2},
-        SMALL: {"kv_type": "q4_0"},  # without flash attention: the rule repairs it
+        SMALL: {"kv_type": "q4_0", "flash_attn": "off"},  # without flash attention: the rule repairs it
         "": {"n_ctx": 4096},
         "/x.gguf": [1, 2],
     }}), "utf-8")
     repaired: list[InvalidSetting] = []
     s = Settings.from_dict(json.loads(f.path.read_text("utf-8")), repaired=repaired)
-    assert s.per_model == {BIG: {"n_gpu_layers": 12}}
+    assert s.per_model == {BIG: {"n_gpu_layers": 12}, SMALL: {"flash_attn": "off"}}
     assert {e.key for e in repaired} == {"model.n_ctx", "model.kv_type", "per_model"}
     assert f.load().per_model == s.per_model  # the file loads the same, leniently
     with pytest.raises(InvalidSetting):
@@ -69,6 +69,6 @@ def test_a_bad_stored_value_is_repaired_and_said(tmp_path: Path) -> None:
 
 
 def test_an_override_the_defaults_now_break_gives_way() -> None:
-    s = Settings().replace("model.flash_attn", True).with_model_overrides(BIG, {"kv_type": "q8_0"})
-    s = s.replace("model.flash_attn", False)  # every model without flash attention now
+    s = Settings().replace("model.flash_attn", "on").with_model_overrides(BIG, {"kv_type": "q8_0"})
+    s = s.replace("model.flash_attn", "off")  # every model without flash attention now
     assert s.load_settings_for(BIG).kv_type == "f16"  # loads, with the default, rather than failing

@@ -70,16 +70,20 @@ def test_quantised_kv_cache_without_flash_attention_cannot_be_accepted(qtbot) ->
     d = SettingsDialog(Settings())
     qtbot.addWidget(d)
     d.show()
+    d.editors["model.flash_attn"].set_value("off")
     d.editors["model.kv_type"].set_value("q8_0")
     assert not ok_enabled(d)
     assert d.problem.isVisible() and "flash attention" in d.problem.text()
     assert "KV cache type" in d.problem.text()
     d.accept()  # Enter in the dialog: refused while the rule is broken
     assert d.result() == 0 and d.isVisible()
-    d.editors["model.flash_attn"].input.setChecked(True)
+    flash = d.editors["model.flash_attn"].input
+    assert isinstance(flash, QComboBox) and flash.currentText() == "Off (no quantised KV cache, no speculation)"
+    flash.setCurrentIndex(flash.findData("auto"))  # llama.cpp turns it on for a quantised cache
     assert ok_enabled(d) and not d.problem.isVisible()
+    assert flash.currentText() == "Automatic: on where the backend supports it (default)"
     new = d.result_settings()
-    assert (new.model.kv_type, new.model.flash_attn) == ("q8_0", True)
+    assert (new.model.kv_type, new.model.flash_attn) == ("q8_0", "auto")
     LoadSettings(**{f.name: getattr(new.model, f.name) for f in dataclasses.fields(LoadSettings)})
     d.accept()
     assert d.result() == 1

@@ -80,7 +80,7 @@ def test_quantised_kv_cache_without_flash_attention_is_repaired_with_a_notice(
     started, qtbot, smollm2: Path
 ) -> None:
     # The store accepted it and the engine refused it: the window said "loading…" for ever.
-    started.write_settings({"model": {**SMALL, "kv_type": "q8_0", "flash_attn": False}, "ui": {"theme": "dark"}})
+    started.write_settings({"model": {**SMALL, "kv_type": "q8_0", "flash_attn": "off"}, "ui": {"theme": "dark"}})
     w = started.open()
     assert "model.kv_type" in w.notice.text() and "flash attention" in w.notice.text()
     assert w.notice.isVisible()

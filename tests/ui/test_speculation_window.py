@@ -24,7 +24,7 @@ COPY = ("Repeat this exactly: the cat sat on the mat, the dog sat on the log, "
 def greedy(**model: object) -> Settings:
     """What speculation runs with: temperature 0, repeat penalty 1, flash attention on."""
     s = small_settings(max_tokens=40)
-    return replace(s, model=replace(s.model, flash_attn=True, **model),  # type: ignore[arg-type]
+    return replace(s, model=replace(s.model, flash_attn="on", **model),  # type: ignore[arg-type]
                    sampling=replace(s.sampling, repeat_penalty=1.0))
 
 

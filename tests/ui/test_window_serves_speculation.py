@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx2 as httpx
 
+from prefill.engine.settings import FlashAttn
 from prefill.ui.main_window import MainWindow
 from tests.ui.conftest import load, send, small_settings, start_serving, stop_serving
 
@@ -16,7 +17,7 @@ COPY = ("Repeat this text exactly:\n\nThe river town woke slowly that spring. Fi
         "the stone quay while the baker set out loaves still warm from the oven.")
 
 
-def serving(app, qtbot, smollm2: Path, flash_attn: bool, max_tokens: int) -> tuple[MainWindow, str]:
+def serving(app, qtbot, smollm2: Path, flash_attn: FlashAttn, max_tokens: int) -> tuple[MainWindow, str]:
     """A window whose chat speculates with n-gram drafts, serving its model on one slot: it and the URL."""
     s = small_settings(n_ctx=1024, max_tokens=max_tokens)
     s = replace(s, model=replace(s.model, speculative="ngram", flash_attn=flash_attn),
@@ -28,7 +29,7 @@ def serving(app, qtbot, smollm2: Path, flash_attn: bool, max_tokens: int) -> tup
 
 
 def test_a_served_window_slot_reports_its_drafts(app, qtbot, smollm2: Path) -> None:
-    w, url = serving(app, qtbot, smollm2, flash_attn=True, max_tokens=40)
+    w, url = serving(app, qtbot, smollm2, flash_attn="on", max_tokens=40)
     assert w.engine.worker.server.options.speculative == "ngram"
     answer = send(qtbot, w, COPY)
     assert answer.text and answer.metrics.draft_n_accepted > 0
@@ -39,7 +40,7 @@ def test_a_served_window_slot_reports_its_drafts(app, qtbot, smollm2: Path) -> N
 
 
 def test_slots_that_cannot_speculate_say_why_in_the_window(app, qtbot, smollm2: Path) -> None:
-    w, _url = serving(app, qtbot, smollm2, flash_attn=False, max_tokens=8)
+    w, _url = serving(app, qtbot, smollm2, flash_attn="off", max_tokens=8)
     # "Serving this model at …" comes first, then the slots' reason (both queued from the worker's thread)
     qtbot.waitUntil(lambda: w.notice.isVisible() and w.notice.text().startswith("The server's slots"), timeout=30_000)
     said = w.notice.text()

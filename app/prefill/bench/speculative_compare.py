@@ -58,7 +58,7 @@ def greedy(gen_tokens: int) -> SamplingSettings:
 
 def speculation_settings(settings: LoadSettings, gen_tokens: int) -> LoadSettings:
     """`settings` with flash attention on (speculation needs it) and room for the longest task."""
-    return replace(settings, flash_attn=True, n_ctx=max(settings.n_ctx, 512 + gen_tokens))
+    return replace(settings, flash_attn="on", n_ctx=max(settings.n_ctx, 512 + gen_tokens))
 
 
 def _answer(engine: ChatEngine, prompt: str, mode: str, sampling: SamplingSettings) -> Finished:

@@ -99,14 +99,15 @@ def turn_json(f: Finished, chat_format: str) -> dict[str, object]:
 
 
 def device_json(info: LoadedModel) -> dict[str, object]:
-    """Where the model runs, for --json: layers offloaded, the device, GPU memory llama.cpp took
-    (None where unknown: a remote endpoint's, or a GPU load whose log gave no buffer sizes)."""
+    """Where the model runs, for --json: layers offloaded, the device, GPU memory llama.cpp took, whether
+    flash attention is on as llama.cpp resolved it (None where unknown: a remote endpoint's, or a GPU
+    load whose log gave no buffer sizes)."""
     d = info.device
     if d is None:
-        return {"gpu_layers": None, "total_layers": None, "device": None, "vram_bytes": None}
+        return {"gpu_layers": None, "total_layers": None, "device": None, "vram_bytes": None, "flash_attn": None}
     on_gpu = d.gpu_layers > 0
     return {"gpu_layers": d.gpu_layers, "total_layers": d.total_layers, "device": d.device if on_gpu else "CPU",
-            "vram_bytes": (d.vram_bytes or None) if on_gpu else 0}
+            "vram_bytes": (d.vram_bytes or None) if on_gpu else 0, "flash_attn": info.flash_attn}
 
 
 def _prompts(args: argparse.Namespace) -> Iterable[str | Control]:

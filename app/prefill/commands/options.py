@@ -58,6 +58,8 @@ def _add(p: argparse.ArgumentParser, option: str, section: type[Section], name: 
     kwargs: dict[str, Any] = {"help": f"{text} (default: {default})"}
     if hint is bool:
         kwargs = {"action": "store_true", "help": text}
+    elif name == "flash_attn":  # a bare --flash-attn (the on/off switch of older versions) means "on"
+        kwargs.update(choices=words, default=default, nargs="?", const="on")
     elif name == "n_gpu_layers":
         kwargs.update(type=gpu_layers, default=default)
     elif words:
@@ -94,7 +96,8 @@ def add_speculative_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--speculative", type=speculative_mode, default="off", metavar="off|ngram|PATH.gguf",
                    help="ngram: draft tokens from the text itself and check them in one step; PATH.gguf: draft "
                         "them with that small model (same tokenizer as --model); for greedy sampling with flash "
-                        "attention (--temperature 0 --repeat-penalty 1 --flash-attn), the answer unchanged; "
+                        "attention on (--temperature 0 --repeat-penalty 1, --flash-attn auto or on), the answer "
+                        "unchanged; "
                         "off: one token per step (default: off)")
     p.add_argument("--draft-max", type=draft_max, default=DRAFT_MAX, metavar="N",
                    help=f"with --speculative: the longest draft checked in one step, 1 to 32 (default {DRAFT_MAX}; "

@@ -30,6 +30,7 @@ def doc(
     step: float | None = None,
     secret: bool = False,
     folder: bool = False,
+    legacy: Mapping[Any, Any] | None = None,
 ) -> dict[str, Any]:
     """Build a setting's field metadata: ``field(default=..., metadata=doc("..."))``.
 
@@ -42,10 +43,12 @@ def doc(
         step: A spin box's step (numbers only).
         secret: Kept out of logs and messages; also pass ``repr=False`` to ``field``.
         folder: The text is a folder path (a dialog offers a folder chooser).
+        legacy: Values older versions stored, each with the value it stands for today
+            (``{True: "on"}``): read as that value, never reset with a notice.
     """
     return {
         "doc": text, "label": label, "min": minimum, "max": maximum, "above": above,
-        "step": step, "secret": secret, "folder": folder,
+        "step": step, "secret": secret, "folder": folder, "legacy": dict(legacy or {}),
     }
 
 
@@ -61,7 +64,12 @@ def choices(hint: Any) -> tuple[str, ...]:
 
 def check_value(key: str, hint: Any, meta: Mapping[str, Any], value: Any) -> Any:
     """Return ``value`` as the field stores it (an int widened for a float field, a list
-    made a tuple) or raise InvalidSetting with a sentence that names ``key``."""
+    made a tuple, an older version's value as it reads today) or raise InvalidSetting with a
+    sentence that names ``key``."""
+    for old, new in (meta.get("legacy") or {}).items():
+        if type(value) is type(old) and value == old:  # type first: True == 1, and 1 is no True
+            value = new
+            break
     union = typing.get_origin(hint) in (typing.Union, types.UnionType)
     options = typing.get_args(hint) if union else (hint,)
     for option in options:

@@ -19,6 +19,7 @@ from prefill.engine.setting_fields import Section, doc
 
 KvType = Literal["f16", "q8_0", "q4_0"]
 GpuChoice = Literal["auto", "all", "none"]
+FlashAttn = Literal["auto", "on", "off"]
 GpuLayers = GpuChoice | int
 OverflowPolicy = Literal["rolling_window", "truncate_middle", "stop"]
 
@@ -39,13 +40,15 @@ class LoadSettings(Section):
         default="auto",
         metadata=doc("Layers offloaded to the GPU: auto, all, none or a count.", label="GPU layers", minimum=0),
     )
-    flash_attn: bool = field(
-        default=False,
-        metadata=doc("Use flash attention (a quantised KV cache needs it).", label="Flash attention"),
+    flash_attn: FlashAttn = field(
+        default="auto",
+        # Files of older versions hold true/false.
+        metadata=doc("Flash attention: auto (on where the backend supports it), on or off.",
+                     label="Flash attention", legacy={True: "on", False: "off"}),
     )
     kv_type: KvType = field(
         default="f16",
-        metadata=doc("KV cache type: f16, or q8_0 / q4_0 (with flash attention).", label="KV cache type"),
+        metadata=doc("KV cache type: f16, or q8_0 / q4_0 (flash attention auto or on).", label="KV cache type"),
     )
     n_threads: int = field(
         default=0,
@@ -58,10 +61,12 @@ class LoadSettings(Section):
     )
 
     def rules(self) -> None:
-        # llama.cpp refuses a quantised V cache without flash attention (llama_init_from_model).
-        if self.kv_type != "f16" and not self.flash_attn:
+        # llama.cpp refuses a quantised V cache without flash attention (llama_init_from_model); with
+        # "auto" it turns flash attention on for it.
+        if self.kv_type != "f16" and self.flash_attn == "off":
             raise InvalidSetting(f"{self.NAME}.kv_type",
-                                 f"a quantised KV cache ({self.kv_type}) needs flash attention on")
+                                 f"a quantised KV cache ({self.kv_type}) needs flash attention (auto or on), "
+                                 "not off")
 
     @property
     def threads(self) -> int:

@@ -35,6 +35,7 @@ class LoadedModel:
     device: DeviceReport | None = None  # where a local model runs: layers offloaded, device, GPU memory
     projector: str = ""  # the projector (mmproj) file a local model sees images with ("": none)
     vision: str = ""  # its projector, or that images need one and the file to get ("": nothing to say)
+    flash_attn: bool | None = None  # whether flash attention is on, as llama.cpp resolved it (None: remote)
 
     @property
     def format_from_model(self) -> bool:
@@ -67,6 +68,7 @@ def local_model(engine: ChatEngine | SlotChat, path: Path, load_ms: float) -> Lo
         takes_reasoning_effort=engine.format.takes_reasoning_effort,
         reasons=bool(engine.reasoning),
         device=with_vram(engine.device, engine.runtime.load_log),
+        flash_attn=engine.runtime.flash_attn_on,
         projector=str(projector.path) if (projector := getattr(engine, "projector", None)) is not None else "",
     )
 

@@ -37,8 +37,8 @@ FILE_FILTERS = {"model.draft_model_path": "GGUF models (*.gguf)"}
 # Each choice in words; the raw value is what is stored (and what the CLI and the file take).
 CHOICE_WORDS: dict[str, str] = {
     "f16": "16-bit (default)",
-    "q8_0": "8-bit: half the memory (needs flash attention)",
-    "q4_0": "4-bit: a quarter of the memory (needs flash attention)",
+    "q8_0": "8-bit: half the memory (flash attention auto or on)",
+    "q4_0": "4-bit: a quarter of the memory (flash attention auto or on)",
     "auto": "Automatic: as many as fit",
     "all": "All layers",
     "none": "None: on the CPU only",
@@ -53,11 +53,19 @@ CHOICE_WORDS: dict[str, str] = {
     "light": "Light",
     "dark": "Dark",
 }
+# A field whose choices read otherwise than CHOICE_WORDS has them ("auto" of the GPU layers).
+FIELD_WORDS: dict[str, dict[str, str]] = {
+    "model.flash_attn": {
+        "auto": "Automatic: on where the backend supports it (default)",
+        "on": "On",
+        "off": "Off (no quantised KV cache, no speculation)",
+    },
+}
 RELOAD_NOTE = "changing this reloads the model"
 
 
-def words_for(value: str) -> str:
-    return CHOICE_WORDS.get(value, value)
+def words_for(value: str, key: str = "") -> str:
+    return FIELD_WORDS.get(key, {}).get(value) or CHOICE_WORDS.get(value, value)
 
 
 def range_text(meta: dict[str, Any], is_int: bool) -> str:
@@ -139,7 +147,7 @@ class FieldEditor:
         if words:
             combo = QComboBox()
             for word in [*words, COUNT] if numeric else words:
-                combo.addItem(words_for(word), word)
+                combo.addItem(words_for(word, self.key), word)
             combo.currentIndexChanged.connect(on_change)
             self.input = combo
 

@@ -33,7 +33,7 @@ from tests.engine.batch.test_speculative_slots import (
 from tests.engine.draft_models import write_random_draft
 from tests.engine.vocab_models import vocab_dir, write_scripted
 
-SETTINGS = LoadSettings(n_ctx=1024, n_batch=512, n_gpu_layers="none", n_threads=1, flash_attn=True)
+SETTINGS = LoadSettings(n_ctx=1024, n_batch=512, n_gpu_layers="none", n_threads=1, flash_attn="on")
 _owners = itertools.count()
 
 

@@ -24,7 +24,7 @@ from prefill.engine.events import Finished, Token
 from prefill.engine.message import Message
 from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.request import ChatRequest
-from prefill.engine.settings import LoadSettings, ServeSampling
+from prefill.engine.settings import FlashAttn, LoadSettings, ServeSampling
 
 WAIT_S = 300
 PASSAGES = (
@@ -76,7 +76,7 @@ class Collector:
         return Answer(self.events)
 
 
-def load(model: Path, speculative: str, n_batch: int = 512, flash_attn: bool = True) -> BatchScheduler:
+def load(model: Path, speculative: str, n_batch: int = 512, flash_attn: FlashAttn = "on") -> BatchScheduler:
     settings = LoadSettings(n_ctx=1024, n_batch=n_batch, n_gpu_layers="none", n_threads=1, flash_attn=flash_attn)
     return BatchScheduler(load_batch_model(model, settings, 3), speculative=speculative)
 
@@ -253,7 +253,7 @@ def test_drafts_shrink_to_fit_a_small_batch(smollm2: Path, plain: BatchScheduler
 
 
 def test_without_flash_attention_the_server_says_why_it_does_not_speculate(tiny_model: Path) -> None:
-    s = load(tiny_model, "ngram", flash_attn=False)
+    s = load(tiny_model, "ngram", flash_attn="off")
     try:
         assert "flash attention" in s.speculation_note
         answer = submit(s, tuple(s.runtime.tokenize("hello there", add_special=True)),

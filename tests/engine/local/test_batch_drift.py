@@ -20,7 +20,7 @@ from prefill.engine.message import Message
 from prefill.engine.request import ChatRequest
 from prefill.engine.settings import LoadSettings, SamplingSettings
 
-FA = LoadSettings(n_ctx=1024, n_gpu_layers="none", flash_attn=True)
+FA = LoadSettings(n_ctx=1024, n_gpu_layers="none", flash_attn="on")
 GREEDY = SamplingSettings(temperature=0.0, repeat_penalty=1.0, max_tokens=120)
 COPY = "Repeat exactly: the quick brown fox jumps over the lazy dog, and the lazy dog sleeps on."
 

@@ -163,9 +163,11 @@ def test_snapshots_arrive_during_a_long_answer(tiny_model: Path, monkeypatch: py
 
 def test_quantised_kv_cache_needs_flash_attention_and_shrinks_cells(smollm2: Path) -> None:
     with pytest.raises(ValueError, match="flash attention"):
-        LoadSettings(kv_type="q8_0")
-    e = ChatEngine.load(smollm2, LoadSettings(n_ctx=512, kv_type="q8_0", flash_attn=True, n_gpu_layers="none"))
+        LoadSettings(kv_type="q8_0", flash_attn="off")
+    # flash attention "auto" (the default): llama.cpp turns it on for the quantised cache
+    e = ChatEngine.load(smollm2, LoadSettings(n_ctx=512, kv_type="q8_0", n_gpu_layers="none"))
     try:
+        assert e.runtime.flash_attn_on
         _, _, fin = run(e, [Message("user", "Hi")], SamplingSettings(temperature=0.0, max_tokens=8))
         assert fin.metrics.kv_bytes == fin.metrics.kv_used * 30 * 3 * 128 * 34 // 32
     finally:

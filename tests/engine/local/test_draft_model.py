@@ -29,7 +29,7 @@ GREEDY = SamplingSettings(temperature=0.0, repeat_penalty=1.0, max_tokens=80)
 
 @pytest.fixture(scope="module")
 def fa_engine(smollm2: Path) -> Iterator[ChatEngine]:
-    e = ChatEngine.load(smollm2, LoadSettings(n_ctx=1024, n_gpu_layers="none", flash_attn=True))
+    e = ChatEngine.load(smollm2, LoadSettings(n_ctx=1024, n_gpu_layers="none", flash_attn="on"))
     yield e
     e.close()
 

@@ -20,7 +20,7 @@ from prefill.engine.request import ChatRequest, Tool
 from prefill.engine.settings import LoadSettings, SamplingSettings
 from tests.engine.vocab_models import write_caller, write_round_tripper, write_thinker
 
-FA = LoadSettings(n_ctx=512, n_gpu_layers="none", n_threads=1, flash_attn=True)
+FA = LoadSettings(n_ctx=512, n_gpu_layers="none", n_threads=1, flash_attn="on")
 GREEDY = SamplingSettings(temperature=0.0, repeat_penalty=1.0, max_tokens=60)
 WEATHER = Tool("weather", "The weather in a city.",
                json.dumps({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}))
@@ -165,7 +165,7 @@ def test_a_cache_restored_from_disk_is_reused_with_speculation(smollm2: Path, tm
     a scripted reasoning model's template drops the thinking from the history, so its turns share
     no cache to save.)"""
     disk = KvDiskCache(tmp_path / "kv", min_free=0)
-    engine = ChatEngine.load(smollm2, LoadSettings(n_ctx=1024, n_gpu_layers="none", n_threads=1, flash_attn=True))
+    engine = ChatEngine.load(smollm2, LoadSettings(n_ctx=1024, n_gpu_layers="none", n_threads=1, flash_attn="on"))
     if mode == "draft":
         engine.use_draft_model(smollm2)
     try:

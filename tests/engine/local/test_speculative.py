@@ -43,7 +43,7 @@ class Run:
 @pytest.fixture(scope="module")
 def fa_engine(smollm2: Path) -> Iterator[ChatEngine]:
     """Speculation needs flash attention (batched logits equal to one-token ones)."""
-    e = ChatEngine.load(smollm2, LoadSettings(n_ctx=2048, n_gpu_layers="none", flash_attn=True))
+    e = ChatEngine.load(smollm2, LoadSettings(n_ctx=2048, n_gpu_layers="none", flash_attn="on"))
     yield e
     e.close()
 
@@ -168,7 +168,7 @@ def test_off_unless_greedy_without_penalties(engine: ChatEngine, sampling: Sampl
 
 
 def test_off_without_flash_attention(smollm2: Path) -> None:
-    e = ChatEngine.load(smollm2, LoadSettings(n_ctx=1024, n_gpu_layers="none"))
+    e = ChatEngine.load(smollm2, LoadSettings(n_ctx=1024, n_gpu_layers="none", flash_attn="off"))
     try:
         result = run(e, [Message("user", COPY)], "ngram", SamplingSettings(
             temperature=0.0, repeat_penalty=1.0, max_tokens=20))

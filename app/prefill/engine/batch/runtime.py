@@ -21,7 +21,15 @@ from prefill.engine.errors import EngineError, ModelLoadError
 from prefill.engine.gguf.header import GGUFHeader, read_header
 from prefill.engine.llama.kv_sizes import ggml_type_id, kv_bytes_per_cell
 from prefill.engine.llama.offload import DeviceReport, device_report, resolve_gpu_layers
-from prefill.engine.llama.runtime import FLASH_ATTN_DISABLED, FLASH_ATTN_ENABLED, LlamaRuntime, lead_of, top_prob_of
+from prefill.engine.llama.runtime import (
+    FLASH_ATTN_TYPES,
+    LlamaRuntime,
+    _init_backend,
+    context_error,
+    flash_attn_resolved,
+    lead_of,
+    top_prob_of,
+)
 from prefill.engine.settings import LoadSettings
 
 MAX_SEQUENCES = 64  # llama.cpp's LLAMA_MAX_SEQ
@@ -66,14 +74,19 @@ class BatchRuntime(LlamaRuntime):
         # A step decoding several slots is a batch too: the prompt's extra threads (LoadSettings.
         # prefill_threads) would take the core the server's event loop runs on.
         cp.n_threads = cp.n_threads_batch = settings.threads
-        cp.flash_attn_type = FLASH_ATTN_ENABLED if settings.flash_attn else FLASH_ATTN_DISABLED
+        cp.flash_attn_type = FLASH_ATTN_TYPES[settings.flash_attn]
         cp.type_k = cp.type_v = ggml_type_id(settings.kv_type)
         cp.no_perf = False
+        log = _init_backend()
+        log.start()
         self.ctx = llama_cpp.llama_init_from_model(self.model, cp)
+        ctx_log = log.stop()
         if not self.ctx:
             llama_cpp.llama_model_free(self.model)
             self.model = None
-            raise ModelLoadError(f"llama.cpp could not create a context for {n_seq} sequences")
+            raise ModelLoadError(f"llama.cpp could not create a context for {n_seq} sequences: "
+                                 f"{context_error(settings, ctx_log)}")
+        self.flash_attn_on = flash_attn_resolved(settings.flash_attn, ctx_log)
         self.settings = settings
         self.n_seq = n_seq
         self.memory = llama_cpp.llama_get_memory(self.ctx)

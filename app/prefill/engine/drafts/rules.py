@@ -25,7 +25,7 @@ def why_not(runtime: LlamaRuntime, sampling: SamplingSettings, constraint: Const
     if sampling.repeat_penalty != 1.0 or (isinstance(sampling, ServeSampling) and (
             sampling.frequency_penalty or sampling.presence_penalty or sampling.ignore_eos)):
         return "speculative decoding runs without penalties only (repeat penalty 1)"
-    if not runtime.settings.flash_attn:
+    if not runtime.flash_attn_on:  # as llama.cpp resolved it ("auto": where the backend supports it)
         return ("speculative decoding needs flash attention on: without it a batched decode's logits "
                 "differ from a one-token decode's and the answer could drift from plain greedy decoding")
     if constraint is not None:

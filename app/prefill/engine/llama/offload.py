@@ -114,7 +114,9 @@ def resolve_gpu_layers(requested: GpuLayers, header: GGUFHeader, settings: LoadS
         memory = machine_memory()
         if not memory.gpus:  # a GPU build whose memory we cannot read (Metal, Vulkan…): trust llama.cpp
             return header.n_layer + 1
-        return estimate_fit(header, s.n_ctx, memory, s.kv_type, s.n_batch, s.flash_attn).gpu_layers
+        # Before the load, "auto" is not resolved yet: estimated as off (the larger compute buffer), the
+        # safe side of the fit.
+        return estimate_fit(header, s.n_ctx, memory, s.kv_type, s.n_batch, s.flash_attn == "on").gpu_layers
     return min(int(requested), header.n_layer + 1)
 
 

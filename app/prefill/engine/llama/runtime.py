@@ -26,7 +26,11 @@ from prefill.engine.llama.grammar_sampler import Constraint, GrammarSampler
 from prefill.engine.llama.kv_sizes import ggml_type_id
 from prefill.engine.settings import LoadSettings, SamplingSettings, ServeSampling
 
-FLASH_ATTN_DISABLED, FLASH_ATTN_ENABLED = 0, 1
+# llama.cpp's enum llama_flash_attn_type, by the setting's words.
+FLASH_ATTN_TYPES = {"auto": -1, "off": 0, "on": 1}
+# How llama.cpp logs what it decided at context creation: "flash_attn = enabled" (set, or turned on for
+# a quantised V cache), "resolve_fused_ops: Flash Attention enabled" (auto, resolved by the backend).
+_FLASH_ATTN_SAID = re.compile(r"flash_attn\s*=\s*(enabled|disabled)|Flash Attention (enabled|disabled)")
 _OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
 _DEVICE = re.compile(r"using device (\S+) \(([^)]*)\)")
 
@@ -165,7 +169,7 @@ class LlamaRuntime:
         cp.n_ubatch = settings.n_batch
         cp.n_threads = settings.threads
         cp.n_threads_batch = settings.prefill_threads
-        cp.flash_attn_type = FLASH_ATTN_ENABLED if settings.flash_attn else FLASH_ATTN_DISABLED
+        cp.flash_attn_type = FLASH_ATTN_TYPES[settings.flash_attn]
         cp.type_k = cp.type_v = ggml_type_id(settings.kv_type)
         cp.no_perf = False
         log.start()
@@ -174,8 +178,9 @@ class LlamaRuntime:
         if not self.ctx:
             llama_cpp.llama_model_free(self.model)
             self.model = None
-            raise ModelLoadError(f"llama.cpp could not create a context: {_last_error(ctx_log)}")
+            raise ModelLoadError(f"llama.cpp could not create a context: {context_error(settings, ctx_log)}")
         self.load_log = load_log + ctx_log
+        self.flash_attn_on = flash_attn_resolved(settings.flash_attn, ctx_log)
         self.memory = llama_cpp.llama_get_memory(self.ctx)
         model = self.model
         self.recurrent = bool(llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
@@ -533,6 +538,24 @@ def _chain(samplers: list[ctypes.c_void_p]) -> ctypes.c_void_p:
 
 def _address(pointer: Any) -> int:
     return ctypes.cast(pointer, ctypes.c_void_p).value or 0
+
+
+def flash_attn_resolved(setting: str, ctx_log: str) -> bool:
+    """Whether flash attention is on in a context just created with `setting` ("auto", "on", "off"):
+    what llama.cpp's log of the creation said last, else the setting. "auto" with nothing said counts
+    as off: speculation and the fit estimate then take the safe side."""
+    said = _FLASH_ATTN_SAID.findall(ctx_log)
+    if said:
+        return "enabled" in said[-1]
+    return setting == "on"
+
+
+def context_error(settings: LoadSettings, ctx_log: str) -> str:
+    """Why a context could not be made, in words where Prefill knows better than the log line."""
+    if settings.kv_type != "f16" and "requires Flash Attention" in ctx_log:
+        return (f"the {settings.kv_type} KV cache needs flash attention, which this backend cannot run "
+                "for this model: choose the f16 KV cache")
+    return _last_error(ctx_log)
 
 
 def _last_error(log: str) -> str:

@@ -185,7 +185,7 @@ class ChatEngine:
         identity = kv_resume.model_identity(self.path)
         if self.projector is not None:
             identity += "+" + kv_resume.model_identity(self.projector.path)
-        return kv_resume.cache_scope(identity, self.settings, self.n_ctx)
+        return kv_resume.cache_scope(identity, self.settings, self.n_ctx, self.runtime.flash_attn_on)
 
     def save_state(self, disk: KvDiskCache) -> SaveResult:
         """Save the KV cache, its tokens and their segments to `disk`, keyed by scope and tokens."""

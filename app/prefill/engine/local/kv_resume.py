@@ -80,10 +80,10 @@ def build_tag() -> str:
     return blake2b(llama_build().encode(), digest_size=4).hexdigest()
 
 
-def cache_scope(model: str, settings: LoadSettings, n_ctx: int) -> str:
+def cache_scope(model: str, settings: LoadSettings, n_ctx: int, flash_attn_on: bool) -> str:
     """Everything but the tokens that a saved state depends on: the build's tag, then a hash of
-    the model's identity, the cache settings and the build."""
-    doc = {"model": model, "n_ctx": n_ctx, "kv_type": settings.kv_type, "flash_attn": settings.flash_attn,
+    the model's identity, the cache settings (flash attention as llama.cpp resolved it) and the build."""
+    doc = {"model": model, "n_ctx": n_ctx, "kv_type": settings.kv_type, "flash_attn": flash_attn_on,
            "build": llama_build()}
     return build_tag() + blake2b(json.dumps(doc, sort_keys=True).encode(), digest_size=20).hexdigest()
 

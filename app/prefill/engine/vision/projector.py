@@ -129,7 +129,7 @@ class Projector:
         params.use_gpu = runtime.offload.gpu_layers > 0
         params.n_threads = runtime.settings.prefill_threads
         params.print_timings = False
-        params.flash_attn_type = 1 if runtime.settings.flash_attn else 0
+        params.flash_attn_type = 1 if runtime.flash_attn_on else 0  # as the model's context resolved it
         with _log_lock:
             log.lines, log.capturing = [], True
             try:
