@@ -92,3 +92,24 @@ class FullTextViewer(QDialog):
             self.view.moveCursor(QTextCursor.MoveOperation.Start)
             self.loaded.emit()
 
+
+
+class OpenViewer:
+    """The one viewer a part of the window keeps open: Show all again closes the last one and shows
+    the text as it is now (a streaming answer's, say); a closed viewer is forgotten."""
+
+    def __init__(self) -> None:
+        self.viewer: FullTextViewer | None = None
+
+    def show(self, text: str, title: str, parent: QWidget | None) -> FullTextViewer:
+        if self.viewer is not None:
+            self.viewer.close()
+        viewer = FullTextViewer(text, title, parent)
+        viewer.finished.connect(lambda _=0, v=viewer: self._forget(v))
+        viewer.show()
+        self.viewer = viewer
+        return viewer
+
+    def _forget(self, viewer: FullTextViewer) -> None:
+        if self.viewer is viewer:
+            self.viewer = None

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from prefill.engine.message import ImagePart
 from prefill.ui.chat.finish_words import finish_words
-from prefill.ui.chat.full_text import FullTextViewer
+from prefill.ui.chat.full_text import FullTextViewer, OpenViewer
 from prefill.ui.chat.image_strip import ImageStrip, ImageThumbs
 from prefill.ui.chat.inline_editor import InlineEditor
 from prefill.ui.chat.message_segments import MessageBody, SafeBrowser, Segment
@@ -84,7 +84,7 @@ class MessageWidget(QFrame):
         self.body = MessageBody(code_palette, f"{ROLE_TITLES.get(role, role)}: message", self)
         self.body.link_clicked.connect(self._on_body_link_clicked)
         self.body.show_all.connect(self.show_all)
-        self.viewer: FullTextViewer | None = None  # the whole text, while its viewer is open
+        self._viewer = OpenViewer()  # the whole text, while its viewer is open
         self.title = plain_label(ROLE_TITLES.get(role, role))
         self.title.setObjectName("message-title")
         self.figures = plain_label()
@@ -298,17 +298,12 @@ class MessageWidget(QFrame):
     def show_all(self) -> FullTextViewer:
         """Open the whole text (as it is now) in a plain-text viewer: a folded message's Show all."""
         title = f"{ROLE_TITLES.get(self.role, self.role)}: the whole message"
-        if self.viewer is not None:
-            self.viewer.close()  # a streaming answer's Show all again: the text as it is now
-        viewer = FullTextViewer(self.text(), title, self.window())
-        viewer.finished.connect(lambda _=0, v=viewer: self._forget_viewer(v))
-        viewer.show()
-        self.viewer = viewer
-        return viewer
+        return self._viewer.show(self.text(), title, self.window())
 
-    def _forget_viewer(self, viewer: FullTextViewer) -> None:
-        if self.viewer is viewer:
-            self.viewer = None
+    @property
+    def viewer(self) -> FullTextViewer | None:
+        """The whole text's viewer, while it is open."""
+        return self._viewer.viewer
 
     def copy_text(self) -> None:
         QGuiApplication.clipboard().setText(self.text())

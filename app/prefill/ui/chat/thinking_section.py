@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QFrame, QPlainTextEdit, QPushButton, QToolButton, QVBoxLayout
 
-from prefill.ui.chat.full_text import FullTextViewer
+from prefill.ui.chat.full_text import FullTextViewer, OpenViewer
 
 MAX_OPEN_HEIGHT = 220  # px: a long thinking scrolls inside its section, not the whole chat
 SHOWN = 20_000  # characters of thinking in the section: its layout stays a few ms, one line or many
@@ -50,7 +50,7 @@ class ThinkingSection(QFrame):
         self._parts: list[str] = []  # the whole thinking, as it came
         self._length = 0
         self._shown = 0  # of which the body holds the first _shown characters
-        self.viewer: FullTextViewer | None = None
+        self._viewer = OpenViewer()
         self._tokens = 0
         self._seconds: float | None = None  # set once the answer has started
         self._user_chose = False  # a click wins over folding by itself
@@ -88,17 +88,12 @@ class ThinkingSection(QFrame):
 
     def show_all(self) -> FullTextViewer:
         """The whole thinking in the plain-text viewer."""
-        if self.viewer is not None:
-            self.viewer.close()  # a streaming thinking's Show all again: the text as it is now
-        viewer = FullTextViewer(self.text(), "Thinking: all of it", self.window())
-        viewer.finished.connect(lambda _=0, v=viewer: self._forget_viewer(v))
-        viewer.show()
-        self.viewer = viewer
-        return viewer
+        return self._viewer.show(self.text(), "Thinking: all of it", self.window())
 
-    def _forget_viewer(self, viewer: FullTextViewer) -> None:
-        if self.viewer is viewer:
-            self.viewer = None
+    @property
+    def viewer(self) -> FullTextViewer | None:
+        """The whole thinking's viewer, while it is open."""
+        return self._viewer.viewer
 
     def _update_show_all(self) -> None:
         hidden = self._length - self._shown
