@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+from typing import Any
 
 import llama_cpp
 import numpy as np
@@ -31,11 +32,7 @@ def grammar_step_times(rt: LlamaRuntime, grammar: str, tokens: int, seed: int = 
     held = rt.constraint_of(sampler)
     n = rt.n_vocab
     rng = np.random.default_rng(seed)
-    data = (llama_cpp.llama_token_data * n)()
-    view = np.frombuffer(memoryview(data).cast("B"), dtype=_TOKEN_DATA)
-    ids = np.arange(n, dtype=np.int32)
-    candidates = llama_cpp.llama_token_data_array(data, n, -1, False)
-    pointer = ctypes.pointer(candidates)
+    data, view, ids, candidates, pointer = _candidates(n)
     times: list[float] = []
     try:
         for _ in range(tokens):
@@ -61,11 +58,7 @@ def grammar_steps_along(rt: LlamaRuntime, grammar: str, text: str, deadline_s: f
     if not grammar_p:
         raise ValueError("llama.cpp rejected the grammar")
     n = rt.n_vocab
-    data = (llama_cpp.llama_token_data * n)()
-    view = np.frombuffer(memoryview(data).cast("B"), dtype=_TOKEN_DATA)
-    ids = np.arange(n, dtype=np.int32)
-    candidates = llama_cpp.llama_token_data_array(data, n, -1, False)
-    pointer = ctypes.pointer(candidates)
+    data, view, ids, candidates, pointer = _candidates(n)
     times: list[float] = []
     end = time.perf_counter() + deadline_s
     try:
@@ -83,3 +76,12 @@ def grammar_steps_along(rt: LlamaRuntime, grammar: str, text: str, deadline_s: f
     finally:
         llama_cpp.llama_sampler_free(grammar_p)
     return times
+
+
+def _candidates(n: int) -> tuple[Any, Any, Any, Any, Any]:
+    """A candidates array of `n` tokens for llama_sampler_apply: its storage, a numpy view of it, the
+    ids 0..n-1, the array and a pointer to it."""
+    data = (llama_cpp.llama_token_data * n)()
+    view = np.frombuffer(memoryview(data).cast("B"), dtype=_TOKEN_DATA)
+    candidates = llama_cpp.llama_token_data_array(data, n, -1, False)
+    return data, view, np.arange(n, dtype=np.int32), candidates, ctypes.pointer(candidates)

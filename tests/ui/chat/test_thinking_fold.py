@@ -5,18 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from prefill.ui.chat.message_widget import MessageWidget
 from prefill.ui.chat.thinking_section import SHOWN
+from tests.ui.chat.test_message_fold import _widget
 
 LINE = "thinking on one endless line " * 140_000  # about 4 MB, no line break
-
-
-def _widget(qtbot) -> MessageWidget:
-    w = MessageWidget("assistant")
-    qtbot.addWidget(w)
-    w.resize(700, 500)
-    w.show()
-    return w
 
 
 @pytest.mark.parametrize("how", ["stored", "streamed"])
