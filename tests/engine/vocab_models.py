@@ -29,6 +29,7 @@ dimension MARKER), and the one layer adds two things:
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import struct
@@ -123,6 +124,13 @@ class Vocab:
         n = self._lib.llama_tokenize(self.vocab, data, len(data), buf, len(data) + 8, add_bos, special)
         assert n >= 0
         return list(buf[:n])
+
+    def piece(self, token: int) -> str:
+        """The text of one token, special markers written out."""
+        buf = ctypes.create_string_buffer(256)
+        n = self._lib.llama_token_to_piece(self.vocab, token, buf, 256, 0, True)
+        assert n >= 0
+        return buf.raw[:n].decode("utf-8", errors="replace")
 
     def token(self, text: str) -> int:
         ids = self.tokenize(text)

@@ -17,6 +17,7 @@ from prefill.engine.settings import OverflowSettings, SamplingSettings
 
 REASONING_EFFORTS = ("low", "medium", "high")
 TOOL_CHOICES = ("auto", "none", "required")  # or the name of one function
+MAX_REASONING_BUDGET = 1_048_576
 
 
 @dataclass(frozen=True)
@@ -53,14 +54,19 @@ class ResponseFormat:
 
 @dataclass(frozen=True)
 class TemplateOptions:
-    """Switches a template may take: `think` (None: the template's default) and gpt-oss's reasoning effort."""
+    """How a reasoning model thinks: the template's switches, `think` (None: the template's default)
+    and gpt-oss's reasoning effort, and a budget of thinking tokens (None: no limit; 0: no thinking),
+    which the decode loops keep (prompt/thinking_budget.py)."""
 
     think: bool | None = None
     reasoning_effort: str = ""
+    reasoning_budget: int | None = None
 
     def __post_init__(self) -> None:
         if self.reasoning_effort and self.reasoning_effort not in REASONING_EFFORTS:
             raise ValueError(f"reasoning effort is one of {', '.join(REASONING_EFFORTS)}")
+        if self.reasoning_budget is not None and not 0 <= self.reasoning_budget <= MAX_REASONING_BUDGET:
+            raise ValueError(f"a reasoning budget is 0 to {MAX_REASONING_BUDGET:,} tokens")
 
 
 @dataclass(frozen=True)

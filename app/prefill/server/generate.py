@@ -25,6 +25,7 @@ from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, Token
 from prefill.engine.llama.grammar_sampler import Constraint
 from prefill.engine.prompt.answer_split import AnswerSplit
+from prefill.engine.prompt.thinking_budget import ThinkingLimit
 from prefill.engine.settings import ServeSampling
 from prefill.server.connections import closer
 from prefill.server.errors import ApiError, busy, context_exceeded, server_error, unavailable
@@ -85,10 +86,12 @@ class EventStream:
                 yield events
 
 
-def submit(scheduler: BatchScheduler, prompt: Sequence[int], sampling: ServeSampling,
-           stream: EventStream, label: str, owner: str, constraint: Constraint | None = None) -> RequestHandle:
+def submit(scheduler: BatchScheduler, prompt: Sequence[int], sampling: ServeSampling, stream: EventStream,
+           label: str, owner: str, constraint: Constraint | None = None,
+           thinking: ThinkingLimit | None = None) -> RequestHandle:
     try:
-        handle = scheduler.submit(BatchRequest(tuple(prompt), sampling, stream.sink, label, owner, constraint))
+        handle = scheduler.submit(BatchRequest(tuple(prompt), sampling, stream.sink, label, owner, constraint,
+                                               thinking))
     except QueueFull as e:
         raise busy(str(e), RETRY_AFTER_S) from None
     except ContextOverflow as e:

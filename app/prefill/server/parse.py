@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prefill.engine.message import Message
-from prefill.engine.request import ChatRequest
+from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, ChatRequest, TemplateOptions
 from prefill.engine.settings import ServeSampling
 from prefill.server.errors import ApiError, bad_request, model_not_found
 from prefill.server.images import ImageRef, image_url_of
@@ -39,12 +39,13 @@ class GenerationRequest:
     sampling: ServeSampling = field(default_factory=lambda: DEFAULTS)
     tools: ToolsAsked = field(default_factory=ToolsAsked)
     images: tuple[ImageRef, ...] = ()  # chat: the image_url parts, unread (server/images.py reads them)
+    options: TemplateOptions = field(default_factory=TemplateOptions)  # chat: how a reasoning model thinks
 
     @property
     def chat_request(self) -> ChatRequest:
         """A chat's turn as every backend takes it."""
         t = self.tools
-        return ChatRequest(self.messages, self.sampling, tools=t.tools, tool_choice=t.choice,
+        return ChatRequest(self.messages, self.sampling, options=self.options, tools=t.tools, tool_choice=t.choice,
                            response_format=t.response_format)
 
 
@@ -74,7 +75,8 @@ def parse_chat(obj: dict[str, Any], model_id: str) -> GenerationRequest:
         raise bad_request("Log probabilities are not supported.", "logprobs")
     images: list[ImageRef] = []
     messages = tuple(_message(m, i, images) for i, m in enumerate(raw))
-    return GenerationRequest("chat", model, messages=messages, tools=tools, images=tuple(images), **_common(obj))
+    return GenerationRequest("chat", model, messages=messages, tools=tools, images=tuple(images),
+                             options=_reasoning(obj), **_common(obj))
 
 
 def parse_completion(obj: dict[str, Any], model_id: str) -> GenerationRequest:
@@ -92,6 +94,27 @@ def parse_completion(obj: dict[str, Any], model_id: str) -> GenerationRequest:
     if _int(obj, "best_of", 1, 1) != 1:
         raise bad_request("'best_of' must be 1.", "best_of")
     return GenerationRequest("completion", model, prompt=_unicode(prompt, "prompt"), **_common(obj))
+
+
+def _reasoning(obj: dict[str, Any]) -> TemplateOptions:
+    """How a reasoning model thinks: OpenAI's `reasoning_effort` (read by a template that takes it, as
+    gpt-oss's; a thinking budget for the others; "none": no thinking), the `reasoning_budget`
+    extension (tokens; -1 or null: no limit) and `chat_template_kwargs.enable_thinking`."""
+    effort = obj.get("reasoning_effort")
+    if effort is not None and effort not in (*REASONING_EFFORTS, "none"):
+        raise bad_request(f"'reasoning_effort' is one of {', '.join(REASONING_EFFORTS)} or none.", "reasoning_effort")
+    budget = obj.get("reasoning_budget")
+    if budget is not None and (type(budget) is not int or not -1 <= budget <= MAX_REASONING_BUDGET):
+        raise bad_request(f"'reasoning_budget' is a number of tokens from 0 to {MAX_REASONING_BUDGET} "
+                          "(-1: no limit).", "reasoning_budget")
+    kwargs = obj.get("chat_template_kwargs")
+    think = kwargs.get("enable_thinking") if isinstance(kwargs, dict) else None
+    if think is not None and not isinstance(think, bool):
+        raise bad_request("'chat_template_kwargs.enable_thinking' must be true or false.", "chat_template_kwargs")
+    if budget is None and effort == "none":
+        budget = 0
+    return TemplateOptions(think, effort if effort in REASONING_EFFORTS else "",
+                           budget if budget is not None and budget >= 0 else None)
 
 
 def _model(obj: dict[str, Any], model_id: str) -> str:

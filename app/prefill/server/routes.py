@@ -149,7 +149,8 @@ async def _generate(state: ServeState, request: Request, req: GenerationRequest)
         sampling = replace(sampling, stop=state.chat.stops(sampling))
     if sampling.max_tokens > state.scheduler.n_ctx_seq:
         sampling = replace(sampling, max_tokens=state.scheduler.n_ctx_seq)
-    handle = submit(state.scheduler, prompt, sampling, stream, reply.id, client_of(request), constraint)
+    thinking = state.chat.thinking_limit(text, chat) if chat is not None else None
+    handle = submit(state.scheduler, prompt, sampling, stream, reply.id, client_of(request), constraint, thinking)
     splitter = state.chat.reader(text, as_written=True, request=chat) if chat is not None else plain_reader()
     if req.stream:
         body = stream_reply(reply, handle, stream, splitter, req.include_usage)

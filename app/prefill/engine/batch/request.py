@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from prefill.engine.events import Finished, PrefillDone, Token
 from prefill.engine.llama.grammar_sampler import Constraint
 from prefill.engine.metrics import RequestClock
+from prefill.engine.prompt.thinking_budget import ThinkingLimit
 from prefill.engine.settings import ServeSampling
 
 
@@ -41,6 +42,7 @@ class BatchRequest:
     label: str = ""  # shown in slot snapshots (a request id, "chat"…)
     owner: str = ""  # whose conversation: a cached prefix is reused only for the same owner
     constraint: Constraint | None = None  # a grammar the answer must follow (tool calls, a JSON format)
+    thinking: ThinkingLimit | None = None  # a budget for a reasoning model's thinking
 
 
 class RequestHandle:

@@ -299,7 +299,7 @@ class BatchScheduler:
         del slot.tokens[keep:]
         slot.prompt_len, slot.owner = len(prompt), owner
         s = handle.request.sampling
-        answer = AnswerDecoder(self.runtime, s, s.stop, handle.request.constraint)
+        answer = AnswerDecoder(self.runtime, s, s.stop, handle.request.constraint, handle.request.thinking)
         job = _Job(slot, handle, list(prompt[keep:]), keep, answer)
         source = self._source
         if source is not None and not slot_why_not(self.runtime, handle.request) and not is_image_token(
@@ -361,11 +361,13 @@ class BatchScheduler:
             if j.draft:
                 self._take_draft(j, now)
                 continue
-            tok = sample_at(j.sampler, j.index)
-            grammar = j.answer.grammar
-            if grammar is not None and grammar.over_budget:  # that request ends, never the slots' loop
-                self._fail(j, grammar.why_stopped())
-                continue
+            tok = j.answer.forced() if j.answer.budget is not None else None  # a thinking's close
+            if tok is None:
+                tok = sample_at(j.sampler, j.index)
+                grammar = j.answer.grammar
+                if grammar is not None and grammar.over_budget:  # that request ends, never the slots' loop
+                    self._fail(j, grammar.why_stopped())
+                    continue
             self._accept(j, tok, now)
         self._rate.add(now, self._emitted - emitted)
         if self._source is not None and not chunks:  # a prompt's chunk is a larger kernel's work: not a step's price

@@ -88,7 +88,8 @@ class SlotChat:
             raise TemplateError("the chat template rendered an empty prompt: there is nothing to send")
         events: queue.SimpleQueue[BatchEvent] = queue.SimpleQueue()
         handle = self.scheduler.submit(BatchRequest(tuple(prompt), _serve_sampling(sampling, self.chat.stops(sampling)),
-                                                    events.put, LABEL, OWNER, self.chat.constraint(request)))
+                                                    events.put, LABEL, OWNER, self.chat.constraint(request),
+                                                    self.chat.thinking_limit(text, request)))
         try:
             split = self.chat.reader(text, handle.clock, request=request)
             yield from self._relay(handle, events, cancel, fitted.dropped, fitted.note, split)

@@ -37,7 +37,7 @@ from prefill.engine.batch.runtime import BatchRuntime, TokenBatch
 from prefill.engine.drafts.batch_drift import SIZES
 from prefill.engine.drafts.draft_length import DRAFT_MAX, DraftLength, Prior, flat_prior
 from prefill.engine.drafts.ngram_draft import NgramIndex
-from prefill.engine.drafts.rules import SPECULATIVE_MODES, why_not
+from prefill.engine.drafts.rules import SPECULATIVE_MODES, why_not, why_not_thinking
 from prefill.engine.settings import ServeSampling
 
 _PLAIN_GREEDY = ServeSampling(temperature=0.0, repeat_penalty=1.0)
@@ -112,7 +112,7 @@ def runtime_why_not(rt: BatchRuntime) -> str:
 
 def slot_why_not(rt: BatchRuntime, request: BatchRequest) -> str:
     """Why this request's slot decodes one token per step; "" when it may speculate."""
-    return why_not(rt, request.sampling, request.constraint)
+    return why_not(rt, request.sampling, request.constraint) or why_not_thinking(request.thinking)
 
 
 class SlotDrafts:

@@ -8,6 +8,7 @@ import os
 
 from prefill.engine.llama.runtime import LlamaRuntime
 from prefill.engine.prompt.grammar import Constraint
+from prefill.engine.prompt.thinking_budget import ThinkingLimit
 from prefill.engine.settings import SamplingSettings, ServeSampling
 
 SPECULATIVE_MODES = ("off", "ngram", "draft")  # "draft": a draft model (ChatEngine.use_draft_model)
@@ -35,3 +36,11 @@ def why_not(runtime: LlamaRuntime, sampling: SamplingSettings, constraint: Const
     if runtime.n_batch < 2:
         return "speculative decoding needs a batch of at least 2 tokens"
     return ""
+
+
+def why_not_thinking(thinking: ThinkingLimit | None) -> str:
+    """Why an answer with a thinking budget is not decoded speculatively; "" without one."""
+    if thinking is None:
+        return ""
+    return ("speculative decoding is off for an answer with a thinking budget "
+            "(the close of the thinking is fed token by token)")

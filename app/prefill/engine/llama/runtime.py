@@ -483,6 +483,10 @@ class LlamaRuntime:
             raise EngineError("nothing was decoded to sample from")
         return int(llama_cpp.llama_sampler_sample(sampler, self.ctx, -1))
 
+    def accept(self, sampler: ctypes.c_void_p, token: int) -> None:
+        """Tell a sampler of a token fed without sampling it (its penalties and grammar follow it)."""
+        llama_cpp.llama_sampler_accept(sampler, token)
+
     def free_sampler(self, sampler: ctypes.c_void_p) -> None:
         """Free a sampler from `new_sampler`, with the chain and grammar a constrained one holds."""
         held = self._constrained.pop(_address(sampler), None)

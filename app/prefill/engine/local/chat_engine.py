@@ -40,6 +40,7 @@ from prefill.engine.prompt.answer_split import AnswerSplit
 from prefill.engine.prompt.grammar import Constraint
 from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.prompt.overflow import Fitted, fit_messages
+from prefill.engine.prompt.thinking_budget import ThinkingLimit
 from prefill.engine.request import ChatRequest, TemplateOptions
 from prefill.engine.settings import LoadSettings, SamplingSettings
 from prefill.engine.vision import prompt_images
@@ -349,14 +350,15 @@ class ChatEngine:
                           min(keep, restored[0]) if restored else 0, restored[1] if restored else 0.0,
                           n_image, encode_ms)
         split = self.chat.reader(text, clock, request=request)
-        yield from self._decode(request.sampling, cancel, clock, split, constraint)
+        yield from self._decode(request.sampling, cancel, clock, split, constraint,
+                                self.chat.thinking_limit(text, request))
 
     def _decode(
         self, sampling: SamplingSettings, cancel: threading.Event | None, clock: RequestClock,
-        split: AnswerSplit, constraint: Constraint | None = None,
+        split: AnswerSplit, constraint: Constraint | None = None, thinking: ThinkingLimit | None = None,
     ) -> Iterator[Event]:
         rt = self.runtime
-        answer = AnswerDecoder(rt, sampling, self.chat.stops(sampling), constraint)
+        answer = AnswerDecoder(rt, sampling, self.chat.stops(sampling), constraint, thinking)
         sampler, feed = answer.sampler, answer.feed
         n_answer = 0
         raw: list[bytes] = []  # the bytes of the answer tokens that are in the cache
@@ -364,7 +366,7 @@ class ChatEngine:
         next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
         reason, error = "length", ""
         hit = False
-        source = self._draft_source(sampling, constraint, cancel)
+        source = self._draft_source(sampling, constraint, cancel, thinking)
         drafts = speculative.DraftStats(self._tie_margin) if source is not None else None
         try:
             if source is not None and drafts is not None:
@@ -376,13 +378,15 @@ class ChatEngine:
                 )
                 reason, hit, n_answer = done.reason, done.hit, done.n_answer
             while drafts is None and n_answer < sampling.max_tokens:
-                tok = rt.sample(sampler)
-                if answer.grammar is not None and answer.grammar.over_budget:  # this answer ends, in words
-                    reason, error = "error", answer.grammar.why_stopped()
-                    break
-                if tok in eog:
-                    reason = "stop"
-                    break
+                tok = answer.forced()  # the close of a thinking that spent its budget
+                if tok is None:
+                    tok = rt.sample(sampler)
+                    if answer.grammar is not None and answer.grammar.over_budget:  # this answer ends, in words
+                        reason, error = "error", answer.grammar.why_stopped()
+                        break
+                    if tok in eog:
+                        reason = "stop"
+                        break
                 now = time.perf_counter()
                 times.append(now)
                 n_answer += 1
@@ -414,6 +418,7 @@ class ChatEngine:
 
     def _draft_source(
         self, sampling: SamplingSettings, constraint: Constraint | None, cancel: threading.Event | None,
+        thinking: ThinkingLimit | None = None,
     ) -> speculative.DraftSource | None:
         """This answer's drafts, as `speculative` asks; None (and the reason in `speculation_note`)
         when it decodes one token per step."""
@@ -422,7 +427,7 @@ class ChatEngine:
         if mode == "draft" and self.draft_model is None:
             note = "no draft model is loaded: speculative decoding is off"
         elif mode in ("ngram", "draft"):
-            note = rules.why_not(self.runtime, sampling, constraint)
+            note = rules.why_not(self.runtime, sampling, constraint) or rules.why_not_thinking(thinking)
             if not note and self.projector is not None and any(is_image_token(t) for t in self._tokens):
                 note = "an image is in the chat: speculative decoding is off (its tokens are no words to draft)"
         self.speculation_note = note

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from prefill.engine.llama.grammar_sampler import Constraint, GrammarSampler
 from prefill.engine.llama.runtime import LlamaRuntime
 from prefill.engine.prompt.stop_strings import StopMatcher
+from prefill.engine.prompt.thinking_budget import ThinkingBudget, ThinkingLimit
 from prefill.engine.settings import SamplingSettings, ServeSampling
 
 
@@ -29,11 +30,14 @@ class AnswerDecoder:
     GrammarError here, before anything is sampled. `grammar` is its state (None without one):
     `released` when it had to let go (its end reached while end-of-generation is banned), `fault`
     if its callback failed.
+
+    A `thinking` limit keeps a reasoning model's thinking to its budget: before sampling, the loop
+    asks `forced()` for a token to feed instead (the close of the thinking, once the budget is spent).
     """
 
     def __init__(
         self, runtime: LlamaRuntime, sampling: SamplingSettings, stops: Sequence[str] = (),
-        constraint: Constraint | None = None,
+        constraint: Constraint | None = None, thinking: ThinkingLimit | None = None,
     ):
         self.runtime = runtime
         self.seed = sampling.seed if sampling.seed >= 0 else random.getrandbits(32)
@@ -44,9 +48,22 @@ class AnswerDecoder:
         self.stop_on_eog = not (isinstance(sampling, ServeSampling) and sampling.ignore_eos)
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
         self._stops = StopMatcher(stops)
+        self.budget = ThinkingBudget(thinking, lambda text: runtime.tokenize(text)) if thinking else None
+        self._forced = False  # the token being fed was forced, not sampled
+
+    def forced(self) -> int | None:
+        """A token the thinking budget puts in place of sampling (given to the sampler's history as
+        if sampled); None: sample."""
+        tok = self.budget.forced() if self.budget is not None else None
+        self._forced = tok is not None
+        if tok is not None:
+            self.runtime.accept(self.sampler, tok)
+        return tok
 
     def feed(self, piece: bytes) -> tuple[str, bool]:
         """A token's bytes: (text safe to show, whether a stop string was hit)."""
+        if self.budget is not None:
+            self.budget.saw(piece, self._forced)
         return self._stops.feed(self._utf8(piece))
 
     def flush(self) -> str:

@@ -34,20 +34,23 @@ class AnswerSplit:
         self.calls: list[ToolCall] = []
         self.malformed: list[MalformedCall] = []
         self._handed = 0  # of `calls`, given out by new_calls()
+        self._seen = 0  # the number of the last token given to `token`
 
     def _parse(self, text: str) -> list[Piece]:
         return self.parser.feed(text) if self.parser is not None else [(ANSWER, text)]
 
     def token(self, text: str, n: int, now: float) -> list[Out]:
-        """The events for the text of the `n`-th sampled token, which arrived at `now`. A token that
-        gives no answer text while the parser is (or was) inside the thinking counts as thinking."""
+        """The events for the text up to the `n`-th sampled token, which arrived at `now` (text held
+        back for a stop string comes with a later token's). Tokens that give no answer text while the
+        parser is (or was) inside the thinking count as thinking."""
         was_thinking = self.parser is not None and self.parser.in_reasoning
         out = self._events(self._parse(text), n) if text else []
         gave_answer = any(isinstance(t, ToolCalled) or not t.reasoning for t in out)
         if gave_answer and not self.clock.t_first_answer:
             self.clock.t_first_answer = now
+        tokens, self._seen = max(1, n - self._seen), max(n, self._seen)  # text held for a stop string comes late, whole
         if not gave_answer and (was_thinking or (self.parser is not None and self.parser.in_reasoning)):
-            self.clock.reasoning_tokens += 1
+            self.clock.reasoning_tokens += tokens
         return out
 
     def end(self, tail: str, n: int) -> list[Out]:

@@ -23,6 +23,7 @@ from prefill.engine.prompt import formats
 from prefill.engine.prompt.answer_split import AnswerSplit
 from prefill.engine.prompt.grammar import Constraint, constraint_for
 from prefill.engine.prompt.reasoning import ReasoningParser, opened_in_prompt
+from prefill.engine.prompt.thinking_budget import ThinkingLimit, budget_of, effective_options
 from prefill.engine.prompt.tool_calls import generic_tool_system_prompt, render_call_as_text, render_result_as_text
 from prefill.engine.prompt.tool_formats import GENERIC, ToolFormat, detect_tool_format
 from prefill.engine.request import ChatRequest, TemplateOptions, Tool
@@ -50,6 +51,8 @@ class ModelChat:
         """
         if any(m.images for m in messages):  # templates see text: each image as its marker
             messages = [m.with_image_markers() for m in messages]
+        if options is not None:
+            options = effective_options(options, self.format.takes_thinking_switch)
         if self.renders_tools:
             return formats.prompt_text(self.format, messages, options, self.runtime.add_bos,
                                        [t.as_openai() for t in tools])
@@ -91,6 +94,14 @@ class ModelChat:
         a call is required and the model's own is not JSON (the grammar then writes that form)."""
         forced = request.offered_tools and request.tool_choice not in ("auto", "none")
         return GENERIC if forced and self.tool_format.json_call is None else self.tool_format
+
+    def thinking_limit(self, prompt_text: str, request: ChatRequest) -> ThinkingLimit | None:
+        """The answer's thinking budget for the decode loop (None: none, or a model that does not
+        think in markers). `prompt_text` is the request's rendered prompt (it may open the thinking)."""
+        budget = budget_of(request.options, self.format.takes_reasoning_effort)
+        if budget is None or not self.reasoning:
+            return None
+        return ThinkingLimit(budget, self.reasoning, opened_in_prompt(self.reasoning, prompt_text))
 
     def reader(self, prompt_text: str, clock: RequestClock | None = None, as_written: bool = False,
                request: ChatRequest | None = None) -> AnswerSplit:
