@@ -35,7 +35,8 @@ from prefill.commands.options import (
 from prefill.commands.terminal_text import terminal_json, terminal_line, terminal_text
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.message import ImagePart, Message, ToolCall
-from prefill.engine.request import REASONING_EFFORTS, ChatRequest, TemplateOptions
+from prefill.engine.prompt.thinking_budget import EFFORT_BUDGETS, budget_of
+from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, ChatRequest, TemplateOptions
 from prefill.engine.settings import OverflowSettings, SamplingSettings
 from prefill.session.tool_loop import Decision, LoopFinished, RoundStarted, ToolCallDone, ToolCallStarted, run_tool_loop
 
@@ -64,7 +65,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--think", action=argparse.BooleanOptionalAction, default=None,
                    help="turn a reasoning model's thinking on or off (templates that take enable_thinking)")
     p.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, default="",
-                   help="gpt-oss's reasoning effort")
+                   help="how long the model reasons: gpt-oss's own effort; for other reasoning models a thinking "
+                        f"budget of {', '.join(f'{k} {v}' for k, v in EFFORT_BUDGETS.items())} tokens")
+    p.add_argument("--reasoning-budget", metavar="N", type=_budget, default=None,
+                   help="the most tokens a reasoning model thinks before it answers (then its thinking is "
+                        "closed and it answers); 0: no thinking; default: no limit")
     p.add_argument("--remote", metavar="URL", default="",
                    help="chat with an OpenAI-compatible server instead of a local file; --model is then its model id")
     p.add_argument("--api-key", metavar="KEY", default="",
@@ -75,6 +80,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="the vision model's projector (default: the mmproj*.gguf beside the model; 'none': no images)")
     add_tool_options(p)
     p.set_defaults(handler=run)
+
+
+def _budget(text: str) -> int:
+    """--reasoning-budget's value: a number of tokens, 0 up."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of tokens") from None
+    if not 0 <= n <= MAX_REASONING_BUDGET:
+        raise argparse.ArgumentTypeError(f"a thinking budget is 0 to {MAX_REASONING_BUDGET} tokens")
+    return n
 
 
 def metrics_line(m: MetricsSnapshot) -> str:
@@ -259,7 +275,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.remote and not info.format_from_model:
             print(f"prefill: chat format: {terminal_line(info.chat_format_label)}", file=sys.stderr)
         overflow = overflow_settings(args)
-        options = TemplateOptions(think=args.think, reasoning_effort=args.reasoning_effort)
+        options = TemplateOptions(args.think, args.reasoning_effort, args.reasoning_budget)
+        budget = budget_of(options, info.takes_reasoning_effort) if info.reasons else None
         interactive = not args.prompt and sys.stdin.isatty()
         tools = open_tools(args)
         turns = chat_turns(
@@ -275,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"prefill: {terminal_line(told)}", file=sys.stderr)
             if args.json:
                 line = turn_json(f, info.chat_format)
-                line.update(device_json(info))
+                line.update(device_json(info), reasoning_budget=budget)
                 if tools is not None:
                     line.update(tool_calls_json(tools.last))
                 print(terminal_json(json.dumps(line, ensure_ascii=False)), flush=True)

@@ -3,6 +3,9 @@ decode loops (the chat engine's, the batch scheduler's), for three families of r
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -150,3 +153,15 @@ def test_a_budget_of_zero_means_no_thinking(engine: ChatEngine, thinker: BudgetT
         assert "</think>" in engine.render([Message("user", "q")], TemplateOptions(reasoning_budget=0))
     else:  # the prompt opened the thinking: it is closed before the first thought
         assert fin.reasoning == NOTE and len(thinker.close) - 1 <= fin.metrics.reasoning_tokens <= len(thinker.close)
+
+
+def test_the_terminal_takes_a_budget_and_says_it_in_json(tmp_path: Path) -> None:
+    thinker = write_budget_thinker(tmp_path / "command-r.gguf", "command-r")
+    base = [sys.executable, "-m", "prefill", "chat", "--model", str(thinker.path), "--ctx", "512",
+            "--gpu-layers", "none", "--prompt", "What is 2+2?", "--json"]
+    done = subprocess.run([*base, "--reasoning-budget", "4"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (row["reasoning_budget"], row["answer"]) == (4, "It is 4!") and row["reasoning"].endswith(NOTE)
+    bad = subprocess.run([*base, "--reasoning-budget", "-3"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "thinking budget is 0 to" in bad.stderr
