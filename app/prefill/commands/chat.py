@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prefill.commands.chat_repl import (
+    Compact,
     Control,
     NewConversation,
     SetSystem,
@@ -38,6 +39,7 @@ from prefill.engine.message import ImagePart, Message, ToolCall
 from prefill.engine.prompt.thinking_budget import EFFORT_BUDGETS, budget_of
 from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, ChatRequest, TemplateOptions
 from prefill.engine.settings import OverflowSettings, SamplingSettings
+from prefill.session.compaction import CompactionError, Summary, due, model_view, summarise
 from prefill.session.tool_loop import Decision, LoopFinished, RoundStarted, ToolCallDone, ToolCallStarted, run_tool_loop
 
 if TYPE_CHECKING:
@@ -135,26 +137,48 @@ def chat_turns(
     session: ChatSession, system: str, prompts: Iterable[str | Control], sampling: SamplingSettings,
     overflow: OverflowSettings, echo: bool, options: TemplateOptions | None = None,
     stopper: StopOnCtrlC | None = None, tools: TerminalTools | None = None, images: Sequence[ImagePart] = (),
+    n_ctx: int = 0, compactions: list[Summary] | None = None,
 ) -> Iterator[Finished]:
     """Run user turns in one conversation; yields each answer's Finished event (with `tools`, the
     last round's: `tools.last` has the turn's calls). Echoed thinking goes to stderr, dimmed, so
     stdout holds the answers alone. A NewConversation or SetSystem among the prompts starts over
-    or changes the system prompt; with a `stopper`, Ctrl-C ends the answer that streams (kept as
-    far as it got) or the tool that runs, and the chat goes on. `images` go with the first prompt."""
-    history: list[Message] = [Message("system", system)] if system else []
+    or changes the system prompt, a Compact has the model summarise the chat; with a `stopper`,
+    Ctrl-C ends the answer that streams (kept as far as it got) or the tool that runs, and the chat
+    goes on. `images` go with the first prompt. With the "summarise" policy, a chat whose last answer
+    left it past the compaction threshold of `n_ctx`, or whose next turn would pass it, is summarised
+    before that turn; each compaction's Summary is added to `compactions`."""
+    options = options or TemplateOptions()
+    summary = ""  # what the last compaction made of the turns before `turns`
+    turns: list[Message] = []
+    compact_next = False
     for prompt in prompts:
-        if isinstance(prompt, NewConversation | SetSystem):
-            system = prompt.text if isinstance(prompt, SetSystem) else system
-            turns = [m for m in history if m.role != "system"] if isinstance(prompt, SetSystem) else []
-            history = ([Message("system", system)] if system else []) + turns
+        if isinstance(prompt, NewConversation):
+            summary, turns = "", []
             continue
-        history.append(Message("user", prompt, images=tuple(images)))
+        if isinstance(prompt, SetSystem):
+            system = prompt.text
+            continue
+        asked = Message("user", prompt, images=tuple(images)) if isinstance(prompt, str) else None
+        if asked is not None and turns and not compact_next:  # a next turn that would not fit compacts too
+            compact_next = _overflows(session, ChatRequest((*model_view(system, summary, turns), asked),
+                                                           sampling, overflow), n_ctx)
+        if isinstance(prompt, Compact) or compact_next:
+            request = ChatRequest(tuple(model_view(system, summary, turns)), sampling, overflow, options)
+            done = _compact(session, request, n_ctx, stopper, echo)
+            if done is not None:
+                summary, turns = done.text, []
+                if compactions is not None:
+                    compactions.append(done)
+            compact_next = False
+        if asked is None:
+            continue
+        history = [*model_view(system, summary, turns), asked]
         images = ()
         end = None
         thinking = mid_line = False
         with stopper or contextlib.nullcontext():
             cancel = stopper.cancel if stopper is not None else None
-            request = ChatRequest(tuple(history), sampling, overflow, options or TemplateOptions())
+            request = ChatRequest(tuple(history), sampling, overflow, options)
             if tools is not None:
                 events = tools.loop(session.stream, request, cancel)
             else:
@@ -182,10 +206,51 @@ def chat_turns(
                 if tools is not None:
                     tools.show(ev)
         assert end is not None
-        history = list(end.messages)
-        if end.reason == "cancelled" and history[-1].role == "user":
-            history.pop()  # stopped before a word: the question goes, so the roles still alternate
+        turns = [m for m in end.messages if m.role != "system"]
+        if end.reason == "cancelled" and turns and turns[-1].role == "user":
+            turns.pop()  # stopped before a word: the question goes, so the roles still alternate
+        m = end.finished.metrics
+        compact_next = due(overflow.policy, m.prompt_tokens + m.completion_tokens, n_ctx)
         yield end.finished
+
+
+def _overflows(session: ChatSession, request: ChatRequest, n_ctx: int) -> bool:
+    """Whether a "summarise" chat's next prompt, with room for its answer, goes past its compaction point."""
+    if request.overflow.policy != "summarise" or n_ctx <= 0:
+        return False
+    n = session.count_tokens(request)
+    reserve = request.overflow.reserve_for(request.sampling.max_tokens, n_ctx)
+    return n is not None and due("summarise", n + reserve, n_ctx)
+
+
+def _compact(session: ChatSession, request: ChatRequest, n_ctx: int, stopper: StopOnCtrlC | None,
+             echo: bool) -> Summary | None:
+    """Have the model summarise the chat; what it did is said on stderr (the summary itself too, dimmed,
+    when the chat is echoed). None: no summary (said why), the chat goes on as it was."""
+    print("(summarising the chat so far…)", file=sys.stderr, flush=True)
+    with stopper or contextlib.nullcontext():
+        work = summarise(session.stream, request, session.count_tokens, n_ctx, stopper.cancel if stopper else None)
+        try:
+            while True:
+                next(work)
+        except StopIteration as done:
+            summary: Summary = done.value
+        except CompactionError as e:
+            print(f"({terminal_line(str(e))})", file=sys.stderr, flush=True)
+            return None
+    if echo:
+        print(f"\x1b[2m{terminal_text(summary.text)}\x1b[0m", file=sys.stderr)
+    print(f"({terminal_line(summary.note)})", file=sys.stderr, flush=True)
+    return summary
+
+
+def _compacted_json(compactions: list[Summary]) -> dict[str, object] | None:
+    """The compaction made before this turn, for --json (None: none); taken, so it is told once."""
+    if not compactions:
+        return None
+    done = compactions.pop()
+    compactions.clear()
+    return {"summary": done.text, **done.as_dict()}
 
 
 def _no_tool(call: ToolCall, _cancel: object) -> ToolResult:
@@ -279,9 +344,10 @@ def run(args: argparse.Namespace) -> int:
         budget = budget_of(options, info.takes_reasoning_effort) if info.reasons else None
         interactive = not args.prompt and sys.stdin.isatty()
         tools = open_tools(args)
+        compactions: list[Summary] = []
         turns = chat_turns(
             session, args.system, _prompts(args), sampling_settings(args), overflow, not args.json, options,
-            StopOnCtrlC() if interactive else None, tools, images,
+            StopOnCtrlC() if interactive else None, tools, images, info.n_ctx, compactions,
         )
         if args.remote:
             turns = keep_partial(turns, args.json)
@@ -292,7 +358,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"prefill: {terminal_line(told)}", file=sys.stderr)
             if args.json:
                 line = turn_json(f, info.chat_format)
-                line.update(device_json(info), reasoning_budget=budget)
+                line.update(device_json(info), reasoning_budget=budget, compacted=_compacted_json(compactions))
                 if tools is not None:
                     line.update(tool_calls_json(tools.last))
                 print(terminal_json(json.dumps(line, ensure_ascii=False)), flush=True)

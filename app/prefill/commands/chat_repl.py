@@ -1,5 +1,5 @@
 """The terminal chat's input: line editing and history (readline), and the slash commands people
-know from `ollama run` and `llama-cli`: /help, /clear, /system TEXT, /bye."""
+know from `ollama run` and `llama-cli`: /help, /clear, /system TEXT, /bye, and /compact."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ HELP = """\
   /help          this list
   /clear         start a new conversation (the system prompt stays)
   /system TEXT   set the system prompt (/system alone shows it)
+  /compact       have the model summarise the chat so far, and go on from the summary
   /bye           leave (also /exit, /quit or Ctrl-D)
   A line that ends with \\ goes on on the next one; // at the start sends one /.
   Ctrl-C stops an answer; the arrow keys edit the line and go through earlier ones."""
@@ -37,7 +38,12 @@ class SetSystem:
     text: str
 
 
-Control = NewConversation | SetSystem
+@dataclass(frozen=True)
+class Compact:
+    """/compact: the model summarises the chat so far; it goes on from the summary."""
+
+
+Control = NewConversation | SetSystem | Compact
 
 
 def input_history_file() -> Path:
@@ -142,6 +148,8 @@ class TerminalInput:
         if name == "/clear":
             self.say("(new conversation)")
             return NewConversation()
+        if name == "/compact":
+            return Compact()
         if name == "/system":
             if not arg.strip():
                 self.say(f"(system prompt: {self.system})" if self.system else "(no system prompt)")

@@ -21,7 +21,7 @@ KvType = Literal["f16", "q8_0", "q4_0"]
 GpuChoice = Literal["auto", "all", "none"]
 FlashAttn = Literal["auto", "on", "off"]
 GpuLayers = GpuChoice | int
-OverflowPolicy = Literal["rolling_window", "truncate_middle", "stop"]
+OverflowPolicy = Literal["rolling_window", "truncate_middle", "stop", "summarise"]
 
 KV_TYPES: tuple[str, ...] = typing.get_args(KvType)
 OVERFLOW_POLICIES: tuple[str, ...] = typing.get_args(OverflowPolicy)
@@ -145,7 +145,8 @@ class OverflowSettings(Section):
     NAME: ClassVar[str] = "overflow"
     policy: OverflowPolicy = field(
         default="rolling_window",
-        metadata=doc("When the chat outgrows the context: rolling_window, truncate_middle or stop.",
+        metadata=doc("When the chat outgrows the context: rolling_window, truncate_middle, stop, or summarise "
+                     "(the model summarises the chat and it goes on from the summary).",
                      label="When the chat is too long"),
     )
     reserve: int = field(

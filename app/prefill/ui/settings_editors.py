@@ -46,6 +46,7 @@ CHOICE_WORDS: dict[str, str] = {
     "rolling_window": "Drop the oldest messages",
     "truncate_middle": "Drop messages from the middle",
     "stop": "Stop and say so",
+    "summarise": "Summarise the earlier turns",
     "off": "Off",
     "ngram": "Guess from the text itself",
     "draft": "Guess with a draft model",

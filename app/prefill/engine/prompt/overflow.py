@@ -1,7 +1,9 @@
 """Fit a conversation into the context: the `stop`, `truncate_middle` and `rolling_window` policies.
 
 Messages are dropped a turn at a time (a user message and the answers after it);
-the system prompt and the newest user message are never dropped.
+the system prompt and the newest user message are never dropped. `summarise` is the session's
+(session/compaction.py: the model summarises the chat before it is full); what still does not fit
+here, a long new turn after the summary, is fitted as by `rolling_window`.
 """
 
 from __future__ import annotations
