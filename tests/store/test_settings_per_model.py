@@ -72,3 +72,20 @@ def test_an_override_the_defaults_now_break_gives_way() -> None:
     s = Settings().replace("model.flash_attn", "on").with_model_overrides(BIG, {"kv_type": "q8_0"})
     s = s.replace("model.flash_attn", "off")  # every model without flash attention now
     assert s.load_settings_for(BIG).kv_type == "f16"  # loads, with the default, rather than failing
+
+
+def test_a_thinking_budget_is_remembered_per_model_and_is_no_load_setting(tmp_path: Path) -> None:
+    assert Settings().model.reasoning_budget == -1  # no limit
+    s = Settings().with_model_overrides(BIG, {"reasoning_budget": 512})
+    assert s.model_for(BIG).reasoning_budget == 512 and s.model_for(SMALL).reasoning_budget == -1
+    assert s.load_settings_for(BIG) == Settings().model.load_settings()  # nothing to reload for
+    f = SettingsFile(tmp_path / "settings.json")
+    f.save(s)
+    assert f.load() == s and json.loads(f.path.read_text("utf-8"))["per_model"] == {BIG: {"reasoning_budget": 512}}
+    repaired: list[InvalidSetting] = []
+    read = Settings.from_dict({"per_model": {BIG: {"reasoning_budget": -5}, SMALL: {"reasoning_budget": 0}}},
+                              repaired=repaired)
+    assert read.per_model == {SMALL: {"reasoning_budget": 0}}
+    assert [e.key for e in repaired] == ["model.reasoning_budget"]
+    with pytest.raises(InvalidSetting):
+        Settings().with_model_overrides(BIG, {"reasoning_budget": -2})

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QCheckBox, QDialogButtonBox, QLabel, QPushButton
 
 from prefill.session.loaded import LoadedModel
 from prefill.store.app_settings import Settings
-from prefill.ui.settings_dialog import SettingsDialog
+from prefill.ui.settings_dialog import SettingsDialog, needs_reload
 
 PATH = Path("/m/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF/smollm2-135m-instruct-q8_0.gguf")
 MODEL = LoadedModel(path=PATH, name="Smollm2 135M 8k Lc100K Mix1 Ep2", n_ctx=2048, n_layer=30,
@@ -94,3 +94,16 @@ def test_out_of_range_is_explained_beside_the_field(qtbot) -> None:
     top_p.set_value(1.5)
     assert not top_p.fault.isHidden() and not ok_enabled(d)
 
+
+
+def test_the_thinking_budget_is_the_models_own_and_reloads_nothing(qtbot) -> None:
+    d = dialog(qtbot, Settings().with_model_overrides(str(PATH), {"reasoning_budget": 64}))
+    budget = d.editors["model.reasoning_budget"]
+    assert budget.input.value() == 64 and "reloads" not in budget.side.text()
+    assert "reloads" in d.editors["model.n_ctx"].side.text()
+    budget.set_value(256)
+    new = d.result_settings()
+    assert new.per_model == {str(PATH): {"reasoning_budget": 256}} and new.model.reasoning_budget == -1
+    assert not needs_reload(Settings().model_for(str(PATH)), new.model_for(str(PATH)))
+    d.findChild(QPushButton, "reset-model").click()
+    assert d.result_settings().per_model == {}

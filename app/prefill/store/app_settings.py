@@ -8,10 +8,11 @@ a file is lenient instead: ``Settings.from_dict`` repairs what it cannot use (th
 default takes its place) and says what it repaired.
 Change a setting with ``settings.replace("model.n_ctx", 8192)``.
 
-How a model loads (``LoadSettings``: context, GPU layers, KV type…) is also remembered per model
-file: ``per_model`` maps a file's path to the values that differ for it, and the ``model``
-section's values are the defaults for every other field and every other model
-(``load_settings_for(path)``, ``with_model_overrides``).
+How a model loads (``LoadSettings``: context, GPU layers, KV type…) and its thinking budget are also
+remembered per model file (``PER_MODEL_FIELDS``): ``per_model`` maps a file's path to the values that
+differ for it, and the ``model`` section's values are the defaults for every other field and every
+other model (``model_for(path)``, ``load_settings_for(path)``, ``with_model_overrides``). Of those,
+only the load settings (``RELOAD_FIELDS``) take a reload of the model when they change.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, NamedTuple
 
 from prefill.engine.errors import InvalidSetting
+from prefill.engine.request import MAX_REASONING_BUDGET
 from prefill.engine.setting_fields import Section, doc
 from prefill.engine.settings import (
     LoadSettings,
@@ -75,6 +77,13 @@ class ModelSettings(LoadSettings):
         metadata=doc("The most tokens guessed ahead per step (the guess shortens by itself when the model "
                      "keeps refusing it).", label="Longest draft (tokens)", minimum=1, maximum=32),
     )
+    # Read for each answer (no reload); remembered per model file, as the load settings are.
+    reasoning_budget: int = field(
+        default=-1,
+        metadata=doc("The most tokens a reasoning model thinks before it answers, where a chat sets none "
+                     "(-1 = no limit; 0 = no thinking).", label="Thinking budget (tokens)",
+                     minimum=-1, maximum=MAX_REASONING_BUDGET),
+    )
 
     def load_settings(self) -> LoadSettings:
         """What the engine takes to load a model (a change of it takes a reload)."""
@@ -83,6 +92,10 @@ class ModelSettings(LoadSettings):
     def overflow(self) -> OverflowSettings:
         """What the engine takes for a prompt that outgrows the context."""
         return OverflowSettings(policy=self.overflow_policy)
+
+    def thinking_budget(self) -> int | None:
+        """The thinking budget a chat without its own is answered with (None: no limit)."""
+        return None if self.reasoning_budget < 0 else self.reasoning_budget
 
 
 @dataclass(frozen=True)
@@ -128,8 +141,10 @@ class SettingInfo(NamedTuple):
     secret: bool
 
 
-# The model section's fields a model file may override: how it loads.
-PER_MODEL_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(LoadSettings))
+# The model section's fields a change of which reloads the model: how it loads.
+RELOAD_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(LoadSettings))
+# The model section's fields a model file may override: how it loads, and how long it may think.
+PER_MODEL_FIELDS: tuple[str, ...] = (*RELOAD_FIELDS, "reasoning_budget")
 PER_MODEL = "per_model"  # the settings file's key for them
 
 SECTIONS: dict[str, type[Section]] = {
@@ -148,7 +163,7 @@ class Settings:
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     ui: UiSettings = field(default_factory=UiSettings)
     hub: HubSettings = field(default_factory=HubSettings)
-    # A model file's path → the load settings that differ for it from the model section's.
+    # A model file's path → its own values of PER_MODEL_FIELDS, those that differ from the model section's.
     per_model: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
@@ -158,7 +173,7 @@ class Settings:
         return out
 
     def model_for(self, path: str) -> ModelSettings:
-        """The model section as it holds for this model file: its own load settings over the defaults."""
+        """The model section as it holds for this model file: its own values over the defaults."""
         return _model_with(self.model, self.per_model.get(path, {}))
 
     def load_settings_for(self, path: str) -> LoadSettings:
@@ -166,16 +181,17 @@ class Settings:
         return self.model_for(path).load_settings()
 
     def with_model_overrides(self, path: str, values: Mapping[str, Any]) -> Settings:
-        """Return a copy where this model file loads with `values` (LoadSettings' field names); only
-        those that differ from the defaults are kept, and none at all forgets the file.
+        """Return a copy where this model file has `values` (names of PER_MODEL_FIELDS: its load
+        settings, its thinking budget); only those that differ from the defaults are kept, and none at
+        all forgets the file.
 
         Raises:
-            KeyError: A name that is not a load setting.
+            KeyError: A name that is not remembered per model.
             InvalidSetting: A value does not fit, or the result breaks a rule.
         """
         unknown = set(values) - set(PER_MODEL_FIELDS)
         if unknown:
-            raise KeyError(f"not a load setting: {', '.join(sorted(unknown))}")
+            raise KeyError(f"not remembered per model: {', '.join(sorted(unknown))}")
         merged = dataclasses.replace(self.model, **values)  # checks every value and the rules
         own = {k: getattr(merged, k) for k in PER_MODEL_FIELDS if getattr(merged, k) != getattr(self.model, k)}
         per_model = {p: v for p, v in self.per_model.items() if p != path}
@@ -273,7 +289,7 @@ class Settings:
 
 
 def _model_with(model: ModelSettings, own: Mapping[str, Any]) -> ModelSettings:
-    """`model` with a file's own load settings; one that breaks a rule with today's defaults (a
+    """`model` with a file's own values; one that breaks a rule with today's defaults (a
     quantised KV cache once flash attention is off for every model) gives way to the default."""
     return dataclasses.replace(model, **_fitting(
         model, own, lambda exc: log.warning("settings: %s for a model file; using the default", exc)))
@@ -299,7 +315,7 @@ def _fitting(model: ModelSettings, own: Mapping[str, Any], drop: Callable[[Inval
 def _per_model_from(
     stored: Any, model: ModelSettings, strict: bool, repaired: list[InvalidSetting] | None
 ) -> dict[str, dict[str, Any]]:
-    """The per-model load settings read from a file, each checked as the model section's are."""
+    """The per-model values read from a file, each checked as the model section's are."""
     if not isinstance(stored, Mapping):
         if stored is not None:
             _repair(InvalidSetting(PER_MODEL, "must map model files to their settings"), strict, repaired)

@@ -141,8 +141,9 @@ def name_widgets(w: MainWindow) -> None:
     c.rename_button.setAccessibleName("Rename the chat")
     c.delete_button.setAccessibleName("Delete the chat")
     w.history_menu.button.setAccessibleName("History: export and import chats")
-    for combo, name in ((w.reasoning_controls.think, "Thinking"), (w.reasoning_controls.effort, "Reasoning effort")):
-        combo.setAccessibleName(name)
+    rc = w.reasoning_controls
+    for control, name in ((rc.think, "Thinking"), (rc.effort, "Reasoning effort"), (rc.budget, "Thinking budget")):
+        control.setAccessibleName(name)
     for area in w.sidebar.findChildren(QAbstractScrollArea):  # a Tab stop so the keys can scroll the figures
         if not area.accessibleName():
             area.setAccessibleName("The model's figures (arrow keys scroll)")

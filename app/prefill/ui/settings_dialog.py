@@ -5,9 +5,9 @@ Rules between fields (a quantised KV cache needs flash attention) and ranges are
 every change: while one is broken the dialog says which, beside the field and below the
 tabs, and OK is disabled, so it cannot produce settings the engine would refuse.
 
-With a model file loaded, the Model tab's load settings are that model's own (remembered per
-file, ``Settings.per_model``); "Use for all models" makes them the defaults instead, and
-"Reset to defaults" shows the defaults again.
+With a model file loaded, the Model tab's load settings and thinking budget are that model's own
+(remembered per file, ``Settings.per_model``); "Use for all models" makes them the defaults instead,
+and "Reset to defaults" shows the defaults again. Only a load setting says that a change reloads it.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from prefill.engine.local.kv_disk import Usage
 from prefill.engine.setting_fields import hints
 from prefill.hub.model_names import model_display_name
 from prefill.session.loaded import LoadedModel
-from prefill.store.app_settings import PER_MODEL_FIELDS, SECTIONS, ModelSettings, Settings
+from prefill.store.app_settings import PER_MODEL_FIELDS, RELOAD_FIELDS, SECTIONS, ModelSettings, Settings
 from prefill.ui.settings_editors import RELOAD_NOTE, FieldEditor, range_text, side_by_side
 from prefill.ui.shared.plain_text import plain_label, tooltip
 
@@ -42,15 +42,16 @@ LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "sampling.repeat_penalty", "sampling.repeat_last_n", "sampling.max_tokens", "sampling.seed",
                     "ui.max_tool_rounds")),
     ("Model", ("model.n_ctx", "model.n_gpu_layers", "model.flash_attn", "model.kv_type", "model.n_threads",
-               "model.n_batch", "model.overflow_policy", "model.kv_disk_budget_mb", "model.speculative",
-               "model.draft_model_path", "model.draft_max")),
+               "model.n_batch", "model.reasoning_budget", "model.overflow_policy", "model.kv_disk_budget_mb",
+               "model.speculative", "model.draft_model_path", "model.draft_max")),
     ("Downloads", ("ui.models_dir", "hub.hf_token")),
     ("Appearance", ("ui.theme",)),
 )
 # Kept as they are: set by the window itself, or (stop texts) by the file and the CLI.
 NOT_IN_DIALOG = frozenset({"model.last_model_path", "ui.window_geometry", "ui.splitter_states", "sampling.stop",
                            "ui.tools_off"})  # the Tools dialog's checkboxes edit it
-LOAD_KEYS = frozenset(f"model.{name}" for name in PER_MODEL_FIELDS)  # remembered per model; a change reloads
+PER_MODEL_KEYS = frozenset(f"model.{name}" for name in PER_MODEL_FIELDS)  # remembered per model
+LOAD_KEYS = frozenset(f"model.{name}" for name in RELOAD_FIELDS)  # of those, the ones whose change reloads
 
 
 class SettingsDialog(QDialog):
@@ -161,8 +162,8 @@ class SettingsDialog(QDialog):
             gpu.side.setText(f"the model has {self.n_layer} layers · {RELOAD_NOTE}")
 
     def result_settings(self) -> Settings:
-        """The edited settings: a loaded model's own load settings, or (Use for all models, or no
-        model loaded) the defaults.
+        """The edited settings: a loaded model's own load settings and thinking budget, or (Use for
+        all models, or no model loaded) the defaults.
 
         Raises:
             InvalidSetting: The edits break a rule or a range (OK is disabled meanwhile).
@@ -171,7 +172,7 @@ class SettingsDialog(QDialog):
         if not self.model_path or self.use_for_all.isChecked():
             new = self.original.with_values(values)
             return new.with_model_overrides(self.model_path, {}) if self.model_path else new
-        own = {key.partition(".")[2]: values.pop(key) for key in LOAD_KEYS}
+        own = {key.partition(".")[2]: values.pop(key) for key in PER_MODEL_KEYS}
         new = self.original.with_values(values)
         return new.with_model_overrides(self.model_path, own)
 

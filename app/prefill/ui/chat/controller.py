@@ -11,13 +11,14 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.engine.message import ImagePart, Message, ToolCall
-from prefill.engine.request import ChatRequest, TemplateOptions, Tool
+from prefill.engine.request import MAX_REASONING_BUDGET, ChatRequest, TemplateOptions, Tool
 from prefill.session.tool_loop import Decision, LoopFinished, ToolCallDone, ToolCallStarted
 from prefill.store import Conversation, MessageRecord
 from prefill.store.app_settings import Settings
@@ -47,7 +48,7 @@ class ChatController(QObject):
         answer_finished(object): the Finished event of the last answer.
         unsent(str, str): a message the store could not keep (its text goes back to the input box),
             and why, in words.
-        options_changed(object): the open conversation's TemplateOptions (thinking, effort).
+        options_changed(object): the open conversation's TemplateOptions (thinking, effort, budget).
         chat_tools_changed(object): the open conversation's ChatTools (which tools it offers).
         tool_asked(object): the model wants to run this ToolCall: ask the person (`answer_tool`).
         tool_settled(): the question is no longer asked (answered, or Stop): hide it.
@@ -80,7 +81,8 @@ class ChatController(QObject):
         self._turn_calls: list[dict[str, Any]] = []  # this turn's calls, kept with its answer
         self.conversation_id: int | None = None
         self.system_prompt = ""
-        self.options = TemplateOptions()  # this conversation's thinking switch and effort
+        self.options = TemplateOptions()  # this conversation's thinking switch, effort and budget
+        self._budget: int | None = None  # the thinking budget of the answer in progress (None: no limit)
         self._complete = True  # every row of the open conversation is in the model
         self._opening = 0
         self.busy = False
@@ -186,7 +188,8 @@ class ChatController(QObject):
             self.store.set_system_prompt(self.conversation_id, text)
 
     def set_options(self, options: TemplateOptions) -> None:
-        """The thinking switch and effort for this conversation (kept with it from its next answer)."""
+        """The thinking switch, effort and budget for this conversation (kept with it from its next
+        answer); a budget of None: the model's default (Settings)."""
         self._set_options(options)
 
     def _set_options(self, options: TemplateOptions) -> None:
@@ -276,19 +279,26 @@ class ChatController(QObject):
         s = self.settings()
         used = {"model": {k: v for k, v in s.to_dict()["model"].items() if k != "last_model_path"},
                 "sampling": s.to_dict()["sampling"],
-                "template": {"think": self.options.think, "reasoning_effort": self.options.reasoning_effort},
+                "template": {"think": self.options.think, "reasoning_effort": self.options.reasoning_effort,
+                             "reasoning_budget": self.options.reasoning_budget},
                 "tools": self.chat_tools.as_dict()}
         self._stored_settings = used
         self.store.record_model(self.conversation_id, self.model_path(), used)
         if version_of is None:
             self.store.begin_answer(self.conversation_id, then=started)
+        # The chat's own budget, else its model's (a default in the settings, remembered per model file).
+        self._budget = self.options.reasoning_budget
+        if self._budget is None:
+            self._budget = s.model_for(self.model_path()).thinking_budget()
+        options = replace(self.options, reasoning_budget=self._budget)
+        self.sidebar.set_budget(self._budget)
         self.sidebar.begin_answer()
         self.worker.buffer.take_both()  # nothing stale from an earlier answer
         self.worker.cancel.clear()
         self._last_save = time.monotonic()
         self._tool_rows, self._turn_calls = {}, []
         tools = self.chat_tools.offer(self.tools()) if self.tools is not None else ()
-        self.worker.generate(request, ChatRequest(tuple(messages), s.sampling, s.model.overflow(), self.options,
+        self.worker.generate(request, ChatRequest(tuple(messages), s.sampling, s.model.overflow(), options,
                                                   tools=tools))
         self._timer.start()
 
@@ -342,6 +352,8 @@ class ChatController(QObject):
         self._timer.stop()
         row = self._row
         figures: dict[str, Any] = f.metrics.as_dict() if not f.error else {}  # cut short: nothing measured to the end
+        if figures and self._budget is not None:
+            figures["reasoning_budget"] = self._budget  # the sidebar shows the thinking against it
         self.model.update_row(row, content=f.text, reasoning=f.reasoning, streaming=False, figures=figures,
                               finish_reason=f.reason)
         self.sidebar.on_finished(f)
@@ -561,13 +573,18 @@ def _with_calls(answer: Row, calls: list[Row], at: int) -> list[Message]:
 
 
 def _stored_options(settings: Any) -> TemplateOptions:
-    """A conversation's saved thinking switch and effort (whatever a file holds: checked here)."""
+    """A conversation's saved thinking switch, effort and budget (whatever a file holds: checked here;
+    a budget that is not a number of tokens in range is none, the model's default)."""
     t = settings.get("template") if isinstance(settings, Mapping) else None
     if not isinstance(t, dict):
         return TemplateOptions()
     think = t.get("think")
     effort = t.get("reasoning_effort")
+    budget = t.get("reasoning_budget")
+    if isinstance(budget, bool) or not isinstance(budget, int) or not 0 <= budget <= MAX_REASONING_BUDGET:
+        budget = None
     try:
-        return TemplateOptions(think if isinstance(think, bool) else None, effort if isinstance(effort, str) else "")
+        return TemplateOptions(think if isinstance(think, bool) else None, effort if isinstance(effort, str) else "",
+                               budget)
     except ValueError:
-        return TemplateOptions()
+        return TemplateOptions(reasoning_budget=budget)

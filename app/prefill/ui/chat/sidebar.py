@@ -1,6 +1,6 @@
-"""The engine sidebar: prompt, KV cache, TTFT, prefill and decode speed, latency, backend, speculation. Live,
-and for the open chat its last answer's stored figures. Plain words first, the engine's words on hover
-(``sidebar_words``)."""
+"""The engine sidebar: prompt, KV cache, TTFT, prefill and decode speed, latency, backend, speculation,
+the thinking against its budget. Live, and for the open chat its last answer's stored figures. Plain
+words first, the engine's words on hover (``sidebar_words``)."""
 
 from __future__ import annotations
 
@@ -66,6 +66,12 @@ def stored_snapshot(figures: Mapping[str, Any]) -> MetricsSnapshot:
         elif isinstance(default, int | str) and type(value) is type(default):
             values[key] = value
     return MetricsSnapshot(**values)
+
+
+def stored_budget(figures: Mapping[str, Any]) -> int | None:
+    """The thinking budget kept with an answer's figures (None: none held, or not a number of tokens)."""
+    budget = figures.get("reasoning_budget")
+    return budget if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 0 else None
 
 
 def exactness(drift: float) -> str:
@@ -170,6 +176,8 @@ class EngineSidebar(QWidget):
         lay.addStretch(1)
         self.last: MetricsSnapshot | None = None
         self.remote = False  # a remote endpoint answers: what it does not report is unknown
+        self.reasons = False  # the model answering thinks apart (a thinking budget means something to it)
+        self.budget: int | None = None  # the thinking budget of the answer shown (None: no limit)
         self._model = ""  # the model answering, by name: plain decode rates are its own
         self.plain_tps: dict[str, float] = {}  # per model: its last answer's decode rate without speculation
 
@@ -232,6 +240,7 @@ class EngineSidebar(QWidget):
         repository: hub/model_names), else its own."""
         self.load_bar.hide()
         self.remote = m is not None and bool(m.remote)
+        self.reasons = m is not None and m.reasons
         self._model = "" if m is None else f"{m.remote}|{m.path}|{m.name}"
         if m is None:
             self.labels["model"].setText("none loaded" if not error else "failed to load")
@@ -258,6 +267,10 @@ class EngineSidebar(QWidget):
         self.warning.setVisible(bool(m.backend_warning))
 
     # --- an answer ------------------------------------------------------------------------
+    def set_budget(self, budget: int | None) -> None:
+        """The thinking budget of the answer coming (None: no limit): its thinking is counted against it."""
+        self.budget = budget
+
     def begin_answer(self) -> None:
         self._clear("…")
 
@@ -266,6 +279,7 @@ class EngineSidebar(QWidget):
         The KV fill is left as the engine reports it: it is the cache's now, not the answer's then."""
         self._clear("—")
         self.last = None
+        self.budget = stored_budget(figures)
         if figures:
             self._show(stored_snapshot(figures))
 
@@ -308,8 +322,7 @@ class EngineSidebar(QWidget):
         self.labels["prefill"].setText(f"{m.prefill_tps:.0f} tok/s ({m.prefill_ms:.0f} ms)")
         self.labels["decode"].setText(f"{m.decode_tps:.1f} tok/s")
         self.labels["itl"].setText(f"{m.itl_p50_ms:.1f} / {m.itl_p95_ms:.1f} ms")
-        split = (f" ({m.reasoning_tokens} thinking · {m.completion_tokens - m.reasoning_tokens} answer)"
-                 if m.reasoning_tokens else "")
+        split = self._split(m)
         self.labels["tokens"].setText(
             f"{m.completion_tokens} tokens{split}" + (f" · {finish_words(m.finish_reason)}" if m.finish_reason else ""))
         self.labels["ttfa"].setText(f"{m.answer_ttft_ms:.0f} ms" if m.answer_ttft_ms else "—")
@@ -320,6 +333,15 @@ class EngineSidebar(QWidget):
         self.plot.add_snapshot(m)
         if m.draft_n:
             self._on_drafts(m)
+
+    def _split(self, m: MetricsSnapshot) -> str:
+        """The answer's tokens as thinking and answer, the thinking against its budget where one holds."""
+        answer = m.completion_tokens - m.reasoning_tokens
+        if self.budget is not None and (self.reasons or m.reasoning_tokens):
+            thinking = (f"{m.reasoning_tokens:,} of {self.budget:,} thinking" if m.reasoning_tokens or self.budget
+                        else "no thinking: budget 0")
+            return f" ({thinking} · {answer} answer)"
+        return f" ({m.reasoning_tokens} thinking · {answer} answer)" if m.reasoning_tokens else ""
 
     def _on_drafts(self, m: MetricsSnapshot) -> None:
         """The speculation figures of a snapshot whose drafts ran: a few labels and one strip column."""

@@ -61,7 +61,8 @@ FIGURES: dict[str, Words] = {
                  "95th percentile (p95): only one pause in twenty was longer. A p95 far above the p50 feels "
                  "like stutter."),
     "tokens": Words("Answer", "Tokens written (thinking included), and why the answer ended:\n" + "\n".join(
-        f"{words}: {reason}" for reason, words in REASONS.items())),
+        f"{words}: {reason}" for reason, words in REASONS.items()) + "\nWith a thinking budget, the thinking is "
+        "counted against it (\"120 of 512 thinking\"); where the budget cut it, the line that closed it counts too."),
     "tools": Words("Tool rounds", "Where a turn with tool calls spent its time: the model, the tools, waiting "
                    "for you to allow a call, and Prefill between rounds."),
     "plot": Words("", "Writing speed while the answer was written, in tokens per second, against the seconds "
