@@ -55,7 +55,7 @@ def test_every_field_has_a_one_line_doc() -> None:
         ("model.n_ctx", True, "model.n_ctx: True is not a whole number"),
         ("model.n_ctx", 4096.5, "not a whole number"),
         ("model.flash_attn", "yes", "not 'auto', 'on' or 'off'"),
-        ("model.overflow_policy", "drop", "'rolling_window', 'truncate_middle' or 'stop'"),
+        ("model.overflow_policy", "drop", "'rolling_window', 'truncate_middle', 'stop' or 'summarise'"),
         ("sampling.top_p", 1.5, "sampling.top_p: 1.5 is above the maximum 1"),
         ("sampling.temperature", -0.1, "below the minimum 0"),
         ("sampling.seed", -7, "below the minimum -1"),

@@ -40,6 +40,7 @@ class GenerationRequest:
     tools: ToolsAsked = field(default_factory=ToolsAsked)
     images: tuple[ImageRef, ...] = ()  # chat: the image_url parts, unread (server/images.py reads them)
     options: TemplateOptions = field(default_factory=TemplateOptions)  # chat: how a reasoning model thinks
+    compaction: str = "off"  # chat: "auto", summarise a conversation that would not fit (server/compaction.py)
 
     @property
     def chat_request(self) -> ChatRequest:
@@ -76,7 +77,7 @@ def parse_chat(obj: dict[str, Any], model_id: str) -> GenerationRequest:
     images: list[ImageRef] = []
     messages = tuple(_message(m, i, images) for i, m in enumerate(raw))
     return GenerationRequest("chat", model, messages=messages, tools=tools, images=tuple(images),
-                             options=_reasoning(obj), **_common(obj))
+                             options=_reasoning(obj), compaction=compaction_mode(obj), **_common(obj))
 
 
 def parse_completion(obj: dict[str, Any], model_id: str) -> GenerationRequest:
@@ -94,6 +95,15 @@ def parse_completion(obj: dict[str, Any], model_id: str) -> GenerationRequest:
     if _int(obj, "best_of", 1, 1) != 1:
         raise bad_request("'best_of' must be 1.", "best_of")
     return GenerationRequest("completion", model, prompt=_unicode(prompt, "prompt"), **_common(obj))
+
+
+def compaction_mode(obj: dict[str, Any]) -> str:
+    """The `compaction` extension field: "off" (the default) or "auto" (server/compaction.py)."""
+    mode = obj.get("compaction", "off")
+    if mode not in ("off", "auto"):
+        raise bad_request("'compaction' is \"auto\" (summarise the conversation when it would not fit) or \"off\".",
+                          "compaction")
+    return str(mode)
 
 
 def _reasoning(obj: dict[str, Any]) -> TemplateOptions:

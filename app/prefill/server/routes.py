@@ -32,6 +32,7 @@ from prefill.engine.prompt.model_chat import ModelChat, plain_reader
 from prefill.engine.request import ChatRequest
 from prefill.engine.vision.prompt_images import tokenize_with_images
 from prefill.server.browser_guard import LOOPBACK_NAMES, BrowserGuard
+from prefill.server.compaction import compact
 from prefill.server.cost_bounds import PromptBounds, body_limit
 from prefill.server.errors import ApiError, bad_request, server_error, too_large, unauthorized
 from prefill.server.generate import WRITE_DEADLINE_S, EventSourceResponse, EventStream, full_reply, stream_reply, submit
@@ -137,12 +138,16 @@ async def _completion(state: ServeState, request: Request) -> Response:
 
 async def _generate(state: ServeState, request: Request, req: GenerationRequest) -> Response:
     chat = req.chat_request if req.kind == "chat" else None  # the turn as every backend takes it, built once
+    compacted: dict[str, object] | None = None
+    if chat is not None and req.compaction == "auto":  # a conversation past the threshold goes on from a summary
+        chat, compacted = await compact(state.scheduler, state.chat, state.waker(), chat, req.sampling,
+                                        client_of(request))
     try:  # a schema that makes no grammar is the client's to fix; pricing it may take ~0.1 s: off the loop
         constraint = await anyio.to_thread.run_sync(state.chat.constraint, chat) if chat is not None else None
     except GrammarError as e:
         raise bad_request(str(e), "response_format" if req.tools.response_format else "tools") from None
     text, prompt = await _build_prompt(state, req, chat)
-    reply = Reply(req.kind, req.model)
+    reply = Reply(req.kind, req.model, extra={"compaction": compacted} if compacted else {})
     stream = EventStream(state.waker(), tokens=req.stream)
     sampling = req.sampling
     if req.kind == "chat":  # the chat format's turn markers end the answer, written as text too

@@ -67,6 +67,7 @@ class Reply:
     model: str
     id: str = field(default="")
     created: int = field(default_factory=lambda: int(time.time()))
+    extra: dict[str, object] = field(default_factory=dict)  # Prefill's own fields: in the body, or the first chunk
 
     _text_frame: tuple[str, str] = field(default=("", ""), init=False, repr=False)
 
@@ -97,7 +98,7 @@ class Reply:
         else:
             choice = {"index": 0, "text": content, "logprobs": None, "finish_reason": finish_reason(reason)}
             body = self._head("text_completion")
-        body.update(choices=[choice], usage=usage(m), timings=timings(m))
+        body.update(choices=[choice], usage=usage(m), timings=timings(m), **self.extra)
         return body
 
     def chunk(self, content: str = "", reasoning: str = "", first: bool = False,
@@ -120,6 +121,8 @@ class Reply:
         body["choices"] = [choice]
         if m is not None:
             body["timings"] = timings(m)
+        if first:
+            body.update(self.extra)
         return body
 
     def text_chunk(self, reasoning: str, content: str) -> str:
