@@ -165,11 +165,11 @@ def test_a_text_only_load_names_what_images_need(tmp_path: Path) -> None:
     alone.write_bytes(model.read_bytes())
     backend = open_backend(LocalModel(str(alone), SETTINGS, mmproj=BESIDE))
     try:
-        assert backend.projector is None  # type: ignore[attr-defined]
-        assert vision_note(backend, "") == ""  # text only by choice: nothing to say  # type: ignore[arg-type]
-        header = backend.header  # type: ignore[attr-defined]
-        header.metadata["general.name"] = "TinyVision-VL"  # as a vision model's text half names itself
-        note = vision_note(backend)  # type: ignore[arg-type]
+        local, sees = backend.local, backend.sees_images
+        assert local is not None and sees is not None and sees.projector is None
+        assert vision_note(local, sees, "") == ""  # text only by choice: nothing to say
+        local.header.metadata["general.name"] = "TinyVision-VL"  # as a vision model's text half names itself
+        note = vision_note(local, sees)
         assert note.startswith("Text only: images need the model's projector, an mmproj-*.gguf") and alone.name in note
         wide = write_mmproj(alone.parent / "mmproj-tinyvision-f16.gguf", text_embd=96)  # not for this model
         assert find_projector(alone) == wide

@@ -30,7 +30,7 @@ def serving(app, qtbot, smollm2: Path, flash_attn: FlashAttn, max_tokens: int) -
 
 def test_a_served_window_slot_reports_its_drafts(app, qtbot, smollm2: Path) -> None:
     w, url = serving(app, qtbot, smollm2, flash_attn="on", max_tokens=40)
-    assert w.engine.worker.server.options.speculative == "ngram"
+    assert w.engine.worker.server.options.speculation.mode == "ngram"
     answer = send(qtbot, w, COPY)
     assert answer.text and answer.metrics.draft_n_accepted > 0
     slots = httpx.get(url + "/slots", timeout=30).json()

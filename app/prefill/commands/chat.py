@@ -34,6 +34,7 @@ from prefill.commands.options import (
     sampling_settings,
 )
 from prefill.commands.terminal_text import terminal_json, terminal_line, terminal_text
+from prefill.engine.drafts.speculation import Speculation
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.message import ImagePart, Message, ToolCall
 from prefill.engine.prompt.thinking_budget import EFFORT_BUDGETS, budget_of
@@ -44,7 +45,7 @@ from prefill.session.tool_loop import Decision, LoopFinished, RoundStarted, Tool
 
 if TYPE_CHECKING:
     from prefill.commands.chat_tools import TerminalTools
-    from prefill.engine.local.chat_engine import ChatEngine
+    from prefill.engine.chat_backend import Speculates
     from prefill.mcp_tools.results import ToolResult
     from prefill.session.chat_session import ChatSession
     from prefill.session.loaded import LoadedModel
@@ -261,28 +262,26 @@ def _deny(_call: ToolCall) -> Decision:
     return Decision.DENY
 
 
-def _speculate(session: ChatSession, mode: str, most: int) -> ChatEngine | None:
-    """Set a local engine's speculative mode (off, ngram, or a draft model's path, loaded here);
-    the engine when it was asked for and applies. A refused draft model is one line, and the chat
-    goes on without it."""
-    from prefill.engine.errors import DraftModelError
-    from prefill.engine.local.chat_engine import ChatEngine
+def _speculate(session: ChatSession, flag: str, most: int) -> Speculates | None:
+    """Set speculative decoding as --speculative says (off, ngram, or a draft model's path, loaded
+    here) where the backend speculates; it, when asked for and it applies. A refused draft model is
+    one line, and the chat goes on without it."""
+    from prefill.engine.errors import EngineError
+    from prefill.session.backends import apply_speculation
 
-    if mode == "off":
+    wanted = Speculation.from_flag(flag, most)  # checked by the parser (options.speculative_mode)
+    if wanted.mode == "off":
         return None
-    if not isinstance(session.backend, ChatEngine):
+    engine = session.backend.speculates if session.backend is not None else None
+    if engine is None:
         print("prefill: --speculative applies to a local model only: it is off", file=sys.stderr)
         return None
-    if mode != "ngram":
-        try:
-            session.backend.use_draft_model(Path(mode).expanduser())
-        except DraftModelError as e:
-            print(f"prefill: {terminal_line(str(e))}; speculative decoding is off", file=sys.stderr)
-            return None
-        mode = "draft"
-    session.backend.speculative = mode
-    session.backend.draft_max = most
-    return session.backend
+    try:
+        apply_speculation(engine, wanted)
+    except EngineError as e:
+        print(f"prefill: {terminal_line(str(e))}; speculative decoding is off", file=sys.stderr)
+        return None
+    return engine
 
 
 def _images(args: argparse.Namespace) -> list[ImagePart]:
@@ -295,23 +294,21 @@ def _images(args: argparse.Namespace) -> list[ImagePart]:
 def _projector(session: ChatSession, args: argparse.Namespace, wanted: bool) -> None:
     """Load the projector of a local model: --mmproj's file, else the mmproj*.gguf beside the model
     (said on stderr, so the person knows which); none found is said only when images are wanted."""
-    from prefill.engine.local.chat_engine import ChatEngine
-
-    engine = session.backend
-    if not isinstance(engine, ChatEngine) or args.mmproj == "none":
+    backend = session.backend
+    sees, local = (backend.sees_images, backend.local) if backend is not None else (None, None)
+    if sees is None or local is None or args.mmproj == "none":
         return
-    path, how = chosen_projector(args.mmproj, engine.path)
+    path, how = chosen_projector(args.mmproj, local.path)
     if path is None:
         if wanted:
-            print(f"prefill: no mmproj*.gguf beside {terminal_line(engine.path.name)}: images need the model's "
+            print(f"prefill: no mmproj*.gguf beside {terminal_line(local.path.name)}: images need the model's "
                   "projector (--mmproj PATH)", file=sys.stderr)
         return
-    engine.use_projector(path)
+    sees.use_projector(path)
     print(f"prefill: projector: {terminal_line(path.name)}{how}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
-    from prefill.remote.engine import RemoteEngine
     from prefill.session.backends import LocalModel, Target
     from prefill.session.chat_session import ChatSession
 
@@ -333,8 +330,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         _projector(session, args, bool(images))
         engine = _speculate(session, args.speculative, args.draft_max)
-        if isinstance(session.backend, RemoteEngine):
-            check_listed(session.backend, asked)
+        endpoint = session.backend.endpoint if session.backend is not None else None
+        if endpoint is not None:
+            check_listed(endpoint, asked)
         if info.backend_warning:
             print(f"prefill: {terminal_line(info.backend_warning)}", file=sys.stderr)
         if not args.remote and not info.format_from_model:

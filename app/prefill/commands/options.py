@@ -13,7 +13,6 @@ from typing import Any
 
 from prefill.commands.errors import CliError
 from prefill.engine.drafts.draft_length import DRAFT_MAX
-from prefill.engine.drafts.rules import SPECULATIVE_MODES
 from prefill.engine.errors import InvalidSetting
 from prefill.engine.setting_fields import Section, choices, hints
 from prefill.engine.settings import GpuLayers, LoadSettings, OverflowSettings, SamplingSettings
@@ -84,12 +83,15 @@ def add_sampling_options(p: argparse.ArgumentParser) -> None:
 
 
 def speculative_mode(value: str) -> str:
-    """--speculative's value: off, ngram, or the path of a draft model (a .gguf file)."""
-    if value in SPECULATIVE_MODES and value != "draft":
-        return value
-    if value.lower().endswith(".gguf") or Path(value).expanduser().exists():
-        return value
-    raise argparse.ArgumentTypeError(f"expected off, ngram or a draft model's .gguf file, not {value!r}")
+    """--speculative's value: off, ngram, or the path of a draft model (a .gguf file), as
+    `Speculation.from_flag` reads it."""
+    from prefill.engine.drafts.speculation import Speculation
+
+    try:
+        Speculation.from_flag(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return value
 
 
 def add_speculative_option(p: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from prefill.commands.errors import CliError
 from prefill.commands.terminal_text import terminal_json, terminal_line
+from prefill.engine.chat_backend import Endpoint
 from prefill.engine.events import Finished
 from prefill.remote.engine import RemoteEngine
 from prefill.remote.errors import ModelNotFound, RemoteError
@@ -32,7 +33,7 @@ def remote_target(args: argparse.Namespace, endpoints: EndpointsFile | None = No
     return RemoteEndpoint(args.remote, model, key)
 
 
-def check_listed(engine: RemoteEngine, asked: str) -> None:
+def check_listed(engine: Endpoint, asked: str) -> None:
     """The model asked for must be one the endpoint lists (when it lists any).
 
     Raises:

@@ -10,8 +10,8 @@ from pathlib import Path
 from prefill.commands.errors import CliError
 from prefill.commands.options import add_model_options, chosen_projector, draft_max, load_settings, model_path
 from prefill.commands.terminal_text import terminal_line
-from prefill.engine.batch.slot_drafts import draft_model_path
 from prefill.engine.drafts.draft_length import DRAFT_MAX
+from prefill.engine.drafts.speculation import Speculation
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -65,9 +65,13 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--port must be between 0 and 65535")
     try:
         check_exposure(args.host, args.api_key)  # before the model loads: fail fast
-        draft = draft_model_path(args.speculative)
-    except (ExposureError, ValueError) as e:
+    except ExposureError as e:
         raise CliError(str(e)) from None
+    try:
+        speculation = Speculation.from_flag(args.speculative, args.draft_max)
+    except ValueError as e:
+        raise CliError(f"--speculative: {e}") from None
+    draft = Path(speculation.draft_wanted) if speculation.draft_wanted else None
     if draft is not None and not draft.is_file():
         raise CliError(f"--speculative {args.speculative}: no such draft model file")
     options = ServeOptions(
@@ -75,8 +79,7 @@ def run(args: argparse.Namespace) -> int:
         parallel=args.parallel, api_key=args.api_key, cors_origins=tuple(args.cors_origin),
         allowed_hosts=tuple(args.allowed_host), max_queued=max(0, args.max_queue),
         mmproj=projector_path(args), allow_remote_images=args.allow_remote_images,
-        model_id=args.alias, speculative=str(draft) if draft is not None else args.speculative,
-        draft_max=args.draft_max,
+        model_id=args.alias, speculation=speculation,
     )
 
     def ready(url: str, scheduler: object) -> None:

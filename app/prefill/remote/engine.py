@@ -107,6 +107,27 @@ class RemoteEngine:
     def close(self) -> None:
         self._client.close()
 
+    # --- what it can do (chat_backend.ChatBackend): answer; the rest is the remote server's ----
+    @property
+    def local(self) -> None:
+        return None
+
+    @property
+    def speculates(self) -> None:
+        return None
+
+    @property
+    def sees_images(self) -> None:
+        return None
+
+    @property
+    def disk_cache(self) -> None:
+        return None
+
+    @property
+    def endpoint(self) -> RemoteEngine:
+        return self
+
     def count_tokens(self, request: ChatRequest) -> None:
         """Unknown here: the remote writes and tokenises the prompt itself."""
         return None

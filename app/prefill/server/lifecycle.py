@@ -10,15 +10,14 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from prefill.engine.batch.runtime import load_batch_model
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.batch.slot_draft_model import SlotDraftModel
-from prefill.engine.batch.slot_drafts import draft_model_path
 from prefill.engine.batch.snapshot import BatchSnapshot
-from prefill.engine.drafts.draft_length import DRAFT_MAX
+from prefill.engine.drafts.speculation import Speculation
 from prefill.engine.errors import DraftModelError
 from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.settings import LoadSettings
@@ -50,18 +49,9 @@ class ServeOptions:
     write_deadline_s: float = WRITE_DEADLINE_S  # a stream's client that takes nothing this long is dropped
     mmproj: Path | None = None  # the projector that lets the model read images (engine/vision)
     allow_remote_images: bool = False  # fetch image_url parts' http(s) URLs (off: base64 data: URLs only)
-    # "ngram": greedy requests verify drafts from their own text (slot_drafts.py); a .gguf path: from
-    # that draft model (slot_draft_model.py), refused in `BatchScheduler.speculation_note` if unfit
-    speculative: str = "off"
-    draft_max: int = DRAFT_MAX  # the longest draft a step checks
-
-
-def slot_speculation(mode: str, draft_path: str) -> str:
-    """`ServeOptions.speculative` for a model's speculation setting (off, ngram, or "draft" with its
-    file): the slots speculate as the chat engine does; "draft" without a file is off."""
-    if mode == "draft":
-        return draft_path or "off"
-    return mode
+    # "ngram": greedy requests verify drafts from their own text (slot_drafts.py); "draft": from the
+    # draft model (slot_draft_model.py), refused in `BatchScheduler.speculation_note` if unfit
+    speculation: Speculation = field(default_factory=Speculation)
 
 
 class ExposureError(ValueError):
@@ -166,10 +156,12 @@ class RunningServer:
 
 def open_scheduler(options: ServeOptions, on_snapshot: Callable[[BatchSnapshot], None] | None = None,
                    ) -> BatchScheduler:
-    """Load the model for the slots, and the draft model `options.speculative` names, if any: one that
+    """Load the model for the slots, and the draft model `options.speculation` names, if any: one that
     cannot draft for the model leaves the slots without speculation, with the reason in the
-    scheduler's `speculation_note`."""
-    draft_path = draft_model_path(options.speculative)  # before the model loads: a wrong value fails fast
+    scheduler's `speculation_note` ("draft" without a file is off)."""
+    wanted = options.speculation
+    draft_path = Path(wanted.draft_path) if wanted.draft_wanted else None
+    mode = "off" if wanted.mode == "draft" and draft_path is None else wanted.mode
     model = load_batch_model(options.model, options.settings, options.parallel)
     draft, refused = None, ""
     if draft_path is not None:
@@ -180,8 +172,8 @@ def open_scheduler(options: ServeOptions, on_snapshot: Callable[[BatchSnapshot],
         except BaseException:
             model.runtime.close()
             raise
-    mode = "draft" if draft is not None else "off" if refused else options.speculative
-    scheduler = BatchScheduler(model, on_snapshot, options.max_queued, mode, draft, options.draft_max)
+    mode = "off" if refused else mode
+    scheduler = BatchScheduler(model, on_snapshot, options.max_queued, mode, draft, wanted.draft_max)
     if refused:
         scheduler.speculation_note = refused
     return scheduler

@@ -2,9 +2,10 @@
 
 A target names what should answer (a model file, a remote endpoint, a slot of the running
 server); `open_backend` builds the `ChatBackend` for it. `describe` says what a person sees of it.
-A model file's target carries its speculative decoding (`Speculation`), set on the engine once it
-is loaded, and again by `apply_speculation` when it changes (no reload). It also names the vision
-projector (mmproj) loaded with it: a file, none, or the one beside the model (what the window loads).
+A model file's target carries its speculative decoding (`Speculation`, engine/drafts/speculation.py),
+set on the engine once it is loaded, and again by `apply_speculation` when it changes (no reload).
+It also names the vision projector (mmproj) loaded with it: a file, none, or the one beside the
+model (what the window loads).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from pathlib import Path
 
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.batch.slot_chat import SlotChat
-from prefill.engine.chat_backend import ChatBackend
-from prefill.engine.drafts.draft_length import DRAFT_MAX
+from prefill.engine.chat_backend import ChatBackend, RunsLocally, SeesImages, Speculates
+from prefill.engine.drafts.speculation import Speculation
 from prefill.engine.errors import EngineError, InvalidSetting
 from prefill.engine.gguf.header import GGUFHeader
 from prefill.engine.local.chat_engine import ChatEngine
@@ -26,21 +27,6 @@ from prefill.remote.engine import RemoteEngine
 from prefill.session.loaded import LoadedModel, local_model, remote_model
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Speculation:
-    """How a local engine decodes: one token per step ("off"), or guesses checked in one step, drafted
-    from the text itself ("ngram") or by a small model sharing the vocabulary ("draft", `draft_path`)."""
-
-    mode: str = "off"
-    draft_path: str = ""  # read in "draft" mode only
-    draft_max: int = DRAFT_MAX  # the longest guess
-
-    @property
-    def draft_wanted(self) -> str:
-        """The draft model this asks for ("" for none: the other modes free it)."""
-        return self.draft_path if self.mode == "draft" else ""
 
 
 BESIDE = None  # `LocalModel.mmproj`: the projector beside the model, when there is one
@@ -127,7 +113,7 @@ def _projector_beside(engine: ChatEngine) -> None:
         log.warning("%s was not loaded: %s", found.name, e)
 
 
-def vision_note(engine: ChatEngine, wanted: str | None = BESIDE) -> str:
+def vision_note(engine: RunsLocally, sees: SeesImages, wanted: str | None = BESIDE) -> str:
     """What the load report says of images: the projector loaded, or, for a model that has or needs
     one but loaded none, that images need it and which file to get.
 
@@ -136,8 +122,8 @@ def vision_note(engine: ChatEngine, wanted: str | None = BESIDE) -> str:
     """
     from prefill.engine.gguf.projector_files import find_projector
 
-    if engine.projector is not None:
-        return f"Images: {engine.projector.path.name}"
+    if sees.projector is not None:
+        return f"Images: {sees.projector.path.name}"
     if wanted == "":
         return ""
     beside = find_projector(engine.path)
@@ -170,17 +156,23 @@ def sees_images(header: GGUFHeader) -> bool:
 
 def describe(backend: ChatBackend, target: Target, load_ms: float) -> LoadedModel:
     """What the window shows of what answers: the model, its context, where it runs, what it sees."""
-    if isinstance(backend, RemoteEngine):
+    endpoint = backend.endpoint
+    if endpoint is not None:
         name = target.name if isinstance(target, RemoteEndpoint) else ""
-        return remote_model(backend, backend.resolve_model(), name, load_ms)
-    assert isinstance(backend, ChatEngine | SlotChat)
-    loaded = local_model(backend, Path(target.path) if isinstance(target, LocalModel) else backend.path, load_ms)
-    if not isinstance(backend, ChatEngine):
+        return remote_model(endpoint, endpoint.resolve_model(), name, load_ms)
+    local = backend.local
+    if local is None:
+        raise EngineError("the backend is neither a model file nor an endpoint")
+    sees = backend.sees_images
+    projector = sees.projector if sees is not None else None
+    loaded = local_model(local, Path(target.path) if isinstance(target, LocalModel) else local.path, load_ms,
+                         projector.path if projector is not None else None)
+    if sees is None:
         return loaded
-    return replace(loaded, vision=vision_note(backend, target.mmproj if isinstance(target, LocalModel) else ""))
+    return replace(loaded, vision=vision_note(local, sees, target.mmproj if isinstance(target, LocalModel) else ""))
 
 
-def apply_speculation(engine: ChatEngine, wanted: Speculation, before: Speculation | None = None) -> None:
+def apply_speculation(engine: Speculates, wanted: Speculation, before: Speculation | None = None) -> None:
     """Set `engine`'s speculative decoding; the draft model is loaded (or freed) only when the one
     wanted differs from `before`'s (None: the engine has none yet), so a change of mode or draft
     length alone costs nothing.

@@ -15,10 +15,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from prefill.engine.batch.snapshot import BatchSnapshot
-from prefill.engine.chat_backend import ChatBackend, Event
+from prefill.engine.chat_backend import ChatBackend, Event, KeepsCacheOnDisk
 from prefill.engine.errors import EngineError
 from prefill.engine.events import MetricsSnapshot
-from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.local.kv_disk import KvDiskCache, Usage
 from prefill.engine.message import Message
 from prefill.engine.request import ChatRequest
@@ -191,9 +190,9 @@ class ChatSession:
             self.disk.clear()
             self._report_usage()
 
-    def _local_engine(self) -> ChatEngine | None:
-        """The chat's own copy of the model, when that is what answers (it has a cache to save)."""
-        return self.backend if isinstance(self.backend, ChatEngine) else None
+    def _local_engine(self) -> KeepsCacheOnDisk | None:
+        """What answers, when it keeps a cache of its own to save (the chat's own copy of the model)."""
+        return self.backend.disk_cache if self.backend is not None else None
 
     def _save(self) -> None:
         engine = self._local_engine()

@@ -7,10 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the window imports this at start-up, before llama.cpp is loaded
-    from prefill.engine.batch.slot_chat import SlotChat
+    from prefill.engine.chat_backend import Endpoint, RunsLocally
     from prefill.engine.llama.offload import DeviceReport
-    from prefill.engine.local.chat_engine import ChatEngine
-    from prefill.remote.engine import RemoteEngine
 
 
 @dataclass(frozen=True)
@@ -47,8 +45,8 @@ class LoadedModel:
         return f"{self.remote} · {self.name}" if self.remote else str(self.path)
 
 
-def local_model(engine: ChatEngine | SlotChat, path: Path, load_ms: float) -> LoadedModel:
-    """A model file loaded here, by its own engine or as the server's."""
+def local_model(engine: RunsLocally, path: Path, load_ms: float, projector: Path | None = None) -> LoadedModel:
+    """A model file loaded here, by its own engine or as the server's (`projector`: the one it sees with)."""
     from prefill.engine.llama.offload import with_vram
 
     return LoadedModel(
@@ -69,11 +67,11 @@ def local_model(engine: ChatEngine | SlotChat, path: Path, load_ms: float) -> Lo
         reasons=bool(engine.reasoning),
         device=with_vram(engine.device, engine.runtime.load_log),
         flash_attn=engine.runtime.flash_attn_on,
-        projector=str(projector.path) if (projector := getattr(engine, "projector", None)) is not None else "",
+        projector=str(projector) if projector is not None else "",
     )
 
 
-def remote_model(engine: RemoteEngine, model: str, endpoint: str, load_ms: float) -> LoadedModel:
+def remote_model(engine: Endpoint, model: str, endpoint: str, load_ms: float) -> LoadedModel:
     """What the window shows of a remote endpoint: its model and address; what it cannot see is 0."""
     return LoadedModel(
         path=Path(), name=model, n_ctx=0, n_layer=0, backend_summary=f"remote: {engine.base}",

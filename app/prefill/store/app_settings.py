@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, NamedTuple
 
+from prefill.engine.drafts.speculation import Speculation, SpeculativeMode
 from prefill.engine.errors import InvalidSetting
 from prefill.engine.request import MAX_REASONING_BUDGET
 from prefill.engine.setting_fields import Section, doc
@@ -36,7 +37,6 @@ from prefill.engine.settings import (
 log = logging.getLogger(__name__)
 
 Theme = Literal["system", "light", "dark"]
-SpeculativeMode = Literal["off", "ngram", "draft"]
 
 
 def _field_of(section: type[Section], name: str) -> dataclasses.Field[Any]:
@@ -84,6 +84,10 @@ class ModelSettings(LoadSettings):
                      "(-1 = no limit; 0 = no thinking).", label="Thinking budget (tokens)",
                      minimum=-1, maximum=MAX_REASONING_BUDGET),
     )
+
+    def speculation(self) -> Speculation:
+        """How answers are decoded, as the engine takes it ("draft" names its file)."""
+        return Speculation(self.speculative, self.draft_model_path, self.draft_max)
 
     def load_settings(self) -> LoadSettings:
         """What the engine takes to load a model (a change of it takes a reload)."""

@@ -406,16 +406,15 @@ class MainWindow(QMainWindow):
 
     def _on_serve_action_toggled(self, shown: bool) -> None:
         if self.server_dock is None:
-            from prefill.server.lifecycle import ServeOptions, slot_speculation
+            from prefill.server.lifecycle import ServeOptions
             from prefill.ui.server.panel import ServerController, ServerPanel
 
             def options() -> ServeOptions | None:
                 if self.loaded is None or self.loaded.remote:
                     return None
-                path, m = self.loaded.path, self.settings.model  # the slots speculate as the chat does
+                path = self.loaded.path  # the slots speculate as the chat does
                 return ServeOptions(model=path, settings=self.settings.load_settings_for(str(path)),
-                                    speculative=slot_speculation(m.speculative, m.draft_model_path),
-                                    draft_max=m.draft_max)
+                                    speculation=self.settings.model.speculation())
 
             self.server_dock = QDockWidget("Server", self)
             self.server_dock.setObjectName("server-dock")

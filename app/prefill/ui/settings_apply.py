@@ -42,13 +42,12 @@ MIB = 1024 * 1024
 
 
 def speculation_changed(old: ModelSettings, new: ModelSettings) -> bool:
-    return (old.speculative, old.draft_model_path, old.draft_max) != (
-        new.speculative, new.draft_model_path, new.draft_max)
+    return old.speculation() != new.speculation()
 
 
 def send_speculation(worker: EngineWorker, model: ModelSettings) -> None:
     """Speculative decoding as `model` says, for the loaded engine and the next loads."""
-    worker.set_speculative(model.speculative, model.draft_model_path, model.draft_max)
+    worker.set_speculation(model.speculation())
 
 
 def apply_settings(window: SettingsTarget, old: Settings, new: Settings) -> None:

@@ -16,10 +16,11 @@ from prefill.engine.batch import scheduler
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.runtime import load_batch_model
 from prefill.engine.batch.scheduler import BatchScheduler
-from prefill.engine.batch.slot_drafts import NgramSlots, SlotDrafts, check_mode, draft_model_path
+from prefill.engine.batch.slot_drafts import NgramSlots, SlotDrafts, check_mode
 from prefill.engine.drafts import rules
 from prefill.engine.drafts.batch_drift import SAFETY
 from prefill.engine.drafts.draft_length import DRAFT_MAX, PROBE_EVERY
+from prefill.engine.drafts.speculation import Speculation
 from prefill.engine.events import Finished, Token
 from prefill.engine.message import Message
 from prefill.engine.prompt.model_chat import ModelChat
@@ -267,10 +268,14 @@ def test_slot_modes_and_draft_model_values() -> None:
     assert check_mode("ngram") == "ngram" and check_mode("draft") == "draft"
     with pytest.raises(ValueError, match="ngram"):
         check_mode("draft.gguf")
-    assert draft_model_path("off") is None and draft_model_path("ngram") is None
-    assert draft_model_path("models/small.GGUF") == Path("models/small.GGUF")
+    off, ngram = Speculation.from_flag("off"), Speculation.from_flag("ngram", 4)
+    assert (off.mode, off.draft_wanted, ngram.mode, ngram.draft_max) == ("off", "", "ngram", 4)
+    draft = Speculation.from_flag("models/small.GGUF")
+    assert (draft.mode, draft.draft_wanted, draft.flag) == ("draft", "models/small.GGUF", "models/small.GGUF")
     with pytest.raises(ValueError, match="gguf"):
-        draft_model_path("ngarm")  # a mistyped mode is not taken for a file
+        Speculation.from_flag("ngarm")  # a mistyped mode is not taken for a file
+    with pytest.raises(ValueError, match="1 to 32"):
+        Speculation("ngram", draft_max=0)
 
 
 def test_drafts_back_off_and_follow_the_answer() -> None:

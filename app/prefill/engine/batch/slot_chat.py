@@ -48,6 +48,27 @@ class SlotChat:
     def close(self) -> None:
         """Nothing of its own to free: the scheduler (and the model) belong to the server."""
 
+    # --- what it can do (chat_backend.ChatBackend): the server's model, as the server set it up ----
+    @property
+    def local(self) -> SlotChat:
+        return self
+
+    @property
+    def speculates(self) -> None:
+        return None  # the scheduler's, set when the server started
+
+    @property
+    def sees_images(self) -> None:
+        return None  # the scheduler's projector, set when the server started
+
+    @property
+    def disk_cache(self) -> None:
+        return None  # the slots keep their own prefixes
+
+    @property
+    def endpoint(self) -> None:
+        return None
+
     def _prompt(self, request: ChatRequest) -> tuple[str, list[int]]:
         # llama.cpp's tokenizer reads the vocabulary only: safe beside the decoding thread, not
         # after the server freed the model.

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -49,19 +48,6 @@ def check_mode(mode: str) -> str:
         raise ValueError(f"speculative decoding in the server's slots is one of {', '.join(SPECULATIVE_MODES)}, "
                          f"not {mode!r}")
     return mode
-
-
-def draft_model_path(speculative: str) -> Path | None:
-    """The draft model a server's `--speculative` value names (None for "off" and "ngram").
-
-    Raises:
-        ValueError: neither a mode nor a .gguf file's name (a mistyped mode must not become a path).
-    """
-    if speculative in ("off", "ngram"):
-        return None
-    if not speculative.lower().endswith(".gguf"):
-        raise ValueError(f"--speculative is off, ngram or a draft model's .gguf file, not {speculative!r}")
-    return Path(speculative).expanduser()
 
 
 class History(Protocol):

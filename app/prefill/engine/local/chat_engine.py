@@ -119,6 +119,27 @@ class ChatEngine:
         self.use_projector(None)
         self.runtime.close()
 
+    # --- what it can do (chat_backend.ChatBackend): all of it, but serve a remote's prompt ----
+    @property
+    def local(self) -> ChatEngine:
+        return self
+
+    @property
+    def speculates(self) -> ChatEngine:
+        return self
+
+    @property
+    def sees_images(self) -> ChatEngine:
+        return self
+
+    @property
+    def disk_cache(self) -> ChatEngine:
+        return self
+
+    @property
+    def endpoint(self) -> None:
+        return None
+
     # --- the projector (images) -----------------------------------------------------------
     def use_projector(self, path: str | Path | None) -> None:
         """Load the projector (mmproj) that turns images into this model's tokens (None: unload it).

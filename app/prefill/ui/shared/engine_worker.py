@@ -40,7 +40,8 @@ from prefill.ui.shared.tool_gate import ApprovalGate
 if TYPE_CHECKING:
     from prefill.engine.chat_backend import ChatBackend
     from prefill.server.lifecycle import RunningServer, ServeOptions
-    from prefill.session.backends import Speculation, Target
+    from prefill.engine.drafts.speculation import Speculation
+    from prefill.session.backends import Target
     from prefill.session.chat_session import ChatSession
 
 
@@ -206,7 +207,8 @@ class EngineWorker(QObject):
         Returns:
             The tag `load_cancelled` names if this load is cancelled.
         """
-        from prefill.session.backends import BESIDE, LocalModel, Speculation
+        from prefill.engine.drafts.speculation import Speculation
+        from prefill.session.backends import BESIDE, LocalModel
 
         return self._load(LocalModel(path, settings, self.speculation or Speculation(), mmproj=BESIDE))
 
@@ -264,13 +266,11 @@ class EngineWorker(QObject):
         """Delete every saved cache."""
         self._request_clear_cache.emit()
 
-    def set_speculative(self, mode: str, draft_path: str, draft_max: int) -> None:
-        """Speculative decoding ("off", "ngram" or "draft" with `draft_path`) for the loaded model, set
-        without a reload (a draft model is loaded or freed beside it), and for the models loaded next."""
-        from prefill.session.backends import Speculation
-
-        self.speculation = Speculation(mode, draft_path, draft_max)
-        self._request_speculative.emit(self.speculation)
+    def set_speculation(self, wanted: Speculation) -> None:
+        """Speculative decoding for the loaded model, set without a reload (a draft model is loaded or
+        freed beside it), and for the models loaded next."""
+        self.speculation = wanted
+        self._request_speculative.emit(wanted)
 
     def shutdown(self) -> None:
         """The last request: after everything queued before it, free the model and end the thread."""
@@ -323,7 +323,7 @@ class EngineWorker(QObject):
             return
         self.serving.emit(url)
         server = self.session.server
-        if server is not None and server.options.speculative != "off" and server.scheduler.speculation_note:
+        if server is not None and server.options.speculation.mode != "off" and server.scheduler.speculation_note:
             note = server.scheduler.speculation_note.rstrip(".")  # a draft model refused, no flash attention…
             self.speculation_refused.emit(f"The server's slots decode one token per step: {note}.")
         self._report_kv()
@@ -348,11 +348,10 @@ class EngineWorker(QObject):
 
     @Slot(object)
     def _on_request_speculative(self, wanted: Speculation) -> None:
-        from prefill.engine.local.chat_engine import ChatEngine
         from prefill.session.backends import apply_speculation, refusal_text
 
-        engine = self.engine
-        if not isinstance(engine, ChatEngine):  # a remote, or the server's slot: the next load takes it
+        engine = self.engine.speculates if self.engine is not None else None
+        if engine is None:  # a remote, or the server's slot: the next load takes it
             return
         try:
             apply_speculation(engine, wanted, self._speculating)
@@ -364,11 +363,10 @@ class EngineWorker(QObject):
 
     def _speculation_loaded(self, target: Target) -> None:
         """What a load set up (`open_backend` applied the target's speculation), and its refusal told."""
-        from prefill.engine.local.chat_engine import ChatEngine
         from prefill.session.backends import LocalModel
 
-        engine = self.engine
-        if not isinstance(engine, ChatEngine) or not isinstance(target, LocalModel):
+        engine = self.engine.speculates if self.engine is not None else None
+        if engine is None or not isinstance(target, LocalModel):
             self._speculating = None
             return
         self._speculating = target.speculation
