@@ -27,7 +27,8 @@ FULL = FAMILIES["qwen"].thinking
 
 def test_a_reasoning_budget_closes_the_thinking_whole_and_streamed(budget_server) -> None:
     client, full = budget_server.client(), FULL
-    reply = client.chat.completions.create(model=budget_server.model_id, messages=ASK, extra_body={"reasoning_budget": 3})
+    reply = client.chat.completions.create(model=budget_server.model_id, messages=ASK,
+                                           extra_body={"reasoning_budget": 3})
     message = reply.choices[0].message
     thought = message.model_extra["reasoning_content"].strip()  # as written: the close's line break kept
     assert thought.endswith(NOTE) and full not in thought

@@ -14,12 +14,12 @@ import statistics
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from prefill.engine.drafts.draft_length import DRAFT_MAX
 from prefill.engine.events import Finished
 from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.message import Message
 from prefill.engine.request import ChatRequest
 from prefill.engine.settings import LoadSettings, SamplingSettings
+from prefill.engine.speculation import DRAFT_MAX
 
 PASSAGE = (
     "Every autumn the orchard at the end of Willow Lane filled with people from the town. They came "

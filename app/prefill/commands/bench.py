@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from prefill.commands.errors import CliError
 from prefill.commands.options import add_model_options, load_settings, model_path
 from prefill.commands.terminal_text import terminal_json, terminal_text
-from prefill.engine.drafts.draft_length import DRAFT_MAX
+from prefill.engine.speculation import DRAFT_MAX
 
 if TYPE_CHECKING:
     from prefill.engine.settings import LoadSettings

@@ -34,19 +34,19 @@ from prefill.commands.options import (
     sampling_settings,
 )
 from prefill.commands.terminal_text import terminal_json, terminal_line, terminal_text
-from prefill.engine.drafts.speculation import Speculation
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.message import ImagePart, Message, ToolCall
 from prefill.engine.prompt.thinking_budget import EFFORT_BUDGETS, budget_of
 from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, ChatRequest, TemplateOptions
 from prefill.engine.settings import OverflowSettings, SamplingSettings
+from prefill.engine.speculation import Speculation
 from prefill.session.compaction import CompactionError, Summary, due, model_view, summarise
 from prefill.session.tool_loop import Decision, LoopFinished, RoundStarted, ToolCallDone, ToolCallStarted, run_tool_loop
 
 if TYPE_CHECKING:
     from prefill.commands.chat_tools import TerminalTools
-    from prefill.engine.chat_backend import Speculates
     from prefill.mcp_tools.results import ToolResult
+    from prefill.session.capabilities import Speculates
     from prefill.session.chat_session import ChatSession
     from prefill.session.loaded import LoadedModel
 

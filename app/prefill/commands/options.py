@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from prefill.commands.errors import CliError
-from prefill.engine.drafts.draft_length import DRAFT_MAX
 from prefill.engine.errors import InvalidSetting
 from prefill.engine.setting_fields import Section, choices, hints
 from prefill.engine.settings import GpuLayers, LoadSettings, OverflowSettings, SamplingSettings
+from prefill.engine.speculation import DRAFT_MAX
 
 # option -> (section, field); argparse's dest is the option without dashes.
 MODEL_OPTIONS: dict[str, tuple[type[Section], str]] = {
@@ -85,7 +85,7 @@ def add_sampling_options(p: argparse.ArgumentParser) -> None:
 def speculative_mode(value: str) -> str:
     """--speculative's value: off, ngram, or the path of a draft model (a .gguf file), as
     `Speculation.from_flag` reads it."""
-    from prefill.engine.drafts.speculation import Speculation
+    from prefill.engine.speculation import Speculation
 
     try:
         Speculation.from_flag(value)

@@ -15,11 +15,11 @@ from collections.abc import Iterator
 
 from prefill.commands.errors import CliError
 from prefill.commands.terminal_text import terminal_json, terminal_line
-from prefill.engine.chat_backend import Endpoint
 from prefill.engine.events import Finished
 from prefill.remote.engine import RemoteEngine
 from prefill.remote.errors import ModelNotFound, RemoteError
 from prefill.session.backends import RemoteEndpoint
+from prefill.session.capabilities import Endpoint
 from prefill.store.endpoints import EndpointsFile
 
 

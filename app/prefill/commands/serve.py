@@ -10,8 +10,7 @@ from pathlib import Path
 from prefill.commands.errors import CliError
 from prefill.commands.options import add_model_options, chosen_projector, draft_max, load_settings, model_path
 from prefill.commands.terminal_text import terminal_line
-from prefill.engine.drafts.draft_length import DRAFT_MAX
-from prefill.engine.drafts.speculation import Speculation
+from prefill.engine.speculation import DRAFT_MAX, Speculation
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

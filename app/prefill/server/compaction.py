@@ -1,7 +1,7 @@
 """Compaction for clients that ask for it: the `compaction` extension field of a chat request.
 
 With `"compaction": "auto"`, a conversation whose prompt (and room for the answer) passes the
-compaction threshold of a slot's context is first summarised by the model (session/compaction.py:
+compaction threshold of a slot's context is first summarised by the model (engine/prompt/compaction.py:
 the conversation's own prompt plus an instruction, so the slot that holds the conversation reads
 only the instruction), and the request is answered from the system prompt with the summary under it
 and the turns after the last answer (the new question, or tool results). The reply carries what was
@@ -21,6 +21,7 @@ from prefill.engine.batch.request import Failed
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.events import Finished
 from prefill.engine.message import Message
+from prefill.engine.prompt.compaction import Summary, due, model_view, summary_request, system_with
 from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.prompt.overflow import fit_messages
 from prefill.engine.request import ChatRequest
@@ -28,7 +29,6 @@ from prefill.engine.settings import ServeSampling
 from prefill.server.errors import server_error
 from prefill.server.generate import EventStream, submit
 from prefill.server.loop_waker import LoopWaker
-from prefill.session.compaction import Summary, due, model_view, summary_request, system_with
 
 
 def _split(messages: tuple[Message, ...]) -> tuple[list[Message], list[Message]]:

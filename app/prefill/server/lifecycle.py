@@ -17,10 +17,10 @@ from prefill.engine.batch.runtime import load_batch_model
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.batch.slot_draft_model import SlotDraftModel
 from prefill.engine.batch.snapshot import BatchSnapshot
-from prefill.engine.drafts.speculation import Speculation
 from prefill.engine.errors import DraftModelError
 from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.settings import LoadSettings
+from prefill.engine.speculation import Speculation
 from prefill.engine.vision.projector import Projector
 from prefill.server.browser_guard import allowed_hosts, is_loopback
 from prefill.server.connections import HEADER_DEADLINE_S, MAX_CONNECTIONS, guarded_protocol

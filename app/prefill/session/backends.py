@@ -17,13 +17,13 @@ from pathlib import Path
 
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.batch.slot_chat import SlotChat
-from prefill.engine.chat_backend import ChatBackend, RunsLocally, SeesImages, Speculates
-from prefill.engine.drafts.speculation import Speculation
 from prefill.engine.errors import EngineError, InvalidSetting
 from prefill.engine.gguf.header import GGUFHeader
 from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.settings import LoadSettings
+from prefill.engine.speculation import Speculation
 from prefill.remote.engine import RemoteEngine
+from prefill.session.capabilities import ChatBackend, RunsLocally, SeesImages, Speculates
 from prefill.session.loaded import LoadedModel, local_model, remote_model
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from prefill.engine.batch.snapshot import BatchSnapshot
-from prefill.engine.chat_backend import ChatBackend, Event, KeepsCacheOnDisk
+from prefill.engine.chat_backend import Event
 from prefill.engine.errors import EngineError
 from prefill.engine.events import MetricsSnapshot
 from prefill.engine.local.kv_disk import KvDiskCache, Usage
@@ -23,6 +23,7 @@ from prefill.engine.message import Message
 from prefill.engine.request import ChatRequest
 from prefill.server.lifecycle import ExposureError, RunningServer, ServeOptions, check_exposure
 from prefill.session.backends import LocalModel, ServerSlot, Target, describe, open_backend
+from prefill.session.capabilities import ChatBackend, KeepsCacheOnDisk
 from prefill.session.loaded import LoadedModel
 
 

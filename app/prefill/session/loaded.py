@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the window imports this at start-up, before llama.cpp is loaded
-    from prefill.engine.chat_backend import Endpoint, RunsLocally
     from prefill.engine.llama.offload import DeviceReport
+    from prefill.session.capabilities import Endpoint, RunsLocally
 
 
 @dataclass(frozen=True)

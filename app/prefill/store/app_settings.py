@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, NamedTuple
 
-from prefill.engine.drafts.speculation import Speculation, SpeculativeMode
 from prefill.engine.errors import InvalidSetting
 from prefill.engine.request import MAX_REASONING_BUDGET
 from prefill.engine.setting_fields import Section, doc
@@ -33,6 +32,7 @@ from prefill.engine.settings import (
     OverflowSettings,
     SamplingSettings,
 )
+from prefill.engine.speculation import Speculation, SpeculativeMode
 
 log = logging.getLogger(__name__)
 

@@ -19,13 +19,13 @@ from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.batch.slot_drafts import NgramSlots, SlotDrafts, check_mode
 from prefill.engine.drafts import rules
 from prefill.engine.drafts.batch_drift import SAFETY
-from prefill.engine.drafts.draft_length import DRAFT_MAX, PROBE_EVERY
-from prefill.engine.drafts.speculation import Speculation
+from prefill.engine.drafts.draft_length import PROBE_EVERY
 from prefill.engine.events import Finished, Token
 from prefill.engine.message import Message
 from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.request import ChatRequest
 from prefill.engine.settings import FlashAttn, LoadSettings, ServeSampling
+from prefill.engine.speculation import DRAFT_MAX, Speculation
 
 WAIT_S = 300
 PASSAGES = (

@@ -39,10 +39,11 @@ from prefill.engine.batch.slot_drafts import (
 from prefill.engine.batch.snapshot import BatchSnapshot, RateMeter, SlotSnapshot, recent_rate
 from prefill.engine.drafts import rules
 from prefill.engine.drafts.batch_drift import TieMargin
-from prefill.engine.drafts.draft_length import DRAFT_MAX, PROBE_EVERY, DecodeCosts, share
+from prefill.engine.drafts.draft_length import PROBE_EVERY, DecodeCosts, share
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
+from prefill.engine.speculation import DRAFT_MAX
 from prefill.engine.vision.projector import Projector, is_image_token
 from prefill.engine.vision.prompt_images import run_end, run_start, text_before_image
 

@@ -34,10 +34,11 @@ import numpy as np
 from prefill.engine.batch.request import BatchRequest
 from prefill.engine.batch.runtime import BatchRuntime, TokenBatch
 from prefill.engine.drafts.batch_drift import SIZES
-from prefill.engine.drafts.draft_length import DRAFT_MAX, DraftLength, Prior, flat_prior
+from prefill.engine.drafts.draft_length import DraftLength, Prior, flat_prior
 from prefill.engine.drafts.ngram_draft import NgramIndex
 from prefill.engine.drafts.rules import SPECULATIVE_MODES, why_not, why_not_thinking
 from prefill.engine.settings import ServeSampling
+from prefill.engine.speculation import DRAFT_MAX
 
 _PLAIN_GREEDY = ServeSampling(temperature=0.0, repeat_penalty=1.0)
 

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-DRAFT_MAX = 16  # the longest draft, unless a setting says otherwise
+from prefill.engine.speculation import DRAFT_MAX
+
 PROBE_EVERY = 32  # steps between drafts tried while drafting does not pay, to notice when it would
 DECAY = 0.9  # how much of the acceptance figures one more draft keeps: about the last 10 drafts count
 SINGLE_KEEP = 0.8  # how much of a cost's moving average one more measure keeps

@@ -21,7 +21,7 @@ from types import MappingProxyType
 from prefill.engine.chat_backend import Event, one_at_a_time
 from prefill.engine.drafts import rules
 from prefill.engine.drafts.batch_drift import TieMargin
-from prefill.engine.drafts.draft_length import DRAFT_MAX, DecodeCosts, DraftLength
+from prefill.engine.drafts.draft_length import DecodeCosts, DraftLength
 from prefill.engine.drafts.ngram_draft import NgramIndex
 from prefill.engine.errors import EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
@@ -43,6 +43,7 @@ from prefill.engine.prompt.overflow import Fitted, fit_messages
 from prefill.engine.prompt.thinking_budget import ThinkingLimit
 from prefill.engine.request import ChatRequest, TemplateOptions
 from prefill.engine.settings import LoadSettings, SamplingSettings
+from prefill.engine.speculation import DRAFT_MAX
 from prefill.engine.vision import prompt_images
 from prefill.engine.vision.projector import Projector, is_image_token
 

@@ -38,11 +38,11 @@ from prefill.ui.shared.remote_messages import remote_error_text
 from prefill.ui.shared.tool_gate import ApprovalGate
 
 if TYPE_CHECKING:
-    from prefill.engine.chat_backend import ChatBackend
+    from prefill.engine.speculation import Speculation
     from prefill.server.lifecycle import RunningServer, ServeOptions
-    from prefill.engine.drafts.speculation import Speculation
     from prefill.session.backends import Target
     from prefill.session.chat_session import ChatSession
+    from prefill.session.capabilities import ChatBackend
 
 
 
@@ -207,7 +207,7 @@ class EngineWorker(QObject):
         Returns:
             The tag `load_cancelled` names if this load is cancelled.
         """
-        from prefill.engine.drafts.speculation import Speculation
+        from prefill.engine.speculation import Speculation
         from prefill.session.backends import BESIDE, LocalModel
 
         return self._load(LocalModel(path, settings, self.speculation or Speculation(), mmproj=BESIDE))

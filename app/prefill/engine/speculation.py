@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from prefill.engine.drafts.draft_length import DRAFT_MAX
-
+DRAFT_MAX = 16  # the longest draft, unless a setting says otherwise
 SpeculativeMode = Literal["off", "ngram", "draft"]
 MODES: tuple[SpeculativeMode, ...] = ("off", "ngram", "draft")
 MAX_DRAFT = 32  # the longest draft a setting may ask for
