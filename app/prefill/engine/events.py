@@ -8,8 +8,13 @@ threads as they are.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from prefill.engine.message import ToolCall
+
+# Why an answer ended: it ended itself, made calls, hit max_tokens, was stopped, filled the context, failed
+FinishReason = Literal["stop", "tool_calls", "length", "cancelled", "context_full", "error"]
+FINISH_REASONS: tuple[FinishReason, ...] = get_args(FinishReason)
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,7 @@ class MetricsSnapshot:
     kv_total: int = 0  # 0: the KV cache is not visible (a remote engine): its fill is unknown, not empty
     kv_bytes: int = 0
     kv_bytes_total: int = 0
-    finish_reason: str = ""
+    finish_reason: FinishReason | Literal[""] = ""
     draft_n: int = 0  # speculative decoding: draft tokens checked by the model (0: it did not run)
     draft_n_accepted: int = 0  # of those, the ones the model agreed with
     # How far this model's batched logits drift from one-token ones (batch_drift.py): 0, the answer is
@@ -80,7 +85,7 @@ class MetricsSnapshot:
 
 @dataclass(frozen=True)
 class Finished:
-    reason: str  # "stop", "tool_calls", "length", "cancelled", "context_full", or "error" (see `error`)
+    reason: FinishReason  # "error": see `error`
     text: str  # the answer, without the thinking (with "error": what came before the failure)
     metrics: MetricsSnapshot = field(default_factory=MetricsSnapshot)
     reasoning: str = ""  # the thinking, apart

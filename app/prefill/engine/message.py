@@ -11,9 +11,10 @@ import secrets
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, get_args
 
-ROLES = ("system", "user", "assistant", "tool")
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[Role, ...] = get_args(Role)
 
 
 _ID_ALPHABET = string.ascii_letters + string.digits
@@ -81,7 +82,7 @@ class Message:
     An assistant's turn may carry the tool calls it made (`tool_calls`); a `tool` turn is one call's
     result, naming the call it answers (`tool_call_id`) and the function (`name`)."""
 
-    role: str
+    role: Role
     content: str
     reasoning: str = ""
     tool_calls: tuple[ToolCall, ...] = ()

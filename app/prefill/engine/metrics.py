@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Literal
 
-from prefill.engine.events import MetricsSnapshot
+from prefill.engine.events import FinishReason, MetricsSnapshot
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -37,7 +38,8 @@ class RequestClock:
         return (self.t_first_answer - self.t_request) * 1000 if self.t_first_answer else 0.0
 
     def snapshot(
-        self, kv_used: int, kv_total: int, bytes_per_cell: int, reason: str = "", live: bool = False
+        self, kv_used: int, kv_total: int, bytes_per_cell: int, reason: FinishReason | Literal[""] = "",
+        live: bool = False
     ) -> MetricsSnapshot:
         """Figures so far. `live` takes latency percentiles over the last LIVE_WINDOW tokens only,
         so a snapshot costs the same at token 100 and at token 20,000."""

@@ -30,13 +30,21 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import httpx2 as httpx
 
 from prefill.engine.chat_backend import Event, one_at_a_time
-from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token, ToolCalled
+from prefill.engine.events import (
+    FINISH_REASONS,
+    Finished,
+    FinishReason,
+    MetricsSnapshot,
+    PrefillDone,
+    Token,
+    ToolCalled,
+)
 from prefill.engine.message import ToolCall
 from prefill.engine.metrics import RequestClock
 from prefill.engine.request import ChatRequest
@@ -475,13 +483,14 @@ class _Reader:
         yield from self._called(self.calls.finish())
         yield self._finished(self._final_reason())
 
-    def _final_reason(self) -> str:
+    def _final_reason(self) -> FinishReason:
         """The server's reason; "tool_calls" for an answer that ended by itself with calls (Ollama
-        says "stop"), and "stop" for one that says "tool_calls" but made none that could be read."""
+        says "stop"), and "stop" for one that says "tool_calls" but made none that could be read.
+        A reason Prefill has no word for (a server's "content_filter") reads as "stop"."""
         reason = self.reason or "stop"
         if reason in ("stop", "tool_calls", "function_call"):
             return "tool_calls" if self.calls.calls else "stop"
-        return reason
+        return next((r for r in FINISH_REASONS if r == reason), "stop")
 
     def _chunk(self, data: str) -> Iterator[Event]:
         try:
@@ -554,7 +563,7 @@ class _Reader:
         self.clock.base = MetricsSnapshot(prefill_ms=ms)
         return PrefillDone(0, 0, 0, ms)
 
-    def _snapshot(self, reason: str, live: bool = False) -> MetricsSnapshot:
+    def _snapshot(self, reason: FinishReason | Literal[""], live: bool = False) -> MetricsSnapshot:
         snap = self.clock.snapshot(0, 0, 0, reason, live)  # kv_total 0: unknown
         u, t = self.usage, self.timings
         prompt = _int(u.get("prompt_tokens"))
@@ -582,7 +591,7 @@ class _Reader:
             out = replace(out, reasoning_tokens=_int(cdetails["reasoning_tokens"]))
         return out
 
-    def _finished(self, reason: str) -> Finished:
+    def _finished(self, reason: FinishReason) -> Finished:
         return Finished(reason, "".join(self.answer), self._snapshot(reason), "".join(self.thinking),
                         tool_calls=tuple(self.calls.calls), malformed_calls=tuple(self.calls.malformed))
 

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefill.engine.message import Message
+from prefill.engine.message import Message, Role
 from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, ChatRequest, TemplateOptions
 from prefill.engine.settings import ServeSampling
 from prefill.server.errors import ApiError, bad_request, model_not_found
@@ -20,7 +20,8 @@ from prefill.server.parse_tools import ToolsAsked, parse_tool_calls, parse_tool_
 
 MAX_STOPS = 16
 UNLIMITED = 1 << 20  # no max_tokens: the schema's maximum; a slot's context is the real bound
-_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+_ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
+                           "tool": "tool"}
 # Sampling when a request leaves a field out: llama.cpp's usual chain, without a repeat penalty
 # (OpenAI has none; frequency and presence penalties are the API's own).
 DEFAULTS = ServeSampling(repeat_penalty=1.0)

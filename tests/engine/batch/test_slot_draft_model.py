@@ -19,6 +19,7 @@ from prefill.engine.batch.slot_draft_model import SlotDraftModel
 from prefill.engine.errors import DraftModelError
 from prefill.engine.events import Finished, PrefillDone
 from prefill.engine.settings import LoadSettings
+from prefill.engine.speculation import Speculation
 from prefill.server.lifecycle import ServeOptions, open_scheduler
 from tests.engine.batch.test_speculative_slots import (
     GREEDY,
@@ -149,7 +150,8 @@ def test_another_vocabulary_is_refused_and_the_slots_run_without_it(smollm2: Pat
             SlotDraftModel.load(other, loaded.runtime)
     finally:
         loaded.runtime.close()
-    s = open_scheduler(ServeOptions(model=smollm2, settings=SETTINGS, parallel=1, speculative=str(other)))
+    s = open_scheduler(ServeOptions(model=smollm2, settings=SETTINGS, parallel=1,
+                                    speculation=Speculation.from_flag(str(other))))
     try:
         assert s.speculation_note.startswith("qwen-draft.gguf cannot draft for this model")
         assert s.draft_model is None and s.snapshot().speculative == "off"

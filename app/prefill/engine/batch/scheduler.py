@@ -22,6 +22,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.runtime import LoadedBatchModel, TokenBatch
@@ -41,7 +42,7 @@ from prefill.engine.drafts import rules
 from prefill.engine.drafts.batch_drift import TieMargin
 from prefill.engine.drafts.draft_length import PROBE_EVERY, DecodeCosts, share
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
-from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
+from prefill.engine.events import Finished, FinishReason, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
 from prefill.engine.speculation import DRAFT_MAX
 from prefill.engine.vision.projector import Projector, is_image_token
@@ -77,7 +78,7 @@ class _Job:
     pending: list[int]  # prompt tokens not yet in the cache
     cached: int  # prompt tokens reused from the slot's cache
     answer: AnswerDecoder  # its sampler, text and stop strings
-    state: str = "prefill"
+    state: Literal["prefill", "decode"] = "prefill"
     fed: int = 0  # of `pending`, already in a batch
     index: int = -1  # this step's batch row whose logits are ours
     last: int = -1  # sampled, not yet evaluated
@@ -503,7 +504,7 @@ class BatchScheduler:
             return True
         return False
 
-    def _finish(self, j: _Job, reason: str, flush: bool = True) -> None:
+    def _finish(self, j: _Job, reason: FinishReason, flush: bool = True) -> None:
         tail = j.answer.flush() if flush else ""
         if tail:
             j.pieces.append(tail)

@@ -10,15 +10,17 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Literal, get_args
 
-SLOT_STATES = ("idle", "prefill", "decode")
+SlotState = Literal["idle", "prefill", "decode"]
+SLOT_STATES: tuple[SlotState, ...] = get_args(SlotState)
 RATE_WINDOW_S = 2.0
 
 
 @dataclass(frozen=True)
 class SlotSnapshot:
     index: int
-    state: str  # one of SLOT_STATES
+    state: SlotState
     label: str = ""  # the request in it
     prompt_tokens: int = 0
     generated: int = 0

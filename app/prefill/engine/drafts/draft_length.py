@@ -7,17 +7,16 @@ Two figures decide, then:
 
 - `DecodeCosts`, what a decode of n tokens costs on this model and machine. A one-token step is a
   different kernel from a batch (a matrix-vector product, bound by memory), so it is kept apart;
-  batched decodes (n >= 2) lie close to a line a + b·n, measured on this 2-core CPU with SmolLM2 as
-  ~8.5 ms + 3.2 ms per token beside a 7.2 ms step. The line is a least-squares fit through every
+  batched decodes (n >= 2) lie close to a line a + b·n (benchmarks/speculative_bench.py prints a
+  machine's). The line is a least-squares fit through every
   batch size seen (each size's moving average once): through the shortest and longest alone, one
   noisy decode of either moved every price. It belongs to the model, not to one answer: the engine
   keeps it across answers.
 - p, per token, as accepted / (accepted + drafts cut short), over about the last ten drafts: a
   draft of 16 whose 4th token was refused is 3 tokens right and one wrong, not 3/16 (the 12 after the
   refusal were never judged). It is kept apart for each kind of draft a source makes (an n-gram
-  source's kinds are the lengths of the n-gram matched: on SmolLM2 copying a passage, drafts after an
-  8-gram match were taken whole 339 times in 354, after a 2-gram half the time; writing code, 2-gram
-  drafts were right for 1.5 tokens), each starting from the source's prior for that kind, which the
+  source's kinds are the lengths of the n-gram matched: drafts after a long match are right far more
+  often than after a short one), each starting from the source's prior for that kind, which the
   decay lets go of as drafts are judged. The chat engine keeps these figures across answers, as it
   keeps the costs: they belong to the source and the model more than to one answer.
 

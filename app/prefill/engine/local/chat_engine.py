@@ -24,7 +24,7 @@ from prefill.engine.drafts.batch_drift import TieMargin
 from prefill.engine.drafts.draft_length import DecodeCosts, DraftLength
 from prefill.engine.drafts.ngram_draft import NgramIndex
 from prefill.engine.errors import EngineError, TemplateError
-from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
+from prefill.engine.events import Finished, FinishReason, MetricsSnapshot, PrefillDone
 from prefill.engine.gguf.guard import read_model_header
 from prefill.engine.gguf.header import GGUFHeader
 from prefill.engine.llama.kv_sizes import kv_bytes_per_cell
@@ -386,7 +386,8 @@ class ChatEngine:
         raw: list[bytes] = []  # the bytes of the answer tokens that are in the cache
         eog, n_ctx, times, tokens = rt.eog, self.n_ctx, clock.token_times, self._tokens
         next_snapshot = time.perf_counter() + SNAPSHOT_EVERY_S
-        reason, error = "length", ""
+        reason: FinishReason = "length"
+        error = ""
         hit = False
         source = self._draft_source(sampling, constraint, cancel, thinking)
         drafts = speculative.DraftStats(self._tie_margin) if source is not None else None

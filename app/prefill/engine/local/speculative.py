@@ -40,7 +40,7 @@ from prefill.engine.chat_backend import Event
 from prefill.engine.drafts.batch_drift import SeqZero, TieMargin
 from prefill.engine.drafts.draft_length import DraftLength
 from prefill.engine.errors import EngineError
-from prefill.engine.events import MetricsSnapshot
+from prefill.engine.events import FinishReason, MetricsSnapshot
 from prefill.engine.llama.runtime import LlamaRuntime
 from prefill.engine.metrics import RequestClock
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
@@ -85,7 +85,7 @@ class DraftStats:
 
 @dataclass
 class Outcome:
-    reason: str = "length"
+    reason: FinishReason = "length"
     hit: bool = False  # a stop string ended the answer
     n_answer: int = 0
 

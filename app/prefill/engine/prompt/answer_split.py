@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from prefill.engine.events import Finished, MetricsSnapshot, Token, ToolCalled
+from prefill.engine.events import Finished, FinishReason, MetricsSnapshot, Token, ToolCalled
 from prefill.engine.message import ToolCall
 from prefill.engine.metrics import RequestClock
 from prefill.engine.prompt.reasoning import ANSWER, Piece, ReasoningParser
@@ -61,7 +61,7 @@ class AnswerSplit:
             out += self._answer_items(self.calls_parser.finish(), n)
         return out
 
-    def finished(self, reason: str, metrics: MetricsSnapshot) -> Finished:
+    def finished(self, reason: FinishReason, metrics: MetricsSnapshot) -> Finished:
         """The end event: the answer, the thinking apart, the calls made. An answer that ended by
         itself after making calls ends for them ("tool_calls")."""
         if reason != self.final_reason(reason):
@@ -70,7 +70,7 @@ class AnswerSplit:
         return Finished(reason, self.answer_text, metrics, self.thinking_text, tool_calls=tuple(self.calls),
                         malformed_calls=tuple(m.reason for m in self.malformed))
 
-    def final_reason(self, reason: str) -> str:
+    def final_reason(self, reason: FinishReason) -> FinishReason:
         """"tool_calls" for an answer that ended by itself after making calls, else `reason`."""
         return "tool_calls" if self.calls and reason == "stop" else reason
 
