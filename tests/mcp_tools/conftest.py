@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from prefill.mcp_tools.client import McpClient
 from prefill.mcp_tools.config import StdioServer
-from prefill.mcp_tools.hub import McpHub
 
 HERE = Path(__file__).resolve().parent
 START_S = 20.0  # generous: the SDK's servers take about half a second on an idle machine
@@ -44,16 +44,16 @@ def children() -> set[int]:
 
 
 @pytest.fixture
-def hub() -> Iterator[McpHub]:
-    h = McpHub(start_timeout_s=START_S)
+def client() -> Iterator[McpClient]:
+    h = McpClient(start_timeout_s=START_S)
     yield h
     h.close()
 
 
 @pytest.fixture(scope="module")
-def tools_hub() -> Iterator[McpHub]:
-    """One hub with the SDK stdio server started as "tools", shared by a module's tests."""
-    h = McpHub(start_timeout_s=START_S)
+def tools_hub() -> Iterator[McpClient]:
+    """One client with the SDK stdio server started as "tools", shared by a module's tests."""
+    h = McpClient(start_timeout_s=START_S)
     state = h.start(stdio_entry())
     assert state.status.value == "ready", state.reason
     yield h

@@ -10,7 +10,7 @@ import textwrap
 
 import mcp_types as types
 
-from prefill.mcp_tools.hub import McpHub
+from prefill.mcp_tools.client import McpClient
 from prefill.mcp_tools.oversized import CUT_META, Oversized, TooLarge, oversized_message, string_prefix
 from prefill.mcp_tools.state import ServerStatus
 from prefill.mcp_tools.stdio_transport import LineSplitter, NotMcp, parse_line
@@ -20,26 +20,26 @@ from .conftest import HERE, stdio_entry
 GENEROUS_S = 30.0  # far above what it takes (about 2 s here); before the cut it ran past a 60 s call limit
 
 
-def test_a_100_mb_answer_is_cut_as_it_arrives_and_the_server_stays(hub: McpHub) -> None:
-    assert hub.start(stdio_entry("tools")).status is ServerStatus.READY
-    result = hub.call("tools", "huge", {"chars": 100_000_000}, timeout_s=60)
+def test_a_100_mb_answer_is_cut_as_it_arrives_and_the_server_stays(client: McpClient) -> None:
+    assert client.start(stdio_entry("tools")).status is ServerStatus.READY
+    result = client.call("tools", "huge", {"chars": 100_000_000}, timeout_s=60)
     assert not result.is_error, result.text
     assert result.text.startswith("0123456789" * 100)
     assert "[Prefill cut this result: the tool answered a message of" in result.text
-    assert len(result.text.encode()) < hub.result_budget_bytes + 1024 and result.cut_bytes > 99_000_000
+    assert len(result.text.encode()) < client.result_budget_bytes + 1024 and result.cut_bytes > 99_000_000
     assert result.elapsed_s < GENEROUS_S
-    state = hub.state("tools")
+    state = client.state("tools")
     assert state is not None and state.status is ServerStatus.READY
-    assert hub.call("tools", "add", {"a": 1, "b": 2}).text == "3"
+    assert client.call("tools", "add", {"a": 1, "b": 2}).text == "3"
 
 
 NOISY_RUN = textwrap.dedent("""
     import sys
     from prefill.mcp_tools.config import StdioServer
-    from prefill.mcp_tools.hub import McpHub
-    with McpHub(start_timeout_s=20) as hub:
-        state = hub.start(StdioServer("noisy", sys.executable, (sys.argv[1], "noisy")))
-        print(state.status.value, hub.call("noisy", "echo", {"said": "hi"}).text)
+    from prefill.mcp_tools.client import McpClient
+    with McpClient(start_timeout_s=20) as client:
+        state = client.start(StdioServer("noisy", sys.executable, (sys.argv[1], "noisy")))
+        print(state.status.value, client.call("noisy", "echo", {"said": "hi"}).text)
 """)
 
 

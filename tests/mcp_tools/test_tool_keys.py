@@ -17,8 +17,8 @@ from prefill.engine.chat_backend import Event
 from prefill.engine.events import Finished, PrefillDone
 from prefill.engine.message import Message, ToolCall
 from prefill.engine.request import ChatRequest, Tool
+from prefill.mcp_tools.client import McpClient
 from prefill.mcp_tools.config import StdioServer
-from prefill.mcp_tools.hub import McpHub
 from prefill.mcp_tools.state import ServerStatus
 from prefill.session.tool_loop import Decision, LoopFinished, run_tool_loop
 
@@ -50,14 +50,14 @@ def turn(tools: TerminalTools, name: str, folder: Path) -> LoopFinished:
     return end
 
 
-def delete_all_name(hub: McpHub, server: str) -> str:
-    return next(t.model_name for t in hub.tools() if t.server == server and t.name == "delete_all")
+def delete_all_name(client: McpClient, server: str) -> str:
+    return next(t.model_name for t in client.tools() if t.server == server and t.name == "delete_all")
 
 
-def test_always_allow_never_reaches_the_other_server_of_a_colliding_name(hub: McpHub, tmp_path: Path) -> None:
-    assert hub.start(tagged(READ_ONLY, "ro")).status is ServerStatus.READY
-    assert hub.start(tagged(READ_WRITE, "rw")).status is ServerStatus.READY
-    ro_name, rw_name = delete_all_name(hub, READ_ONLY), delete_all_name(hub, READ_WRITE)
+def test_always_allow_never_reaches_the_other_server_of_a_colliding_name(client: McpClient, tmp_path: Path) -> None:
+    assert client.start(tagged(READ_ONLY, "ro")).status is ServerStatus.READY
+    assert client.start(tagged(READ_WRITE, "rw")).status is ServerStatus.READY
+    ro_name, rw_name = delete_all_name(client, READ_ONLY), delete_all_name(client, READ_WRITE)
     assert ro_name == "filesystem-projects-read__delete_all" and rw_name == ro_name + "_2"
     answers = ["a"]  # always allow the read-only server's delete_all; then every other question is denied
     asked: list[str] = []
@@ -66,28 +66,28 @@ def test_always_allow_never_reaches_the_other_server_of_a_colliding_name(hub: Mc
         asked.append("?")
         return answers.pop(0) if answers else "n"
 
-    tools = TerminalTools(hub, out=io.StringIO(), read_line=read_line)
+    tools = TerminalTools(client, out=io.StringIO(), read_line=read_line)
     turn(tools, ro_name, tmp_path)
     assert (tmp_path / "ro").exists() and len(asked) == 1
 
     end = turn(tools, rw_name, tmp_path)  # the other server's tool: asked, denied
     assert len(asked) == 2 and end.calls[0].denied and not (tmp_path / "rw").exists()
 
-    assert hub.stop(READ_ONLY).status is ServerStatus.STOPPED  # its names are not handed on
-    end = turn(tools, delete_all_name(hub, READ_WRITE), tmp_path)
+    assert client.stop(READ_ONLY).status is ServerStatus.STOPPED  # its names are not handed on
+    end = turn(tools, delete_all_name(client, READ_WRITE), tmp_path)
     assert len(asked) == 3 and end.calls[0].denied and not (tmp_path / "rw").exists()
     end = turn(tools, ro_name, tmp_path)  # the stopped server's name: not offered, not run, not asked
     assert len(asked) == 3 and end.calls[0].not_run and not (tmp_path / "rw").exists()
 
     (tmp_path / "ro").unlink()
-    assert hub.start(tagged(READ_ONLY, "ro")).status is ServerStatus.READY  # back, with its name and approval
-    assert delete_all_name(hub, READ_ONLY) == ro_name
+    assert client.start(tagged(READ_ONLY, "ro")).status is ServerStatus.READY  # back, with its name and approval
+    assert delete_all_name(client, READ_ONLY) == ro_name
     turn(tools, ro_name, tmp_path)
     assert (tmp_path / "ro").exists() and len(asked) == 3 and not (tmp_path / "rw").exists()
 
 
-def test_an_edited_entry_is_another_server_for_its_approvals(hub: McpHub, tmp_path: Path) -> None:
-    assert hub.start(tagged("files", "first")).status is ServerStatus.READY
+def test_an_edited_entry_is_another_server_for_its_approvals(client: McpClient, tmp_path: Path) -> None:
+    assert client.start(tagged("files", "first")).status is ServerStatus.READY
     answers = ["a"]
     asked: list[str] = []
 
@@ -95,17 +95,17 @@ def test_an_edited_entry_is_another_server_for_its_approvals(hub: McpHub, tmp_pa
         asked.append("?")
         return answers.pop(0) if answers else "n"
 
-    tools = TerminalTools(hub, out=io.StringIO(), read_line=read_line)
+    tools = TerminalTools(client, out=io.StringIO(), read_line=read_line)
     turn(tools, "files__delete_all", tmp_path)
     assert (tmp_path / "first").exists()
-    assert hub.start(tagged("files", "second")).status is ServerStatus.READY  # mcp.json's entry edited
+    assert client.start(tagged("files", "second")).status is ServerStatus.READY  # mcp.json's entry edited
     end = turn(tools, "files__delete_all", tmp_path)
     assert len(asked) == 2 and end.calls[0].denied and not (tmp_path / "second").exists()
 
 
-def test_a_tool_the_request_did_not_offer_is_refused_without_running(hub: McpHub, tmp_path: Path) -> None:
-    assert hub.start(tagged("tools", "tools")).status is ServerStatus.READY
-    add = next(t for t in hub.tools() if t.name == "add")
+def test_a_tool_the_request_did_not_offer_is_refused_without_running(client: McpClient, tmp_path: Path) -> None:
+    assert client.start(tagged("tools", "tools")).status is ServerStatus.READY
+    add = next(t for t in client.tools() if t.name == "add")
     request = ChatRequest((Message("user", "Add."),), tools=(Tool(add.model_name, add.description, add.input_schema),))
     call = ToolCall("c1", "tools__delete_all", f'{{"folder": "{tmp_path}"}}')
     asked: list[ToolCall] = []
@@ -114,7 +114,7 @@ def test_a_tool_the_request_did_not_offer_is_refused_without_running(hub: McpHub
         asked.append(c)
         return Decision.ALLOW_ONCE
 
-    *_, end = run_tool_loop(calling(call), request, hub.run_call, allow)  # type: ignore[arg-type]
+    *_, end = run_tool_loop(calling(call), request, client.run_call, allow)  # type: ignore[arg-type]
     assert isinstance(end, LoopFinished)
     assert not (tmp_path / "tools").exists() and asked == []
     done = end.calls[0]
@@ -128,8 +128,8 @@ def test_the_window_runs_its_tools_by_key_too(qtbot: object, tmp_path: Path) -> 
     servers = McpServers(tmp_path / "mcp.json")
     try:
         assert isinstance(servers.run_tool, KeyedRunner)  # what the EngineWorker's loop is handed
-        hub = servers.hub()
-        assert hub.start(tagged(READ_ONLY, "ro")).status is ServerStatus.READY
+        client = servers.client()
+        assert client.start(tagged(READ_ONLY, "ro")).status is ServerStatus.READY
         key = servers.run_tool.tool_key("filesystem-projects-read__delete_all")
         assert key is not None and key.server == tagged(READ_ONLY, "ro") and key.tool == "delete_all"
     finally:

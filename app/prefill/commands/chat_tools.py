@@ -1,6 +1,6 @@
 """`prefill chat --mcp CONFIG`: tools from MCP servers in the terminal chat.
 
-The config's servers start on one `McpHub` (each server's state, and every entry the config
+The config's servers start on one `McpClient` (each server's state, and every entry the config
 refused, printed on stderr); their tools are offered in every turn; the turn runs through the
 tool loop (`session/tool_loop.py`, the one the window uses). Each call is shown by its name and
 arguments and asked about on the terminal — y: run it, a: always run this tool, n (or nothing):
@@ -27,12 +27,12 @@ from prefill.commands.errors import CliError
 from prefill.commands.terminal_text import terminal_line
 from prefill.engine.message import ToolCall
 from prefill.engine.request import ChatRequest, Tool
+from prefill.mcp_tools.client import McpClient
 from prefill.mcp_tools.config_file import read_config
 from prefill.mcp_tools.errors import McpConfigError
-from prefill.mcp_tools.hub import McpHub
-from prefill.mcp_tools.hub_runner import HubRunner
 from prefill.mcp_tools.results import ToolResult
 from prefill.mcp_tools.state import ServerState, ServerStatus
+from prefill.mcp_tools.tool_runner import McpToolRunner
 from prefill.session.tool_loop import (
     DEFAULT_MAX_ROUNDS,
     Decision,
@@ -89,19 +89,19 @@ def question(call: ToolCall) -> str:
 
 
 class TerminalTools:
-    """The MCP tools of one `prefill chat`: the hub, the approvals, and what is printed of each call.
+    """The MCP tools of one `prefill chat`: the MCP client, the approvals, and what is printed of each call.
 
     Args:
-        hub: The servers, started.
+        client: The servers, started.
         assume_yes: Run every call without asking (--yes).
         max_rounds: Rounds of calls one turn may run.
         out: Where calls, prompts and results are shown (stderr: stdout holds the answers).
         read_line: Reads the person's answer to a prompt; EOFError (the input ended) denies.
     """
 
-    def __init__(self, hub: McpHub, assume_yes: bool = False, max_rounds: int = DEFAULT_MAX_ROUNDS,
+    def __init__(self, client: McpClient, assume_yes: bool = False, max_rounds: int = DEFAULT_MAX_ROUNDS,
                  out: TextIO = sys.stderr, read_line: Callable[[], str] = input) -> None:
-        self.hub = hub
+        self.client = client
         self.assume_yes = assume_yes
         self.max_rounds = max_rounds
         self.out = out
@@ -113,7 +113,7 @@ class TerminalTools:
     @property
     def tools(self) -> tuple[Tool, ...]:
         """The tools to offer: every ready server's, by their model-facing names."""
-        return tuple(Tool(t.model_name, t.description, t.input_schema) for t in self.hub.tools())
+        return tuple(Tool(t.model_name, t.description, t.input_schema) for t in self.client.tools())
 
     def say(self, text: str) -> None:
         print(terminal_line(text), file=self.out, flush=True)
@@ -145,11 +145,11 @@ class TerminalTools:
 
     def loop(self, stream: Streamer, request: ChatRequest, cancel: threading.Event | None) -> Iterator[LoopEvent]:
         """One turn through the tool loop, the tools offered, each call asked about (unless --yes)."""
-        return run_tool_loop(stream, replace(request, tools=self.tools), HubRunner(lambda: self.hub),
+        return run_tool_loop(stream, replace(request, tools=self.tools), McpToolRunner(lambda: self.client),
                              functools.partial(self.approve, cancel=cancel), self.max_rounds, cancel, self.approvals)
 
     def run_tool(self, call: ToolCall, cancel: threading.Event | None = None) -> ToolResult:
-        return self.hub.run_call(call, cancel)
+        return self.client.run_call(call, cancel)
 
     def show(self, ev: LoopEvent) -> None:
         """Print what the loop did: a call starting, its result, why the turn stopped."""
@@ -170,7 +170,7 @@ class TerminalTools:
                 self.say(f"({ev.note})")
 
     def close(self) -> None:
-        self.hub.close()
+        self.client.close()
 
 
 def open_tools(args: argparse.Namespace, out: TextIO = sys.stderr) -> TerminalTools | None:
@@ -190,15 +190,15 @@ def open_tools(args: argparse.Namespace, out: TextIO = sys.stderr) -> TerminalTo
         raise CliError(str(e)) from e
     for problem in config.problems:
         print(f"prefill: {terminal_line(problem.message)}", file=out)
-    hub = McpHub()
-    tools = TerminalTools(hub, args.yes, DEFAULT_MAX_ROUNDS if args.max_tool_rounds is None else args.max_tool_rounds,
-                          out)
+    client = McpClient()
+    rounds = DEFAULT_MAX_ROUNDS if args.max_tool_rounds is None else args.max_tool_rounds
+    tools = TerminalTools(client, args.yes, rounds, out)
     try:
         for server in config.servers:
-            for line in server_lines(hub.start(server)):
+            for line in server_lines(client.start(server)):
                 print(f"prefill: {line}", file=out, flush=True)
     except BaseException:
-        hub.close()
+        client.close()
         raise
     if not tools.tools:
         print("prefill: no MCP tool is ready: the model is offered none", file=out, flush=True)

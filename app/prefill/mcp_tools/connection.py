@@ -1,4 +1,4 @@
-"""One MCP server's session, owned by one task on the hub's event loop.
+"""One MCP server's session, owned by one task on the MCP client's event loop.
 
 `run` is that task: it connects (a process over stdio, or streamable HTTP), lists the tools,
 publishes the state, then waits until it is told to stop or the connection ends; leaving it
@@ -58,7 +58,7 @@ StateListener = Callable[["ServerConnection", ServerState], None]
 
 
 class ServerConnection:
-    """One server's session. Everything but `settled`/`finished` and `state` is used on the hub's loop only.
+    """One server's session. Everything but `settled`/`finished` and `state` is used on the MCP client's loop only.
 
     Args:
         server: The entry from mcp.json.

@@ -1,6 +1,6 @@
 """Typed errors of the MCP tools package. They carry what a person needs; the edge words them.
 
-A server that fails to start or a call that fails is not an exception here: the hub hands those
+A server that fails to start or a call that fails is not an exception here: the MCP client hands those
 back as values (a failed `ServerState`, an `is_error` `ToolResult`) already worded.
 """
 

@@ -2,7 +2,7 @@
 
 OpenAI-style APIs and most chat templates accept nothing else in a function name, and two servers
 may both offer a `search`. A tool `read file` on server `my files` becomes `my_files__read_file`;
-a clash gets `_2`, `_3`… The hub keeps the map back to (server, tool), and never gives a name it
+a clash gets `_2`, `_3`… The MCP client keeps the map back to (server, tool), and never gives a name it
 has given once to another server's tool: names are cut, so two servers can share a prefix, and a
 name that moved when a server stopped would carry what was said about one tool to another.
 """

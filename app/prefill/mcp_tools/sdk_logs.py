@@ -3,7 +3,7 @@
 The SDK logs through `logging`, some of it with a traceback per message (a line on a server's
 stdout that is not JSON-RPC, an SSE event it cannot parse): a chatty server would fill the
 terminal of `prefill chat --mcp` (where nothing configures logging, so Python prints warnings on
-stderr). The hub words what matters itself (a server's state, a call's result, a count of the
+stderr). The MCP client words what matters itself (a server's state, a call's result, a count of the
 lines it skipped), so the SDK's records are lowered to DEBUG without their traceback: seen by
 whoever turns debug logging on, by nobody else.
 """

@@ -1,4 +1,4 @@
-"""What the hub tells the rest of the app: a server's state and the tools it offers, as frozen values."""
+"""What the MCP client tells the rest of the app: a server's state and the tools it offers, as frozen values."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class ToolKey:
     the tool, never a name; an entry edited in mcp.json is another server.
 
     Attributes:
-        server: The entry, as the hub started it.
+        server: The entry, as the MCP client started it.
         tool: The tool's name on that server.
     """
 
@@ -39,9 +39,9 @@ class McpTool:
 
     Attributes:
         server: The server's name in mcp.json.
-        name: The tool's name on that server (what `McpHub.call` takes).
+        name: The tool's name on that server (what `McpClient.call` takes).
         model_name: The name to give the model: unique across servers, only [A-Za-z0-9_-],
-            at most 64 characters (`McpHub.find_tool` maps it back).
+            at most 64 characters (`McpClient.find_tool` maps it back).
         description: What the server says the tool does ("" when it says nothing).
         input_schema: The JSON schema of its arguments, as JSON text.
     """

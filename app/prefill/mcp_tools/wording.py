@@ -1,6 +1,6 @@
-"""Every sentence the hub hands back: why a server failed, why a call did. What failed, then what to do.
+"""Every sentence the MCP client hands back: why a server failed, why a call did. What failed, then what to do.
 
-The hub returns failures as values (a failed `ServerState`, an `is_error` `ToolResult`), so they
+The MCP client returns failures as values (a failed `ServerState`, an `is_error` `ToolResult`), so they
 are worded here, once, for the person reading the server list and for the model reading a result.
 Nothing here quotes a header, an env value or a URL's query.
 """

@@ -14,7 +14,7 @@ remote API (OpenAI's refuses an assistant call without its tool message).
 
 A call is for the tool of that name among the request's `tools`; a name the request did not offer
 is refused, never run. "Always allow" is kept by the tool's key: with a runner that knows its
-tools by more than their names (`KeyedRunner`, such as the MCP hub's), the key is looked up once
+tools by more than their names (`KeyedRunner`, such as the MCP client's), the key is looked up once
 per call (for MCP: the server's entry in mcp.json and the tool's own name), the call is approved
 as that tool and run as that tool, so an approval never passes to another tool that comes to
 carry the name; with a plain runner the key is the name.
@@ -73,7 +73,7 @@ Approver = Callable[[ToolCall], Decision]
 
 @runtime_checkable
 class KeyedRunner(Protocol):
-    """A runner that knows which tool a name stands for (the MCP hub's `HubRunner` does)."""
+    """A runner that knows which tool a name stands for (the MCP client's `McpToolRunner` does)."""
 
     def __call__(self, call: ToolCall, cancel: threading.Event | None) -> ToolOutcome: ...
 
@@ -272,7 +272,7 @@ def run_tool_loop(
         stream: What answers a request (`ChatSession.stream`, a backend's `stream`).
         request: The turn: its messages end with the user's; its `tools` are offered every round.
         run_tool: Runs one call; it should hand back an error result rather than raise, and end
-            soon once `cancel` is set (the hub's `HubRunner` does both, and is a `KeyedRunner`).
+            soon once `cancel` is set (the MCP client's `McpToolRunner` does both, and is a `KeyedRunner`).
         approve: Asked once per call not always allowed; blocks until the person says (a window
             answers DENY when Stop is pressed meanwhile).
         max_rounds: Rounds of calls to run; the calls of the round after the last are not run.

@@ -1,9 +1,9 @@
-"""The app's MCP servers for the window: one `McpHub`, started, saved and closed off the GUI thread.
+"""The app's MCP servers for the window: one `McpClient`, started, saved and closed off the GUI thread.
 
-The hub (and the MCP SDK it imports) is made at the first start, on a pool thread. Reading
-mcp.json, starting a server, saving the list and closing the hub are pool jobs whose results come
-back by signal; the engine thread calls `run_tool` (a `HubRunner`, which runs a call as the tool
-its name stood for) during a turn (the hub is thread-safe). The GUI thread keeps what it was told:
+The MCP client (and the MCP SDK it imports) is made at the first start, on a pool thread. Reading
+mcp.json, starting a server, saving the list and closing the MCP client are pool jobs whose results come
+back by signal; the engine thread calls `run_tool` (a `McpToolRunner`, which runs a call as the tool
+its name stood for) during a turn (the MCP client is thread-safe). The GUI thread keeps what it was told:
 the config, each server's last state, and the tools, and decides which tools are offered (`off`:
 the model-facing names the person turned off).
 """
@@ -19,14 +19,14 @@ from PySide6.QtCore import QObject, Signal
 
 from prefill.engine.request import Tool
 from prefill.mcp_tools.config import McpConfig, McpServer
-from prefill.mcp_tools.hub_runner import HubRunner
 from prefill.mcp_tools.state import McpTool, ServerState, ServerStatus
+from prefill.mcp_tools.tool_runner import McpToolRunner
 from prefill.ui.shared.pool_jobs import PoolJobs
 
 if TYPE_CHECKING:
-    from prefill.mcp_tools.hub import McpHub
+    from prefill.mcp_tools.client import McpClient
 
-CLOSE_WAIT_MS = 10_000  # the hub's own close waits about 8 s at most for the slowest server
+CLOSE_WAIT_MS = 10_000  # the MCP client's own close waits about 8 s at most for the slowest server
 
 
 class McpServers(QObject):
@@ -43,7 +43,7 @@ class McpServers(QObject):
         super().__init__(parent)
         self.config_path = config_path
         self.jobs = PoolJobs(4, self)
-        self._hub: McpHub | None = None
+        self._client: McpClient | None = None
         self._hub_lock = threading.Lock()
         self._closed = False
         self.config = McpConfig()
@@ -54,17 +54,17 @@ class McpServers(QObject):
         self._serial = 0  # the newest start_all: results of an older one are dropped
         # Runs a model's call on the engine thread, as the tool (server entry and tool) its name stood
         # for when the loop looked it up, so "always allow" stays with that tool; faults come back worded.
-        self.run_tool = HubRunner(self.hub)
+        self.run_tool = McpToolRunner(self.client)
 
     # --- on any thread ---------------------------------------------------------------------
-    def hub(self) -> McpHub:
-        """The hub, made on first use (never on the GUI thread: it imports the MCP SDK)."""
+    def client(self) -> McpClient:
+        """The MCP client, made on first use (never on the GUI thread: it imports the MCP SDK)."""
         with self._hub_lock:
-            if self._hub is None:
-                from prefill.mcp_tools.hub import McpHub
+            if self._client is None:
+                from prefill.mcp_tools.client import McpClient
 
-                self._hub = McpHub()
-            return self._hub
+                self._client = McpClient()
+            return self._client
 
     # --- from the GUI thread ---------------------------------------------------------------------
     def offered(self) -> tuple[Tool, ...]:
@@ -107,15 +107,15 @@ class McpServers(QObject):
 
         def close_hub() -> None:
             with self._hub_lock:
-                hub = self._hub
-            if hub is not None:
-                hub.close()
+                client = self._client
+            if client is not None:
+                client.close()
 
         # On a pool of its own: the servers' pool may be full of starts, and its close drops queued jobs.
         closer = PoolJobs(1, self)
         closer.run(close_hub)
         closer.close(CLOSE_WAIT_MS)
-        self.jobs.close(CLOSE_WAIT_MS)  # the starts still running end once the hub is closed
+        self.jobs.close(CLOSE_WAIT_MS)  # the starts still running end once the MCP client is closed
 
     # --- jobs and their results ------------------------------------------------------------------
     def _read(self) -> McpConfig:
@@ -150,16 +150,16 @@ class McpServers(QObject):
 
     def _stop_others(self, keep: set[str]) -> None:
         with self._hub_lock:
-            hub = self._hub
-        if hub is not None:
-            for state in hub.states():
+            client = self._client
+        if client is not None:
+            for state in client.states():
                 if state.name not in keep and state.status in (ServerStatus.READY, ServerStatus.STARTING):
-                    hub.stop(state.name)
+                    client.stop(state.name)
 
     def _start(self, server: McpServer) -> tuple[ServerState, tuple[McpTool, ...]]:
-        hub = self.hub()
-        state = hub.start(server)
-        return state, tuple(hub.tools())
+        client = self.client()
+        state = client.start(server)
+        return state, tuple(client.tools())
 
     def _on_started(self, serial: int, got: tuple[ServerState, tuple[McpTool, ...]]) -> None:
         if serial != self._serial or self._closed:

@@ -1,4 +1,4 @@
-"""`McpHub`: the app's MCP servers behind a blocking, thread-safe API, on one event loop of its own.
+"""`McpClient`: the app's MCP servers behind a blocking, thread-safe API, on one event loop of its own.
 
 The window calls it from worker threads, the terminal from its main thread; neither runs an event
 loop for it. One daemon thread runs one asyncio loop; each server is one task there
@@ -13,7 +13,7 @@ loop for it. One daemon thread runs one asyncio loop; each server is one task th
 
 Failures come back as values, already worded: a failed `ServerState`, an `is_error` `ToolResult`.
 
-A tool's model-facing name, once given, stays its own for the hub's life: a server that stops
+A tool's model-facing name, once given, stays its own for the MCP client's life: a server that stops
 keeps its names, so another server's tool never takes one over. What the tool loop approves and
 runs is a `ToolKey` (the server's entry and the tool), looked up once from the name
 (`tool_key`); `run_keyed` runs that tool or refuses, never whatever the name means by then.
@@ -49,7 +49,7 @@ POLL_S = 0.05  # how often a call waiting on its answer looks at `cancel`
 _MARGIN_S = 2.0  # beyond a limit the loop enforces, before the waiting thread gives up on the loop itself
 
 
-class McpHub:
+class McpClient:
     """The app's MCP servers: start, list tools, call, stop. Thread-safe; build one at start-up.
 
     Args:
@@ -73,10 +73,10 @@ class McpHub:
         self._closed = False
         quiet_sdk_logs()
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-hub", daemon=True)
+        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client", daemon=True)
         self._thread.start()
 
-    def __enter__(self) -> McpHub:
+    def __enter__(self) -> McpClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -89,7 +89,7 @@ class McpHub:
 
         Args:
             server: The entry from mcp.json.
-            timeout_s: The limit for this start; the hub's `start_timeout_s` when None.
+            timeout_s: The limit for this start; the MCP client's `start_timeout_s` when None.
 
         Returns:
             Its state: ready with its tools, or failed with the reason (never raises for the server's faults).
@@ -206,7 +206,7 @@ class McpHub:
             return failed(wording.call_timed_out(server, tool, timeout_s, server_lost=False))
         try:
             text, is_error, answered = future.result()
-        except concurrent.futures.CancelledError:  # the hub closed under it
+        except concurrent.futures.CancelledError:  # the MCP client closed under it
             return failed(wording.call_during_stop(server, tool))
         except Exception as exc:  # a bug below; worded rather than raised into a worker thread
             log.exception("mcp: call %s/%s", server, tool)
