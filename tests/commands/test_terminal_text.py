@@ -59,7 +59,8 @@ def test_json_stays_the_same_json(value: object) -> None:
     for ensure_ascii in (False, True):
         shown = terminal_json(json.dumps(value, ensure_ascii=ensure_ascii))
         assert not re.search("[\x00-\x1f\x7f-\x9f]", shown) and not FORBIDDEN.search(shown)
-        assert json.loads(shown) == value
+        # what the JSON itself means: a lone high and low surrogate written apart read back as one character
+        assert json.loads(shown) == json.loads(json.dumps(value, ensure_ascii=ensure_ascii))
 
 
 def test_each_is_shown_as_a_visible_escape() -> None:
