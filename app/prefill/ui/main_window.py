@@ -192,6 +192,10 @@ class MainWindow(QMainWindow):
         bar.addAction(self.settings_action)
         self.history_menu = HistoryMenu(self, self.store, lambda: self.controller.conversation_id)
         bar.addWidget(self.history_menu.button)
+        # The chat's own action, first in its menu: the model summarises the earlier turns (compaction_rows).
+        self.compact_action = QAction("Compact this chat (summarise the earlier turns)", self)
+        self.history_menu.menu.insertAction(self.history_menu.menu.actions()[0], self.compact_action)
+        self.history_menu.menu.insertSeparator(self.history_menu.menu.actions()[1])
         self.shortcuts_action = bar.addAction("Shortcuts")
         self.shortcuts_action.setToolTip("Every keyboard shortcut (Ctrl+/)")
 
@@ -259,6 +263,8 @@ class MainWindow(QMainWindow):
         self.conversations.search_changed.connect(self._on_conversations_search_changed)
         self.conversations.export_requested.connect(lambda cid: ask_export_chat(self, self.history_menu, cid))
         self.system_action.triggered.connect(self._edit_system_prompt)
+        self.compact_action.triggered.connect(self.controller.compact)
+        self.controller.compaction.compacted.connect(lambda _s: self._count_timer.start())
         self.settings_action.triggered.connect(self._open_settings)
         self.models_action.triggered.connect(self.tabs.toggle_models)
         self.serve_action.toggled.connect(self._on_serve_action_toggled)

@@ -121,6 +121,8 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("older-version", "Alt+Left", "Show the last answer's previous version", _page(-1)),
     Shortcut("newer-version", "Alt+Right", "Show the last answer's next version", _page(1)),
     Shortcut("branch", "Ctrl+Shift+B", "Branch: a new chat with the messages up to the last one", _branch),
+    Shortcut("compact", "Ctrl+Shift+K", "Compact the chat: the model summarises the earlier turns",
+             _trigger("compact_action")),
     Shortcut("undo-delete", "Ctrl+Z", "Undo the delete (while Undo is offered; in a text box, undo typing)",
              _undo),
     Shortcut("settings", "Ctrl+,", "Open Settings", _trigger("settings_action")),

@@ -19,10 +19,12 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.engine.message import ImagePart, Message, ToolCall
 from prefill.engine.request import MAX_REASONING_BUDGET, ChatRequest, TemplateOptions, Tool
+from prefill.session.compaction import model_view
 from prefill.session.tool_loop import Decision, LoopFinished, ToolCallDone, ToolCallStarted
 from prefill.store import Conversation, MessageRecord
 from prefill.store.app_settings import Settings
 from prefill.ui.chat.chat_tools import ChatTools, stored_chat_tools
+from prefill.ui.chat.compaction_rows import REMOVED, SUMMARY, ChatCompaction, last_summary
 from prefill.ui.chat.pending_delete import PendingDelete
 from prefill.ui.chat.sidebar import EngineSidebar
 from prefill.ui.chat.stored_rows import message_rows, stored_rows
@@ -104,6 +106,16 @@ class ChatController(QObject):
         worker.tool_started.connect(self._on_worker_tool_started)
         worker.tool_done.connect(self._on_worker_tool_done)
         worker.tool_loop_finished.connect(self._on_worker_tool_loop_finished)
+        self.compaction = ChatCompaction(self)  # the model's summary of the earlier turns (compaction_rows)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every row of the open conversation is in the model (a long chat reads its start last)."""
+        return self._complete
+
+    def compact(self) -> None:
+        """Have the model summarise the chat now (the Compact action); said in words either way."""
+        self.compaction.compact()
 
     # --- conversations --------------------------------------------------------------------
     def open_conversation(self, cid: int, message_id: int = -1) -> None:
@@ -212,10 +224,13 @@ class ChatController(QObject):
 
     def messages(self, extra_user: str | None = None) -> list[Message]:
         """The conversation as the engine takes it (notices left out; thinking kept apart); an answer's
-        tool calls come before it as the loop wrote them: per round, the calls and their results."""
-        out = [Message("system", self.system_prompt)] if self.system_prompt.strip() else []
+        tool calls come before it as the loop wrote them: per round, the calls and their results. From
+        the chat's last summary on: the system prompt with the summary under it, then the rows after it."""
+        rows = self.model.rows()
+        at = last_summary(rows)
+        out = model_view(self.system_prompt, rows[at].content if at >= 0 else "", [])
         calls: list[Row] = []  # the tool rows before the next answer
-        for r in self.model.rows():
+        for r in rows[at + 1:]:
             if r.role == "tool":
                 calls.append(r)
             elif r.role == "user":
@@ -364,6 +379,7 @@ class ChatController(QObject):
         if f.error:
             self.notice.emit(f.error)
         self.answer_finished.emit(f)
+        self.compaction.after_answer(f)  # past the threshold with the "summarise" policy: compacted now
 
     # --- tool calls: each one a row before the answer that streams after it -----------------------
     def _on_worker_tool_asked(self, request: int, serial: int, call: ToolCall) -> None:
@@ -522,7 +538,10 @@ class ChatController(QObject):
         self._generate()
 
     def edit(self, row: int, text: str) -> None:
-        """Replace a user message; the answer after it is generated anew."""
+        """Replace a user message; the answer after it is generated anew. A summary is edited in place."""
+        if 0 <= row < self.model.rowCount() and self.model.row(row).role == SUMMARY:
+            self.compaction.edit(row, text)
+            return
         if self.busy or not self._complete or self.model.row(row).role != "user" or not text.strip():
             return
         self.pending.commit()
@@ -536,7 +555,7 @@ class ChatController(QObject):
     def delete(self, row: int) -> None:
         """Hide the message at `row` and offer Undo; the history lets it go when the offer ends."""
         if not self.busy and 0 <= row < self.model.rowCount():
-            self.pending.hide(row)
+            self.pending.hide(row, REMOVED if self.model.row(row).role == SUMMARY else "Message deleted.")
 
 
 def _first_of_answer(model: TranscriptModel, row: int) -> int:

@@ -37,7 +37,8 @@ from prefill.ui.markdown.inline import SAFE_SCHEMES
 from prefill.ui.markdown.link_guard import open_link
 from prefill.ui.shared.plain_text import plain_label
 
-ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "notice": "Note", "tool": "Tool call"}
+ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "notice": "Note", "tool": "Tool call",
+               "summary": "Summary"}
 COPIED_MS = 1500  # how long the Copy button says "Copied"
 
 
@@ -120,6 +121,8 @@ class MessageWidget(QFrame):
         elif role == "assistant":
             actions[0:0] = ["older", "newer"]  # ‹ 2 / 3 ›: shown once an answer has versions
             actions.insert(3, "regenerate")
+        elif role == "summary":  # a compaction's summary (summary_widget): edited in place, removed with Undo
+            actions = ["copy", "edit", "delete"]
         self.version_label = plain_label()
         self.version_label.setObjectName("message-version")
         for name in actions:

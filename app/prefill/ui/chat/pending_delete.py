@@ -52,13 +52,17 @@ class PendingDelete(QObject):
         if app is not None:
             app.aboutToQuit.connect(self.commit)
 
-    def hide(self, row: int) -> None:
-        """Take `row` out of the transcript and offer Undo; one held before is deleted now."""
+    def hide(self, row: int, said: str = "Message deleted.") -> None:
+        """Take `row` out of the transcript and offer Undo, saying `said`; one held before is deleted now."""
         self.commit()
         self._held = _Held(row, self.model.row(row))
         self.model.remove_row(row)
         self.timer.start()
-        self.offered.emit("Message deleted.")
+        self.offered.emit(said)
+
+    def holds(self, row: Row) -> bool:
+        """Whether `row` is the message held while Undo is offered."""
+        return self._held is not None and self._held.row is row
 
     def undo(self) -> None:
         """Put the message back where it was."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from prefill.store import Conversation, MessageRecord
+from prefill.ui.chat.compaction_rows import stored_summary_row
 from prefill.ui.chat.transcript_model import Row
 
 CALL_FIELDS = ("id", "tool", "arguments", "elapsed_ms", "is_error", "denied", "stopped", "not_run", "round")
@@ -19,7 +20,7 @@ def stored_rows(
     stores: Any, cid: int, last: int | None = None, before: int | None = None
 ) -> tuple[Conversation, list[Row]]:
     """On the store thread: a conversation and its transcript rows (all, the last N, or those before
-    a position)."""
+    a position). A "system" message is a compaction's summary row, or no row."""
     messages: list[MessageRecord] = stores.history.messages(cid, last=last, before=before)
     rows: list[Row] = []
     for m in messages:
@@ -27,6 +28,8 @@ def stored_rows(
             rows += message_rows(m)
             if m.images:  # read here, on the store thread: the next turn's prompt shows them again
                 rows[-1].images = stores.history.message_images(m)
+        elif (summary := stored_summary_row(m)) is not None:
+            rows.append(summary)
     return stores.history.conversation(cid), rows
 
 

@@ -18,7 +18,7 @@ Index = QModelIndex | QPersistentModelIndex
 
 
 class Roles(IntEnum):
-    ROLE = Qt.ItemDataRole.UserRole + 1  # "user", "assistant", "system", "notice", "tool"
+    ROLE = Qt.ItemDataRole.UserRole + 1  # "user", "assistant", "system", "notice", "tool", "summary"
     CONTENT = Qt.ItemDataRole.UserRole + 2
     FIGURES = Qt.ItemDataRole.UserRole + 3  # dict of the answer's figures
     FINISH_REASON = Qt.ItemDataRole.UserRole + 4

@@ -25,9 +25,11 @@ from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QPainter, QPaintEvent, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import QAbstractScrollArea, QFrame, QWidget
 
+from prefill.ui.chat.compaction_rows import SUMMARY, last_summary
 from prefill.ui.chat.image_strip import ImageThumbs
 from prefill.ui.chat.message_widget import MessageWidget
 from prefill.ui.chat.row_heights import RowHeights, estimate_heights
+from prefill.ui.chat.summary_widget import SummaryWidget, mark_folded
 from prefill.ui.chat.system_prompt_row import SystemPromptRow
 from prefill.ui.chat.transcript_model import Roles, TranscriptModel
 from prefill.ui.chat.undo_toast import UndoToast
@@ -76,6 +78,7 @@ class ChatView(QAbstractScrollArea):
         self._seen: dict[int, int] = {}  # chunks of each live row already given to its widget
         self._seen_thinking: dict[int, int] = {}  # the same for each live row's thinking
         self._width = 0  # the width rows are laid out (and estimated) for
+        self._folded = 0  # the rows before this one are folded into the chat's last summary
         self._stick = True
         self._anchor = (0, 0)  # while not sticking: this row's top is this far above the viewport's
         self._placing = False
@@ -148,6 +151,7 @@ class ChatView(QAbstractScrollArea):
         self._drop_live(list(self._live))
         self._width = self._text_width()
         self._heights = RowHeights(self._estimate(r.content for r in self.model.rows()))
+        self._update_folded()
         self._stick = True
         self.viewport().update()  # the empty chat's hint comes or goes
         # Rendered from the event loop: a scroll_to_row() right after the reset (a search hit)
@@ -168,6 +172,7 @@ class ChatView(QAbstractScrollArea):
         if first == 0 and last == self.model.rowCount() - 1:
             self.viewport().update()
         self._update_retry()
+        self._update_folded()
         self._relayout()
 
     def _on_model_rows_removed(self, _parent: QModelIndex, first: int, last: int) -> None:
@@ -181,6 +186,7 @@ class ChatView(QAbstractScrollArea):
         elif row >= first:
             self._anchor = (first, 0)
         self._update_retry()
+        self._update_folded()
         self._relayout()
         if not self.model.rowCount():
             self.viewport().update()
@@ -189,8 +195,10 @@ class ChatView(QAbstractScrollArea):
         self, top: QModelIndex, bottom: QModelIndex, roles: list[int]
     ) -> None:
         changed = False  # a height out of sight; a live row's widget reports its own (eventFilter)
+        refold = False  # a summary was written: the rows before it fold
         for row in range(top.row(), bottom.row() + 1):
             w, r = self._live.get(row), self.model.row(row)
+            refold = refold or (r.role == SUMMARY and (not roles or Roles.STREAMING in roles))
             if w is None:
                 # A streaming row out of sight keeps its height until it ends: estimating it
                 # per flush would cost the answer's length.
@@ -220,6 +228,8 @@ class ChatView(QAbstractScrollArea):
                 w.set_figures(r.figures, r.finish_reason)
             if not roles or Roles.VERSION in roles or Roles.VERSIONS in roles:
                 w.set_versions(r.version, r.versions)
+        if refold:
+            self._update_folded()
         if changed:
             self._relayout()
 
@@ -243,7 +253,7 @@ class ChatView(QAbstractScrollArea):
     # --- widgets for the rows near the viewport --------------------------------------------
     def _make_widget(self, row: int) -> MessageWidget:
         r = self.model.row(row)
-        w = MessageWidget(r.role, self.code_palette)
+        w = SummaryWidget(self.code_palette) if r.role == SUMMARY else MessageWidget(r.role, self.code_palette)
         w.setParent(self.viewport())
         w.action.connect(self._on_widget_action)
         w.edit_saved.connect(self._on_widget_edit_saved)
@@ -260,6 +270,7 @@ class ChatView(QAbstractScrollArea):
         if r.images and self.thumbs is not None:
             w.set_images(r.images, self.thumbs)
         w.set_retry_visible(row == self._unanswered_row())
+        mark_folded(w, row < self._folded)
         w.setGeometry(PAD, 0, self._width, max(1, self._heights[row] - SPACING))
         w.show()
         w.installEventFilter(self)
@@ -280,6 +291,12 @@ class ChatView(QAbstractScrollArea):
         unanswered = self._unanswered_row()
         for row, w in self._live.items():
             w.set_retry_visible(row == unanswered)
+
+    def _update_folded(self) -> None:
+        """Dim the rows before the chat's last summary (the model reads the summary in their place)."""
+        self._folded = max(0, last_summary(self.model.rows()))
+        for row, w in self._live.items():
+            mark_folded(w, row < self._folded)
 
     def _measure(self, row: int, w: QWidget) -> None:
         layout = w.layout()

@@ -23,6 +23,7 @@ from prefill.engine.message import Message, ToolCall
 from prefill.engine.request import ChatRequest
 from prefill.engine.settings import LoadSettings
 from prefill.remote.errors import RemoteError
+from prefill.session.compaction import CompactionError, summarise
 from prefill.session.tool_loop import (
     DEFAULT_MAX_ROUNDS,
     Decision,
@@ -41,8 +42,8 @@ if TYPE_CHECKING:
     from prefill.engine.speculation import Speculation
     from prefill.server.lifecycle import RunningServer, ServeOptions
     from prefill.session.backends import Target
-    from prefill.session.chat_session import ChatSession
     from prefill.session.capabilities import ChatBackend
+    from prefill.session.chat_session import ChatSession
 
 
 
@@ -75,8 +76,8 @@ class EngineWorker(QObject):
     """Relays between the GUI thread and the session that owns the model; lives on the engine thread.
 
     The GUI thread asks through the typed methods (`load`, `load_remote`, `cancel_load`, `generate`,
-    `unload`, `ask_count`, `serve`, `stop_serving`, `resume`, `set_cache_budget`, `clear_cache`,
-    `set_speculative`, `shutdown`); each queues one private request signal into the engine thread, where the
+    `compact`, `unload`, `ask_count`, `serve`, `stop_serving`, `resume`, `set_cache_budget`, `clear_cache`,
+    `set_speculation`, `shutdown`); each queues one private request signal into the engine thread, where the
     `ChatSession` (made there, so llama.cpp loads off the GUI thread) does the work.
 
     Signals:
@@ -105,6 +106,8 @@ class EngineWorker(QObject):
             carries the last round's Finished).
         speculation_refused(str): the draft model was refused, or the served slots cannot speculate,
             in words; speculation is off there.
+        compacted(int, object): request id, the compaction.Summary the model wrote (`compact`).
+        compaction_failed(int, str): request id, why no summary was made, in words (the chat is as it was).
 
     A request with tools (and a `tool_runner` set) runs the tool loop (`session/tool_loop.py`) on the
     engine thread: per round the model's answer streams into the buffer as usual; `finished` comes
@@ -132,12 +135,15 @@ class EngineWorker(QObject):
     tool_done = Signal(int, object)
     tool_loop_finished = Signal(int, object)
     speculation_refused = Signal(str)
+    compacted = Signal(int, object)
+    compaction_failed = Signal(int, str)
 
     # requests, queued into the worker's thread: the typed methods below emit them
     _request_load = Signal(int, object)
     _request_serve = Signal(object)
     _request_stop_serving = Signal()
     _request_generate = Signal(int, object)
+    _request_compact = Signal(int, object, int)
     _request_count = Signal(int, object)
     _request_unload = Signal()
     _request_shutdown = Signal()
@@ -170,6 +176,7 @@ class EngineWorker(QObject):
         self._request_serve.connect(self._on_request_serve)
         self._request_stop_serving.connect(self._on_request_stop_serving)
         self._request_generate.connect(self._on_request_generate)
+        self._request_compact.connect(self._on_request_compact)
         self._request_count.connect(self._on_request_count)
         self._request_unload.connect(self._on_request_unload)
         self._request_shutdown.connect(self._on_request_shutdown)
@@ -240,6 +247,12 @@ class EngineWorker(QObject):
     def generate(self, request_id: int, request: ChatRequest) -> None:
         """Answer `request`; events come back tagged with `request_id`. `cancel` stops it."""
         self._request_generate.emit(request_id, request)
+
+    def compact(self, request_id: int, request: ChatRequest, n_ctx: int) -> None:
+        """Have the model summarise `request`'s conversation in a context of `n_ctx` (the summary
+        streams into no buffer); `compacted` or `compaction_failed` answers, tagged with `request_id`.
+        `cancel` stops it."""
+        self._request_compact.emit(request_id, request, n_ctx)
 
     def answer_tool(self, serial: int, decision: Decision) -> None:
         """The person's answer to question `serial` of `tool_asked`; never blocks."""
@@ -436,6 +449,34 @@ class EngineWorker(QObject):
                 self.failed.emit(request_id, remote_error_text(e))
         except EngineError as e:
             self.failed.emit(request_id, f"Generation failed: {e}")
+        self._report_kv()
+
+    @Slot(int, object, int)
+    def _on_request_compact(self, request_id: int, request: ChatRequest, n_ctx: int) -> None:
+        if self.engine is None:
+            self.compaction_failed.emit(request_id, "No model is loaded yet.")
+            return
+        session = self.session
+        work = summarise(session.stream, request, session.count_tokens, n_ctx, self.cancel)
+        try:
+            while True:
+                next(work)  # the summary's tokens: not the answer's, so they go to no buffer
+        except StopIteration as done:
+            self.compacted.emit(request_id, done.value)
+        except CompactionError as e:
+            said = str(e)
+            self.compaction_failed.emit(request_id, f"{said[:1].upper()}{said[1:]}.")
+        except ContextOverflow as e:
+            self.compaction_failed.emit(
+                request_id, f"The conversation is {e.over} tokens too long for the {e.n_ctx}-token context even "
+                            "to summarise it: delete earlier messages, or start a new chat.")
+        except TemplateError as e:
+            self.compaction_failed.emit(request_id, f"The model's chat template could not write the summary's "
+                                                    f"prompt: {e}")
+        except RemoteError as e:
+            self.compaction_failed.emit(request_id, remote_error_text(e))
+        except EngineError as e:
+            self.compaction_failed.emit(request_id, f"The summary failed: {e}")
         self._report_kv()
 
     @Slot(int, object)

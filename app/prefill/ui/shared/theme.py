@@ -139,7 +139,7 @@ QFrame#message-user {{ background: {c.user_bubble}; border: 1px solid {c.border}
     border-radius: 10px; }}
 QFrame#message-assistant {{ background: {c.assistant_bubble}; border: 1px solid {c.border};
     border-radius: 10px; }}
-QFrame#message-notice {{ background: transparent; border: 1px dashed {c.border};
+QFrame#message-notice, QFrame#message-summary {{ background: transparent; border: 1px dashed {c.border};
     border-radius: 10px; }}
 QFrame#message-user QTextBrowser, QFrame#message-assistant QTextBrowser,
 QFrame#message-notice QTextBrowser {{ background: transparent; border: none; }}

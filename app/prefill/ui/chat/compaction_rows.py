@@ -1,0 +1,188 @@
+"""Compaction in the window: the model's summary of the earlier turns, as a row of the chat.
+
+With the "summarise" overflow policy, an answer that leaves the chat past the compaction threshold
+of the loaded model's context (`session.compaction.due`) has the chat compacted at once, before the
+person's next turn; the Compact action does it on demand. The engine worker has the model write the
+summary (`EngineWorker.compact`, on the engine thread); meanwhile the window is busy and the chat
+ends with a "Summarising the earlier turns…" row, which becomes the summary row (role "summary").
+
+The model reads the chat from its last summary on (`session.compaction.model_view`: the system
+prompt with the summary under it, then the rows after it); the rows before it stay, shown folded, and
+stored. In the history a summary is a "system" message whose figures hold {"compaction": …} (no
+schema change; export and import keep it); removing it (Delete, with Undo) has the model read the
+turns again, editing it changes what the next turn reads.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, Signal
+
+from prefill.engine.events import Finished
+from prefill.engine.request import ChatRequest
+from prefill.session.compaction import Summary, due
+from prefill.store import MessageRecord
+from prefill.ui.chat.transcript_model import Row
+
+if TYPE_CHECKING:
+    from prefill.ui.chat.controller import ChatController
+
+SUMMARY = "summary"  # the transcript role of a compaction's summary
+WORKING = "Summarising the earlier turns…"
+REMOVED = "Summary removed: the model reads the earlier turns again."
+FIGURES = ("folded", "turns", "tokens_before", "tokens_after", "ms", "written")
+
+
+def last_summary(rows: Sequence[Row]) -> int:
+    """The row of the chat's last summary (one still being written does not count); -1: none."""
+    for i in range(len(rows) - 1, -1, -1):
+        if rows[i].role == SUMMARY and not rows[i].streaming:
+            return i
+    return -1
+
+
+def stored_summary_row(m: MessageRecord) -> Row | None:
+    """A stored message as a summary row, if it is one (a "system" message holding "compaction"
+    figures; whatever a file holds is checked here: a figure that is not a number is left out)."""
+    kept = m.figures.get("compaction") if m.role == "system" and isinstance(m.figures, Mapping) else None
+    if not isinstance(kept, Mapping):
+        return None
+    figures = {k: kept[k] for k in FIGURES if isinstance(kept.get(k), int | float) and not isinstance(kept[k], bool)}
+    return Row(SUMMARY, [m.content], figures, "", False, m.id, position=m.position)
+
+
+def summary_note(figures: Mapping[str, Any]) -> str:
+    """What a summary did, in words, from its row's figures ("4 earlier turns summarised: 1,900 tokens → 210")."""
+    def n(key: str) -> int:
+        v = figures.get(key, 0)
+        return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0
+
+    return Summary("", n("folded"), n("turns"), n("tokens_before"), n("tokens_after"), 0.0, n("written")).note
+
+
+class ChatCompaction(QObject):
+    """Compacts the controller's chat: after an answer that left it past the threshold, or on demand.
+
+    Signals:
+        compacted(object): the Summary, once its row ends the chat.
+        refused(str): no summary was made, and why, in words (also said as the chat's notice).
+    """
+
+    compacted = Signal(object)
+    refused = Signal(str)
+
+    def __init__(self, chat: ChatController):
+        super().__init__(chat)
+        self.chat = chat
+        self.n_ctx = 0  # the loaded model's context (0: not known, as for a remote: never due)
+        self._ids = itertools.count(1)
+        self._request = 0  # the compaction in progress (0: none)
+        self._row: Row | None = None  # its "Summarising…" row
+        self._cid: int | None = None
+        chat.worker.loaded.connect(self._on_worker_loaded)
+        chat.worker.compacted.connect(self._on_worker_compacted)
+        chat.worker.compaction_failed.connect(self._on_worker_compaction_failed)
+
+    @property
+    def running(self) -> bool:
+        return self._request != 0
+
+    def after_answer(self, f: Finished) -> None:
+        """Compact now if the "summarise" policy is on and this answer left the chat past the threshold
+        (an answer stopped or cut short by an error leaves it for the next one)."""
+        m = f.metrics
+        policy = self.chat.settings().model.overflow_policy
+        if not f.error and f.reason != "cancelled" and due(policy, m.prompt_tokens + m.completion_tokens, self.n_ctx):
+            self.compact()
+
+    def compact(self) -> None:
+        """Have the model summarise the chat as it reads it now; its summary becomes the last row."""
+        c = self.chat
+        if c.busy or self.running:
+            return
+        if not c.complete:  # the chat's earlier messages are still being read: after them
+            c.store.after_pending(self.compact)
+            return
+        c.pending.commit()
+        s = c.settings()
+        request = ChatRequest(tuple(c.messages()), s.sampling, s.model.overflow(), c.options)
+        self._request, self._cid = next(self._ids), c.conversation_id
+        c.busy = True
+        c.busy_changed.emit(True)
+        c.notice.emit("")
+        self._row = Row(SUMMARY, [], streaming=True)
+        c.model.append_row(self._row)
+        c.worker.cancel.clear()
+        c.worker.compact(self._request, request, self.n_ctx)
+
+    def edit(self, row: int, text: str) -> None:
+        """Put `text` in place of the summary at `row`: the next turn reads it (kept at once)."""
+        c = self.chat
+        r = c.model.row(row)
+        if c.busy or r.role != SUMMARY or not text.strip() or text == r.content:
+            return
+        c.model.update_row(row, content=text)
+
+        def keep() -> None:  # the row's text as it is then (a later edit wins)
+            mid = r.message_id
+            if mid >= 0:
+                c.store.call(lambda s: s.history.update_answer(mid, r.content))
+
+        if r.message_id >= 0:
+            keep()
+        else:  # the store has not kept the summary yet: its calls run in order, so after this one it has
+            c.store.after_pending(keep)
+        c.notice.emit("Summary edited: the next turn reads your words.")
+
+    def _on_worker_loaded(self, info: Any) -> None:
+        self.n_ctx = int(getattr(info, "n_ctx", 0) or 0)
+
+    def _on_worker_compacted(self, request: int, summary: Summary) -> None:
+        if request != self._request:
+            return
+        c, row, cid = self.chat, self._take_row(), self._cid
+        if row is not None:
+            at = self._index(row)
+            c.model.update_row(at, content=summary.text, figures=summary.as_dict(), streaming=False)
+            if cid is not None:
+                kept = {"compaction": summary.as_dict()}
+                c.store.call(lambda s: s.history.add_message(cid, "system", summary.text, figures=kept),
+                             then=lambda m: self._stored(row, m))
+        self._end()
+        c.notice.emit(f"{summary.note}.")
+        self.compacted.emit(summary)
+
+    def _on_worker_compaction_failed(self, request: int, text: str) -> None:
+        if request != self._request:
+            return
+        row = self._take_row()
+        if row is not None:
+            self.chat.model.remove_row(self._index(row))
+        self._end()
+        self.chat.notice.emit(text)
+        self.refused.emit(text)
+
+    def _take_row(self) -> Row | None:
+        row, self._row = self._row, None
+        return row if row is not None and self._index(row) >= 0 else None
+
+    def _index(self, row: Row) -> int:
+        return next((i for i, r in enumerate(self.chat.model.rows()) if r is row), -1)
+
+    def _stored(self, row: Row, m: MessageRecord) -> None:
+        at = self._index(row)
+        row.position = m.position
+        if at >= 0:
+            self.chat.model.update_row(at, message_id=m.id)
+        elif self.chat.pending.holds(row):  # removed, Undo offered: the offer's end deletes it, Undo keeps it
+            row.message_id = m.id
+        else:  # removed for good before the store kept it
+            self.chat.store.delete_message(m.id)
+
+    def _end(self) -> None:
+        self._request = 0
+        self.chat.busy = False
+        self.chat.busy_changed.emit(False)
