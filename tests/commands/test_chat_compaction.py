@@ -10,17 +10,7 @@ import sys
 from pathlib import Path
 
 from prefill.session.compaction import threshold
-
-QUESTIONS = [
-    "My name is Ada and I keep three goats called Pip, Bo and Moss. Describe a goat.",
-    "What do goats eat in winter? Answer in detail.",
-    "Write a short poem about a farm in the hills.",
-    "List five jobs a farmer does in spring.",
-    "How does cheese get made from goat milk?",
-    "What tools does a small farm need?",
-    "Describe the weather in the mountains in autumn.",
-    "What is my name, and what are my goats called?",
-]
+from tests.compaction_chat import QUESTIONS
 
 
 def run_chat(model: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

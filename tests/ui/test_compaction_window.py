@@ -11,22 +11,25 @@ from pathlib import Path
 from prefill.session.compaction import HEADING, Summary, threshold
 from prefill.ui.chat.compaction_rows import REMOVED, SUMMARY, WORKING
 from prefill.ui.chat.summary_widget import FOLDED_TITLE, SummaryWidget
+from tests.compaction_chat import QUESTIONS as ALL_QUESTIONS
 
 from .conftest import ANSWER_TIMEOUT, App, load, send, small_settings
 
 N_CTX = 512
-QUESTIONS = [
-    "My name is Ada and I keep three goats called Pip, Bo and Moss. Describe a goat.",
-    "What do goats eat in winter? Answer in detail.",
-    "Write a short poem about a farm in the hills.",
-    "List five jobs a farmer does in spring.",
-    "How does cheese get made from goat milk?",
-    "What tools does a small farm need?",
-]
+QUESTIONS = ALL_QUESTIONS[:6]
 
 
 def settings(policy: str = "summarise"):
     return small_settings(n_ctx=N_CTX, policy=policy, max_tokens=96)
+
+
+def reopen(app: App, qtbot, cid: int):
+    """A restarted window with chat `cid` open, every row read."""
+    w = app.open(settings())
+    with qtbot.waitSignal(w.controller.conversation_opened, timeout=5000):
+        w.controller.open_conversation(cid)
+    qtbot.waitUntil(lambda: w.controller.complete)
+    return w
 
 
 def summary_rows(w) -> list[int]:
@@ -115,10 +118,7 @@ def test_edit_and_remove_the_summary_change_what_the_model_reads(app, qtbot, smo
     cid = c.conversation_id
     qtbot.waitUntil(lambda: w.store.pending() == 0)
     app.close(w)
-    w2 = app.open(settings())
-    with qtbot.waitSignal(w2.controller.conversation_opened, timeout=5000):
-        w2.controller.open_conversation(cid)
-    qtbot.waitUntil(lambda: w2.controller.complete)
+    w2 = reopen(app, qtbot, cid)
     (at2,) = summary_rows(w2)
     assert w2.transcript.row(at2).content == "The user is Ada; her goats are Pip, Bo and Moss."
 
@@ -127,9 +127,7 @@ def test_edit_and_remove_the_summary_change_what_the_model_reads(app, qtbot, smo
     w2.controller.pending.commit()
     qtbot.waitUntil(lambda: w2.store.pending() == 0)
     app.close(w2)
-    w3 = app.open(settings())
-    with qtbot.waitSignal(w3.controller.conversation_opened, timeout=5000):
-        w3.controller.open_conversation(cid)
+    w3 = reopen(app, qtbot, cid)
     assert summary_rows(w3) == []
     assert [m.content for m in w3.controller.messages() if m.role == "user"] == QUESTIONS[: len(finishes)]
 
@@ -143,10 +141,7 @@ def test_the_summary_survives_a_restart_and_an_export_import(app, qtbot, smollm2
     qtbot.waitUntil(lambda: w.store.pending() == 0)
     app.close(w)
 
-    w2 = app.open(settings())
-    with qtbot.waitSignal(w2.controller.conversation_opened, timeout=5000):
-        w2.controller.open_conversation(cid)
-    qtbot.waitUntil(lambda: w2.controller.complete)
+    w2 = reopen(app, qtbot, cid)
     assert [(r.role, r.content) for r in w2.transcript.rows()] == before
     (at,) = summary_rows(w2)
     assert w2.transcript.row(at).figures == summary.as_dict()
