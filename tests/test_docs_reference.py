@@ -163,6 +163,7 @@ def test_a_failed_remote_answer_prints_the_fields_the_page_lists(capsys: pytest.
     assert _fields(_one_json(capsys.readouterr().out)) == _json_page()["When a --remote answer fails"]
 
 
+@pytest.mark.model  # --self-test loads the bundled model
 def test_self_test_prints_the_fields_the_page_lists(tmp_path: Path) -> None:
     out = prefill(tmp_path, "--self-test")
     assert out.returncode == 0, out.stderr

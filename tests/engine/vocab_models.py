@@ -2,8 +2,8 @@
 
 llama-cpp-python's source distribution (the one pip downloads to build it) carries llama.cpp's
 `models/ggml-vocab-*.gguf`: the real tokenizers of Qwen2, Gemma 4, Llama 3, Llama (SPM),
-Phi-3, Command R…, some with their model's chat template. `vocab_dir()` fetches that sdist
-once into a cache and unpacks only those files.
+Phi-3, Command R…, some with their model's chat template. `make vocab` (scripts/test_vocabs.py)
+fetches that sdist once into a cache and unpacks only those files; `vocab_dir()` finds them.
 
 `write_scripted()` gives such a tokenizer a llama body whose attention and feed-forward
 weights are zero, so each token's embedding alone decides the next token: an output layer
@@ -31,12 +31,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
 import struct
-import subprocess
-import sys
-import tarfile
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -50,7 +45,6 @@ THINKING_TEMPLATE = (
     "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n"
     "{% else %}<think>\n{% endif %}{% endif -%}"
 )
-CACHE = Path(os.environ.get("PREFILL_TEST_CACHE", Path.home() / ".cache" / "prefill-tests"))
 N_EMBD = 64
 LOGIT_SCALE = 40.0  # rms-normed one-hot embeddings are sqrt(N_EMBD): logits of ~320 against 0
 # Residual dimensions of the branch (see the module's docstring), above the scripted states'
@@ -61,43 +55,22 @@ GATE = 1.5  # the flag's gate weight: rms-normed e_branch + e_FLAG is 5.66 each,
 
 
 def vocab_dir() -> Path:
-    """The folder holding llama.cpp's ggml-vocab-*.gguf files, fetched once from the sdist of the
-    llama-cpp-python that is installed. Skips where no package registry can be reached, except in CI."""
-    import llama_cpp
+    """The folder holding llama.cpp's ggml-vocab-*.gguf files of the llama-cpp-python installed, which
+    `make vocab` (run by `make test` and `make test-fast`: scripts/test_vocabs.py) fetched before the run;
+    a test run never downloads. Skips where that fetch found no package registry (never in CI)."""
+    from importlib.metadata import version
 
-    version = llama_cpp.__version__
-    out = CACHE / f"llama-vocab-{version}"
+    from scripts.test_vocabs import folder, unreachable_note
+
+    llama_version = version("llama_cpp_python")
+    out = folder(llama_version)
     if any(out.glob("ggml-vocab-*.gguf")):
         return out
-    dl = CACHE / "sdist"
-    dl.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-           f"llama-cpp-python=={version}", "-d", str(dl), "-q"]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    archives = sorted(dl.glob(f"llama_cpp_python-{version}.tar.gz"))
-    if done.returncode != 0 or not archives:
-        msg = f"cannot fetch llama-cpp-python {version}'s sdist for its tokenizers: {done.stderr[-300:]}"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
-    # A folder of this run's own (with_suffix(".part") made llama-vocab-0.3.part of llama-vocab-0.3.36,
-    # shared by every version and every run at once), moved into place whole; a run that lost the race
-    # to another keeps the other's.
-    tmp = Path(tempfile.mkdtemp(prefix=f"{out.name}.", suffix=".part", dir=CACHE))
-    with tarfile.open(archives[0]) as tar:
-        for member in tar.getmembers():
-            name = Path(member.name).name
-            if "/vendor/llama.cpp/models/" in member.name and name.startswith("ggml-vocab-") and name.endswith(".gguf"):
-                src = tar.extractfile(member)
-                if src is not None:
-                    (tmp / name).write_bytes(src.read())
-    try:
-        tmp.rename(out)
-    except OSError:  # another run put it there first
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not any(out.glob("ggml-vocab-*.gguf")):
-            raise
-    return out
+    note = unreachable_note(llama_version)
+    if note.exists() and not os.environ.get("CI"):
+        pytest.skip(note.read_text(encoding="utf-8"))
+    pytest.fail(f"llama.cpp's tokenizers for llama-cpp-python {llama_version} are not in {out}: "
+                "`make vocab` fetches them (make test and make test-fast run it first)", pytrace=False)
 
 
 class Vocab:

@@ -1,7 +1,8 @@
 """The tool loop: rounds of model, approval and tool until the model answers without calls, the
 round limit, or Stop. On the scripted model that answers every turn with weather(city="Oslo"),
-through the real chat engine (so the KV prefix is really reused), with tools faked here; a
-scripted stream stands in for the model where only the loop's own choices are tested."""
+through the real chat engine (so the KV prefix is really reused), with tools faked here; the scripted
+backend (tests/scripted_backend.py) or a scripted stream stands in for the model where only the loop's
+own choices are tested."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from prefill.session.tool_loop import (
     run_tool_loop,
 )
 from tests.engine.vocab_models import write_caller
+from tests.scripted_backend import Answer, ScriptedBackend, tool_call
 
 WEATHER = Tool("weather", "The weather in a city.",
                json.dumps({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}))
@@ -150,7 +152,13 @@ def test_the_time_is_split_between_model_tools_and_prefill(caller: ChatEngine) -
     assert done[0].elapsed_s >= 0.1 and done[0].approval_s >= 0.0
 
 
-def test_a_denied_call_is_not_run_and_the_model_is_told(caller: ChatEngine) -> None:
+# ---- where the model is not the point: the scripted backend that calls weather(city="Oslo") every turn ----
+
+def oslo_caller() -> ScriptedBackend:
+    return ScriptedBackend(fallback=Answer(tool_calls=(tool_call("weather", '{"city": "Oslo"}'),)))
+
+
+def test_a_denied_call_is_not_run_and_the_model_is_told() -> None:
     ran: list[ToolCall] = []
     asked: list[ToolCall] = []
 
@@ -162,7 +170,7 @@ def test_a_denied_call_is_not_run_and_the_model_is_told(caller: ChatEngine) -> N
         asked.append(call)
         return Decision.DENY
 
-    events = list(run_tool_loop(caller.stream, ASK, run, deny, max_rounds=1))
+    events = list(run_tool_loop(oslo_caller().stream, ASK, run, deny, max_rounds=1))
     end = last(events)
     assert not ran and len(asked) == 1  # the call of round 2 is past the limit: not asked about
     assert not any(isinstance(e, ToolCallStarted) for e in events)
@@ -174,13 +182,14 @@ def test_a_denied_call_is_not_run_and_the_model_is_told(caller: ChatEngine) -> N
     well_formed(end.messages)
 
 
-def test_always_allow_is_remembered_by_the_approvals_owner(caller: ChatEngine) -> None:
+def test_always_allow_is_remembered_by_the_approvals_owner() -> None:
     asked: list[ToolCall] = []
 
     def always(call: ToolCall) -> Decision:
         asked.append(call)
         return Decision.ALWAYS_ALLOW
 
+    caller = oslo_caller()
     approvals = ToolApprovals()
     first = last(list(run_tool_loop(caller.stream, ASK, sunny, always, max_rounds=3, approvals=approvals)))
     assert len(asked) == 1 and approvals.keys() == {"weather"}
@@ -192,32 +201,36 @@ def test_always_allow_is_remembered_by_the_approvals_owner(caller: ChatEngine) -
     assert len(asked) == 2
 
 
-def test_stop_during_a_slow_tool_ends_the_turn_promptly(caller: ChatEngine) -> None:
+def test_stop_during_a_tool_ends_the_turn() -> None:
     cancel = threading.Event()
     told: list[bool] = []
-
-    timer = threading.Timer(0.2, cancel.set)  # Stop, pressed while the tool runs
+    caller = oslo_caller()
 
     def slow(call: ToolCall, stop: threading.Event | None) -> Result:
         assert stop is cancel
-        timer.start()
+        threading.Thread(target=cancel.set).start()  # Stop, pressed on another thread while the tool runs
         told.append(stop.wait(30))
         return Result("Stopped before it answered.", is_error=True)
 
-    began = time.monotonic()
-    try:
-        events = list(run_tool_loop(caller.stream, ASK, slow, allow, max_rounds=5, cancel=cancel))
-    finally:
-        timer.cancel()
-    assert time.monotonic() - began < 10 and told == [True]
+    events = list(run_tool_loop(caller.stream, ASK, slow, allow, max_rounds=5, cancel=cancel))
+    assert told == [True]
     end = last(events)
     assert end.reason == "cancelled" and end.rounds == 1 and end.note == ""
     stopped = end.calls[0]
     assert stopped.stopped and stopped.is_error and stopped.text == "Stopped before it answered."
-    assert 0.2 <= stopped.elapsed_s < 10
-    assert sum(isinstance(e, RoundStarted) for e in events) == 1  # no round after Stop
+    assert sum(isinstance(e, RoundStarted) for e in events) == 1 and len(caller.requests) == 1  # no round after Stop
     assert end.messages[-1].role == "tool"
     well_formed(end.messages)
+
+
+def test_each_round_reads_the_last_one_from_the_cache() -> None:
+    """The loop only appends, so each round's prompt starts with the last round's prompt and answer."""
+    caller = oslo_caller()
+    events = list(run_tool_loop(caller.stream, ASK, sunny, allow, max_rounds=2))
+    prefills = [e for e in events if isinstance(e, PrefillDone)]
+    assert [p.cached_tokens for p in prefills] == [0, prefills[0].prompt_tokens, prefills[1].prompt_tokens]
+    assert all(p.prompt_tokens == caller.count_tokens(r) for p, r in zip(prefills, caller.requests, strict=True))
+    assert [t.cached_tokens for t in last(events).timings] == [p.cached_tokens for p in prefills]
 
 
 # ---- the loop's own choices, on a scripted stream -----------------------------------------------------

@@ -38,6 +38,7 @@ def run_jobs(jobs: list[tuple[Path, int, int]]) -> list[tuple[str, int]]:
     return [(ln["error"], ln["prompt_tokens"]) for ln in lines if "done" in ln]
 
 
+@pytest.mark.model  # each file is loaded in a child (tests/engine/hostile_models.py)
 def test_every_hostile_file_is_refused_cleanly_and_the_process_lives(tmp_path: Path) -> None:
     paths = {case.name: write_case(case, tmp_path) for case in CASES}
     results = run_jobs([(paths[c.name], 300, 40) for c in CASES])
