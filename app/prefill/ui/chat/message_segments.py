@@ -31,7 +31,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QSizePolicy, QTextBrowser, QT
 from prefill.ui.markdown.fold import Fold, fit, folded_words
 from prefill.ui.markdown.segments import Piece, SegmentRouter
 from prefill.ui.markdown.stream import MarkdownStream
-from prefill.ui.markdown.text_buffer import TextBuffer
+from prefill.ui.markdown.text_buffer import MarkdownBuffer
 from prefill.ui.shared.plain_text import plain_label
 
 SLICE_COST = 4_000  # what a text set at once renders per turn of the event loop (``fold.cost``)
@@ -183,7 +183,7 @@ class MessageBody(QWidget):
         self._placing = False
         self.segments: list[Segment] = []
         self._code_count = 0  # code segments made: a screen reader's "code block N"
-        self._source = TextBuffer()
+        self._source = MarkdownBuffer()
         self._router = SegmentRouter()
         self._fold = Fold()
         self.fold_bar: FoldBar | None = None  # made when the text first folds
@@ -265,7 +265,7 @@ class MessageBody(QWidget):
         first.stream.set_text("")
         first.show()
         self._place_from(0)
-        self._source, self._router, self._finished = TextBuffer(), SegmentRouter(), False
+        self._source, self._router, self._finished = MarkdownBuffer(), SegmentRouter(), False
         self._fold = Fold()
         self._pending, self._pending_at, self._finish_when_fed = "", 0, False
         self._feeder.stop()

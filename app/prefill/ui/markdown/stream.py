@@ -38,7 +38,7 @@ from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextD
 
 from prefill.ui.markdown.fold import SHOWN_COST, Fold
 from prefill.ui.markdown.rich_text import LIGHT_CODE, BlockRenderer, BlockSplitter, CodePalette, folded_note
-from prefill.ui.markdown.text_buffer import TextBuffer
+from prefill.ui.markdown.text_buffer import MarkdownBuffer
 
 SOFT_BREAK = 600  # characters of tail shown in one Qt block before a display-only line break
 
@@ -69,8 +69,8 @@ class MarkdownStream:
         self._mono = QTextCharFormat()
         self._mono.setFontFamilies(list(self._palette.mono_fonts))
         self._mono.setFontFixedPitch(True)
-        self._source: TextBuffer
-        self._shown: TextBuffer
+        self._source: MarkdownBuffer
+        self._shown: MarkdownBuffer
         self._fold: Fold
         self._splitter: BlockSplitter
         self._renderer: BlockRenderer
@@ -180,8 +180,8 @@ class MarkdownStream:
             self.append(text)
 
     def _restart(self) -> None:
-        self._source = TextBuffer()
-        self._shown = TextBuffer()  # what passed the fold
+        self._source = MarkdownBuffer()
+        self._shown = MarkdownBuffer()  # what passed the fold
         self._fold = Fold(self._budget)
         self._splitter = BlockSplitter()
         self._renderer = BlockRenderer(self._palette)

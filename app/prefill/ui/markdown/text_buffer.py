@@ -4,7 +4,10 @@ only when the whole is read, once per read after new pieces, so a long answer is
 from __future__ import annotations
 
 
-class TextBuffer:
+class MarkdownBuffer:
+    """A message's source text as the renderer reads it, piece by piece (not the engine worker's
+    locked TextBuffer of streamed tokens, ui/shared/engine_worker.py)."""
+
     def __init__(self) -> None:
         self._chunks: list[str] = []
 
