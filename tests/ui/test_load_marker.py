@@ -36,7 +36,7 @@ def test_the_window_marks_a_load_until_it_ends(app, qtbot, smollm2: Path) -> Non
     with qtbot.waitSignal(w.model_loaded, timeout=60_000):
         w.load_model(str(smollm2))
         # Store calls run in order: this read comes after the marker is written, before it is removed.
-        w.store.call(lambda s: s.load_marker.unfinished(), then=seen.append)
-    w.store.call(lambda s: s.load_marker.unfinished(), then=seen.append)
+        w.store.unfinished_load(then=seen.append)
+    w.store.unfinished_load(then=seen.append)
     qtbot.waitUntil(lambda: len(seen) == 2, timeout=10_000)
     assert seen == [str(smollm2), None]

@@ -333,7 +333,7 @@ def test_tools_are_switched_per_chat_and_kept_with_it(open_window, qtbot, caller
             w.controller.open_conversation(cid)
         assert button.text() == text
     got: list[dict] = []
-    w.store.call(lambda s: s.history.conversation(second).settings, then=got.append)
+    w.store.conversation(second, then=lambda c: got.append(c.settings))
     qtbot.waitUntil(lambda: bool(got), timeout=ANSWER_TIMEOUT)
     assert got[0]["tools"] == {"enabled": True, "off": [TOOL]}
 

@@ -142,7 +142,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
 
     def started() -> None:
         window.refresh_conversations()
-        store.call(lambda s: s.load_marker.unfinished(), then=reopen)
+        store.unfinished_load(then=reopen)
 
     def reopen(unfinished: str | None) -> None:
         path, notice = model_to_open(model, settings.model.last_model_path, unfinished)

@@ -12,6 +12,7 @@ from typing import Any
 from prefill.store import Conversation, MessageRecord
 from prefill.ui.chat.compaction_rows import stored_summary_row
 from prefill.ui.chat.transcript_model import Row
+from prefill.ui.shared.store_worker import StoredMessages
 
 CALL_FIELDS = ("id", "tool", "arguments", "elapsed_ms", "is_error", "denied", "stopped", "not_run", "round")
 
@@ -31,6 +32,19 @@ def stored_rows(
         elif (summary := stored_summary_row(m)) is not None:
             rows.append(summary)
     return stores.history.conversation(cid), rows
+
+
+def rows_of(read: StoredMessages) -> tuple[Conversation, list[Row]]:
+    """The rows of what `StoreProxy.read_messages` read (the same rows `stored_rows` builds)."""
+    rows: list[Row] = []
+    for m in read.messages:
+        if m.role != "system":
+            rows += message_rows(m)
+            if m.id in read.images:
+                rows[-1].images = read.images[m.id]
+        elif (summary := stored_summary_row(m)) is not None:
+            rows.append(summary)
+    return read.conversation, rows
 
 
 def message_rows(m: MessageRecord) -> list[Row]:

@@ -1,7 +1,7 @@
 """The History menu: export the open chat or every chat (Markdown or JSON), import a file.
 
 The file dialogs run on the GUI thread; reading, checking and writing run on the store
-thread through ``StoreProxy.call``, so a large file never freezes the window.
+thread (``StoreProxy.export_chats`` and ``import_chats``), so a large file never freezes the window.
 """
 
 from __future__ import annotations
@@ -12,24 +12,13 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMenu, QToolButton, QWidget
 
-from prefill.store import ArchivedConversation, ImportResult, StoreError
-from prefill.store.history_export import ExportFormat, write_export
-from prefill.store.history_import import ImportStream, open_import_file
-from prefill.ui.shared.store_worker import StoreProxy, Stores
+from prefill.store import ImportResult, StoreError
+from prefill.store.history_export import ExportFormat
+from prefill.store.history_import import ImportStream
+from prefill.ui.shared.store_worker import StoreProxy
 
 _NAMES: dict[ExportFormat, str] = {"md": "Markdown", "json": "JSON"}
 _FILTERS: dict[ExportFormat, str] = {"md": "Markdown (*.md)", "json": "Prefill JSON (*.json)"}
-
-
-def _export(stores: Stores, ids: list[int] | None, fmt: ExportFormat, path: Path) -> int:
-    conversations: list[ArchivedConversation] = stores.history.export_conversations(ids)
-    write_export(path, conversations, fmt)
-    return len(conversations)
-
-
-def _import(stores: Stores, path: Path) -> tuple[ImportStream, ImportResult]:
-    checked = open_import_file(path)  # read chat by chat as the store writes
-    return checked, stores.history.import_conversations(checked)
 
 
 def _count(n: int, noun: str) -> str:
@@ -98,8 +87,8 @@ class HistoryMenu(QObject):
 
     def export_to(self, path: Path, fmt: ExportFormat, ids: list[int] | None) -> None:
         """Write these chats (None: all) to ``path`` on the store thread; say so when done."""
-        self._store.call(
-            lambda stores: _export(stores, ids, fmt, path),
+        self._store.export_chats(
+            path, fmt, ids,
             then=lambda n: self.notice.emit(f"Exported {_count(n, 'chat')} to {path}."),
             error=lambda e: self.notice.emit(self._failure("export to", path, e)),
         )
@@ -119,8 +108,8 @@ class HistoryMenu(QObject):
             if result.imported:
                 self.imported.emit()
 
-        self._store.call(
-            lambda stores: _import(stores, path),
+        self._store.import_chats(
+            path,
             then=done,
             error=lambda e: self.notice.emit(self._failure("import", path, e)),
         )

@@ -29,7 +29,7 @@ from prefill.ui.shared.remote_messages import remote_error_text
 
 if TYPE_CHECKING:
     from prefill.ui.models.picker import ModelPicker
-    from prefill.ui.shared.store_worker import StoreProxy, Stores
+    from prefill.ui.shared.store_worker import StoreProxy
 
 
 def list_models(url: str, key: str) -> list[str]:
@@ -163,11 +163,7 @@ def edit_endpoint(parent: QWidget, existing: SavedEndpoint | None, picker: Model
         return
     old = existing.name if existing else ""
     if result == REMOVED:
-        def remove(s: Stores) -> list[SavedEndpoint]:
-            s.endpoints.remove(old)
-            return s.endpoints.load()
-
-        store.call(remove, then=picker.set_endpoints)
+        store.remove_endpoint(old, then=picker.set_endpoints)
         return
     endpoint = dialog.endpoint()
 
@@ -175,10 +171,4 @@ def edit_endpoint(parent: QWidget, existing: SavedEndpoint | None, picker: Model
         picker.set_endpoints(endpoints)
         use(endpoint)
 
-    def put(s: Stores) -> list[SavedEndpoint]:
-        if old and old != endpoint.name:
-            s.endpoints.remove(old)  # renamed
-        s.endpoints.put(endpoint)
-        return s.endpoints.load()
-
-    store.call(put, then=saved)
+    store.put_endpoint(endpoint, replacing=old, then=saved)

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from prefill.engine.message import ImagePart
-from prefill.store import Conversation, HistoryStore, MessageRecord, SearchHit, SettingsFile
+from prefill.store import Conversation, HistoryStore, ImportResult, MessageRecord, SearchHit, SettingsFile
 from prefill.store.app_settings import Settings
-from prefill.store.endpoints import ENDPOINTS_FILE, EndpointsFile
+from prefill.store.endpoints import ENDPOINTS_FILE, EndpointsFile, SavedEndpoint
+from prefill.store.history_export import ExportFormat, write_export
+from prefill.store.history_import import ImportStream, open_import_file
 from prefill.store.load_marker import LoadMarker
 from prefill.store.records import Role
 from prefill.ui.shared.store_messages import store_error_text
@@ -49,6 +53,44 @@ class Stores:
     def save_settings(self, settings: Settings) -> None:
         if self.saves_settings:
             self.settings_file.save(settings)
+
+
+@dataclass(frozen=True)
+class StoredMessages:
+    """A conversation and some of its messages as stored, each message's images read with it (by id)."""
+
+    conversation: Conversation
+    messages: list[MessageRecord]
+    images: dict[int, tuple[ImagePart, ...]]
+
+
+def _read_messages(s: Stores, cid: int, last: int | None, before: int | None) -> StoredMessages:
+    messages = s.history.messages(cid, last=last, before=before)
+    images = {m.id: s.history.message_images(m) for m in messages if m.images and m.role != "system"}
+    return StoredMessages(s.history.conversation(cid), messages, images)
+
+
+def _export(s: Stores, ids: list[int] | None, fmt: ExportFormat, path: Path) -> int:
+    conversations = s.history.export_conversations(ids)
+    write_export(path, conversations, fmt)
+    return len(conversations)
+
+
+def _import(s: Stores, path: Path) -> tuple[ImportStream, ImportResult]:
+    checked = open_import_file(path)  # read chat by chat as the store writes
+    return checked, s.history.import_conversations(checked)
+
+
+def _put_endpoint(s: Stores, endpoint: SavedEndpoint, replacing: str) -> list[SavedEndpoint]:
+    if replacing and replacing != endpoint.name:
+        s.endpoints.remove(replacing)  # renamed
+    s.endpoints.put(endpoint)
+    return s.endpoints.load()
+
+
+def _remove_endpoint(s: Stores, name: str) -> list[SavedEndpoint]:
+    s.endpoints.remove(name)
+    return s.endpoints.load()
 
 
 class _StoreWorker(QObject):
@@ -102,7 +144,9 @@ class StoreProxy(QObject):
         self._thread.start()
 
     def call(self, fn: Callable[[Stores], R], then: Then[R] = None, error: OnError = None) -> int:
-        """Run `fn(stores)` on the store thread; the typed methods below are built on it."""
+        """Run `fn(stores)` on the store thread; the typed methods below are built on it. Outside this
+        class only ui/chat/controller.py and ui/chat/compaction_rows.py still call it (until they use the
+        typed methods), and benchmarks that seed a history."""
         call_id = next(self._ids)
         self._callbacks[call_id] = (then, error)
         self._worker.request.emit(call_id, fn)
@@ -125,6 +169,26 @@ class StoreProxy(QObject):
         self, title: str, system_prompt: str = "", then: Then[Conversation] = None, error: OnError = None
     ) -> int:
         return self.call(lambda s: s.history.create_conversation(title, system_prompt), then, error)
+
+    def conversation(self, cid: int, then: Then[Conversation] = None, error: OnError = None) -> int:
+        return self.call(lambda s: s.history.conversation(cid), then, error)
+
+    def read_messages(
+        self, cid: int, last: int | None = None, before: int | None = None,
+        then: Then[StoredMessages] = None, error: OnError = None,
+    ) -> int:
+        """The conversation and its messages (all, the last N, or those before a position), with the
+        images of each (read on the store thread: the next turn's prompt shows them again)."""
+        return self.call(lambda s: _read_messages(s, cid, last, before), then, error)
+
+    def set_conversation_settings(
+        self, cid: int, settings: Mapping[str, Any], then: Then[None] = None, error: OnError = None
+    ) -> int:
+        return self.call(lambda s: s.history.set_conversation_settings(cid, settings), then, error)
+
+    def branch_conversation(self, mid: int, then: Then[Conversation] = None, error: OnError = None) -> int:
+        """A new conversation with the messages up to `mid` (its versions kept)."""
+        return self.call(lambda s: s.history.branch_conversation(mid), then, error)
 
     def rename_conversation(self, cid: int, title: str, then: Then[None] = None, error: OnError = None) -> int:
         return self.call(lambda s: s.history.rename_conversation(cid, title), then, error)
@@ -149,11 +213,12 @@ class StoreProxy(QObject):
     # --- messages ---------------------------------------------------------------------
     def add_message(
         self, cid: int, role: Role, text: str, images: tuple[ImagePart, ...] = (),
-        then: Then[MessageRecord] = None, error: OnError = None,
+        figures: Mapping[str, Any] | None = None, then: Then[MessageRecord] = None, error: OnError = None,
     ) -> int:
         """Append a message; its `images` (checked at the door) are written as files by digest, once
         each, on the store thread before the row."""
-        return self.call(lambda s: s.history.add_message(cid, role, text, images=images), then, error)
+        return self.call(lambda s: s.history.add_message(cid, role, text, images=images, figures=figures),
+                         then, error)
 
     def edit_message(self, mid: int, text: str, then: Then[MessageRecord] = None, error: OnError = None) -> int:
         return self.call(lambda s: s.history.edit_message(mid, text), then, error)
@@ -174,6 +239,57 @@ class StoreProxy(QObject):
         then: Then[MessageRecord] = None, error: OnError = None,
     ) -> int:
         return self.call(lambda s: s.history.finish_answer(mid, text, reason, figures, reasoning), then, error)
+
+    def regenerate_answer(self, mid: int, then: Then[MessageRecord] = None, error: OnError = None) -> int:
+        """Keep answer `mid` as a version and start its next (the messages after it go)."""
+        return self.call(lambda s: s.history.regenerate_answer(mid), then, error)
+
+    def show_version(
+        self, mid: int, index: int, drop_shown: bool = False, then: Then[MessageRecord] = None,
+        error: OnError = None,
+    ) -> int:
+        """Show version `index` of answer `mid` (`drop_shown`: forget the version shown now)."""
+        return self.call(lambda s: s.history.show_version(mid, index, drop_shown=drop_shown), then, error)
+
+    # --- history files --------------------------------------------------------------------
+    def export_chats(
+        self, path: Path, fmt: ExportFormat, ids: list[int] | None = None, then: Then[int] = None,
+        error: OnError = None,
+    ) -> int:
+        """Write these chats (None: all) to `path`; `then` gets how many."""
+        return self.call(lambda s: _export(s, ids, fmt, path), then, error)
+
+    def import_chats(
+        self, path: Path, then: Then[tuple[ImportStream, ImportResult]] = None, error: OnError = None
+    ) -> int:
+        """Check and import a file, chat by chat; `then` gets what was checked and what came in."""
+        return self.call(lambda s: _import(s, path), then, error)
+
+    # --- remote endpoints and the load marker ---------------------------------------------
+    def load_endpoints(self, then: Then[list[SavedEndpoint]] = None, error: OnError = None) -> int:
+        return self.call(lambda s: s.endpoints.load(), then, error)
+
+    def put_endpoint(
+        self, endpoint: SavedEndpoint, replacing: str = "", then: Then[list[SavedEndpoint]] = None,
+        error: OnError = None,
+    ) -> int:
+        """Save `endpoint` (in place of the one named `replacing`, when renamed); `then` gets them all."""
+        return self.call(lambda s: _put_endpoint(s, endpoint, replacing), then, error)
+
+    def remove_endpoint(self, name: str, then: Then[list[SavedEndpoint]] = None, error: OnError = None) -> int:
+        """Forget the endpoint `name`; `then` gets those left."""
+        return self.call(lambda s: _remove_endpoint(s, name), then, error)
+
+    def begin_load(self, path: str, then: Then[None] = None, error: OnError = None) -> int:
+        """Mark a load of `path` as in progress (a crash during it is known at the next start)."""
+        return self.call(lambda s: s.load_marker.begin(path), then, error)
+
+    def end_load(self, then: Then[None] = None, error: OnError = None) -> int:
+        return self.call(lambda s: s.load_marker.end(), then, error)
+
+    def unfinished_load(self, then: Then[str | None] = None, error: OnError = None) -> int:
+        """The model whose load a crash interrupted last time (None: none)."""
+        return self.call(lambda s: s.load_marker.unfinished(), then, error)
 
     # --- settings and order -------------------------------------------------------------
     def save_settings(self, settings: Settings, then: Then[None] = None, error: OnError = None) -> int:
