@@ -2,7 +2,7 @@
 
 The contract is declared once, in pyproject.toml's [tool.prefill.layers], read here and quoted in
 ARCHITECTURE.md (a test keeps the quote true). Only the ui rooms import Qt, and no two modules
-import each other at run time, at any depth (a type hint may name a module above, inside its room).
+import each other at any depth, a type hint's import (under `if TYPE_CHECKING:`) included.
 """
 
 from __future__ import annotations
@@ -112,14 +112,24 @@ def test_the_architecture_quotes_the_contract() -> None:
     assert block in (ROOT / "ARCHITECTURE.md").read_text("utf-8")
 
 
-def test_no_import_cycles() -> None:
-    # Run-time imports: a helper module may name the window that calls it in a type hint (the
-    # contract above still holds those imports to the layers).
-    graph = {name: {t for t in imports(path, run_time_only=True) if t in MODULES and t != name}
+# The one cycle left, in files being rewritten now (ui/chat/controller.py builds a ChatCompaction that
+# names its controller in a type hint); it goes with that rewrite, and then this entry must go too.
+KNOWN_CYCLES: list[list[str]] = [
+    ["prefill.ui.chat.compaction_rows", "prefill.ui.chat.controller", "prefill.ui.chat.compaction_rows"],
+]
+
+
+def import_graph(run_time_only: bool = False) -> dict[str, set[str]]:
+    graph = {name: {t for t in imports(path, run_time_only) if t in MODULES and t != name}
              for name, path in MODULES.items()}
     # A package's __init__ re-exporting its modules is not a cycle of the code: leave those edges out.
     for name in graph:
         graph[name] = {t for t in graph[name] if not (MODULES[t].name == "__init__.py" and name.startswith(t + "."))}
+    return graph
+
+
+def cycles_in(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each cycle found by a depth-first walk, written from its first module in sorted order."""
     state: dict[str, int] = {}
     cycles: list[list[str]] = []
 
@@ -127,7 +137,10 @@ def test_no_import_cycles() -> None:
         state[node] = 1
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycles.append(stack[stack.index(nxt):] + [nxt])
+                loop = stack[stack.index(nxt):]
+                first = loop.index(min(loop))
+                loop = loop[first:] + loop[:first]
+                cycles.append([*loop, loop[0]])
             elif nxt not in state:
                 visit(nxt, stack + [nxt])
         state[node] = 2
@@ -135,4 +148,22 @@ def test_no_import_cycles() -> None:
     for node in sorted(graph):
         if node not in state:
             visit(node, [node])
-    assert cycles == []
+    return cycles
+
+
+def test_the_cycle_check_sees_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles_in(graph) == [["a", "b", "c", "a"]]
+
+
+def test_no_import_cycles() -> None:
+    # Type-level imports (under `if TYPE_CHECKING:`) count too: a helper that names the window calling
+    # it in a hint is tied to that window as much as one that imports it; it takes a narrow Protocol instead.
+    assert [c for c in cycles_in(import_graph()) if c not in KNOWN_CYCLES] == []
+    assert cycles_in(import_graph(run_time_only=True)) == []
+
+
+def test_the_known_cycles_are_still_there() -> None:
+    """A cycle fixed must leave KNOWN_CYCLES, so the list only shrinks."""
+    found = cycles_in(import_graph())
+    assert [c for c in KNOWN_CYCLES if c not in found] == []

@@ -213,7 +213,7 @@ def test_undo_is_withdrawn_when_the_chat_is_deleted(app, qtbot, smollm2: Path) -
     qtbot.waitUntil(lambda: w.store.pending() == 0)
     w.message_actions.run("delete", 1)
     assert w.chat_view.toast.isVisible()
-    w._on_conversations_delete_requested(w.controller.conversation_id)
+    w.history.delete(w.controller.conversation_id)
     assert not w.chat_view.toast.isVisible() and w.transcript.rowCount() == 0
     qtbot.waitUntil(lambda: w.store.pending() == 0)
     assert not w.problem.isVisible()  # the message went with its chat: nothing to report

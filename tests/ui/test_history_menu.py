@@ -89,5 +89,5 @@ def test_the_window_lists_imported_chats(
     _choose(monkeypatch, "getOpenFileName", WEBUI_EXPORT)
     with qtbot.waitSignal(w.history_menu.imported, timeout=10_000):
         w.history_menu.import_action.trigger()
-    qtbot.waitUntil(lambda: "How far is the Moon?" in w._conversations.values(), timeout=10_000)
+    qtbot.waitUntil(lambda: "How far is the Moon?" in w.history.titles.values(), timeout=10_000)
     assert w.notice.text().startswith("Imported 2 chats")

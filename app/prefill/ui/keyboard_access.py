@@ -12,13 +12,49 @@ press, so a message, a button shown on hover or a panel added later is in it at 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from PySide6.QtCore import QPoint, QRect, Qt
-from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QDockWidget, QToolBar, QToolButton, QWidget
+from PySide6.QtWidgets import (
+    QAbstractScrollArea,
+    QApplication,
+    QComboBox,
+    QDockWidget,
+    QStackedWidget,
+    QToolBar,
+    QToolButton,
+    QWidget,
+)
 
-if TYPE_CHECKING:
-    from prefill.ui.main_window import MainWindow
+from prefill.ui.chat.input_box import InputBox
+from prefill.ui.chat.reasoning_controls import ReasoningControls
+from prefill.ui.chat.view import ChatView
+from prefill.ui.history.conversation_list import ConversationList
+from prefill.ui.history.menu import HistoryMenu
+
+
+class WindowParts(Protocol):
+    """The parts of the main window that Tab walks and that get accessible names (the window is one;
+    a Protocol, so this module needs nothing else of it)."""
+
+    @property
+    def input(self) -> InputBox: ...
+    @property
+    def tool_approval(self) -> QWidget: ...
+    @property
+    def stack(self) -> QStackedWidget: ...
+    @property
+    def conversations(self) -> ConversationList: ...
+    @property
+    def sidebar(self) -> QWidget: ...
+    @property
+    def chat_view(self) -> ChatView: ...
+    @property
+    def model_combo(self) -> QComboBox: ...
+    @property
+    def history_menu(self) -> HistoryMenu: ...
+    @property
+    def reasoning_controls(self) -> ReasoningControls: ...
 
 
 def tabbable(w: QWidget, window: QWidget) -> bool:
@@ -83,18 +119,18 @@ class FocusOrder:
         return True
 
 
-def window_parts(w: MainWindow) -> list[QWidget | None]:
+def window_parts(window: QWidget, w: WindowParts) -> list[QWidget | None]:
     """The main window's parts in Tab order."""
-    docks = w.findChildren(QDockWidget)
-    return [w.input, w.tool_approval, w.stack.currentWidget(), *w.findChildren(QToolBar), w.conversations,
+    docks = window.findChildren(QDockWidget)
+    return [w.input, w.tool_approval, w.stack.currentWidget(), *window.findChildren(QToolBar), w.conversations,
             w.sidebar, *docks]
 
 
-def _in_transcript(w: MainWindow, widget: QWidget) -> bool:
+def _in_transcript(w: WindowParts, widget: QWidget) -> bool:
     return w.chat_view.viewport().isAncestorOf(widget)
 
 
-def _on_screen(w: MainWindow, widget: QWidget) -> bool:
+def _on_screen(w: WindowParts, widget: QWidget) -> bool:
     """A message's widget counts only while it meets the viewport: Tab goes through what is seen."""
     if not _in_transcript(w, widget):
         return True
@@ -102,7 +138,7 @@ def _on_screen(w: MainWindow, widget: QWidget) -> bool:
     return QRect(widget.mapTo(viewport, QPoint(0, 0)), widget.size()).intersects(viewport.rect())
 
 
-def _reveal(w: MainWindow, widget: QWidget) -> None:
+def _reveal(w: WindowParts, widget: QWidget) -> None:
     """Scroll a message that is only partly in view to the top, so the button Tab reached is seen."""
     if not _in_transcript(w, widget):
         return
@@ -116,16 +152,16 @@ def _reveal(w: MainWindow, widget: QWidget) -> None:
             return
 
 
-def install_focus_order(w: MainWindow) -> FocusOrder:
+def install_focus_order(window: QWidget, w: WindowParts) -> FocusOrder:
     """The main window's FocusOrder (its focusNextPrevChild asks it), and the keyboard access Qt leaves out."""
-    name_widgets(w)
-    return FocusOrder(w, lambda: window_parts(w), lambda x: _on_screen(w, x), lambda x: _reveal(w, x))
+    name_widgets(window, w)
+    return FocusOrder(window, lambda: window_parts(window, w), lambda x: _on_screen(w, x), lambda x: _reveal(w, x))
 
 
-def name_widgets(w: MainWindow) -> None:
+def name_widgets(window: QWidget, w: WindowParts) -> None:
     """Accessible names where a widget's own text does not say what it is for, and Tab for the tool bar's
     buttons (Qt makes them mouse-only)."""
-    for bar in w.findChildren(QToolBar):
+    for bar in window.findChildren(QToolBar):
         for button in bar.findChildren(QToolButton):
             button.setFocusPolicy(Qt.FocusPolicy.TabFocus)
             if not button.accessibleName():

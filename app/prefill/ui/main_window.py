@@ -20,33 +20,37 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from prefill.engine.events import MetricsSnapshot
 from prefill.engine.local.kv_disk import Usage
 from prefill.hub.model_names import model_display_name
 from prefill.session.loaded import LoadedModel
-from prefill.store import Conversation
 from prefill.store.app_settings import Settings
 from prefill.store.endpoints import SavedEndpoint
 from prefill.ui.chat.chat_tools import ChatToolsButton
 from prefill.ui.chat.controller import ChatController
 from prefill.ui.chat.image_attach import attach_images
 from prefill.ui.chat.input_box import InputBox
-from prefill.ui.chat.message_actions import MessageActions
+from prefill.ui.chat.prompt_count import PromptCount
 from prefill.ui.chat.reasoning_controls import ReasoningControls
+from prefill.ui.chat.room import ChatParts, wire_chat, wire_sidebar, wire_tools
 from prefill.ui.chat.sidebar import EngineSidebar, last_answer_figures
 from prefill.ui.chat.tool_approval import ToolApprovalPanel
-from prefill.ui.chat.transcript_model import Roles, Row, TranscriptModel
+from prefill.ui.chat.transcript_model import Row, TranscriptModel
 from prefill.ui.chat.view import ChatView
 from prefill.ui.history.conversation_list import ConversationList
 from prefill.ui.history.menu import HistoryMenu
+from prefill.ui.history.room import HistoryRoom
 from prefill.ui.keyboard_access import install_focus_order
 from prefill.ui.models.main_tabs import MainTabs, build_models_page
 from prefill.ui.models.picker import REMOTE, ModelPicker, loaded_name
+from prefill.ui.models.room import wire_model_choice
 from prefill.ui.panels import PanelToggles, StatusLabel, ask_export_chat, set_toolbar_icons
-from prefill.ui.settings_apply import apply_settings, send_speculation
+from prefill.ui.server.room import ServerRoom
+from prefill.ui.settings_apply import follow_engine_settings, follow_theme, reload_on_load_settings
 from prefill.ui.settings_dialog import SettingsDialog
 from prefill.ui.shared.engine_worker import EngineThread
 from prefill.ui.shared.plain_text import plain_label
+from prefill.ui.shared.room_actions import RoomActions
+from prefill.ui.shared.settings_changes import SettingsChanges
 from prefill.ui.shared.store_worker import StoreProxy
 from prefill.ui.shared.theme import ThemeFollower, code_palette
 from prefill.ui.shortcuts import install as install_shortcuts
@@ -54,9 +58,8 @@ from prefill.ui.shortcuts import sheet_rows
 from prefill.ui.shortcuts_sheet import show_sheet
 from prefill.ui.welcome import Welcome
 
-MIB = 1024 * 1024
-
 if TYPE_CHECKING:
+    from prefill.server.lifecycle import ServeOptions
     from prefill.ui.models.download_worker import DownloadWorker
     from prefill.ui.models.page import ModelsPage
     from prefill.ui.shared.mcp_servers import McpServers
@@ -82,14 +85,13 @@ class MainWindow(QMainWindow):
                  bundled: Path | None, theme: str = "light", mcp: McpServers | None = None):
         super().__init__()
         self.setWindowTitle("Prefill")
-        self.settings = settings
+        self.settings_changes = SettingsChanges(settings, self)  # `settings` below; parts subscribe to theirs
         self.store, self.engine, self.bundled = store, engine, bundled
         self.theme = theme
         self.loaded: LoadedModel | None = None
         self.theme_follower: ThemeFollower | None = None
         self.models_page: ModelsPage | None = None
         self.downloads: DownloadWorker | None = None
-        self._count_tag = 0
         self._load_tag = 0
         self._loading_remote = False  # the load in progress is a remote endpoint's
         self._closing = False  # a close is waiting for the answer to stop (a second close does not)
@@ -98,7 +100,6 @@ class MainWindow(QMainWindow):
         self._grace.setSingleShot(True)
         self._grace.setInterval(CLOSE_GRACE_MS)
         self._grace.timeout.connect(self.close)
-        self._conversations: dict[int, str] = {}
         self.cache_usage: Usage | None = None
 
         self.transcript = TranscriptModel()
@@ -124,8 +125,6 @@ class MainWindow(QMainWindow):
         self.controller = ChatController(store, engine.worker, self.transcript, self.sidebar, lambda: self.settings,
                                          lambda: self.loaded.source if self.loaded else "",
                                          mcp.offered if mcp is not None else None)
-        if mcp is not None:
-            engine.worker.tool_runner = mcp.run_tool
         self.images = attach_images(self.input, self.chat_view, self, self.show_notice)
 
         self.stack = QStackedWidget()
@@ -151,10 +150,20 @@ class MainWindow(QMainWindow):
         self.panels = PanelToggles(self.splitter, {"chats": self.conversations, "sidebar": self.sidebar},
                                    self.findChildren(QToolBar)[0])
         self.toolbar_fit = set_toolbar_icons(self, self.model_loaded)
+        self.actions_offered = RoomActions()  # what the shortcuts run, offered by each room
         self._wire()
         self._restore_geometry()
         self.stack.setCurrentWidget(self.welcome)
-        self.focus_order = install_focus_order(self)
+        self.focus_order = install_focus_order(self, self)
+
+    @property
+    def settings(self) -> Settings:
+        """The settings in force; setting them tells the parts that subscribed to what changed."""
+        return self.settings_changes.settings
+
+    @settings.setter
+    def settings(self, new: Settings) -> None:
+        self.settings_changes.set(new)
 
     # --- layout --------------------------------------------------------------------------
     def _build_toolbar(self) -> None:
@@ -184,7 +193,6 @@ class MainWindow(QMainWindow):
         self.serve_action.setCheckable(True)
         self.serve_action.setToolTip("Serve the loaded model over an OpenAI-compatible API, with its slots live")
         bar.addAction(self.serve_action)
-        self.server_dock: QDockWidget | None = None  # built on first use: the HTTP stack loads then
         self.tools_button = ChatToolsButton(self)  # this chat's tools, and the MCP servers' dialog
         self.tools_action = bar.addWidget(self.tools_button)
         self.tools_action.setVisible(self.mcp is not None)
@@ -205,81 +213,57 @@ class MainWindow(QMainWindow):
                               else paths)
 
     def _wire(self) -> None:
-        self._count_timer = QTimer(self)
-        self._count_timer.setSingleShot(True)
-        self._count_timer.setInterval(150)
-        self._count_timer.timeout.connect(self._ask_count)
+        """Each room wires its own parts; here only what passes between rooms, and the window's own."""
         w = self.engine.worker
+        chat = ChatParts(self.controller, self.chat_view, self.transcript, self.input, self.tool_approval,
+                         self.reasoning_controls, self.tools_button)
+        self.message_actions = wire_chat(chat, self.actions_offered, self.show_notice)
+        self.prompt_count = PromptCount(w, self.controller, self.transcript, self.input, lambda: self.loaded, self)
+        wire_sidebar(self.sidebar, w)
+        wire_tools(self.tools_button, self.mcp, w, self.open_tools)
+        self.history = HistoryRoom(self.conversations, self.history_menu, self.store, self.controller,
+                                   self._close_chat, lambda cid: ask_export_chat(self, self.history_menu, cid),
+                                   self.show_notice, self)
+        self.history.offer_actions(self.actions_offered)
+        wire_model_choice(self.picker, self.store, self.load_model, self.load_remote, self._open_file,
+                          self._add_remote)
+        self.welcome.use_model.connect(self.load_model)
+        self.welcome.open_file.connect(self._open_file)
+        self.server = ServerRoom(self, w, self.serve_action, self.show_notice, self._serve_options)
+        follow_engine_settings(w, self.settings_changes)
+        follow_theme(self.settings_changes, lambda: self.theme_follower, self.set_theme)
+        reload_on_load_settings(self.settings_changes, lambda: self.loaded, lambda: self.controller.busy,
+                                self.controller.busy_changed, self.load_model, self)
+        # The model loading, and what a loaded model changes across the rooms.
         w.loaded.connect(self._on_worker_loaded)
         w.load_failed.connect(self._on_worker_load_failed)
         w.load_cancelled.connect(self._on_worker_load_cancelled)
-        w.load_progress.connect(self.sidebar.set_load_progress)
-        w.kv_state.connect(self._on_worker_kv_state)
-        w.tool_loop_finished.connect(lambda _request, end: self.sidebar.on_tool_rounds(end.timings, end.tool_rounds))
-        w.token_count.connect(self._on_worker_token_count)
         w.cache_note.connect(self.show_notice)
         w.disk_cache.connect(self._on_worker_disk_cache)
-        w.set_cache_budget(self.settings.model.kv_disk_budget_mb * MIB)  # and report its use
-        w.max_tool_rounds = self.settings.ui.max_tool_rounds  # read by the tool loop on the engine thread
-        send_speculation(w, self.settings.model)  # and for every model loaded
         w.speculation_refused.connect(self.show_notice)
-        self.picker.local_chosen.connect(self.load_model)
-        self.picker.remote_chosen.connect(self.load_remote)
-        self.picker.open_file_requested.connect(self._open_file)
-        self.picker.add_remote_requested.connect(lambda: self._add_remote())
-        self.picker.edit_remote_requested.connect(self._add_remote)
-        self.store.call(lambda s: s.endpoints.load(), then=self.picker.set_endpoints)
-        w.serving.connect(self._on_worker_serving)
-        self.welcome.use_model.connect(self.load_model)
-        self.welcome.open_file.connect(self._open_file)
+        self.cancel_load_action.triggered.connect(self._on_cancel_load_triggered)
+        # Between the chat and the other rooms.
         self.input.send.connect(self._on_input_send)
-        self.input.stop.connect(self.controller.stop)
-        self.input.text_changed.connect(lambda _t: self._count_timer.start())
-        self.controller.notice.connect(self.show_notice)
         self.controller.unsent.connect(self._on_controller_unsent)
-        self.controller.busy_changed.connect(self.input.set_generating)
         self.controller.conversations_changed.connect(self.refresh_conversations)
         self.controller.conversation_opened.connect(self._on_controller_conversation_opened)
-        self.controller.options_changed.connect(self.reasoning_controls.set_options)
-        self.controller.tool_asked.connect(self.tool_approval.ask)
-        self.controller.tool_settled.connect(self.tool_approval.settle)
-        self.tool_approval.answered.connect(self.controller.answer_tool)
-        self.tools_button.manage_requested.connect(self.open_tools)
-        self.tools_button.changed.connect(self.controller.set_chat_tools)
-        self.controller.chat_tools_changed.connect(self.tools_button.set_chat)
-        if self.mcp is not None:
-            mcp = self.mcp
-            mcp.changed.connect(lambda: self.tools_button.set_tools(mcp.tools, mcp.off))
-        self.reasoning_controls.changed.connect(self.controller.set_options)
-        self.message_actions = MessageActions(self.controller, self.chat_view)
-        self.chat_view.message_action.connect(self.message_actions.run)
-        self.conversations.selected.connect(self.controller.open_conversation)
-        self.conversations.message_selected.connect(self.controller.open_conversation)
-        self.controller.row_requested.connect(self.chat_view.scroll_to_row)
-        self.conversations.new_requested.connect(lambda: self.controller.new_conversation())
-        self.conversations.rename_requested.connect(
-            lambda cid, t: self.store.rename_conversation(cid, t, then=lambda _r: self.refresh_conversations()))
-        self.conversations.delete_requested.connect(self._on_conversations_delete_requested)
-        self.conversations.search_changed.connect(self._on_conversations_search_changed)
-        self.conversations.export_requested.connect(lambda cid: ask_export_chat(self, self.history_menu, cid))
+        self.store.error.connect(self.show_problem)
+        # The tool bar's own actions, and the window's shortcuts.
         self.system_action.triggered.connect(self._edit_system_prompt)
         self.compact_action.triggered.connect(self.controller.compact)
-        self.controller.compaction.compacted.connect(lambda _s: self._count_timer.start())
         self.settings_action.triggered.connect(self._open_settings)
         self.models_action.triggered.connect(self.tabs.toggle_models)
-        self.serve_action.toggled.connect(self._on_serve_action_toggled)
-        self.cancel_load_action.triggered.connect(self._on_cancel_load_triggered)
-        self.store.error.connect(self.show_problem)
-        self.history_menu.notice.connect(self.show_notice)
-        self.history_menu.imported.connect(self.refresh_conversations)
-        self.shortcuts = install_shortcuts(self)
         self.shortcuts_action.triggered.connect(lambda: show_sheet(self, sheet_rows()))
-        # The next prompt's count stays true after an answer, a delete, an Undo or a version paged to.
-        self.controller.answer_finished.connect(lambda _f: self._count_timer.start())
-        self.transcript.rowsRemoved.connect(lambda *_a: self._count_timer.start())
-        self.transcript.rowsInserted.connect(lambda *_a: None if self.controller.busy else self._count_timer.start())
-        self.transcript.dataChanged.connect(lambda _t, _b, roles: self._count_timer.start()
-                                            if Roles.VERSION in roles else None)
+        self._offer_window_actions(self.actions_offered)
+        self.shortcuts = install_shortcuts(self, self.actions_offered)
+
+    def _offer_window_actions(self, actions: RoomActions) -> None:
+        """The window's own shortcut actions: its tool bar's buttons and its side panels."""
+        for name, action in (("system-prompt", self.system_action), ("settings", self.settings_action),
+                             ("models", self.models_action), ("shortcuts", self.shortcuts_action)):
+            actions.offer(name, action.trigger)
+        actions.offer("toggle-chats", lambda: self.panels.toggle("chats"))
+        actions.offer("toggle-sidebar", lambda: self.panels.toggle("sidebar"))
 
     # --- models ---------------------------------------------------------------------------
     def load_model(self, path: str) -> None:
@@ -287,7 +271,7 @@ class MainWindow(QMainWindow):
         self.sidebar.set_loading(model_display_name(path))
         self.load_state.setText(f"  loading {Path(path).name}…")
         self.cancel_load_action.setVisible(True)
-        self.store.call(lambda s: s.load_marker.begin(path))  # runs before any later store call
+        self.store.begin_load(path)  # runs before any later store call
         self._loading_remote = False
         self._load_tag = self.engine.worker.load(path, self.settings.load_settings_for(path))  # its own or defaults
 
@@ -318,7 +302,7 @@ class MainWindow(QMainWindow):
             self.load_model(path)
 
     def _load_ended(self) -> None:
-        self.store.call(lambda s: s.load_marker.end())
+        self.store.end_load()
 
     def _on_worker_loaded(self, m: LoadedModel) -> None:
         if not m.remote:
@@ -341,7 +325,7 @@ class MainWindow(QMainWindow):
         if m.backend_warning:
             self.show_notice(f"⚠ {m.backend_warning}")
         self.input.editor.setFocus()  # the model was picked from a list or a button: now type
-        self._ask_count()
+        self.prompt_count.ask()
         self.model_loaded.emit(m)
 
     def _on_worker_load_failed(self, reason: str) -> None:
@@ -366,9 +350,6 @@ class MainWindow(QMainWindow):
             self.sidebar.set_model(None, "Loading was cancelled.")
             self.load_state.setText("  no model loaded")
             self.cancel_load_action.setVisible(False)
-
-    def _on_worker_kv_state(self, m: MetricsSnapshot) -> None:
-        self.sidebar.set_kv(m)
 
     def open_models(self) -> None:
         """The Models tab: search the hub, download, the local library (chats go on meanwhile)."""
@@ -396,42 +377,20 @@ class MainWindow(QMainWindow):
             self.input.editor.setPlainText(text)
         self.show_problem(reason)
 
-    def _ask_count(self) -> None:
-        if self.loaded is None:
-            return
-        if self.loaded.remote:  # the remote writes and counts its prompt: its usage says, after the answer
-            self.input.count.setText("prompt tokens: counted by the remote server")
-            return
-        self._count_tag += 1
-        pending = self.input.editor.toPlainText().strip()
-        self.engine.worker.ask_count(self._count_tag, self.controller.messages(pending or "…"))
+    def _serve_options(self) -> ServeOptions | None:
+        """What the Serve button serves: the local model loaded, speculating as the chat does."""
+        from prefill.server.lifecycle import ServeOptions  # the HTTP stack loads on first use
 
-    def _on_worker_token_count(self, tag: int, n: int) -> None:
-        if tag == self._count_tag and self.loaded is not None:
-            self.input.set_count(n, self.loaded.n_ctx)
+        if self.loaded is None or self.loaded.remote:
+            return None
+        path = self.loaded.path
+        return ServeOptions(model=path, settings=self.settings.load_settings_for(str(path)),
+                            speculation=self.settings.model.speculation())
 
-    def _on_serve_action_toggled(self, shown: bool) -> None:
-        if self.server_dock is None:
-            from prefill.server.lifecycle import ServeOptions
-            from prefill.ui.server.panel import ServerController, ServerPanel
-
-            def options() -> ServeOptions | None:
-                if self.loaded is None or self.loaded.remote:
-                    return None
-                path = self.loaded.path  # the slots speculate as the chat does
-                return ServeOptions(model=path, settings=self.settings.load_settings_for(str(path)),
-                                    speculation=self.settings.model.speculation())
-
-            self.server_dock = QDockWidget("Server", self)
-            self.server_dock.setObjectName("server-dock")
-            self.server_dock.setWidget(ServerPanel(ServerController(self.engine.worker, self), options))
-            self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.server_dock)
-            self.server_dock.visibilityChanged.connect(self.serve_action.setChecked)
-        self.server_dock.setVisible(shown)
-
-    def _on_worker_serving(self, url: str) -> None:
-        self.show_notice(f"Serving this model at {url}/v1. This chat is now one of the server's requests: "
-                         "its answers share the batch with the server's clients.")
+    @property
+    def server_dock(self) -> QDockWidget | None:
+        """The Server dock (None until Serve is first pressed: the HTTP stack loads then)."""
+        return self.server.dock
 
     def show_notice(self, text: str) -> None:
         self.notice.setText(text)
@@ -447,12 +406,13 @@ class MainWindow(QMainWindow):
 
     # --- conversations ---------------------------------------------------------------------------
     def refresh_conversations(self) -> None:
-        def fill(convs: list[Conversation]) -> None:
-            self._conversations = {c.id: c.title for c in convs}
-            if not self.conversations.search.text().strip():
-                self.conversations.set_conversations(convs, self.controller.conversation_id)
+        self.history.refresh()
 
-        self.store.list_conversations(then=fill)
+    def _close_chat(self) -> None:
+        """The chat shown was deleted: show none."""
+        self.controller.conversation_id = None
+        self.transcript.set_rows([])
+        self.sidebar.show_answer({})
 
     def _on_controller_conversation_opened(self, cid: int) -> None:
         self.sidebar.show_answer(last_answer_figures(self.transcript))  # this chat's last answer, not the last run
@@ -460,23 +420,7 @@ class MainWindow(QMainWindow):
         if self.loaded is not None:
             self.stack.setCurrentWidget(self.chat_view)
         self.refresh_conversations()
-        self._ask_count()
-
-    def _on_conversations_search_changed(self, query: str) -> None:
-        if not query:
-            self.refresh_conversations()
-            return
-        self.store.search(query, then=lambda hits: self.conversations.set_search_results(
-            hits, self._conversations, self.controller.conversation_id))
-
-    def _on_conversations_delete_requested(self, cid: int) -> None:
-        if cid == self.controller.conversation_id:
-            if self.controller.busy:
-                return
-            self.controller.conversation_id = None
-            self.transcript.set_rows([])
-            self.sidebar.show_answer({})
-        self.store.delete_conversation(cid, then=lambda _r: self.refresh_conversations())
+        self.prompt_count.ask()
 
     # --- settings -------------------------------------------------------------------------------
     def open_tools(self) -> None:
@@ -502,7 +446,7 @@ class MainWindow(QMainWindow):
         if ok:
             self.controller.set_system_prompt(text.strip())
             self.chat_view.set_system_prompt(text.strip())
-            self._ask_count()
+            self.prompt_count.ask()
 
     def _on_worker_disk_cache(self, usage: Usage) -> None:
         self.cache_usage = usage
@@ -517,20 +461,14 @@ class MainWindow(QMainWindow):
         if not accepted:
             return
         new = dialog.result_settings()
-        old, self.settings = self.settings, new
         self.store.save_settings(new)
-        apply_settings(self, old, new)
+        self.settings = new  # each part subscribed to a setting changed takes it (settings_apply)
 
     def set_theme(self, effective: str) -> None:
         """Light or dark: recolour what the palette does not reach (code, the KV bar)."""
         self.theme = effective
         self.sidebar.theme = effective
         self.chat_view.set_code_palette(code_palette(effective))
-
-    def reload_when_idle(self, busy: bool) -> None:
-        if not busy and self.loaded is not None:
-            self.controller.busy_changed.disconnect(self.reload_when_idle)
-            self.load_model(str(self.loaded.path))
 
     # --- window state ---------------------------------------------------------------------------
     def focusNextPrevChild(self, next: bool) -> bool:

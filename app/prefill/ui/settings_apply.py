@@ -1,48 +1,30 @@
-"""What a change of settings does to the running window, once the Settings dialog is accepted.
+"""What a change of settings does to the running window: each part that reads a setting subscribes to
+its keys (ui/shared/settings_changes.py), and is called on the GUI thread when one of them changes.
 
-Each change goes where it is consumed, and no further: the engine worker takes the cache budget,
-the tool rounds and speculative decoding at once (on the engine thread, no reload: a draft model is
-loaded or freed beside the model), the theme is re-applied, and only a change of a load setting
-as the loaded model takes it (its own, or the defaults) reloads the model (after the answer in
-progress, if one is).
+The engine worker takes the cache budget, the tool rounds and speculative decoding at once (on the
+engine thread, no reload: a draft model is loaded or freed beside the model); the theme is re-applied;
+and only a change of a load setting as the loaded model takes it (its own, or the defaults) reloads
+the model (after the answer in progress, if one is).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
 
+from PySide6.QtCore import SignalInstance
 from PySide6.QtWidgets import QApplication, QWidget
 
+from prefill.session.loaded import LoadedModel
 from prefill.store.app_settings import ModelSettings, Settings
 from prefill.ui.settings_dialog import needs_reload
+from prefill.ui.shared.engine_worker import EngineWorker
 from prefill.ui.shared.plain_text import inform
-from prefill.ui.shared.theme import apply_theme
-
-if TYPE_CHECKING:
-    from prefill.ui.shared.engine_worker import EngineWorker
-
-
-class SettingsTarget(Protocol):
-    """What of the main window a change of settings reaches (the window is one; a Protocol, so this
-    module does not import the window that imports it)."""
-
-    engine: Any  # EngineThread: .worker
-    theme_follower: Any  # ThemeFollower | None
-    loaded: Any  # LoadedModel | None
-    controller: Any  # ChatController: .busy, .busy_changed
-    def window(self) -> QWidget: ...
-
-    def reload_when_idle(self, busy: bool) -> None: ...
-
-    def set_theme(self, effective: str) -> None: ...
-
-    def load_model(self, path: str) -> None: ...
+from prefill.ui.shared.settings_changes import SettingsChanges
+from prefill.ui.shared.theme import ThemeFollower, apply_theme
 
 MIB = 1024 * 1024
-
-
-def speculation_changed(old: ModelSettings, new: ModelSettings) -> bool:
-    return old.speculation() != new.speculation()
+# The fields ModelSettings.speculation() reads.
+SPECULATION_KEYS = ("model.speculative", "model.draft_model_path", "model.draft_max")
 
 
 def send_speculation(worker: EngineWorker, model: ModelSettings) -> None:
@@ -50,25 +32,58 @@ def send_speculation(worker: EngineWorker, model: ModelSettings) -> None:
     worker.set_speculation(model.speculation())
 
 
-def apply_settings(window: SettingsTarget, old: Settings, new: Settings) -> None:
-    """Apply the settings `window` now holds (`new`, changed from `old`)."""
-    worker = window.engine.worker
-    if new.model.kv_disk_budget_mb != old.model.kv_disk_budget_mb:
-        worker.set_cache_budget(new.model.kv_disk_budget_mb * MIB)
-    worker.max_tool_rounds = new.ui.max_tool_rounds  # read by the tool loop on the engine thread
-    if speculation_changed(old.model, new.model):
-        send_speculation(worker, new.model)
-    if new.ui.theme != old.ui.theme:
-        if window.theme_follower is not None:
-            window.theme_follower.set_choice(new.ui.theme)
+def follow_engine_settings(worker: EngineWorker, changes: SettingsChanges) -> None:
+    """The engine worker takes, now and on each change: the saved-cache budget (and reports its use), the
+    tool rounds (read by the tool loop on the engine thread) and speculative decoding (for every model loaded)."""
+    changes.subscribe("model.kv_disk_budget_mb",
+                      lambda new, _old: worker.set_cache_budget(new.model.kv_disk_budget_mb * MIB), now=True)
+
+    def tool_rounds(new: Settings, _old: Settings) -> None:
+        worker.max_tool_rounds = new.ui.max_tool_rounds
+
+    changes.subscribe("ui.max_tool_rounds", tool_rounds, now=True)
+    changes.subscribe(SPECULATION_KEYS, lambda new, _old: send_speculation(worker, new.model), now=True)
+
+
+def follow_theme(changes: SettingsChanges, follower: Callable[[], ThemeFollower | None],
+                 set_theme: Callable[[str], None]) -> None:
+    """A change of theme: the follower (of the system's scheme) takes the choice; without one, the
+    application's palette is set here and `set_theme` recolours what the palette does not reach."""
+    def theme(new: Settings, _old: Settings) -> None:
+        following = follower()
+        if following is not None:
+            following.set_choice(new.ui.theme)
+            return
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            set_theme(apply_theme(app, new.ui.theme))
+
+    changes.subscribe("ui.theme", theme)
+
+
+def reload_on_load_settings(changes: SettingsChanges, loaded: Callable[[], LoadedModel | None],
+                            busy: Callable[[], bool], busy_changed: SignalInstance,
+                            load_model: Callable[[str], None], parent: QWidget) -> None:
+    """Reload the local model loaded when a setting it loads with changes (its own, or the defaults):
+    at once, or after the answer in progress (`busy()`, until `busy_changed(False)`)."""
+    def reload_when_idle(now_busy: bool) -> None:
+        if not now_busy:
+            busy_changed.disconnect(reload_when_idle)
+            model = loaded()
+            if model is not None and not model.remote:
+                load_model(str(model.path))
+
+    def reload(new: Settings, old: Settings) -> None:
+        model = loaded()
+        if model is None or model.remote:  # a remote endpoint loads with its own settings
+            return
+        path = str(model.path)
+        if not needs_reload(old.model_for(path), new.model_for(path)):
+            return
+        if busy():
+            inform(parent, "Settings", "The model reloads after this answer; stop it to reload now.")
+            busy_changed.connect(reload_when_idle)
         else:
-            app = QApplication.instance()
-            if isinstance(app, QApplication):
-                window.set_theme(apply_theme(app, new.ui.theme))
-    path = str(window.loaded.path) if window.loaded is not None and not window.loaded.remote else ""
-    if window.loaded is not None and needs_reload(old.model_for(path), new.model_for(path)):
-        if window.controller.busy:
-            inform(window.window(), "Settings", "The model reloads after this answer; stop it to reload now.")
-            window.controller.busy_changed.connect(window.reload_when_idle)
-        else:
-            window.load_model(str(window.loaded.path))
+            load_model(path)
+
+    changes.subscribe(("model", "per_model"), reload)

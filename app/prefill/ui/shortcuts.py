@@ -7,131 +7,42 @@ window shortcuts; they are listed in :data:`PLACE_KEYS` for the sheet, and handl
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import QWidget
 
-if TYPE_CHECKING:
-    from prefill.ui.main_window import MainWindow
+from prefill.ui.shared.room_actions import RoomActions
 
 
 @dataclass(frozen=True)
 class Shortcut:
-    """One window shortcut: its keys (portable text, as QKeySequence reads it), the words the sheet
-    shows, and what it does to the window."""
+    """One window shortcut: its name (the action a room offers under it, ui/shared/room_actions.py),
+    its keys (portable text, as QKeySequence reads it) and the words the sheet shows."""
 
     name: str
     keys: str
     what: str
-    run: Callable[[MainWindow], None]
-
-
-def _last_answer(w: MainWindow) -> int:
-    """The row of the chat's last answer (-1: none yet)."""
-    rows = w.transcript.rows()
-    return next((i for i in range(len(rows) - 1, -1, -1) if rows[i].role == "assistant"), -1)
-
-
-def _last_message(w: MainWindow) -> int:
-    rows = w.transcript.rows()
-    return next((i for i in range(len(rows) - 1, -1, -1) if rows[i].role in ("user", "assistant")), -1)
-
-
-def _regenerate(w: MainWindow) -> None:
-    row = _last_answer(w)
-    if row >= 0:
-        w.controller.regenerate(row)
-
-
-def _copy(w: MainWindow) -> None:
-    row = _last_answer(w)
-    if row < 0:
-        return
-    widget = w.chat_view.live_widget(row)
-    if widget is not None:
-        widget.copy_text()  # its Copy button says so
-    else:  # scrolled far away: no button to confirm on
-        QGuiApplication.clipboard().setText(w.transcript.row(row).content)
-        w.show_notice("Copied the last answer.")
-
-
-def _page(step: int) -> Callable[[MainWindow], None]:
-    def page(w: MainWindow) -> None:
-        row = _last_answer(w)
-        if row >= 0:
-            w.controller.page(row, step)
-
-    return page
-
-
-def _branch(w: MainWindow) -> None:
-    row = _last_message(w)
-    if row >= 0:
-        w.controller.branch(row)
-
-
-def _search(w: MainWindow) -> None:
-    w.conversations.search.setFocus()
-    w.conversations.search.selectAll()
-
-
-def _undo(w: MainWindow) -> None:
-    if w.chat_view.toast.isVisible():  # only while Undo is offered: Ctrl+Z means nothing otherwise
-        w.chat_view.toast.undo.click()
-
-
-def _new_chat(w: MainWindow) -> None:
-    w.controller.new_conversation()
-
-
-def _focus_input(w: MainWindow) -> None:
-    w.input.editor.setFocus()
-
-
-def _stop(w: MainWindow) -> None:
-    w.controller.stop()
-
-
-def _trigger(action: str) -> Callable[[MainWindow], None]:
-    """Do what the tool bar's `action` (a QAction attribute of the window) does."""
-    def trigger(w: MainWindow) -> None:
-        getattr(w, action).trigger()
-
-    return trigger
-
-
-def _toggle(panel: str) -> Callable[[MainWindow], None]:
-    """Show or hide a side panel ("chats" or "sidebar"), as its tool bar button does."""
-    def toggle(w: MainWindow) -> None:
-        w.panels.toggle(panel)
-
-    return toggle
 
 
 SHORTCUTS: tuple[Shortcut, ...] = (
-    Shortcut("new-chat", "Ctrl+N", "Start a new chat", _new_chat),
-    Shortcut("search", "Ctrl+F", "Search the chats", _search),
-    Shortcut("focus-input", "Ctrl+L", "Go to the message box", _focus_input),
-    Shortcut("stop", "Ctrl+.", "Stop the answer", _stop),
-    Shortcut("regenerate", "Ctrl+Shift+R", "Answer the last question again (the answer is kept as a version)",
-             _regenerate),
-    Shortcut("copy-answer", "Ctrl+Shift+C", "Copy the last answer", _copy),
-    Shortcut("older-version", "Alt+Left", "Show the last answer's previous version", _page(-1)),
-    Shortcut("newer-version", "Alt+Right", "Show the last answer's next version", _page(1)),
-    Shortcut("branch", "Ctrl+Shift+B", "Branch: a new chat with the messages up to the last one", _branch),
-    Shortcut("compact", "Ctrl+Shift+K", "Compact the chat: the model summarises the earlier turns",
-             _trigger("compact_action")),
-    Shortcut("undo-delete", "Ctrl+Z", "Undo the delete (while Undo is offered; in a text box, undo typing)",
-             _undo),
-    Shortcut("settings", "Ctrl+,", "Open Settings", _trigger("settings_action")),
-    Shortcut("models", "Ctrl+Shift+M", "Open Models: search, download and load models",
-             _trigger("models_action")),
-    Shortcut("system-prompt", "Ctrl+Shift+S", "Edit this chat's system prompt", _trigger("system_action")),
-    Shortcut("toggle-chats", "Ctrl+B", "Show or hide the chat list", _toggle("chats")),
-    Shortcut("toggle-sidebar", "Ctrl+Alt+B", "Show or hide the sidebar (the model's figures)", _toggle("sidebar")),
-    Shortcut("shortcuts", "Ctrl+/", "Show these shortcuts", _trigger("shortcuts_action")),
+    Shortcut("new-chat", "Ctrl+N", "Start a new chat"),
+    Shortcut("search", "Ctrl+F", "Search the chats"),
+    Shortcut("focus-input", "Ctrl+L", "Go to the message box"),
+    Shortcut("stop", "Ctrl+.", "Stop the answer"),
+    Shortcut("regenerate", "Ctrl+Shift+R", "Answer the last question again (the answer is kept as a version)"),
+    Shortcut("copy-answer", "Ctrl+Shift+C", "Copy the last answer"),
+    Shortcut("older-version", "Alt+Left", "Show the last answer's previous version"),
+    Shortcut("newer-version", "Alt+Right", "Show the last answer's next version"),
+    Shortcut("branch", "Ctrl+Shift+B", "Branch: a new chat with the messages up to the last one"),
+    Shortcut("compact", "Ctrl+Shift+K", "Compact the chat: the model summarises the earlier turns"),
+    Shortcut("undo-delete", "Ctrl+Z", "Undo the delete (while Undo is offered; in a text box, undo typing)"),
+    Shortcut("settings", "Ctrl+,", "Open Settings"),
+    Shortcut("models", "Ctrl+Shift+M", "Open Models: search, download and load models"),
+    Shortcut("system-prompt", "Ctrl+Shift+S", "Edit this chat's system prompt"),
+    Shortcut("toggle-chats", "Ctrl+B", "Show or hide the chat list"),
+    Shortcut("toggle-sidebar", "Ctrl+Alt+B", "Show or hide the sidebar (the model's figures)"),
+    Shortcut("shortcuts", "Ctrl+/", "Show these shortcuts"),
 )
 
 # Keys handled by one part of the window, for the sheet: (where, keys, what they do).
@@ -159,13 +70,21 @@ def sheet_rows() -> list[tuple[str, str, str]]:
     return rows + [(keys, what, where) for where, keys, what in PLACE_KEYS]
 
 
-def install(window: MainWindow) -> list[QShortcut]:
-    """Make the window's shortcuts from :data:`SHORTCUTS` (each named ``shortcut-<name>``)."""
+def install(window: QWidget, actions: RoomActions) -> list[QShortcut]:
+    """Make the window's shortcuts from :data:`SHORTCUTS` (each named ``shortcut-<name>``), each doing
+    the action of its name that a room offered.
+
+    Raises:
+        KeyError: A shortcut whose action no room offers (so the sheet cannot list a key that does nothing).
+    """
+    missing = [s.name for s in SHORTCUTS if s.name not in actions.names()]
+    if missing:
+        raise KeyError(f"no room offers the actions of these shortcuts: {', '.join(missing)}")
     made = []
     for s in SHORTCUTS:
         shortcut = QShortcut(QKeySequence(s.keys), window)
         shortcut.setObjectName(f"shortcut-{s.name}")
         shortcut.setWhatsThis(s.what)
-        shortcut.activated.connect(lambda s=s: s.run(window))
+        shortcut.activated.connect(lambda name=s.name: actions.run(name))
         made.append(shortcut)
     return made

@@ -101,6 +101,11 @@ class ChatView(QAbstractScrollArea):
         self._drop_live(list(self._live))
         self._relayout()
 
+    def undo_delete(self) -> None:
+        """Undo the last delete, while the bar offers it (Ctrl+Z means nothing otherwise)."""
+        if self.toast.isVisible():
+            self.toast.undo.click()
+
     def set_system_prompt(self, text: str) -> None:
         """The open chat's system prompt, shown folded above its messages ("" hides it)."""
         self.system_row.set_text(text)

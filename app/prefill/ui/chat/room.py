@@ -1,0 +1,118 @@
+"""The chat room wires itself: its controller to the transcript's view, the message box, the tool
+approval panel, the reasoning controls and the tools button; the sidebar to the engine's figures;
+and the actions its shortcuts run (ui/shared/room_actions.py). The window hands it these parts and
+connects only what passes between rooms (the model loaded, the chat list, notices).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from PySide6.QtGui import QGuiApplication
+
+from prefill.ui.chat.chat_tools import ChatToolsButton
+from prefill.ui.chat.controller import ChatController
+from prefill.ui.chat.input_box import InputBox
+from prefill.ui.chat.message_actions import MessageActions
+from prefill.ui.chat.reasoning_controls import ReasoningControls
+from prefill.ui.chat.sidebar import EngineSidebar
+from prefill.ui.chat.tool_approval import ToolApprovalPanel
+from prefill.ui.chat.transcript_model import TranscriptModel
+from prefill.ui.chat.view import ChatView
+from prefill.ui.shared.engine_worker import EngineWorker
+from prefill.ui.shared.mcp_servers import McpServers
+from prefill.ui.shared.room_actions import RoomActions
+
+
+@dataclass(frozen=True)
+class ChatParts:
+    """The chat room's parts, made by the window (which lays them out)."""
+
+    controller: ChatController
+    view: ChatView
+    transcript: TranscriptModel
+    input: InputBox
+    tool_approval: ToolApprovalPanel
+    reasoning: ReasoningControls
+    tools_button: ChatToolsButton
+
+
+def wire_chat(parts: ChatParts, actions: RoomActions, notice: Callable[[str], None]) -> MessageActions:
+    """Connect the chat's parts to each other and offer its actions; returns the messages' buttons' runner."""
+    c = parts.controller
+    parts.input.stop.connect(c.stop)
+    c.notice.connect(notice)
+    c.busy_changed.connect(parts.input.set_generating)
+    c.options_changed.connect(parts.reasoning.set_options)
+    parts.reasoning.changed.connect(c.set_options)
+    c.tool_asked.connect(parts.tool_approval.ask)
+    c.tool_settled.connect(parts.tool_approval.settle)
+    parts.tool_approval.answered.connect(c.answer_tool)
+    parts.tools_button.changed.connect(c.set_chat_tools)
+    c.chat_tools_changed.connect(parts.tools_button.set_chat)
+    message_actions = MessageActions(c, parts.view)
+    parts.view.message_action.connect(message_actions.run)
+    c.row_requested.connect(parts.view.scroll_to_row)
+    offer_chat_actions(parts, actions, notice)
+    return message_actions
+
+
+def offer_chat_actions(parts: ChatParts, actions: RoomActions, notice: Callable[[str], None]) -> None:
+    """The chat's shortcut actions: on the last answer (or message), the chat, the message box."""
+    c, rows = parts.controller, parts.transcript
+
+    def last(roles: tuple[str, ...]) -> int:
+        """The row of the chat's last message in `roles` (-1: none yet)."""
+        found = rows.rows()
+        return next((i for i in range(len(found) - 1, -1, -1) if found[i].role in roles), -1)
+
+    def on_last_answer(do: Callable[[int], None]) -> Callable[[], None]:
+        def run() -> None:
+            row = last(("assistant",))
+            if row >= 0:
+                do(row)
+
+        return run
+
+    def copy(row: int) -> None:
+        widget = parts.view.live_widget(row)
+        if widget is not None:
+            widget.copy_text()  # its Copy button says so
+        else:  # scrolled far away: no button to confirm on
+            QGuiApplication.clipboard().setText(rows.row(row).content)
+            notice("Copied the last answer.")
+
+    def branch() -> None:
+        row = last(("user", "assistant"))
+        if row >= 0:
+            c.branch(row)
+
+    actions.offer("new-chat", lambda: c.new_conversation())
+    actions.offer("focus-input", parts.input.editor.setFocus)
+    actions.offer("stop", c.stop)
+    actions.offer("regenerate", on_last_answer(c.regenerate))
+    actions.offer("copy-answer", on_last_answer(copy))
+    actions.offer("older-version", on_last_answer(lambda row: c.page(row, -1)))
+    actions.offer("newer-version", on_last_answer(lambda row: c.page(row, 1)))
+    actions.offer("branch", branch)
+    actions.offer("compact", c.compact)
+    actions.offer("undo-delete", parts.view.undo_delete)
+
+
+def wire_sidebar(sidebar: EngineSidebar, worker: EngineWorker) -> None:
+    """The sidebar's figures from the engine: the load's progress, the KV cache, the tool rounds."""
+    worker.load_progress.connect(sidebar.set_load_progress)
+    worker.kv_state.connect(sidebar.set_kv)
+    worker.tool_loop_finished.connect(lambda _request, end: sidebar.on_tool_rounds(end.timings, end.tool_rounds))
+
+
+def wire_tools(button: ChatToolsButton, mcp: McpServers | None, worker: EngineWorker,
+               manage: Callable[[], None]) -> None:
+    """This chat's tools button: the MCP servers' tools as they change, their calls run by the engine's
+    tool loop, and `manage` (the Tools dialog) from its menu."""
+    button.manage_requested.connect(manage)
+    if mcp is None:
+        return
+    worker.tool_runner = mcp.run_tool
+    mcp.changed.connect(lambda: button.set_tools(mcp.tools, mcp.off))
