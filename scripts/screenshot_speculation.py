@@ -55,8 +55,7 @@ def inside(out: Path) -> int:
     def on_finished(_f: object) -> None:
         state["round"] += 1
         if state["round"] == 1:
-            w.settings = w.settings.replace("model.speculative", "ngram")
-            w.engine.worker.set_speculative("ngram", "", w.settings.model.draft_max)
+            w.settings = w.settings.replace("model.speculative", "ngram")  # the worker subscribes: it speculates now
             w.controller.new_conversation(then=lambda _id: QTimer.singleShot(300, send))
         else:
             QTimer.singleShot(300, shots.app.quit)
