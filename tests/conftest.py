@@ -10,6 +10,7 @@ import os
 import socket
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -19,11 +20,23 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PREFILL_DRAFT_ALWAYS", "1")
 
 from prefill.engine.settings import SamplingSettings  # noqa: E402
+from prefill.store import HistoryStore  # noqa: E402
 from tests.remote.fault_server import FaultServer  # noqa: E402
+from tests.store.conftest import ticking_clock  # noqa: E402
 
 pytest_plugins = ("tests.tiers", "tests.model_fixtures")
 
 GREEDY = SamplingSettings(temperature=0.0, max_tokens=48)
+
+
+@pytest.fixture
+def history_store(tmp_path: Path) -> Iterator[HistoryStore]:
+    """A history of the test's own, with a clock that ticks a second per call. A file in tmp_path (SQLite
+    in WAL mode, milliseconds to open): HistoryStore takes a path and makes its folder and a private file
+    there, so ":memory:" is not a place it can be."""
+    history = HistoryStore(tmp_path / "history" / "history.sqlite3", clock=ticking_clock())
+    yield history
+    history.close()
 
 
 @pytest.fixture

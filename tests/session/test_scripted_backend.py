@@ -17,6 +17,7 @@ from prefill.engine.message import Message
 from prefill.engine.request import ChatRequest
 from prefill.engine.settings import SamplingSettings
 from prefill.session.capabilities import ChatBackend
+from prefill.store import HistoryStore
 from tests.scripted_backend import Answer, ScriptedBackend, prompt_tokens, tokens, tool_call
 
 ASK = ChatRequest((Message("system", "Be brief."), Message("user", "Hello there")))
@@ -101,6 +102,19 @@ def test_failures_raise_or_end_in_error_where_the_script_says() -> None:
     assert kinds(seen) == "PT"
     end = list(model.stream(ASK))[-1]
     assert isinstance(end, Finished) and (end.reason, end.text, end.error) == ("error", "a b ", "the server went away")
+
+
+def test_a_scripted_answer_is_stored_as_the_window_stores_one(history_store: HistoryStore) -> None:
+    """The scripted backend and the test history together: what a fast window test will build on."""
+    end = list(ScriptedBackend([Answer("Tom.", thinking="A cat.")]).stream(ASK))[-1]
+    assert isinstance(end, Finished)
+    chat = history_store.create_conversation()
+    history_store.add_message(chat.id, "user", "Hello there")
+    answer = history_store.begin_answer(chat.id)
+    history_store.finish_answer(answer, end.text, end.reason, end.metrics.as_dict(), end.reasoning)
+    stored = history_store.messages(chat.id)[-1]
+    assert (stored.content, stored.reasoning, stored.finish_reason) == ("Tom.", "A cat.", "stop")
+    assert stored.figures["completion_tokens"] == 3 and stored.figures["prompt_tokens"] == 7  # thinking included
 
 
 @pytest.mark.model
