@@ -21,7 +21,7 @@ import ast
 import os
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -108,18 +108,19 @@ _FAILED = pytest.StashKey[bool]()
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
-    report: pytest.TestReport = yield
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                               ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
     if report.failed:
         item.stash[_FAILED] = True
     return report
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
     """In the fast tier: fail the test during which anything (this process or a child, the test or
     its fixtures) tried to load llama.cpp, whether or not the error reached the test."""
-    result = yield
+    yield
     folder = os.environ.get(llama_guard.TRIPS_ENV)
     trips = sorted(Path(folder).glob("*.trip")) if folder and fast_tier(item.config) else []
     if trips:
@@ -128,7 +129,6 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
             t.unlink()
         if not item.stash.get(_FAILED, False):  # else the refusal failed it already
             pytest.fail(llama_guard.message("; ".join(dict.fromkeys(lines))), pytrace=False)
-    return result
 
 
 def model_reason(item: pytest.Item) -> str:
@@ -147,11 +147,10 @@ def model_reason(item: pytest.Item) -> str:
     infos = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     for fixture in getattr(item, "fixturenames", ()):
         for fixturedef in infos.get(fixture, ())[-1:]:
-            func = getattr(fixturedef, "func", None)
-            code = getattr(func, "__code__", None)
+            code = getattr(getattr(fixturedef, "func", None), "__code__", None)
             if code is None or not Path(code.co_filename).resolve().is_relative_to(TESTS):
                 continue
-            why = _reads_as_loading(Path(code.co_filename).resolve(), func.__name__)
+            why = _reads_as_loading(Path(code.co_filename).resolve(), code.co_name)
             if why:
                 return f"its fixture {fixture}: {why}"
     return ""
