@@ -99,7 +99,7 @@ def test_closing_during_a_load_cancels_it(app, qtbot, smollm2: Path) -> None:
         w.close()
     gate.set()
     w.engine.stop()  # returns once the load has stopped
-    assert cancelled == [w._load_tag] and worker.engine is None and w.loaded is None
+    assert cancelled == [w.loading.tag] and worker.engine is None and w.loaded is None
 
 
 def test_cancel_in_the_toolbar_stops_a_load(app, qtbot, smollm2: Path) -> None:

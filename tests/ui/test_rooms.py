@@ -10,14 +10,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QThread
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import QObject, QThread, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QLabel, QWidget
 
 from prefill.store import HistoryStore, SettingsFile
 from prefill.store.app_settings import Settings
+from prefill.store.endpoints import SavedEndpoint
 from prefill.ui.history.conversation_list import ConversationList
 from prefill.ui.history.menu import HistoryMenu
 from prefill.ui.history.room import HistoryRoom
+from prefill.ui.models.loading import ModelLoading
 from prefill.ui.settings_apply import MIB
 from prefill.ui.shared.room_actions import RoomActions
 from prefill.ui.shared.settings_changes import SettingsChanges, changed_keys
@@ -187,3 +190,65 @@ def test_a_change_of_settings_reaches_the_engine_worker_however_it_is_made(app) 
     w.settings = w.settings.replace("sampling.temperature", 0.7)  # not the worker's: nothing sent
     assert budgets == [7 * MIB]
 
+
+
+# --- the model loading room ---------------------------------------------------------------------------
+
+
+class FakeWorker(QObject):
+    """The engine worker's load, as the loading room sees it: each load answers with a new tag."""
+
+    loaded = Signal(object)
+    load_failed = Signal(str)
+    load_cancelled = Signal(int)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags = 0
+        self.asked: list[str] = []
+        self.cancels = 0
+
+    def load(self, path: str, _settings: object) -> int:
+        self.asked.append(path)
+        self.tags += 1
+        return self.tags
+
+    def load_remote(self, endpoint: SavedEndpoint) -> int:
+        self.asked.append(endpoint.name)
+        self.tags += 1
+        return self.tags
+
+    def cancel_load(self) -> None:
+        self.cancels += 1
+
+
+def test_the_loading_room_says_how_a_load_goes_and_marks_it(qtbot, store: StoreProxy) -> None:
+    worker, state, cancel = FakeWorker(), QLabel(), QAction("Cancel")
+    qtbot.addWidget(state)
+    loading = ModelLoading(worker, store, state, cancel, Settings)  # type: ignore[arg-type]
+    seen: list[tuple] = []
+    loading.started.connect(lambda name: seen.append(("started", name)))
+    loading.failed.connect(lambda reason, sentence: seen.append(("failed", reason, sentence)))
+    loading.cancelled.connect(lambda: seen.append(("cancelled",)))
+
+    loading.load("/models/tiny-model.gguf")
+    assert state.text() == "  loading tiny-model.gguf…" and cancel.isVisible()
+    assert worker.asked == ["/models/tiny-model.gguf"]
+    marks: list[str | None] = []
+    store.unfinished_load(then=marks.append)  # store calls run in order: after the marker was written
+    qtbot.waitUntil(lambda: marks == ["/models/tiny-model.gguf"], timeout=10_000)
+    cancel.trigger()
+    assert worker.cancels == 1
+    worker.load_cancelled.emit(1)
+    assert seen[-1] == ("cancelled",) and state.text() == "  no model loaded" and not cancel.isVisible()
+    store.unfinished_load(then=marks.append)
+    qtbot.waitUntil(lambda: marks[-1:] == [None] and len(marks) == 2, timeout=10_000)
+
+    loading.load_remote(SavedEndpoint("lab", "http://127.0.0.1:9/v1"))
+    worker.load_cancelled.emit(1)  # an older load's: superseded, nothing said
+    assert seen[-1][0] == "started" and cancel.isVisible()
+    worker.load_failed.emit("The server did not answer; check that it runs.")
+    assert seen[-1] == ("failed", "The server did not answer; check that it runs.",
+                        "The endpoint could not be used. The server did not answer; check that it runs. "
+                        "The app is still usable.")
+    assert state.text() == "  endpoint failed to connect" and loading.model is None

@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.engine.local.kv_disk import Usage
-from prefill.hub.model_names import model_display_name
 from prefill.session.loaded import LoadedModel
 from prefill.store.app_settings import Settings
 from prefill.store.endpoints import SavedEndpoint
@@ -40,8 +39,9 @@ from prefill.ui.history.conversation_list import ConversationList
 from prefill.ui.history.menu import HistoryMenu
 from prefill.ui.history.room import HistoryRoom
 from prefill.ui.keyboard_access import install_focus_order
+from prefill.ui.models.loading import ModelLoading
 from prefill.ui.models.main_tabs import MainTabs, build_models_page
-from prefill.ui.models.picker import REMOTE, ModelPicker, loaded_name
+from prefill.ui.models.picker import ModelPicker, loaded_name
 from prefill.ui.models.room import wire_model_choice
 from prefill.ui.panels import PanelToggles, StatusLabel, ask_export_chat, set_toolbar_icons
 from prefill.ui.server.room import ServerRoom
@@ -88,12 +88,9 @@ class MainWindow(QMainWindow):
         self.settings_changes = SettingsChanges(settings, self)  # `settings` below; parts subscribe to theirs
         self.store, self.engine, self.bundled = store, engine, bundled
         self.theme = theme
-        self.loaded: LoadedModel | None = None
         self.theme_follower: ThemeFollower | None = None
         self.models_page: ModelsPage | None = None
         self.downloads: DownloadWorker | None = None
-        self._load_tag = 0
-        self._loading_remote = False  # the load in progress is a remote endpoint's
         self._closing = False  # a close is waiting for the answer to stop (a second close does not)
         self._closed = False
         self._grace = QTimer(self)
@@ -215,6 +212,8 @@ class MainWindow(QMainWindow):
     def _wire(self) -> None:
         """Each room wires its own parts; here only what passes between rooms, and the window's own."""
         w = self.engine.worker
+        self.loading = ModelLoading(w, self.store, self.load_state, self.cancel_load_action, lambda: self.settings,
+                                    self)
         chat = ChatParts(self.controller, self.chat_view, self.transcript, self.input, self.tool_approval,
                          self.reasoning_controls, self.tools_button)
         self.message_actions = wire_chat(chat, self.actions_offered, self.show_notice)
@@ -234,14 +233,14 @@ class MainWindow(QMainWindow):
         follow_theme(self.settings_changes, lambda: self.theme_follower, self.set_theme)
         reload_on_load_settings(self.settings_changes, lambda: self.loaded, lambda: self.controller.busy,
                                 self.controller.busy_changed, self.load_model, self)
-        # The model loading, and what a loaded model changes across the rooms.
-        w.loaded.connect(self._on_worker_loaded)
-        w.load_failed.connect(self._on_worker_load_failed)
-        w.load_cancelled.connect(self._on_worker_load_cancelled)
+        # What a load changes across the rooms.
+        self.loading.started.connect(self.sidebar.set_loading)
+        self.loading.loaded.connect(self._on_loading_loaded)
+        self.loading.failed.connect(self._on_loading_failed)
+        self.loading.cancelled.connect(lambda: self.sidebar.set_model(None, "Loading was cancelled."))
         w.cache_note.connect(self.show_notice)
         w.disk_cache.connect(self._on_worker_disk_cache)
         w.speculation_refused.connect(self.show_notice)
-        self.cancel_load_action.triggered.connect(self._on_cancel_load_triggered)
         # Between the chat and the other rooms.
         self.input.send.connect(self._on_input_send)
         self.controller.unsent.connect(self._on_controller_unsent)
@@ -266,53 +265,33 @@ class MainWindow(QMainWindow):
         actions.offer("toggle-sidebar", lambda: self.panels.toggle("sidebar"))
 
     # --- models ---------------------------------------------------------------------------
+    @property
+    def loaded(self) -> LoadedModel | None:
+        """The model in use (None: none, or one loading)."""
+        return self.loading.model
+
     def load_model(self, path: str) -> None:
-        self.loaded = None
-        self.sidebar.set_loading(model_display_name(path))
-        self.load_state.setText(f"  loading {Path(path).name}…")
-        self.cancel_load_action.setVisible(True)
-        self.store.begin_load(path)  # runs before any later store call
-        self._loading_remote = False
-        self._load_tag = self.engine.worker.load(path, self.settings.load_settings_for(path))  # its own or defaults
+        self.loading.load(path)
 
     def load_remote(self, endpoint: SavedEndpoint) -> None:
         """Chat through a saved remote endpoint instead of a local model."""
-        self.loaded = None
-        self.sidebar.set_loading(endpoint.name)
-        self.load_state.setText(f"  connecting to {endpoint.name}…")
-        self.cancel_load_action.setVisible(True)
-        self._loading_remote = True
-        self._load_tag = self.engine.worker.load_remote(endpoint)
+        self.loading.load_remote(endpoint)
 
     def _add_remote(self, existing: SavedEndpoint | None = None) -> None:
         from prefill.ui.models.endpoint_dialog import edit_endpoint
 
         edit_endpoint(self, existing, self.picker, self.store, self.load_remote)
-        self.picker.show_current(self._loaded_data())
-
-    def _loaded_data(self) -> str:
-        """The picker's entry for what is loaded ("" for nothing)."""
-        if self.loaded is None:
-            return ""
-        return REMOTE + self.loaded.endpoint if self.loaded.remote else str(self.loaded.path)
+        self.picker.show_current(self.loading.picker_entry())
 
     def _open_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open a model", str(Path.home()), "GGUF models (*.gguf)")
         if path:
             self.load_model(path)
 
-    def _load_ended(self) -> None:
-        self.store.end_load()
-
-    def _on_worker_loaded(self, m: LoadedModel) -> None:
-        if not m.remote:
-            self._load_ended()
-        self.loaded = m
+    def _on_loading_loaded(self, m: LoadedModel) -> None:
         self.sidebar.set_model(m, name=loaded_name(m))
         self.images.set_model(m)
-        self.load_state.setText(f"  {loaded_name(m)} · {m.backend_summary}")
         self.setWindowTitle(f"{loaded_name(m)} — Prefill")
-        self.cancel_load_action.setVisible(False)
         self.reasoning_action.setVisible(self.reasoning_controls.set_model(m))
         self.stack.setCurrentWidget(self.chat_view)
         if not m.format_from_model:  # said once in the chat, and kept in the sidebar
@@ -321,35 +300,17 @@ class MainWindow(QMainWindow):
             self.settings = replace(self.settings, model=replace(self.settings.model, last_model_path=str(m.path)))
             self.store.save_settings(self.settings)
             self._fill_model_combo()
-        self.picker.show_current(self._loaded_data())
+        self.picker.show_current(self.loading.picker_entry())
         if m.backend_warning:
             self.show_notice(f"⚠ {m.backend_warning}")
         self.input.editor.setFocus()  # the model was picked from a list or a button: now type
         self.prompt_count.ask()
         self.model_loaded.emit(m)
 
-    def _on_worker_load_failed(self, reason: str) -> None:
+    def _on_loading_failed(self, reason: str, sentence: str) -> None:
         self.sidebar.set_model(None, reason)
         self.setWindowTitle("Prefill")
-        self.cancel_load_action.setVisible(False)
-        if self._loading_remote:  # the reason is worded with its next step already
-            self.load_state.setText("  endpoint failed to connect")
-            self.show_notice(f"The endpoint could not be used. {reason} The app is still usable.")
-            return
-        self._load_ended()
-        self.load_state.setText("  model failed to load")
-        self.show_notice(f"The model could not be loaded: {reason}. Pick another file; the app is still usable.")
-
-    def _on_cancel_load_triggered(self) -> None:
-        # Called here, not connected to the worker's slot: that would queue it behind the load.
-        self.engine.worker.cancel_load()
-
-    def _on_worker_load_cancelled(self, tag: int) -> None:
-        self._load_ended()
-        if tag == self._load_tag:  # not one a newer load superseded
-            self.sidebar.set_model(None, "Loading was cancelled.")
-            self.load_state.setText("  no model loaded")
-            self.cancel_load_action.setVisible(False)
+        self.show_notice(sentence)
 
     def open_models(self) -> None:
         """The Models tab: search the hub, download, the local library (chats go on meanwhile)."""
