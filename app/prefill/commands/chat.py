@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -35,17 +36,16 @@ from prefill.commands.options import (
 )
 from prefill.commands.terminal_text import terminal_json, terminal_line, terminal_text
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
-from prefill.engine.message import ImagePart, Message, ToolCall
+from prefill.engine.message import ImagePart, Message
 from prefill.engine.prompt.thinking_budget import EFFORT_BUDGETS, budget_of
-from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, ChatRequest, TemplateOptions
-from prefill.engine.settings import OverflowSettings, SamplingSettings
+from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, TemplateOptions
 from prefill.engine.speculation import Speculation
-from prefill.session.compaction import CompactionError, Summary, due, model_view, summarise
-from prefill.session.tool_loop import Decision, LoopFinished, RoundStarted, ToolCallDone, ToolCallStarted, run_tool_loop
+from prefill.session.compaction import CompactionError, Summary
+from prefill.session.conversation import Conversation
+from prefill.session.tool_loop import LoopEvent, RoundStarted, ToolCallDone, ToolCallStarted
 
 if TYPE_CHECKING:
     from prefill.commands.chat_tools import TerminalTools
-    from prefill.mcp_tools.results import ToolResult
     from prefill.session.capabilities import Speculates
     from prefill.session.chat_session import ChatSession
     from prefill.session.loaded import LoadedModel
@@ -135,102 +135,87 @@ def _prompts(args: argparse.Namespace) -> Iterable[str | Control]:
 
 
 def chat_turns(
-    session: ChatSession, system: str, prompts: Iterable[str | Control], sampling: SamplingSettings,
-    overflow: OverflowSettings, echo: bool, options: TemplateOptions | None = None,
+    session: ChatSession, conversation: Conversation, prompts: Iterable[str | Control], echo: bool,
     stopper: StopOnCtrlC | None = None, tools: TerminalTools | None = None, images: Sequence[ImagePart] = (),
-    n_ctx: int = 0, compactions: list[Summary] | None = None,
+    compactions: list[Summary] | None = None,
 ) -> Iterator[Finished]:
-    """Run user turns in one conversation; yields each answer's Finished event (with `tools`, the
-    last round's: `tools.last` has the turn's calls). Echoed thinking goes to stderr, dimmed, so
-    stdout holds the answers alone. A NewConversation or SetSystem among the prompts starts over
-    or changes the system prompt, a Compact has the model summarise the chat; with a `stopper`,
+    """Run user turns in `conversation` (session/conversation.py: it builds each request, runs the tool
+    loop and keeps the messages) on `session`'s model; yields each answer's Finished event (with
+    `tools`, the last round's: `tools.last` has the turn's calls). Echoed thinking goes to stderr,
+    dimmed, so stdout holds the answers alone. A NewConversation or SetSystem among the prompts starts
+    over or changes the system prompt, a Compact has the model summarise the chat; with a `stopper`,
     Ctrl-C ends the answer that streams (kept as far as it got) or the tool that runs, and the chat
     goes on. `images` go with the first prompt. With the "summarise" policy, a chat whose last answer
-    left it past the compaction threshold of `n_ctx`, or whose next turn would pass it, is summarised
-    before that turn; each compaction's Summary is added to `compactions`."""
-    options = options or TemplateOptions()
-    summary = ""  # what the last compaction made of the turns before `turns`
-    turns: list[Message] = []
+    left it past the compaction threshold of the conversation's `n_ctx`, or whose next turn would pass
+    it, is summarised before that turn; each compaction's Summary is added to `compactions`."""
     compact_next = False
     for prompt in prompts:
         if isinstance(prompt, NewConversation):
-            summary, turns = "", []
+            conversation.clear()
             continue
         if isinstance(prompt, SetSystem):
-            system = prompt.text
+            conversation.system = prompt.text
             continue
         asked = Message("user", prompt, images=tuple(images)) if isinstance(prompt, str) else None
-        if asked is not None and turns and not compact_next:  # a next turn that would not fit compacts too
-            compact_next = _overflows(session, ChatRequest((*model_view(system, summary, turns), asked),
-                                                           sampling, overflow), n_ctx)
+        if asked is not None and not compact_next:  # a next turn that would not fit compacts too
+            compact_next = conversation.due_before(asked, session.count_tokens)
         if isinstance(prompt, Compact) or compact_next:
-            request = ChatRequest(tuple(model_view(system, summary, turns)), sampling, overflow, options)
-            done = _compact(session, request, n_ctx, stopper, echo)
-            if done is not None:
-                summary, turns = done.text, []
-                if compactions is not None:
-                    compactions.append(done)
+            done = _compact(session, conversation, stopper, echo)
+            if done is not None and compactions is not None:
+                compactions.append(done)
             compact_next = False
         if asked is None:
             continue
-        history = [*model_view(system, summary, turns), asked]
         images = ()
-        end = None
-        thinking = mid_line = False
         with stopper or contextlib.nullcontext():
             cancel = stopper.cancel if stopper is not None else None
-            request = ChatRequest(tuple(history), sampling, overflow, options)
             if tools is not None:
-                events = tools.loop(session.stream, request, cancel)
+                conversation.tools = tools.tools  # the servers' tools as they are now
+            turn = conversation.ask(asked.content, asked.images)
+            if tools is not None:
+                events = conversation.run(turn, session.stream, tools.runner(),
+                                          functools.partial(tools.approve, cancel=cancel), cancel=cancel,
+                                          approvals=tools.approvals, max_rounds=tools.max_rounds)
             else:
-                events = run_tool_loop(session.stream, request, _no_tool, _deny, 0, cancel)
-            for ev in events:
-                if echo and thinking and isinstance(ev, RoundStarted | ToolCallStarted | ToolCallDone | Finished):
-                    thinking = False
-                    print("\x1b[0m", end="", file=sys.stderr, flush=True)
-                if echo and isinstance(ev, Token):
-                    if ev.reasoning != thinking:
-                        thinking = ev.reasoning
-                        print("\x1b[2m[thinking] " if thinking else "\x1b[0m\n", end="", file=sys.stderr, flush=True)
-                    print(terminal_text(ev.text), end="", flush=True, file=sys.stderr if ev.reasoning else sys.stdout)
-                    if ev.text and not ev.reasoning:
-                        mid_line = not ev.text.endswith("\n")
-                elif echo and isinstance(ev, PrefillDone):
-                    for note in (ev.overflow_note, ev.cache_note):
-                        if note:
-                            print(f"({terminal_line(note)})", file=sys.stderr)
-                elif echo and isinstance(ev, Finished) and ev.tool_calls and mid_line:
-                    print(flush=True)  # the calls are shown on lines of their own
-                    mid_line = False
-                elif isinstance(ev, LoopFinished):
-                    end = ev
-                if tools is not None:
-                    tools.show(ev)
-        assert end is not None
-        turns = [m for m in end.messages if m.role != "system"]
-        if end.reason == "cancelled" and turns and turns[-1].role == "user":
-            turns.pop()  # stopped before a word: the question goes, so the roles still alternate
-        m = end.finished.metrics
-        compact_next = due(overflow.policy, m.prompt_tokens + m.completion_tokens, n_ctx)
-        yield end.finished
+                events = conversation.run(turn, session.stream, cancel=cancel, max_rounds=0)
+            _show(events, echo, tools)
+        assert turn.end is not None
+        compact_next = conversation.due_after(turn.end.finished)
+        yield turn.end.finished
 
 
-def _overflows(session: ChatSession, request: ChatRequest, n_ctx: int) -> bool:
-    """Whether a "summarise" chat's next prompt, with room for its answer, goes past its compaction point."""
-    if request.overflow.policy != "summarise" or n_ctx <= 0:
-        return False
-    n = session.count_tokens(request)
-    reserve = request.overflow.reserve_for(request.sampling.max_tokens, n_ctx)
-    return n is not None and due("summarise", n + reserve, n_ctx)
+def _show(events: Iterable[LoopEvent], echo: bool, tools: TerminalTools | None) -> None:
+    """Print a turn as it streams: the answer on stdout, its thinking dimmed and the notes on stderr."""
+    thinking = mid_line = False
+    for ev in events:
+        if echo and thinking and isinstance(ev, RoundStarted | ToolCallStarted | ToolCallDone | Finished):
+            thinking = False
+            print("\x1b[0m", end="", file=sys.stderr, flush=True)
+        if echo and isinstance(ev, Token):
+            if ev.reasoning != thinking:
+                thinking = ev.reasoning
+                print("\x1b[2m[thinking] " if thinking else "\x1b[0m\n", end="", file=sys.stderr, flush=True)
+            print(terminal_text(ev.text), end="", flush=True, file=sys.stderr if ev.reasoning else sys.stdout)
+            if ev.text and not ev.reasoning:
+                mid_line = not ev.text.endswith("\n")
+        elif echo and isinstance(ev, PrefillDone):
+            for note in (ev.overflow_note, ev.cache_note):
+                if note:
+                    print(f"({terminal_line(note)})", file=sys.stderr)
+        elif echo and isinstance(ev, Finished) and ev.tool_calls and mid_line:
+            print(flush=True)  # the calls are shown on lines of their own
+            mid_line = False
+        if tools is not None:
+            tools.show(ev)
 
 
-def _compact(session: ChatSession, request: ChatRequest, n_ctx: int, stopper: StopOnCtrlC | None,
+def _compact(session: ChatSession, conversation: Conversation, stopper: StopOnCtrlC | None,
              echo: bool) -> Summary | None:
     """Have the model summarise the chat; what it did is said on stderr (the summary itself too, dimmed,
     when the chat is echoed). None: no summary (said why), the chat goes on as it was."""
     print("(summarising the chat so far…)", file=sys.stderr, flush=True)
     with stopper or contextlib.nullcontext():
-        work = summarise(session.stream, request, session.count_tokens, n_ctx, stopper.cancel if stopper else None)
+        work = conversation.compact(session.stream, session.count_tokens, stopper.cancel if stopper else None)
         try:
             while True:
                 next(work)
@@ -252,14 +237,6 @@ def _compacted_json(compactions: list[Summary]) -> dict[str, object] | None:
     done = compactions.pop()
     compactions.clear()
     return {"summary": done.text, **done.as_dict()}
-
-
-def _no_tool(call: ToolCall, _cancel: object) -> ToolResult:
-    raise AssertionError("no tools were offered, so none is called")
-
-
-def _deny(_call: ToolCall) -> Decision:
-    return Decision.DENY
 
 
 def _speculate(session: ChatSession, flag: str, most: int) -> Speculates | None:
@@ -343,10 +320,10 @@ def run(args: argparse.Namespace) -> int:
         interactive = not args.prompt and sys.stdin.isatty()
         tools = open_tools(args)
         compactions: list[Summary] = []
-        turns = chat_turns(
-            session, args.system, _prompts(args), sampling_settings(args), overflow, not args.json, options,
-            StopOnCtrlC() if interactive else None, tools, images, info.n_ctx, compactions,
-        )
+        conversation = Conversation(args.system, sampling=sampling_settings(args), overflow=overflow,
+                                    options=options, n_ctx=info.n_ctx)
+        turns = chat_turns(session, conversation, _prompts(args), not args.json,
+                           StopOnCtrlC() if interactive else None, tools, images, compactions)
         if args.remote:
             turns = keep_partial(turns, args.json)
         told = ""

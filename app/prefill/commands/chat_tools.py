@@ -145,8 +145,12 @@ class TerminalTools:
 
     def loop(self, stream: Streamer, request: ChatRequest, cancel: threading.Event | None) -> Iterator[LoopEvent]:
         """One turn through the tool loop, the tools offered, each call asked about (unless --yes)."""
-        return run_tool_loop(stream, replace(request, tools=self.tools), McpToolRunner(lambda: self.client),
+        return run_tool_loop(stream, replace(request, tools=self.tools), self.runner(),
                              functools.partial(self.approve, cancel=cancel), self.max_rounds, cancel, self.approvals)
+
+    def runner(self) -> McpToolRunner:
+        """What runs a call: the tool of that name on its server, approved by its key."""
+        return McpToolRunner(lambda: self.client)
 
     def run_tool(self, call: ToolCall, cancel: threading.Event | None = None) -> ToolResult:
         return self.client.run_call(call, cancel)
