@@ -198,7 +198,8 @@ def test_a_regeneration_that_fails_brings_back_the_answer_before_it(app, qtbot, 
     w.engine.worker.generate = lambda _id, _request: None  # type: ignore[method-assign]  # it never answers
     w.message_actions.run("regenerate", 1)
     assert w.transcript.row(1).streaming and w.transcript.row(1).versions == 2
-    w.engine.worker.failed.emit(c._request, "The model stopped.")
+    assert c.answering is not None
+    w.engine.worker.failed.emit(c.answering.id, "The model stopped.")
     qtbot.waitUntil(lambda: w.transcript.row(1).content == kept and not w.transcript.row(1).streaming)
     assert (w.transcript.row(1).version, w.transcript.row(1).versions) == (0, 1) and not c.busy
     qtbot.waitUntil(lambda: w.store.pending() == 0)

@@ -1,16 +1,17 @@
 """Compaction in the window: the model's summary of the earlier turns, as a row of the chat.
 
 With the "summarise" overflow policy, an answer that leaves the chat past the compaction threshold
-of the loaded model's context (`session.compaction.due`) has the chat compacted at once, before the
-person's next turn; the Compact action does it on demand. The engine worker has the model write the
-summary (`EngineWorker.compact`, on the engine thread); meanwhile the window is busy and the chat
-ends with a "Summarising the earlier turns…" row, which becomes the summary row (role "summary").
+of the loaded model's context (the conversation service's `due_after`) has the chat compacted at
+once, before the person's next turn; the Compact action does it on demand. The engine worker has the
+model write the summary (`EngineWorker.compact`, on the engine thread); meanwhile the window is busy
+and the chat ends with a "Summarising the earlier turns…" row, which becomes the summary row (role
+"summary").
 
-The model reads the chat from its last summary on (`session.compaction.model_view`: the system
-prompt with the summary under it, then the rows after it); the rows before it stay, shown folded, and
-stored. In the history a summary is a "system" message whose figures hold {"compaction": …} (no
-schema change; export and import keep it); removing it (Delete, with Undo) has the model read the
-turns again, editing it changes what the next turn reads.
+The model reads the chat from its last summary on (`Conversation.model_messages`, the rows made a
+conversation by row_messages.py: the system prompt with the summary under it, then the rows after
+it); the rows before it stay, shown folded, and stored. In the history a summary is a "system"
+message whose figures hold {"compaction": …} (no schema change; export and import keep it); removing
+it (Delete, with Undo) has the model read the turns again, editing it changes what the next turn reads.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Signal
 
 from prefill.engine.events import Finished
-from prefill.engine.request import ChatRequest
-from prefill.session.compaction import Summary, due
+from prefill.session.compaction import Summary
 from prefill.store import MessageRecord
 from prefill.ui.chat.transcript_model import Row
 
@@ -93,9 +93,7 @@ class ChatCompaction(QObject):
     def after_answer(self, f: Finished) -> None:
         """Compact now if the "summarise" policy is on and this answer left the chat past the threshold
         (an answer stopped or cut short by an error leaves it for the next one)."""
-        m = f.metrics
-        policy = self.chat.settings().model.overflow_policy
-        if not f.error and f.reason != "cancelled" and due(policy, m.prompt_tokens + m.completion_tokens, self.n_ctx):
+        if not f.error and f.reason != "cancelled" and self.chat.conversation().due_after(f):
             self.compact()
 
     def compact(self) -> None:
@@ -107,15 +105,12 @@ class ChatCompaction(QObject):
             c.store.after_pending(self.compact)
             return
         c.pending.commit()
-        s = c.settings()
-        request = ChatRequest(tuple(c.messages()), s.sampling, s.model.overflow(), c.options)
-        self._request, self._cid = next(self._ids), c.conversation_id
-        c.busy = True
+        request = c.conversation().compaction_request()  # the chat as the model reads it now
+        self._request, self._cid = next(self._ids), c.conversation_id  # busy from here on
         c.busy_changed.emit(True)
         c.notice.emit("")
         self._row = Row(SUMMARY, [], streaming=True)
         c.model.append_row(self._row)
-        c.worker.cancel.clear()
         c.worker.compact(self._request, request, self.n_ctx)
 
     def edit(self, row: int, text: str) -> None:
@@ -184,5 +179,4 @@ class ChatCompaction(QObject):
 
     def _end(self) -> None:
         self._request = 0
-        self.chat.busy = False
         self.chat.busy_changed.emit(False)

@@ -11,21 +11,23 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.engine.message import ImagePart, Message, ToolCall
-from prefill.engine.request import MAX_REASONING_BUDGET, ChatRequest, TemplateOptions, Tool
-from prefill.session.compaction import model_view
+from prefill.engine.request import MAX_REASONING_BUDGET, TemplateOptions, Tool
+from prefill.session.conversation import Conversation as Chat
+from prefill.session.conversation import Turn
 from prefill.session.tool_loop import Decision, LoopFinished, ToolCallDone, ToolCallStarted
 from prefill.store import Conversation, MessageRecord
 from prefill.store.app_settings import Settings
 from prefill.ui.chat.chat_tools import ChatTools, stored_chat_tools
-from prefill.ui.chat.compaction_rows import REMOVED, SUMMARY, ChatCompaction, last_summary
+from prefill.ui.chat.compaction_rows import REMOVED, SUMMARY, ChatCompaction
 from prefill.ui.chat.pending_delete import PendingDelete
+from prefill.ui.chat.row_messages import conversation_of
 from prefill.ui.chat.sidebar import EngineSidebar
 from prefill.ui.chat.stored_rows import message_rows, stored_rows
 from prefill.ui.chat.transcript_model import Row, TranscriptModel
@@ -38,6 +40,34 @@ TAIL_ROWS = 40  # a long chat opens with this many of its last messages, then re
 PREPEND_SLICE = 500  # the rest goes in this many rows a turn of the event loop
 SAVE_EVERY_S = 0.5
 STORED_RESULT_CHARS = 4000  # of each tool result kept with the answer (the figures stay small enough to export)
+
+
+@dataclass
+class Answering:
+    """The answer in flight in the window: the service's Turn (its request, answer so far, calls and
+    state), and where the window shows and stores it.
+
+    Attributes:
+        id: Tags the engine worker's events for this answer.
+        turn: The conversation service's turn.
+        row: The answer's transcript row (it moves down as tool rows go in before it).
+        budget: The thinking budget it is answered with (None: no limit).
+        answer_id: Its message in the history, once the store made it.
+        regenerated: While a new version streams, the version shown before it (None: a new answer).
+        tool_rows: A running call's id: its transcript row.
+        asked: The serial of the tool question shown now (0: none).
+        last_save: When the answer was last written to the history (time.monotonic).
+    """
+
+    id: int
+    turn: Turn
+    row: int
+    budget: int | None
+    answer_id: int | None = None
+    regenerated: int | None = None
+    tool_rows: dict[str, int] = field(default_factory=dict)
+    asked: int = 0
+    last_save: float = field(default_factory=time.monotonic)
 
 
 class ChatController(QObject):
@@ -78,23 +108,14 @@ class ChatController(QObject):
         self.tools = tools  # the tools the app offers in a turn (None: none)
         self.chat_tools = ChatTools()  # of those, the ones this conversation offers
         self._stored_settings: dict[str, Any] = {}  # this conversation's, as last read or written
-        self._asked = 0  # the serial of the tool question shown now (0: none)
-        self._tool_rows: dict[str, int] = {}  # a running call's id: its transcript row
-        self._turn_calls: list[dict[str, Any]] = []  # this turn's calls, kept with its answer
         self.conversation_id: int | None = None
         self.system_prompt = ""
         self.options = TemplateOptions()  # this conversation's thinking switch, effort and budget
-        self._budget: int | None = None  # the thinking budget of the answer in progress (None: no limit)
         self._complete = True  # every row of the open conversation is in the model
         self._opening = 0
-        self.busy = False
         self._ids = itertools.count(1)
-        self._request = 0
-        self._row = -1
-        self._answer_id: int | None = None
-        self._regenerated: int | None = None  # while a new version streams: the version shown before it
+        self.answering: Answering | None = None  # the answer in flight
         self.pending = PendingDelete(model, store)  # a deleted message, while Undo is offered
-        self._last_save = 0.0
         self._timer = QTimer(self)
         self._timer.setInterval(FLUSH_MS)
         self._timer.timeout.connect(self.flush)
@@ -107,6 +128,11 @@ class ChatController(QObject):
         worker.tool_done.connect(self._on_worker_tool_done)
         worker.tool_loop_finished.connect(self._on_worker_tool_loop_finished)
         self.compaction = ChatCompaction(self)  # the model's summary of the earlier turns (compaction_rows)
+
+    @property
+    def busy(self) -> bool:
+        """An answer or a summary is being written (nothing else is asked of the chat meanwhile)."""
+        return self.answering is not None or self.compaction.running
 
     @property
     def complete(self) -> bool:
@@ -134,7 +160,7 @@ class ChatController(QObject):
         def show(result: tuple[Conversation, list[Row]]) -> None:
             conv, rows = result
             if conv.id != self.conversation_id:
-                self.worker.approvals.forget()  # "always allow" holds for the chat it was said in
+                self.worker.forget_approvals()  # "always allow" holds for the chat it was said in
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
             self._set_options(_stored_options(conv.settings))
             self._stored_settings = dict(conv.settings) if isinstance(conv.settings, Mapping) else {}
@@ -178,7 +204,7 @@ class ChatController(QObject):
         fresh = self.conversation_id is not None  # else the switches chosen before the first chat carry over
 
         def made(conv: Conversation) -> None:
-            self.worker.approvals.forget()
+            self.worker.forget_approvals()
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
             self._opening += 1  # what an earlier open still had to read is not for this chat
             self._complete = True
@@ -222,23 +248,21 @@ class ChatController(QObject):
             self.chat_tools = chat
             self.chat_tools_changed.emit(chat)
 
+    def conversation(self, options: TemplateOptions | None = None) -> Chat:
+        """The chat shown, as the conversation service holds it, asked as the settings say now (`options`:
+        the chat's own unless given). Built from the transcript's rows (row_messages.py): they are what
+        the window edits, pages, deletes and undoes, so no second copy has to follow them."""
+        s = self.settings()
+        return conversation_of(self.system_prompt, self.model.rows(), sampling=s.sampling,
+                               overflow=s.model.overflow(), options=options or self.options,
+                               tools=self.chat_tools.offer(self.tools()) if self.tools is not None else (),
+                               n_ctx=self.compaction.n_ctx)
+
     def messages(self, extra_user: str | None = None) -> list[Message]:
         """The conversation as the engine takes it (notices left out; thinking kept apart); an answer's
         tool calls come before it as the loop wrote them: per round, the calls and their results. From
         the chat's last summary on: the system prompt with the summary under it, then the rows after it."""
-        rows = self.model.rows()
-        at = last_summary(rows)
-        out = model_view(self.system_prompt, rows[at].content if at >= 0 else "", [])
-        calls: list[Row] = []  # the tool rows before the next answer
-        for r in rows[at + 1:]:
-            if r.role == "tool":
-                calls.append(r)
-            elif r.role == "user":
-                calls = []  # an answer that failed after its calls: they answered nothing
-                out.append(Message("user", r.content, r.reasoning, images=r.images))
-            elif r.role == "assistant":
-                out += _with_calls(r, calls, len(out))
-                calls = []
+        out = conversation_of(self.system_prompt, self.model.rows()).model_messages()
         if extra_user is not None:
             out.append(Message("user", extra_user))
         return out
@@ -272,26 +296,27 @@ class ChatController(QObject):
     def _generate(self, version_of: Row | None = None) -> None:
         """Answer the chat as it stands; `version_of`: a stored answer gets a new version (Regenerate)."""
         assert self.conversation_id is not None
-        messages = self.messages()
-        self.busy = True
-        self.busy_changed.emit(True)
-        self.notice.emit("")
-        self._request = next(self._ids)
+        s = self.settings()
+        # The chat's own budget, else its model's (a default in the settings, remembered per model file).
+        budget = self.options.reasoning_budget
+        if budget is None:
+            budget = s.model_for(self.model_path()).thinking_budget()
+        turn = self.conversation(replace(self.options, reasoning_budget=budget)).again()
         answer = Row("assistant", [], streaming=True)
         if version_of is not None:
             answer.message_id, answer.position = version_of.message_id, version_of.position
             answer.version, answer.versions = version_of.versions, version_of.versions + 1
-        self._row = self.model.append_row(answer)
-        self._answer_id = version_of.message_id if version_of is not None else None
-        self._regenerated = version_of.version if version_of is not None else None
-        row, request = self._row, self._request
+        row = self.model.append_row(answer)
+        t = self.answering = Answering(next(self._ids), turn, row, budget)
+        if version_of is not None:
+            t.answer_id, t.regenerated = version_of.message_id, version_of.version
+        self.busy_changed.emit(True)
+        self.notice.emit("")
 
         def started(answer_id: int) -> None:
-            if self._request == request:
-                self._answer_id = answer_id
+            t.answer_id = answer_id
             self._set_id(row, answer_id)
 
-        s = self.settings()
         used = {"model": {k: v for k, v in s.to_dict()["model"].items() if k != "last_model_path"},
                 "sampling": s.to_dict()["sampling"],
                 "template": {"think": self.options.think, "reasoning_effort": self.options.reasoning_effort,
@@ -301,53 +326,52 @@ class ChatController(QObject):
         self.store.record_model(self.conversation_id, self.model_path(), used)
         if version_of is None:
             self.store.begin_answer(self.conversation_id, then=started)
-        # The chat's own budget, else its model's (a default in the settings, remembered per model file).
-        self._budget = self.options.reasoning_budget
-        if self._budget is None:
-            self._budget = s.model_for(self.model_path()).thinking_budget()
-        options = replace(self.options, reasoning_budget=self._budget)
-        self.sidebar.set_budget(self._budget)
+        self.sidebar.set_budget(budget)
         self.sidebar.begin_answer()
-        self.worker.buffer.take_both()  # nothing stale from an earlier answer
-        self.worker.cancel.clear()
-        self._last_save = time.monotonic()
-        self._tool_rows, self._turn_calls = {}, []
-        tools = self.chat_tools.offer(self.tools()) if self.tools is not None else ()
-        self.worker.generate(request, ChatRequest(tuple(messages), s.sampling, s.model.overflow(), options,
-                                                  tools=tools))
+        self.worker.generate(t.id, turn.request)
         self._timer.start()
 
     def stop(self) -> None:
         if self.busy:
-            self.worker.cancel.set()  # a question waiting is answered DENY, a running tool is told
+            self.worker.stop_answer()  # a question waiting is answered DENY, a running tool is told
             self._settle_question()
 
     def answer_tool(self, decision: Decision) -> None:
         """The person's answer to the tool call asked about (`tool_asked`)."""
-        if self._asked:
-            self.worker.answer_tool(self._asked, decision)
+        t = self.answering
+        if t is not None and t.asked:
+            self.worker.answer_tool(t.asked, decision)
             self._settle_question()
 
     def _settle_question(self) -> None:
-        if self._asked:
-            self._asked = 0
+        t = self.answering
+        if t is not None and t.asked:
+            t.asked = 0
             self.tool_settled.emit()
 
     def flush(self) -> None:
         """Move streamed text from the worker's buffer to the transcript row: O(new text)."""
-        thinking, text = self.worker.buffer.take_both()
-        if self._row >= 0:
-            self.model.append_reasoning(self._row, thinking)
-            self.model.append_text(self._row, text)
+        thinking, text = self.worker.take_streamed()
+        t = self.answering
+        if t is None:
+            return
+        t.turn.grow(thinking, text)
+        self.model.append_reasoning(t.row, thinking)
+        self.model.append_text(t.row, text)
         now = time.monotonic()
-        if self._answer_id is not None and now - self._last_save >= SAVE_EVERY_S:
-            self._last_save = now
-            r = self.model.row(self._row)
-            self.store.update_answer(self._answer_id, r.content, r.reasoning)
+        if t.answer_id is not None and now - t.last_save >= SAVE_EVERY_S:
+            t.last_save = now
+            r = self.model.row(t.row)
+            self.store.update_answer(t.answer_id, r.content, r.reasoning)
+
+    def _current(self, request: int) -> Answering | None:
+        """The answer in flight, if the worker's event `request` is about it."""
+        t = self.answering
+        return t if t is not None and t.id == request else None
 
     # --- worker events ---------------------------------------------------------------------
     def _on_worker_prefill_done(self, request: int, p: PrefillDone) -> None:
-        if request != self._request:
+        if self._current(request) is None:
             return
         self.sidebar.on_prefill(p)
         if p.overflow_note:
@@ -355,26 +379,29 @@ class ChatController(QObject):
             self.notice.emit(f"{p.overflow_note} ({policy}).")
 
     def _on_worker_metrics(self, request: int, m: MetricsSnapshot) -> None:
-        if request == self._request:
+        t = self._current(request)
+        if t is not None:
             self.sidebar.on_metrics(m)
-            if 0 <= self._row < self.model.rowCount() and m.reasoning_tokens:
-                self.model.update_row(self._row, figures=m.as_dict())  # the thinking's live count
+            if 0 <= t.row < self.model.rowCount() and m.reasoning_tokens:
+                self.model.update_row(t.row, figures=m.as_dict())  # the thinking's live count
 
     def _on_worker_finished(self, request: int, f: Finished) -> None:
-        if request != self._request:
+        t = self._current(request)
+        if t is None:
             return
         self.flush()
         self._timer.stop()
-        row = self._row
+        t.turn.finish(f)
         figures: dict[str, Any] = f.metrics.as_dict() if not f.error else {}  # cut short: nothing measured to the end
-        if figures and self._budget is not None:
-            figures["reasoning_budget"] = self._budget  # the sidebar shows the thinking against it
-        self.model.update_row(row, content=f.text, reasoning=f.reasoning, streaming=False, figures=figures,
+        if figures and t.budget is not None:
+            figures["reasoning_budget"] = t.budget  # the sidebar shows the thinking against it
+        self.model.update_row(t.row, content=f.text, reasoning=f.reasoning, streaming=False, figures=figures,
                               finish_reason=f.reason)
         self.sidebar.on_finished(f)
         # The turn's calls are kept with the answer (the tool rows of a reopened chat come from them).
-        stored = {**figures, "tool_calls": list(self._turn_calls)} if self._turn_calls else figures
-        self._finish_in_store(row, f.text, f.reason, stored, f.reasoning)
+        calls = [{**_done_figures(ev), "result": ev.text[:STORED_RESULT_CHARS]} for ev in t.turn.calls]
+        stored = {**figures, "tool_calls": calls} if calls else figures
+        self._finish_in_store(t, f.text, f.reason, stored, f.reasoning)
         self._end()
         if f.error:
             self.notice.emit(f.error)
@@ -383,49 +410,53 @@ class ChatController(QObject):
 
     # --- tool calls: each one a row before the answer that streams after it -----------------------
     def _on_worker_tool_asked(self, request: int, serial: int, call: ToolCall) -> None:
-        if request != self._request:
+        t = self._current(request)
+        if t is None:
             return
-        self._asked = serial
+        t.asked = serial
+        t.turn.state = "tools"
         self.flush()
         self.tool_asked.emit(call)
 
     def _on_worker_tool_started(self, request: int, ev: ToolCallStarted) -> None:
-        if request != self._request or self._row < 0:
+        t = self._current(request)
+        if t is None:
             return
         self._settle_question()
-        self._tool_rows[ev.call.id] = self._insert_tool_row(Row("tool", [], _call_figures(ev.call), streaming=True))
+        t.turn.take(ev)
+        t.tool_rows[ev.call.id] = self._insert_tool_row(t, Row("tool", [], _call_figures(ev.call), streaming=True))
 
     def _on_worker_tool_done(self, request: int, ev: ToolCallDone) -> None:
-        if request != self._request or self._row < 0:
+        t = self._current(request)
+        if t is None:
             return
         self._settle_question()
-        figures = {**_call_figures(ev.call), "elapsed_ms": round(ev.elapsed_s * 1000, 1), "is_error": ev.is_error,
-                   "denied": ev.denied, "stopped": ev.stopped, "not_run": ev.not_run, "round": ev.round}
-        self._turn_calls.append({**figures, "result": ev.text[:STORED_RESULT_CHARS]})
-        row = self._tool_rows.pop(ev.call.id, -1)
+        t.turn.take(ev)
+        figures = _done_figures(ev)
+        row = t.tool_rows.pop(ev.call.id, -1)
         if row >= 0:
             self.model.update_row(row, content=ev.text, streaming=False, figures=figures)
         else:
-            self._insert_tool_row(Row("tool", [ev.text], figures))
+            self._insert_tool_row(t, Row("tool", [ev.text], figures))
 
-    def _insert_tool_row(self, row: Row) -> int:
-        at = self._row
+    def _insert_tool_row(self, t: Answering, row: Row) -> int:
+        at = t.row
         self.flush()
         self.model.insert_row(at, row)
-        self._row = at + 1  # the answer moved down one
+        t.row = at + 1  # the answer moved down one
         return at
 
     def _on_worker_tool_loop_finished(self, request: int, end: LoopFinished) -> None:
-        if request == self._request:
+        if self._current(request) is not None:
             self._settle_question()
             if end.note:
                 self.notice.emit(f"Tools: {end.note}.")
 
-    def _finish_in_store(self, row: int, text: str, reason: str, figures: dict[str, Any], reasoning: str) -> None:
-        answer_id = self._answer_id
-        if answer_id is not None:
-            self.store.finish_answer(answer_id, text, reason, figures, reasoning)
+    def _finish_in_store(self, t: Answering, text: str, reason: str, figures: dict[str, Any], reasoning: str) -> None:
+        if t.answer_id is not None:
+            self.store.finish_answer(t.answer_id, text, reason, figures, reasoning)
             return
+        row = t.row
 
         # begin_answer has not come back yet; store calls run in order, so after this no-op it has.
         def later() -> None:
@@ -436,35 +467,36 @@ class ChatController(QObject):
         self.store.after_pending(later)
 
     def _on_worker_failed(self, request: int, message: str) -> None:
-        if request != self._request:
+        t = self._current(request)
+        if t is None:
             return
         self._timer.stop()
-        self.worker.buffer.take_both()
-        mid, before = self._answer_id, self._regenerated
-        if mid is not None and before is not None and 0 <= self._row < self.model.rowCount():
+        self.worker.take_streamed()
+        t.turn.fail(message)
+        mid, before = t.answer_id, t.regenerated
+        if mid is not None and before is not None and 0 <= t.row < self.model.rowCount():
             # A new version that failed goes; the one shown before comes back in its row, with its tool rows.
-            self.model.update_row(self._row, streaming=False)
+            self.model.update_row(t.row, streaming=False)
             self.store.call(lambda s: s.history.show_version(mid, before, drop_shown=True), then=self._show_answer)
             self.notice.emit(f"{message} The answer before it is kept.")
             self._end()
             return
-        if 0 <= self._row < self.model.rowCount():
-            self.model.remove_row(self._row)
+        if 0 <= t.row < self.model.rowCount():
+            self.model.remove_row(t.row)
         # The answer row in the database goes too, once begin_answer has come back (calls run in order).
-        self.store.after_pending(lambda: self._drop_answer(request))
+        self.store.after_pending(lambda: self._drop_answer(t))
         # The question stays: it can be sent again as it is (Retry) or edited.
         self.notice.emit(f"{message} Your message is kept: retry it, or edit it.")
         self._end()
 
-    def _drop_answer(self, request: int) -> None:
-        if request == self._request and self._answer_id is not None:
-            self.store.delete_message(self._answer_id)
-            self._answer_id = None
+    def _drop_answer(self, t: Answering) -> None:
+        if t.answer_id is not None:
+            self.store.delete_message(t.answer_id)
+            t.answer_id = None
 
     def _end(self) -> None:
         self._settle_question()
-        self.busy = False
-        self._row = -1
+        self.answering = None
         self.busy_changed.emit(False)
         self.conversations_changed.emit()
 
@@ -569,26 +601,10 @@ def _call_figures(call: ToolCall) -> dict[str, Any]:
     return {"id": call.id, "tool": call.name, "arguments": call.arguments}
 
 
-def _with_calls(answer: Row, calls: list[Row], at: int) -> list[Message]:
-    """An answer and the tool rounds before it, as messages. Calls whose answer ended asking for
-    them (the round limit, Stop) share its message; earlier rounds' own words were not kept."""
-    rounds: dict[int, list[tuple[ToolCall, str]]] = {}
-    for i, r in enumerate(calls):
-        f = r.figures
-        call = ToolCall(str(f.get("id") or f"call_{at:012d}{i:012d}"), str(f.get("tool", "")),
-                        str(f.get("arguments") or "{}"))
-        n = f.get("round")
-        rounds.setdefault(n if isinstance(n, int) else 1, []).append((call, r.content))
-    out: list[Message] = []
-    ordered = [rounds[n] for n in sorted(rounds)]
-    for k, done in enumerate(ordered):
-        last = k == len(ordered) - 1 and answer.finish_reason == "tool_calls"
-        text, reasoning = (answer.content, answer.reasoning) if last else ("", "")
-        out.append(Message("assistant", text, reasoning, tool_calls=tuple(c for c, _ in done)))
-        out += [Message("tool", result, tool_call_id=c.id, name=c.name) for c, result in done]
-    if not ordered or answer.finish_reason != "tool_calls":
-        out.append(Message("assistant", answer.content, answer.reasoning))
-    return out
+def _done_figures(ev: ToolCallDone) -> dict[str, Any]:
+    """A call's figures once it ended, as its tool row and the stored answer keep them."""
+    return {**_call_figures(ev.call), "elapsed_ms": round(ev.elapsed_s * 1000, 1), "is_error": ev.is_error,
+            "denied": ev.denied, "stopped": ev.stopped, "not_run": ev.not_run, "round": ev.round}
 
 
 def _stored_options(settings: Any) -> TemplateOptions:

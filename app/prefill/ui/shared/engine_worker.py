@@ -3,7 +3,7 @@
 What answers, the cache on disk and serving are decided by the Qt-free `session.ChatSession`;
 this worker moves requests onto the engine thread (queued signals) and results back (signals).
 Streamed text is not sent as one signal per token: the worker appends it to a locked buffer and
-the GUI thread takes it on its own ~30 ms timer (`take_text`), so a fast model costs the GUI one
+the GUI thread takes it on its own ~30 ms timer (`take_streamed`), so a fast model costs the GUI one
 wake-up per flush, not per token, and the worker never waits for the GUI thread to run Python.
 """
 
@@ -78,7 +78,8 @@ class EngineWorker(QObject):
     The GUI thread asks through the typed methods (`load`, `load_remote`, `cancel_load`, `generate`,
     `compact`, `unload`, `ask_count`, `serve`, `stop_serving`, `resume`, `set_cache_budget`, `clear_cache`,
     `set_speculation`, `shutdown`); each queues one private request signal into the engine thread, where the
-    `ChatSession` (made there, so llama.cpp loads off the GUI thread) does the work.
+    `ChatSession` (made there, so llama.cpp loads off the GUI thread) does the work. A few act at once,
+    thread-safe, without a queue: `take_streamed`, `stop_answer`, `answer_tool`, `forget_approvals`.
 
     Signals:
         load_progress(float): 0..1 while a model loads.
@@ -245,14 +246,30 @@ class EngineWorker(QObject):
         self._wanted_load = 0
 
     def generate(self, request_id: int, request: ChatRequest) -> None:
-        """Answer `request`; events come back tagged with `request_id`. `cancel` stops it."""
+        """Answer `request`; events come back tagged with `request_id`. `stop_answer` stops it."""
+        self.buffer.take_both()  # nothing stale from an earlier answer
+        self.cancel.clear()
         self._request_generate.emit(request_id, request)
 
     def compact(self, request_id: int, request: ChatRequest, n_ctx: int) -> None:
         """Have the model summarise `request`'s conversation in a context of `n_ctx` (the summary
         streams into no buffer); `compacted` or `compaction_failed` answers, tagged with `request_id`.
-        `cancel` stops it."""
+        `stop_answer` stops it."""
+        self.cancel.clear()
         self._request_compact.emit(request_id, request, n_ctx)
+
+    def take_streamed(self) -> tuple[str, str]:
+        """The thinking and the text streamed since the last take (GUI thread)."""
+        return self.buffer.take_both()
+
+    def stop_answer(self) -> None:
+        """Stop the answer or summary in progress after its current token: a tool question waiting is
+        answered DENY, a running tool is told."""
+        self.cancel.set()
+
+    def forget_approvals(self) -> None:
+        """Ask again before every tool ("always allow" holds for the chat it was said in)."""
+        self.approvals.forget()
 
     def answer_tool(self, serial: int, decision: Decision) -> None:
         """The person's answer to question `serial` of `tool_asked`; never blocks."""
