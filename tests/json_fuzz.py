@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,7 +14,8 @@ from typing import Any
 from hypothesis import settings
 from hypothesis import strategies as st
 
-FUZZ = settings(max_examples=300, deadline=None)
+# 300 examples in `make test`; the fast tier (tests/tiers.py sets PREFILL_FAST_TIER before collection) tries 50.
+FUZZ = settings(max_examples=50 if os.environ.get("PREFILL_FAST_TIER") == "1" else 300, deadline=None)
 
 # Text as json.loads can return it: any code point, lone surrogates too (JSON spells them "\ud800").
 texts = st.text(st.characters(codec=None), max_size=12) | st.text(st.characters(categories=["Cs"]), max_size=3)
