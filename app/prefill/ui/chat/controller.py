@@ -4,6 +4,11 @@ The controller lives on the GUI thread. It asks the engine worker and the store
 thread by signal and never waits for either. Streamed text is taken from the
 worker's buffer on a 30 ms timer and appended to one transcript row; the answer
 is written to the database every half second, so a crash loses at most that.
+
+What the model reads and each turn's request come from the conversation service
+(session/conversation.py), built from the transcript's rows (row_messages.py); the answer in
+flight is one `Answering` (the service's `Turn`, and where its row and stored message are), and
+`busy` is derived from it.
 """
 
 from __future__ import annotations
