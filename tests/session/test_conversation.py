@@ -178,6 +178,18 @@ def test_a_backend_that_fails_leaves_the_question_and_a_failed_turn() -> None:
     assert retry.question is None and retry.request.messages[-1] == Message("user", "Hello")
 
 
+def test_a_turn_whose_events_are_left_unread_ends_and_frees_the_chat() -> None:
+    conv = chat()
+    model = ScriptedBackend(["One two three."])
+    turn = conv.ask("Count")
+    events = conv.run(turn, model.stream)
+    next(events)
+    events.close()  # the reader went away mid-answer
+    assert (turn.state, conv.busy, conv.turn) == ("cancelled", False, None)
+    assert roles(conv) == [("user", "Count")]
+    ask(conv, model, "Again")  # the chat takes another turn
+
+
 def test_nothing_changes_the_chat_while_its_turn_runs() -> None:
     conv = chat()
     conv.add(Message("user", "Hi"))

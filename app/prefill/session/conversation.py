@@ -130,7 +130,8 @@ class Conversation:
         """The chat as the model reads it: the system prompt with the last summary under it, then the
         messages after that summary."""
         at = self.last_summary()
-        summary = self.items[at].text if at >= 0 else ""  # type: ignore[union-attr]
+        last = self.items[at] if at >= 0 else None
+        summary = last.text if isinstance(last, Compacted) else ""
         return model_view(self.system, summary, [i.message for i in self.items[at + 1:] if isinstance(i, Said)])
 
     def request(self, question: Message | None = None) -> ChatRequest:
@@ -166,7 +167,8 @@ class Conversation:
         """Run `turn` through the tool loop (`run_tool_loop`: the model answers, the calls it makes are
         approved and run); yields the loop's events. When it ends, the messages the loop kept join the
         chat (a cancelled turn keeps what it had; a question stopped before a word goes). A backend
-        that raises leaves the question in the chat, the turn "failed", and the error raised."""
+        that raises leaves the question in the chat, the turn "failed", and the error raised; one whose
+        events are no longer wanted (the generator closed early) keeps nothing and ends "cancelled"."""
         added = len(self.items)
         try:
             for ev in run_tool_loop(stream, turn.request, run_tool or _no_tool, approve or _deny, max_rounds,
@@ -177,6 +179,10 @@ class Conversation:
                 yield ev
         except Exception as e:
             turn.fail(str(e))
+            self._ended(turn)
+            raise
+        except GeneratorExit:
+            turn.state = "cancelled"
             self._ended(turn)
             raise
         kept = turn.new_messages()
