@@ -88,7 +88,9 @@ def test_tool_choice_required_makes_a_small_model_call_with_valid_arguments(pref
         r = prefill_server.client().chat.completions.create(
             model=prefill_server.model_id, messages=[{"role": "user", "content": "I want to go to Rome for a week."}],
             tools=tools, tool_choice=choice, temperature=0, max_tokens=120)
-        assert r.choices[0].finish_reason == "tool_calls", r.choices[0].message
+        # it calls until it ends, or until max_tokens cuts the call after: nothing of that one is text
+        assert r.choices[0].finish_reason in ("tool_calls", "length"), r.choices[0].message
+        assert not r.choices[0].message.content
         for call in r.choices[0].message.tool_calls:
             schema = next(t["function"]["parameters"] for t in tools if t["function"]["name"] == call.function.name)
             assert _valid(json.loads(call.function.arguments), schema), call.function.arguments

@@ -82,6 +82,7 @@ class ChatRequest:
         tool_choice: "auto" (the model decides), "none", "required" (it must call one), or one
             function's name (it must call that one).
         response_format: the answer must be JSON (fitting a schema), or None for free text.
+        parallel_tool_calls: False: at most one call in the answer (the grammar then lets it only end).
     """
 
     messages: tuple[Message, ...]
@@ -91,6 +92,7 @@ class ChatRequest:
     tools: tuple[Tool, ...] = ()
     tool_choice: str = "auto"
     response_format: ResponseFormat | None = None
+    parallel_tool_calls: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.messages, tuple):

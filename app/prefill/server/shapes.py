@@ -92,7 +92,7 @@ class Reply:
                 message["reasoning_content"] = reasoning
             if calls:
                 message["tool_calls"] = [c.as_openai() for c in calls]
-                reason = "tool_calls"
+                reason = "tool_calls" if reason == "stop" else reason  # cut off after its calls: "length"
             choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason(reason)}
             body = self._head("chat.completion")
         else:

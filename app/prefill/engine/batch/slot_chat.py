@@ -145,7 +145,7 @@ class SlotChat:
             elif isinstance(ev, Failed):
                 raise EngineError(ev.message)
             elif isinstance(ev, Finished):
-                yield from split.end("", ev.metrics.completion_tokens)
+                yield from split.end("", ev.metrics.completion_tokens, ev.reason)
                 metrics = replace(self._with_kv(ev.metrics), reasoning_tokens=clock.reasoning_tokens,
                                   answer_ttft_ms=clock.answer_ttft_ms)
                 yield split.finished(ev.reason, metrics)

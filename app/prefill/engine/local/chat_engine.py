@@ -432,7 +432,7 @@ class ChatEngine:
                     yield clock.snapshot(len(tokens), n_ctx, self.bytes_per_cell, live=True)
         finally:
             answer.close()
-        yield from split.end("" if hit else answer.flush(), n_answer)
+        yield from split.end("" if hit else answer.flush(), n_answer, reason)
         cached_text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(b"".join(raw))
         self._segments.append(_Segment(cached_text, tuple(tokens[len(tokens) - len(raw) :])))
         metrics = clock.snapshot(rt.kv_cells_used(), n_ctx, self.bytes_per_cell, reason)

@@ -18,6 +18,7 @@ from prefill.engine.prompt.reasoning import ANSWER, Piece, ReasoningParser
 from prefill.engine.prompt.tool_calls import MalformedCall, ToolCallParser
 
 Out = Token | ToolCalled
+CUT: tuple[FinishReason, ...] = ("length", "context_full", "cancelled")  # an answer that did not end itself
 
 
 class AnswerSplit:
@@ -25,7 +26,7 @@ class AnswerSplit:
     Without a parser the text is the answer, as written."""
 
     def __init__(self, parser: ReasoningParser | None, clock: RequestClock | None = None,
-                 calls: ToolCallParser | None = None):
+                 calls: ToolCallParser | None = None, most_calls: int | None = None):
         self.parser = parser
         self.clock = clock or RequestClock()
         self.calls_parser = calls  # the answer's tool calls, when tools were offered
@@ -35,6 +36,7 @@ class AnswerSplit:
         self.malformed: list[MalformedCall] = []
         self._handed = 0  # of `calls`, given out by new_calls()
         self._seen = 0  # the number of the last token given to `token`
+        self.most_calls = most_calls  # calls kept (None: all); the rest are dropped (parallel_tool_calls off)
 
     def _parse(self, text: str) -> list[Piece]:
         return self.parser.feed(text) if self.parser is not None else [(ANSWER, text)]
@@ -53,12 +55,19 @@ class AnswerSplit:
             self.clock.reasoning_tokens += tokens
         return out
 
-    def end(self, tail: str, n: int) -> list[Out]:
-        """The answer is over: `tail` (text held back for a stop string) and what the parsers held."""
+    def end(self, tail: str, n: int, reason: FinishReason = "stop") -> list[Out]:
+        """The answer is over (for `reason`): `tail` (text held back for a stop string) and what the
+        parsers held. A call the answer was cut off in (its length, the context, a stop) is dropped:
+        none of its markup reaches the text."""
         out = self._events(self._parse(tail), n) if tail else []
         out += self._events(self.parser.flush(), n) if self.parser is not None else []
         if self.calls_parser is not None:
-            out += self._answer_items(self.calls_parser.finish(), n)
+            items = self.calls_parser.finish()
+            if reason in CUT:  # the call it was writing, or the start of its marker, goes
+                items = [i for i in items if not isinstance(i, MalformedCall)]
+                if items and isinstance(items[-1], str):
+                    items[-1] = _without_opening(items[-1], self.calls_parser.markers)
+            out += self._answer_items(items, n)
         return out
 
     def finished(self, reason: FinishReason, metrics: MetricsSnapshot) -> Finished:
@@ -83,9 +92,9 @@ class AnswerSplit:
         """(reasoning, content) of streamed text that may hold several tokens (the server's chunks)."""
         return _joined(self._events(self._parse(text), 0) if text else [])
 
-    def finish(self, tail: str = "") -> tuple[str, str]:
-        """(reasoning, content) of the end: `tail` and what the parser held back."""
-        return _joined(self.end(tail, 0))
+    def finish(self, tail: str = "", reason: FinishReason = "stop") -> tuple[str, str]:
+        """(reasoning, content) of the end (for `reason`): `tail` and what the parser held back."""
+        return _joined(self.end(tail, 0, reason))
 
     @property
     def answer_text(self) -> str:
@@ -109,8 +118,9 @@ class AnswerSplit:
         out: list[Out] = []
         for item in items:
             if isinstance(item, ToolCall):
-                self.calls.append(item)
-                out.append(ToolCalled(item, n))
+                if self.most_calls is None or len(self.calls) < self.most_calls:
+                    self.calls.append(item)
+                    out.append(ToolCalled(item, n))
                 continue
             if isinstance(item, MalformedCall):  # kept as text, and reported
                 self.malformed.append(item)
@@ -119,6 +129,14 @@ class AnswerSplit:
                 self.answer.append(item)
                 out.append(Token(item, n))
         return out
+
+
+def _without_opening(text: str, markers: tuple[str, ...]) -> str:
+    """`text` without the start of a call's marker it ends in (held back until the answer was cut)."""
+    tail = text.rstrip()
+    cut = max((k for m in markers for k in range(1, min(len(m), len(tail)) + 1) if m.startswith(tail[-k:])),
+              default=0)
+    return tail[: len(tail) - cut] if cut else text
 
 
 def _joined(events: list[Out]) -> tuple[str, str]:

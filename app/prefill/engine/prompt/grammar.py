@@ -75,7 +75,8 @@ def constraint_for(request: ChatRequest, wrap: tuple[str, str] | None, trigger: 
         trigger: where a call begins in the model's text, for tool choice "auto": the text
             before it is free. Empty: `wrap[0]` without its surrounding whitespace.
 
-    "required" or a named tool: one or more calls of those tools. "auto" with tools: the same,
+    "required" or a named tool: one or more calls of those tools (one where `parallel_tool_calls` is
+    off), after which the model may only end. "auto" with tools: the same,
     lazy on `trigger`; with a response format as well, the answer is either calls or the JSON
     (a grammar from the start, since the answer's first token decides). Without tools (or with
     "none"): the response format's JSON, or None.
@@ -83,21 +84,22 @@ def constraint_for(request: ChatRequest, wrap: tuple[str, str] | None, trigger: 
     wrap = wrap or GENERIC_WRAP
     tools = request.offered_tools
     fmt = request.response_format
+    several = request.parallel_tool_calls  # else one call, and then only the end
     if tools and request.tool_choice == "required":
-        return Constraint(tool_call_grammar(tools, wrap, several=True))
+        return Constraint(tool_call_grammar(tools, wrap, several))
     if tools and request.tool_choice != "auto":  # one named tool: one call of it
         return Constraint(tool_call_grammar([t for t in tools if t.name == request.tool_choice], wrap, several=False))
     if tools:
         if fmt is not None:
             builder = _Builder()
-            calls = builder.add_rule("calls", _calls(builder, tools, wrap, several=True))
+            calls = builder.add_rule("calls", _calls(builder, tools, wrap, several))
             answer = builder.add(_tag_refs(_format_schema(fmt.kind, fmt.schema), "answer"), _ANSWER_RULE, "stdin")
             builder.rule("root", f"{calls} | {answer}")
             return Constraint(builder.text())
         trigger = trigger or wrap[0].strip()
         if not trigger:
             raise ValueError("a lazy tool-call grammar needs a trigger: the calls have no opening marker")
-        return Constraint(tool_call_grammar(tools, wrap, several=True), lazy_trigger=trigger)
+        return Constraint(tool_call_grammar(tools, wrap, several), lazy_trigger=trigger)
     if fmt is not None:
         return Constraint(_schema_grammar(_format_schema(fmt.kind, fmt.schema)))
     return None

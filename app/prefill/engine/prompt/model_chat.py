@@ -114,10 +114,11 @@ class ModelChat:
         calls = None
         if request is not None and offered:
             calls = self.calls_format(request).parser(tools=request.offered_tools)
+        most = None if request is None or request.parallel_tool_calls else 1
         if as_written and not self.reasoning:
-            return AnswerSplit(None, clock, calls)
+            return AnswerSplit(None, clock, calls, most)
         parser = ReasoningParser(self.reasoning, opened_in_prompt(self.reasoning, prompt_text))
-        return AnswerSplit(parser, clock, calls)
+        return AnswerSplit(parser, clock, calls, most)
 
 
 def as_plain_turns(messages: Sequence[Message], tools: Sequence[Tool]) -> list[Message]:
