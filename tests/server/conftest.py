@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx2 as httpx
@@ -26,6 +26,8 @@ class Served:
     url: str  # http://127.0.0.1:PORT
     model_id: str
     key: str = "none"
+    stderr: list[str] = field(default_factory=list)  # what it said on stderr so far (a line per request)
+    reader: threading.Thread | None = None
 
     @property
     def base(self) -> str:
@@ -56,26 +58,32 @@ def start_server(model: Path, *args: str) -> Served:
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    said: list[str] = []  # stderr, read as it comes: a line per request never fills the pipe and stalls it
+    reader = threading.Thread(target=lambda: said.extend(proc.stderr), daemon=True)  # type: ignore[arg-type]
+    reader.start()
     try:
         line = lines.get(timeout=START_S)
     except queue.Empty:
         proc.kill()
-        raise AssertionError(f"the server did not start: {proc.stderr.read()}") from None  # type: ignore[union-attr]
+        reader.join(10)
+        raise AssertionError(f"the server did not start: {''.join(said)}") from None
     assert " at http://" in line, line
     url = line.split(" at ")[1].split()[0].removesuffix("/v1")
     key = args[args.index("--api-key") + 1] if "--api-key" in args else "none"
-    return Served(proc, url, model.name.removesuffix(".gguf"), key)
+    return Served(proc, url, model.name.removesuffix(".gguf"), key, said, reader)
 
 
 def stop_server(s: Served) -> str:
     """Interrupt it as Ctrl+C would; returns its stderr."""
     s.proc.send_signal(signal.SIGINT)
     try:
-        _, err = s.proc.communicate(timeout=30)
+        s.proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         s.proc.kill()
-        _, err = s.proc.communicate()
-    return err
+        s.proc.wait()
+    if s.reader is not None:
+        s.reader.join(10)
+    return "".join(s.stderr)
 
 
 @pytest.fixture(scope="module")

@@ -93,8 +93,21 @@ def run(args: argparse.Namespace) -> int:
             print(f"prefill: draft model: {terminal_line(draft.name)}: greedy requests check its drafts",
                   file=sys.stderr, flush=True)
 
+    _print_access_log()
     serve(options, ready)
     return 0
+
+
+def _print_access_log() -> None:
+    """One line per request on stderr (server/access_log.py: no bodies, no keys, the path escaped)."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("prefill: %(message)s"))
+    access = logging.getLogger("prefill.access")
+    access.addHandler(handler)
+    access.setLevel(logging.INFO)
+    access.propagate = False
 
 
 def projector_path(args: argparse.Namespace) -> Path | None:

@@ -66,6 +66,8 @@ def check_value(key: str, hint: Any, meta: Mapping[str, Any], value: Any) -> Any
     """Return ``value`` as the field stores it (an int widened for a float field, a list
     made a tuple, an older version's value as it reads today) or raise InvalidSetting with a
     sentence that names ``key``."""
+    if meta.get("own_check"):  # a field its section checks itself (in __post_init__): not a setting's shape
+        return value
     for old, new in (meta.get("legacy") or {}).items():
         if type(value) is type(old) and value == old:  # type first: True == 1, and 1 is no True
             value = new

@@ -166,8 +166,12 @@ class ServeSampling(SamplingSettings):
     frequency_penalty: float = 0.0
     presence_penalty: float = 0.0
     ignore_eos: bool = False  # keep going past end-of-generation tokens (benchmarks)
+    # (token, bias) added to its logit before sampling, as OpenAI's logit_bias; -100 bans the token
+    logit_bias: tuple[tuple[int, float], ...] = field(default=(), metadata={"own_check": True})
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not -2 <= self.frequency_penalty <= 2 or not -2 <= self.presence_penalty <= 2:
             raise ValueError("frequency and presence penalties must be in [-2, 2]")
+        if any(t < 0 or not -100 <= b <= 100 for t, b in self.logit_bias):
+            raise ValueError("a logit bias is a token id (0 up) and a bias from -100 to 100")

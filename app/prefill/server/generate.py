@@ -22,7 +22,7 @@ from starlette.types import Message, Receive, Scope, Send
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
-from prefill.engine.events import Finished, Token
+from prefill.engine.events import Finished, MetricsSnapshot, Token
 from prefill.engine.llama.grammar_sampler import Constraint
 from prefill.engine.prompt.answer_split import AnswerSplit
 from prefill.engine.prompt.thinking_budget import ThinkingLimit
@@ -50,12 +50,15 @@ class EventStream:
         self.waker = waker
         self.tokens = tokens  # a non-streamed reply needs only the end: its text is in Finished
         self.overflow: Callable[[], None] | None = None  # called once when the loop falls MAX_PENDING behind
+        self.on_end: Callable[[MetricsSnapshot], None] | None = None  # the answer's figures, once it ended
         self._pending: deque[BatchEvent] = deque()
         self._queued = False  # with the waker, not yet woken
         self._first_token = True  # none handed over yet: the first one is the client's TTFT
         self._ready = asyncio.Event()
 
     def sink(self, event: BatchEvent) -> None:  # on the scheduler thread
+        if type(event) is Finished and self.on_end is not None:
+            self.on_end(event.metrics)
         if not self.tokens and type(event) is Token:
             return
         is_token = type(event) is Token
@@ -155,7 +158,7 @@ async def stream_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
             out = [reply.text_chunk(*splitter.split("".join(texts)))] if texts else []
             end = events[-1]
             if isinstance(end, Finished):
-                reasoning, content = splitter.finish()
+                reasoning, content = splitter.finish("", end.reason)
                 out.append(reply.text_chunk(reasoning, content))
             calls = splitter.new_calls()
             if calls:
@@ -193,7 +196,7 @@ async def full_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
                 raise ApiError(499, "The client closed the request.")
             for ev in nxt.result():
                 if isinstance(ev, Finished):
-                    reasoning, content = splitter.finish(ev.text)
+                    reasoning, content = splitter.finish(ev.text, ev.reason)
                     return reply.full(content, reasoning, ev.reason, ev.metrics, splitter.calls)
                 if isinstance(ev, Failed):
                     raise server_error(ev.message)

@@ -48,7 +48,7 @@ class GenerationRequest:
         """A chat's turn as every backend takes it."""
         t = self.tools
         return ChatRequest(self.messages, self.sampling, options=self.options, tools=t.tools, tool_choice=t.choice,
-                           response_format=t.response_format)
+                           response_format=t.response_format, parallel_tool_calls=t.parallel)
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
@@ -217,10 +217,31 @@ def _common(obj: dict[str, Any]) -> dict[str, Any]:
             max_tokens=limit or UNLIMITED,
             stop=tuple(s for s in stops if s),
             ignore_eos=_bool(obj, "ignore_eos", False),
+            logit_bias=_logit_bias(obj.get("logit_bias")),
         )
     except ValueError as e:  # e.g. top_p 0: in range for JSON, not for the sampler
         raise bad_request(f"{e}.") from None
     return {"stream": stream, "include_usage": include_usage, "sampling": sampling}
+
+
+MAX_BIASES = 1024
+
+
+def _logit_bias(raw: Any) -> tuple[tuple[int, float], ...]:
+    """OpenAI's `logit_bias`: token ids (as strings or numbers) to a bias from -100 to 100."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or len(raw) > MAX_BIASES:
+        raise bad_request(f"'logit_bias' must be an object of at most {MAX_BIASES} token ids and biases.",
+                          "logit_bias")
+    out = []
+    for key, value in raw.items():
+        token = int(key) if isinstance(key, str) and key.isdigit() and len(key) < 10 else None
+        if token is None or type(value) not in (int, float) or not -100 <= value <= 100:
+            raise bad_request(f"'logit_bias' maps token ids to numbers from -100 to 100; {key!r}: {value!r} is "
+                              "not one.", "logit_bias")
+        out.append((token, float(value)))
+    return tuple(sorted(out))
 
 
 def _bool(obj: dict[str, Any], key: str, default: bool) -> bool:

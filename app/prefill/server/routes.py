@@ -1,7 +1,8 @@
 """The Starlette application: routes, the API key, CORS, what a request may cost, OpenAI-shaped errors.
 
-Routes: GET /v1/models, POST /v1/chat/completions, POST /v1/completions,
-GET /slots (the scheduler's snapshot), GET /health (open, for probes).
+Routes: GET /v1/models (and /v1/models/{id}), POST /v1/chat/completions, POST /v1/completions,
+GET /slots (the scheduler's snapshot), GET /health (open, for probes), GET and HEAD / (what is here:
+clients probe it). Any other path is a 404 that names it and lists these.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from prefill.engine.message import images_of
 from prefill.engine.prompt.model_chat import ModelChat, plain_reader
 from prefill.engine.request import ChatRequest
 from prefill.engine.vision.prompt_images import tokenize_with_images
+from prefill.server.access_log import AccessLog, note_tokens, shown_path
 from prefill.server.browser_guard import LOOPBACK_NAMES, BrowserGuard
 from prefill.server.compaction import compact
 from prefill.server.cost_bounds import PromptBounds, body_limit
@@ -43,6 +45,8 @@ from prefill.server.shapes import Reply, model_list
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = ("/health",)
+ROUTES = ["GET /v1/models", "GET /v1/models/{id}", "POST /v1/chat/completions", "POST /v1/completions",
+          "GET /slots", "GET /health", "GET /"]
 
 
 @dataclass
@@ -80,7 +84,9 @@ class ServeState:
 
 def create_app(state: ServeState) -> Starlette:
     routes = [
+        Route("/", _route(state, _root), methods=["GET"]),  # HEAD too (Starlette answers it for GET)
         Route("/v1/models", _route(state, _models), methods=["GET"]),
+        Route("/v1/models/{model_id:path}", _route(state, _model), methods=["GET"]),
         Route("/v1/chat/completions", _route(state, _chat), methods=["POST"]),
         Route("/v1/completions", _route(state, _completion), methods=["POST"]),
         Route("/slots", _route(state, _slots), methods=["GET"]),
@@ -93,6 +99,7 @@ def create_app(state: ServeState) -> Starlette:
                                      allow_methods=["GET", "POST"], allow_headers=["Authorization", "Content-Type"]))
     if state.api_key:
         middleware.append(Middleware(BearerAuth, key=state.api_key))
+    middleware.insert(0, Middleware(AccessLog))  # outermost: refused requests get their line too
     return Starlette(routes=routes, middleware=middleware, exception_handlers={
         ApiError: _api_error, HTTPException: _http_error, Exception: _crash,
     })
@@ -112,6 +119,20 @@ async def _models(state: ServeState, request: Request) -> Response:
     sch = state.scheduler
     meta = {"n_ctx_seq": sch.n_ctx_seq, "parallel": sch.n_slots, "path": state.scheduler.model.path.name}
     return JSONResponse(model_list(state.model_id, state.created, meta))
+
+
+async def _model(state: ServeState, request: Request) -> Response:
+    asked = request.path_params["model_id"]
+    if asked != state.model_id:
+        raise ApiError(404, f"The model {asked!r} is not served here; this server serves {state.model_id!r}.",
+                       param="model", code="model_not_found")
+    sch = state.scheduler
+    meta = {"n_ctx_seq": sch.n_ctx_seq, "parallel": sch.n_slots, "path": sch.model.path.name}
+    return JSONResponse(model_list(state.model_id, state.created, meta)["data"][0])  # type: ignore[index]
+
+
+async def _root(state: ServeState, request: Request) -> Response:
+    return JSONResponse({"status": "ok", "server": "prefill", "models": [state.model_id], "paths": ROUTES})
 
 
 async def _slots(state: ServeState, request: Request) -> Response:
@@ -137,6 +158,11 @@ async def _completion(state: ServeState, request: Request) -> Response:
 
 
 async def _generate(state: ServeState, request: Request, req: GenerationRequest) -> Response:
+    n_vocab = state.chat.runtime.n_vocab
+    unknown = [t for t, _ in req.sampling.logit_bias if t >= n_vocab]
+    if unknown:
+        raise bad_request(f"'logit_bias' names token {unknown[0]}, which this model does not have "
+                          f"(its tokens are 0 to {n_vocab - 1}).", "logit_bias")
     chat = req.chat_request if req.kind == "chat" else None  # the turn as every backend takes it, built once
     compacted: dict[str, object] | None = None
     if chat is not None and req.compaction == "auto":  # a conversation past the threshold goes on from a summary
@@ -149,6 +175,7 @@ async def _generate(state: ServeState, request: Request, req: GenerationRequest)
     text, prompt = await _build_prompt(state, req, chat)
     reply = Reply(req.kind, req.model, extra={"compaction": compacted} if compacted else {})
     stream = EventStream(state.waker(), tokens=req.stream)
+    stream.on_end = lambda m: note_tokens(request.scope, m.prompt_tokens, m.completion_tokens)
     sampling = req.sampling
     if req.kind == "chat":  # the chat format's turn markers end the answer, written as text too
         sampling = replace(sampling, stop=state.chat.stops(sampling))
@@ -224,8 +251,14 @@ async def _api_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    err = ApiError(exc.status_code, exc.detail or "Request failed.",
-                   code="not_found" if exc.status_code == 404 else None)
+    said = f"{request.method} {shown_path(request.url.path)}"
+    if exc.status_code == 404:
+        message = f"There is no {said} here. This server answers: {', '.join(ROUTES)}."
+    elif exc.status_code == 405:
+        message = f"{said} is not answered here. This server answers: {', '.join(ROUTES)}."
+    else:
+        message = exc.detail or "Request failed."
+    err = ApiError(exc.status_code, message, code="not_found" if exc.status_code == 404 else None)
     return JSONResponse(err.body(), status_code=exc.status_code, headers=exc.headers)
 
 

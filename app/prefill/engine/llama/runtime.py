@@ -418,17 +418,21 @@ class LlamaRuntime:
         return pointer
 
     def _pre_samplers(self, s: SamplingSettings) -> list[ctypes.c_void_p]:
-        """The samplers that change logits and drop nothing: the end-of-generation ban, penalties."""
+        """The samplers that change logits and drop nothing: the logit biases (a request's, the
+        end-of-generation ban), penalties."""
         frequency_penalty = presence_penalty = 0.0
-        ban_eog = False
+        biases: dict[int, float] = {}
         if isinstance(s, ServeSampling):
-            frequency_penalty, presence_penalty, ban_eog = s.frequency_penalty, s.presence_penalty, s.ignore_eos
+            frequency_penalty, presence_penalty = s.frequency_penalty, s.presence_penalty
+            biases = {t: float("-inf") if b <= -100 else b for t, b in s.logit_bias if t < self.n_vocab}
+            if s.ignore_eos:
+                biases.update((t, float("-inf")) for t in self.eog)
         out = []
-        if ban_eog and self.eog:
-            bias = (llama_cpp.llama_logit_bias * len(self.eog))()
-            for i, t in enumerate(sorted(self.eog)):
-                bias[i].token, bias[i].bias = t, float("-inf")  # type: ignore[assignment]
-            out.append(llama_cpp.llama_sampler_init_logit_bias(self.n_vocab, len(self.eog), bias))
+        if biases:
+            bias = (llama_cpp.llama_logit_bias * len(biases))()
+            for i, (t, b) in enumerate(sorted(biases.items())):
+                bias[i].token, bias[i].bias = t, b  # type: ignore[assignment]
+            out.append(llama_cpp.llama_sampler_init_logit_bias(self.n_vocab, len(biases), bias))
         if s.repeat_penalty != 1.0 or frequency_penalty or presence_penalty:
             out.append(llama_cpp.llama_sampler_init_penalties(
                 self.n_vocab, s.repeat_last_n, s.repeat_penalty, frequency_penalty, presence_penalty
