@@ -102,7 +102,8 @@ def test_arrows_point_down() -> None:
         upward = {n for n in _imports(path) if not n.startswith("prefill.engine")}
         assert upward <= KNOWN_UPWARD.get(path.name, set()), path
     leaf = {"prefill.engine.settings", "prefill.engine.setting_fields", "prefill.engine.errors",
-            "prefill.engine.message", "prefill.engine.units", "prefill.engine.private_paths"}
+            "prefill.engine.message", "prefill.engine.units", "prefill.engine.private_paths",
+            "prefill.engine.request", "prefill.engine.speculation"}  # a turn's inputs; speculation as a setting
     # and the image door (Pillow, for images kept with messages and imported), never llama.cpp
     door = {"prefill.engine.vision.image_door", "prefill.engine.vision.errors"}
     for path in (APP / "store").glob("*.py"):  # the store takes the schema, never the runtime
