@@ -213,12 +213,10 @@ def one_size(app: Any, n: int) -> dict[str, Any]:
         w.show()
         w.stack.setCurrentWidget(w.chat_view)  # as once a model is loaded
         ids: list[Any] = []
-        store.call(
-            lambda s: (
-                s.history.list_conversations()[0].id,
-                s.history.messages(s.history.list_conversations()[0].id)[0].id,
-            ),
-            then=ids.append,
+        store.list_conversations(
+            then=lambda convs: store.read_messages(
+                convs[0].id, then=lambda read: ids.append((read.conversation.id, read.messages[0].id))
+            )
         )
         run_until(app, lambda: bool(ids))
         cid, first_id = ids[0]

@@ -45,8 +45,8 @@ def main() -> int:
 def inside(out: Path) -> int:
     from PySide6.QtCore import QTimer
 
+    from prefill.store import HistoryStore
     from prefill.store.app_settings import Settings
-    from prefill.ui.shared.store_worker import Stores
     from prefill.ui.shared.theme import apply_theme
 
     model = bundled_model()
@@ -59,8 +59,13 @@ def inside(out: Path) -> int:
     w, app = shots.window, shots.app
     now = time.time()
 
-    def seed(stores: Stores) -> int:
-        history = stores.history
+    def seed() -> int:
+        """Write the chats through a second connection to the throw-away history (the store thread's
+        own sees them: SQLite), so that no clock of the window's store is touched."""
+        with HistoryStore() as history:
+            return seed_into(history)
+
+    def seed_into(history: HistoryStore) -> int:
         for title, age in OLDER:
             history._clock = lambda age=age: now - age  # the chat's age, for its date group
             c = history.create_conversation(title)
@@ -91,7 +96,7 @@ def inside(out: Path) -> int:
         w.controller.conversation_opened.connect(lambda _c: QTimer.singleShot(300, shots_in_turn))
         w.controller.open_conversation(cid)
 
-    w.model_loaded.connect(lambda _m: shots.store.call(seed, then=open_chat))
+    w.model_loaded.connect(lambda _m: open_chat(seed()))
     QTimer.singleShot(300, lambda: w.load_model(str(model)))
     shots.run(120_000)
     return 0 if len(shots.saved) == 4 else 1

@@ -160,7 +160,7 @@ def test_the_summary_survives_a_restart_and_an_export_import(app, qtbot, smollm2
         with qtbot.waitSignal(w3.history_menu.imported, timeout=10_000):
             w3.history_menu.import_from(export)
         got: list = []
-        w3.store.call(lambda s: s.history.list_conversations(), then=got.append)
+        w3.store.list_conversations(then=got.append)
         qtbot.waitUntil(lambda: bool(got))
         assert len(got[0]) == 1
         with qtbot.waitSignal(w3.controller.conversation_opened, timeout=5000):

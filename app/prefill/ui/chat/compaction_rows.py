@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Signal, SignalInstance
 
 from prefill.engine.events import Finished
 from prefill.session.compaction import Summary
+from prefill.session.conversation import Conversation
 from prefill.store import MessageRecord
-from prefill.ui.chat.transcript_model import Row
-
-if TYPE_CHECKING:
-    from prefill.ui.chat.controller import ChatController
+from prefill.ui.chat.pending_delete import PendingDelete
+from prefill.ui.chat.transcript_model import Row, TranscriptModel
+from prefill.ui.shared.engine_worker import EngineWorker
+from prefill.ui.shared.store_worker import StoreProxy
 
 SUMMARY = "summary"  # the transcript role of a compaction's summary
 WORKING = "Summarising the earlier turns…"
@@ -63,6 +64,26 @@ def summary_note(figures: Mapping[str, Any]) -> str:
     return Summary("", n("folded"), n("turns"), n("tokens_before"), n("tokens_after"), 0.0, n("written")).note
 
 
+class CompactedChat(Protocol):
+    """What a compaction needs of the chat it compacts (the window's ChatController)."""
+
+    store: StoreProxy
+    worker: EngineWorker
+    model: TranscriptModel
+    pending: PendingDelete
+    conversation_id: int | None
+    notice: SignalInstance  # (str) a sentence for the person; "" clears it
+    busy_changed: SignalInstance  # (bool)
+
+    @property
+    def busy(self) -> bool: ...
+
+    @property
+    def complete(self) -> bool: ...
+
+    def conversation(self) -> Conversation: ...
+
+
 class ChatCompaction(QObject):
     """Compacts the controller's chat: after an answer that left it past the threshold, or on demand.
 
@@ -74,8 +95,8 @@ class ChatCompaction(QObject):
     compacted = Signal(object)
     refused = Signal(str)
 
-    def __init__(self, chat: ChatController):
-        super().__init__(chat)
+    def __init__(self, chat: CompactedChat, parent: QObject | None = None):
+        super().__init__(parent)
         self.chat = chat
         self.n_ctx = 0  # the loaded model's context (0: not known, as for a remote: never due)
         self._ids = itertools.count(1)
@@ -124,7 +145,7 @@ class ChatCompaction(QObject):
         def keep() -> None:  # the row's text as it is then (a later edit wins)
             mid = r.message_id
             if mid >= 0:
-                c.store.call(lambda s: s.history.update_answer(mid, r.content))
+                c.store.update_answer(mid, r.content)
 
         if r.message_id >= 0:
             keep()
@@ -144,8 +165,7 @@ class ChatCompaction(QObject):
             c.model.update_row(at, content=summary.text, figures=summary.as_dict(), streaming=False)
             if cid is not None:
                 kept = {"compaction": summary.as_dict()}
-                c.store.call(lambda s: s.history.add_message(cid, "system", summary.text, figures=kept),
-                             then=lambda m: self._stored(row, m))
+                c.store.add_message(cid, "system", summary.text, figures=kept, then=lambda m: self._stored(row, m))
         self._end()
         c.notice.emit(f"{summary.note}.")
         self.compacted.emit(summary)

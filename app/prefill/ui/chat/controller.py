@@ -34,7 +34,7 @@ from prefill.ui.chat.compaction_rows import REMOVED, SUMMARY, ChatCompaction
 from prefill.ui.chat.pending_delete import PendingDelete
 from prefill.ui.chat.row_messages import conversation_of
 from prefill.ui.chat.sidebar import EngineSidebar
-from prefill.ui.chat.stored_rows import message_rows, stored_rows
+from prefill.ui.chat.stored_rows import message_rows, rows_of
 from prefill.ui.chat.transcript_model import Row, TranscriptModel
 from prefill.ui.shared.engine_worker import EngineWorker
 from prefill.ui.shared.store_messages import store_error_text
@@ -132,7 +132,7 @@ class ChatController(QObject):
         worker.tool_started.connect(self._on_worker_tool_started)
         worker.tool_done.connect(self._on_worker_tool_done)
         worker.tool_loop_finished.connect(self._on_worker_tool_loop_finished)
-        self.compaction = ChatCompaction(self)  # the model's summary of the earlier turns (compaction_rows)
+        self.compaction = ChatCompaction(self, self)  # the model's summary of the earlier turns (compaction_rows)
 
     @property
     def busy(self) -> bool:
@@ -175,7 +175,7 @@ class ChatController(QObject):
                 complete()
             else:
                 first = rows[0].position
-                self.store.call(lambda stores: stored_rows(stores, cid, before=first)[1], then=earlier)
+                self.store.read_messages(cid, before=first, then=lambda r: earlier(rows_of(r)[1]))
             self.conversation_opened.emit(conv.id)
             if message_id >= 0:
                 found = [i for i, r in enumerate(rows) if r.message_id == message_id]
@@ -199,7 +199,7 @@ class ChatController(QObject):
             # The engine saves the last chat's cache and restores this one's.
             self.worker.resume(self.messages())
 
-        self.store.call(lambda stores: stored_rows(stores, cid, last=tail), then=show)
+        self.store.read_messages(cid, last=tail, then=lambda r: show(rows_of(r)))
 
     def new_conversation(self, then: Callable[[int], None] | None = None,
                          error: Callable[[Exception], None] | None = None) -> None:
@@ -246,7 +246,7 @@ class ChatController(QObject):
         cid = self.conversation_id
         if cid is not None:
             kept = self._stored_settings = {**self._stored_settings, "tools": chat.as_dict()}
-            self.store.call(lambda s: s.history.set_conversation_settings(cid, kept))
+            self.store.set_conversation_settings(cid, kept)
 
     def _set_chat_tools(self, chat: ChatTools) -> None:
         if chat != self.chat_tools:
@@ -482,7 +482,7 @@ class ChatController(QObject):
         if mid is not None and before is not None and 0 <= t.row < self.model.rowCount():
             # A new version that failed goes; the one shown before comes back in its row, with its tool rows.
             self.model.update_row(t.row, streaming=False)
-            self.store.call(lambda s: s.history.show_version(mid, before, drop_shown=True), then=self._show_answer)
+            self.store.show_version(mid, before, drop_shown=True, then=self._show_answer)
             self.notice.emit(f"{message} The answer before it is kept.")
             self._end()
             return
@@ -522,7 +522,7 @@ class ChatController(QObject):
         self.pending.commit()
         row = _first_of_answer(self.model, row)  # the calls that answer made go with it
         self.model.remove_from(row)
-        self.store.call(lambda s: s.history.regenerate_answer(old.message_id))
+        self.store.regenerate_answer(old.message_id)
         self._generate(version_of=old)
 
     def page(self, row: int, step: int) -> None:
@@ -533,7 +533,7 @@ class ChatController(QObject):
         to = r.version + step
         if 0 <= to < r.versions:
             self.pending.commit()
-            self.store.call(lambda s: s.history.show_version(r.message_id, to), then=self._show_answer)
+            self.store.show_version(r.message_id, to, then=self._show_answer)
 
     def _show_answer(self, record: MessageRecord) -> None:
         """Put a stored answer's shown version (and its tool rows) in place of the rows it has now."""
@@ -563,7 +563,7 @@ class ChatController(QObject):
             self.conversations_changed.emit()
             self.open_conversation(conv.id)
 
-        self.store.call(lambda s: s.history.branch_conversation(mid), then=made)
+        self.store.branch_conversation(mid, then=made)
 
     def retry(self, row: int) -> None:
         """Ask again a question whose answer failed (the last row, a user message)."""

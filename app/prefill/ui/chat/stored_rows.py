@@ -1,8 +1,8 @@
 """Transcript rows from the history: a stored message, its answer's tool calls, its versions.
 
-Built on the store thread (the functions take the stores), so opening a chat or paging an
-answer costs the GUI thread nothing but the model's update. What a file holds is checked here:
-a tool call kept with an answer that is not one is skipped.
+The store thread reads the messages and their images (`StoreProxy.read_messages`); the rows are
+built from them here, which costs the GUI thread no disk. What a file holds is checked here: a tool
+call kept with an answer that is not one is skipped.
 """
 
 from __future__ import annotations
@@ -17,25 +17,9 @@ from prefill.ui.shared.store_worker import StoredMessages
 CALL_FIELDS = ("id", "tool", "arguments", "elapsed_ms", "is_error", "denied", "stopped", "not_run", "round")
 
 
-def stored_rows(
-    stores: Any, cid: int, last: int | None = None, before: int | None = None
-) -> tuple[Conversation, list[Row]]:
-    """On the store thread: a conversation and its transcript rows (all, the last N, or those before
-    a position). A "system" message is a compaction's summary row, or no row."""
-    messages: list[MessageRecord] = stores.history.messages(cid, last=last, before=before)
-    rows: list[Row] = []
-    for m in messages:
-        if m.role != "system":
-            rows += message_rows(m)
-            if m.images:  # read here, on the store thread: the next turn's prompt shows them again
-                rows[-1].images = stores.history.message_images(m)
-        elif (summary := stored_summary_row(m)) is not None:
-            rows.append(summary)
-    return stores.history.conversation(cid), rows
-
-
 def rows_of(read: StoredMessages) -> tuple[Conversation, list[Row]]:
-    """The rows of what `StoreProxy.read_messages` read (the same rows `stored_rows` builds)."""
+    """A conversation and its transcript rows, from what `StoreProxy.read_messages` read. A "system"
+    message is a compaction's summary row, or no row."""
     rows: list[Row] = []
     for m in read.messages:
         if m.role != "system":

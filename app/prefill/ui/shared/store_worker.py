@@ -143,10 +143,9 @@ class StoreProxy(QObject):
         self._close.connect(self._worker.close)
         self._thread.start()
 
-    def call(self, fn: Callable[[Stores], R], then: Then[R] = None, error: OnError = None) -> int:
-        """Run `fn(stores)` on the store thread; the typed methods below are built on it. Outside this
-        class only ui/chat/controller.py and ui/chat/compaction_rows.py still call it (until they use the
-        typed methods), and benchmarks that seed a history."""
+    def _call(self, fn: Callable[[Stores], R], then: Then[R] = None, error: OnError = None) -> int:
+        """Run `fn(stores)` on the store thread; every typed method below is built on it (a new request
+        is a new method here, so the store's callers stay typed)."""
         call_id = next(self._ids)
         self._callbacks[call_id] = (then, error)
         self._worker.request.emit(call_id, fn)
@@ -154,24 +153,24 @@ class StoreProxy(QObject):
 
     # --- conversations ------------------------------------------------------------------
     def list_conversations(self, then: Then[list[Conversation]] = None, error: OnError = None) -> int:
-        return self.call(lambda s: s.history.list_conversations(), then, error)
+        return self._call(lambda s: s.history.list_conversations(), then, error)
 
     def search(self, query: str, then: Then[list[SearchHit]] = None, error: OnError = None) -> int:
-        return self.call(lambda s: s.history.search(query), then, error)
+        return self._call(lambda s: s.history.search(query), then, error)
 
     def open_conversation(
         self, cid: int, then: Then[tuple[Conversation, list[MessageRecord]]] = None, error: OnError = None
     ) -> int:
         """The conversation and its messages, read together."""
-        return self.call(lambda s: (s.history.conversation(cid), s.history.messages(cid)), then, error)
+        return self._call(lambda s: (s.history.conversation(cid), s.history.messages(cid)), then, error)
 
     def create_conversation(
         self, title: str, system_prompt: str = "", then: Then[Conversation] = None, error: OnError = None
     ) -> int:
-        return self.call(lambda s: s.history.create_conversation(title, system_prompt), then, error)
+        return self._call(lambda s: s.history.create_conversation(title, system_prompt), then, error)
 
     def conversation(self, cid: int, then: Then[Conversation] = None, error: OnError = None) -> int:
-        return self.call(lambda s: s.history.conversation(cid), then, error)
+        return self._call(lambda s: s.history.conversation(cid), then, error)
 
     def read_messages(
         self, cid: int, last: int | None = None, before: int | None = None,
@@ -179,25 +178,25 @@ class StoreProxy(QObject):
     ) -> int:
         """The conversation and its messages (all, the last N, or those before a position), with the
         images of each (read on the store thread: the next turn's prompt shows them again)."""
-        return self.call(lambda s: _read_messages(s, cid, last, before), then, error)
+        return self._call(lambda s: _read_messages(s, cid, last, before), then, error)
 
     def set_conversation_settings(
         self, cid: int, settings: Mapping[str, Any], then: Then[None] = None, error: OnError = None
     ) -> int:
-        return self.call(lambda s: s.history.set_conversation_settings(cid, settings), then, error)
+        return self._call(lambda s: s.history.set_conversation_settings(cid, settings), then, error)
 
     def branch_conversation(self, mid: int, then: Then[Conversation] = None, error: OnError = None) -> int:
         """A new conversation with the messages up to `mid` (its versions kept)."""
-        return self.call(lambda s: s.history.branch_conversation(mid), then, error)
+        return self._call(lambda s: s.history.branch_conversation(mid), then, error)
 
     def rename_conversation(self, cid: int, title: str, then: Then[None] = None, error: OnError = None) -> int:
-        return self.call(lambda s: s.history.rename_conversation(cid, title), then, error)
+        return self._call(lambda s: s.history.rename_conversation(cid, title), then, error)
 
     def delete_conversation(self, cid: int, then: Then[None] = None, error: OnError = None) -> int:
-        return self.call(lambda s: s.history.delete_conversation(cid), then, error)
+        return self._call(lambda s: s.history.delete_conversation(cid), then, error)
 
     def set_system_prompt(self, cid: int, text: str, then: Then[None] = None, error: OnError = None) -> int:
-        return self.call(lambda s: s.history.set_system_prompt(cid, text), then, error)
+        return self._call(lambda s: s.history.set_system_prompt(cid, text), then, error)
 
     def record_model(
         self, cid: int, model: str, settings: Mapping[str, Any], then: Then[None] = None, error: OnError = None
@@ -208,7 +207,7 @@ class StoreProxy(QObject):
             s.history.set_conversation_model(cid, model)
             s.history.set_conversation_settings(cid, settings)
 
-        return self.call(record, then, error)
+        return self._call(record, then, error)
 
     # --- messages ---------------------------------------------------------------------
     def add_message(
@@ -217,39 +216,39 @@ class StoreProxy(QObject):
     ) -> int:
         """Append a message; its `images` (checked at the door) are written as files by digest, once
         each, on the store thread before the row."""
-        return self.call(lambda s: s.history.add_message(cid, role, text, images=images, figures=figures),
+        return self._call(lambda s: s.history.add_message(cid, role, text, images=images, figures=figures),
                          then, error)
 
     def edit_message(self, mid: int, text: str, then: Then[MessageRecord] = None, error: OnError = None) -> int:
-        return self.call(lambda s: s.history.edit_message(mid, text), then, error)
+        return self._call(lambda s: s.history.edit_message(mid, text), then, error)
 
     def delete_message(self, mid: int, then: Then[None] = None, error: OnError = None) -> int:
-        return self.call(lambda s: s.history.delete_message(mid), then, error)
+        return self._call(lambda s: s.history.delete_message(mid), then, error)
 
     def begin_answer(self, cid: int, then: Then[int] = None, error: OnError = None) -> int:
-        return self.call(lambda s: s.history.begin_answer(cid), then, error)
+        return self._call(lambda s: s.history.begin_answer(cid), then, error)
 
     def update_answer(
         self, mid: int, text: str, reasoning: str = "", then: Then[None] = None, error: OnError = None
     ) -> int:
-        return self.call(lambda s: s.history.update_answer(mid, text, reasoning), then, error)
+        return self._call(lambda s: s.history.update_answer(mid, text, reasoning), then, error)
 
     def finish_answer(
         self, mid: int, text: str, reason: str, figures: Mapping[str, Any], reasoning: str = "",
         then: Then[MessageRecord] = None, error: OnError = None,
     ) -> int:
-        return self.call(lambda s: s.history.finish_answer(mid, text, reason, figures, reasoning), then, error)
+        return self._call(lambda s: s.history.finish_answer(mid, text, reason, figures, reasoning), then, error)
 
     def regenerate_answer(self, mid: int, then: Then[MessageRecord] = None, error: OnError = None) -> int:
         """Keep answer `mid` as a version and start its next (the messages after it go)."""
-        return self.call(lambda s: s.history.regenerate_answer(mid), then, error)
+        return self._call(lambda s: s.history.regenerate_answer(mid), then, error)
 
     def show_version(
         self, mid: int, index: int, drop_shown: bool = False, then: Then[MessageRecord] = None,
         error: OnError = None,
     ) -> int:
         """Show version `index` of answer `mid` (`drop_shown`: forget the version shown now)."""
-        return self.call(lambda s: s.history.show_version(mid, index, drop_shown=drop_shown), then, error)
+        return self._call(lambda s: s.history.show_version(mid, index, drop_shown=drop_shown), then, error)
 
     # --- history files --------------------------------------------------------------------
     def export_chats(
@@ -257,50 +256,50 @@ class StoreProxy(QObject):
         error: OnError = None,
     ) -> int:
         """Write these chats (None: all) to `path`; `then` gets how many."""
-        return self.call(lambda s: _export(s, ids, fmt, path), then, error)
+        return self._call(lambda s: _export(s, ids, fmt, path), then, error)
 
     def import_chats(
         self, path: Path, then: Then[tuple[ImportStream, ImportResult]] = None, error: OnError = None
     ) -> int:
         """Check and import a file, chat by chat; `then` gets what was checked and what came in."""
-        return self.call(lambda s: _import(s, path), then, error)
+        return self._call(lambda s: _import(s, path), then, error)
 
     # --- remote endpoints and the load marker ---------------------------------------------
     def load_endpoints(self, then: Then[list[SavedEndpoint]] = None, error: OnError = None) -> int:
-        return self.call(lambda s: s.endpoints.load(), then, error)
+        return self._call(lambda s: s.endpoints.load(), then, error)
 
     def put_endpoint(
         self, endpoint: SavedEndpoint, replacing: str = "", then: Then[list[SavedEndpoint]] = None,
         error: OnError = None,
     ) -> int:
         """Save `endpoint` (in place of the one named `replacing`, when renamed); `then` gets them all."""
-        return self.call(lambda s: _put_endpoint(s, endpoint, replacing), then, error)
+        return self._call(lambda s: _put_endpoint(s, endpoint, replacing), then, error)
 
     def remove_endpoint(self, name: str, then: Then[list[SavedEndpoint]] = None, error: OnError = None) -> int:
         """Forget the endpoint `name`; `then` gets those left."""
-        return self.call(lambda s: _remove_endpoint(s, name), then, error)
+        return self._call(lambda s: _remove_endpoint(s, name), then, error)
 
     def begin_load(self, path: str, then: Then[None] = None, error: OnError = None) -> int:
         """Mark a load of `path` as in progress (a crash during it is known at the next start)."""
-        return self.call(lambda s: s.load_marker.begin(path), then, error)
+        return self._call(lambda s: s.load_marker.begin(path), then, error)
 
     def end_load(self, then: Then[None] = None, error: OnError = None) -> int:
-        return self.call(lambda s: s.load_marker.end(), then, error)
+        return self._call(lambda s: s.load_marker.end(), then, error)
 
     def unfinished_load(self, then: Then[str | None] = None, error: OnError = None) -> int:
         """The model whose load a crash interrupted last time (None: none)."""
-        return self.call(lambda s: s.load_marker.unfinished(), then, error)
+        return self._call(lambda s: s.load_marker.unfinished(), then, error)
 
     # --- settings and order -------------------------------------------------------------
     def save_settings(self, settings: Settings, then: Then[None] = None, error: OnError = None) -> int:
-        return self.call(lambda s: s.save_settings(settings), then, error)
+        return self._call(lambda s: s.save_settings(settings), then, error)
 
     def after_pending(self, then: Callable[[], None]) -> int:
         """Call `then` on the GUI thread once every call made before this one has run."""
         def done(_result: None) -> None:
             then()
 
-        return self.call(_nothing, done)
+        return self._call(_nothing, done)
 
     # --- plumbing -------------------------------------------------------------------------
     @Slot(int, object, object)
