@@ -24,8 +24,9 @@ from PySide6.QtCore import QObject, Signal, SignalInstance
 
 from prefill.engine.events import Finished
 from prefill.session.compaction import Summary
-from prefill.session.conversation import Conversation
+from prefill.session.conversation import Compacted, Conversation
 from prefill.store import MessageRecord
+from prefill.ui.chat.answer_store import AnswerStore
 from prefill.ui.chat.pending_delete import PendingDelete
 from prefill.ui.chat.transcript_model import Row, TranscriptModel
 from prefill.ui.shared.engine_worker import EngineWorker
@@ -68,10 +69,10 @@ class CompactedChat(Protocol):
     """What a compaction needs of the chat it compacts (the window's ChatController)."""
 
     store: StoreProxy
+    answers: AnswerStore  # where the summary is kept
     worker: EngineWorker
     model: TranscriptModel
     pending: PendingDelete
-    conversation_id: int | None
     notice: SignalInstance  # (str) a sentence for the person; "" clears it
     busy_changed: SignalInstance  # (bool)
 
@@ -102,7 +103,6 @@ class ChatCompaction(QObject):
         self._ids = itertools.count(1)
         self._request = 0  # the compaction in progress (0: none)
         self._row: Row | None = None  # its "Summarising…" row
-        self._cid: int | None = None
         chat.worker.loaded.connect(self._on_worker_loaded)
         chat.worker.compacted.connect(self._on_worker_compacted)
         chat.worker.compaction_failed.connect(self._on_worker_compaction_failed)
@@ -127,7 +127,7 @@ class ChatCompaction(QObject):
             return
         c.pending.commit()
         request = c.conversation().compaction_request()  # the chat as the model reads it now
-        self._request, self._cid = next(self._ids), c.conversation_id  # busy from here on
+        self._request = next(self._ids)  # busy from here on
         c.busy_changed.emit(True)
         c.notice.emit("")
         self._row = Row(SUMMARY, [], streaming=True)
@@ -159,13 +159,11 @@ class ChatCompaction(QObject):
     def _on_worker_compacted(self, request: int, summary: Summary) -> None:
         if request != self._request:
             return
-        c, row, cid = self.chat, self._take_row(), self._cid
+        c, row = self.chat, self._take_row()
         if row is not None:
             at = self._index(row)
             c.model.update_row(at, content=summary.text, figures=summary.as_dict(), streaming=False)
-            if cid is not None:
-                kept = {"compaction": summary.as_dict()}
-                c.store.add_message(cid, "system", summary.text, figures=kept, then=lambda m: self._stored(row, m))
+            c.answers.summary_made(Compacted(summary.text, summary), then=lambda m: self._stored(row, m))
         self._end()
         c.notice.emit(f"{summary.note}.")
         self.compacted.emit(summary)

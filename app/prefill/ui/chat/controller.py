@@ -2,8 +2,8 @@
 
 The controller lives on the GUI thread. It asks the engine worker and the store
 thread by signal and never waits for either. Streamed text is taken from the
-worker's buffer on a 30 ms timer and appended to one transcript row; the answer
-is written to the database every half second, so a crash loses at most that.
+worker's buffer on a 30 ms timer and appended to one transcript row; what is
+written to the history, and when, is the service's hooks' (answer_store.py).
 
 What the model reads and each turn's request come from the conversation service
 (session/conversation.py), built from the transcript's rows (row_messages.py); the answer in
@@ -14,7 +14,6 @@ flight is one `Answering` (the service's `Turn`, and where its row and stored me
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -25,10 +24,11 @@ from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.engine.message import ImagePart, Message, ToolCall
 from prefill.engine.request import MAX_REASONING_BUDGET, TemplateOptions, Tool
 from prefill.session.conversation import Conversation as Chat
-from prefill.session.conversation import Turn
+from prefill.session.conversation import Said, Turn
 from prefill.session.tool_loop import Decision, LoopFinished, ToolCallDone, ToolCallStarted
 from prefill.store import Conversation, MessageRecord
 from prefill.store.app_settings import Settings
+from prefill.ui.chat.answer_store import AnswerStore, answer_figures, call_figures, done_figures
 from prefill.ui.chat.chat_tools import ChatTools, stored_chat_tools
 from prefill.ui.chat.compaction_rows import REMOVED, SUMMARY, ChatCompaction
 from prefill.ui.chat.pending_delete import PendingDelete
@@ -43,36 +43,28 @@ from prefill.ui.shared.store_worker import StoreProxy
 FLUSH_MS = 30
 TAIL_ROWS = 40  # a long chat opens with this many of its last messages, then reads the rest
 PREPEND_SLICE = 500  # the rest goes in this many rows a turn of the event loop
-SAVE_EVERY_S = 0.5
-STORED_RESULT_CHARS = 4000  # of each tool result kept with the answer (the figures stay small enough to export)
 
 
 @dataclass
 class Answering:
     """The answer in flight in the window: the service's Turn (its request, answer so far, calls and
-    state), and where the window shows and stores it.
+    state), and where the window shows it (where it is stored: `AnswerStore.answer`).
 
     Attributes:
         id: Tags the engine worker's events for this answer.
         turn: The conversation service's turn.
         row: The answer's transcript row (it moves down as tool rows go in before it).
         budget: The thinking budget it is answered with (None: no limit).
-        answer_id: Its message in the history, once the store made it.
-        regenerated: While a new version streams, the version shown before it (None: a new answer).
         tool_rows: A running call's id: its transcript row.
         asked: The serial of the tool question shown now (0: none).
-        last_save: When the answer was last written to the history (time.monotonic).
     """
 
     id: int
     turn: Turn
     row: int
     budget: int | None
-    answer_id: int | None = None
-    regenerated: int | None = None
     tool_rows: dict[str, int] = field(default_factory=dict)
     asked: int = 0
-    last_save: float = field(default_factory=time.monotonic)
 
 
 class ChatController(QObject):
@@ -121,6 +113,7 @@ class ChatController(QObject):
         self._ids = itertools.count(1)
         self.answering: Answering | None = None  # the answer in flight
         self.pending = PendingDelete(model, store)  # a deleted message, while Undo is offered
+        self.answers = AnswerStore(store, lambda: self.conversation_id, self._show_answer)  # the chat in the history
         self._timer = QTimer(self)
         self._timer.setInterval(FLUSH_MS)
         self._timer.timeout.connect(self.flush)
@@ -285,9 +278,8 @@ class ChatController(QObject):
             self.new_conversation(then=lambda _cid: self.send(text, images), error=lambda e: self._unsent(text, e))
             return
         row = self.model.append_row(Row("user", [text], images=images))
-        cid = self.conversation_id
-        self.store.add_message(cid, "user", text, images,
-                               then=lambda m: self._set_id(row, m.id), error=lambda e: self._unsent(text, e))
+        self.answers.added(Said(Message("user", text, images=images)),
+                           then=lambda m: self._set_id(row, m.id), error=lambda e: self._unsent(text, e))
         self.conversations_changed.emit()  # the title comes from the first message
         self._generate()
 
@@ -313,15 +305,8 @@ class ChatController(QObject):
             answer.version, answer.versions = version_of.versions, version_of.versions + 1
         row = self.model.append_row(answer)
         t = self.answering = Answering(next(self._ids), turn, row, budget)
-        if version_of is not None:
-            t.answer_id, t.regenerated = version_of.message_id, version_of.version
         self.busy_changed.emit(True)
         self.notice.emit("")
-
-        def started(answer_id: int) -> None:
-            t.answer_id = answer_id
-            self._set_id(row, answer_id)
-
         used = {"model": {k: v for k, v in s.to_dict()["model"].items() if k != "last_model_path"},
                 "sampling": s.to_dict()["sampling"],
                 "template": {"think": self.options.think, "reasoning_effort": self.options.reasoning_effort,
@@ -330,7 +315,9 @@ class ChatController(QObject):
         self._stored_settings = used
         self.store.record_model(self.conversation_id, self.model_path(), used)
         if version_of is None:
-            self.store.begin_answer(self.conversation_id, then=started)
+            self.answers.begin(then=lambda answer_id: self._set_id(row, answer_id))
+        else:
+            self.answers.begin(regenerating=version_of.message_id, shown=version_of.version)
         self.sidebar.set_budget(budget)
         self.sidebar.begin_answer()
         self.worker.generate(t.id, turn.request)
@@ -363,11 +350,7 @@ class ChatController(QObject):
         t.turn.grow(thinking, text)
         self.model.append_reasoning(t.row, thinking)
         self.model.append_text(t.row, text)
-        now = time.monotonic()
-        if t.answer_id is not None and now - t.last_save >= SAVE_EVERY_S:
-            t.last_save = now
-            r = self.model.row(t.row)
-            self.store.update_answer(t.answer_id, r.content, r.reasoning)
+        self.answers.answer_grew(t.turn)
 
     def _current(self, request: int) -> Answering | None:
         """The answer in flight, if the worker's event `request` is about it."""
@@ -397,16 +380,10 @@ class ChatController(QObject):
         self.flush()
         self._timer.stop()
         t.turn.finish(f)
-        figures: dict[str, Any] = f.metrics.as_dict() if not f.error else {}  # cut short: nothing measured to the end
-        if figures and t.budget is not None:
-            figures["reasoning_budget"] = t.budget  # the sidebar shows the thinking against it
-        self.model.update_row(t.row, content=f.text, reasoning=f.reasoning, streaming=False, figures=figures,
-                              finish_reason=f.reason)
+        self.model.update_row(t.row, content=f.text, reasoning=f.reasoning, streaming=False,
+                              figures=answer_figures(t.turn), finish_reason=f.reason)
         self.sidebar.on_finished(f)
-        # The turn's calls are kept with the answer (the tool rows of a reopened chat come from them).
-        calls = [{**_done_figures(ev), "result": ev.text[:STORED_RESULT_CHARS]} for ev in t.turn.calls]
-        stored = {**figures, "tool_calls": calls} if calls else figures
-        self._finish_in_store(t, f.text, f.reason, stored, f.reasoning)
+        self.answers.answer_finished(t.turn)  # with its calls (the tool rows of a reopened chat come from them)
         self._end()
         if f.error:
             self.notice.emit(f.error)
@@ -429,7 +406,7 @@ class ChatController(QObject):
             return
         self._settle_question()
         t.turn.take(ev)
-        t.tool_rows[ev.call.id] = self._insert_tool_row(t, Row("tool", [], _call_figures(ev.call), streaming=True))
+        t.tool_rows[ev.call.id] = self._insert_tool_row(t, Row("tool", [], call_figures(ev.call), streaming=True))
 
     def _on_worker_tool_done(self, request: int, ev: ToolCallDone) -> None:
         t = self._current(request)
@@ -437,7 +414,7 @@ class ChatController(QObject):
             return
         self._settle_question()
         t.turn.take(ev)
-        figures = _done_figures(ev)
+        figures = done_figures(ev)
         row = t.tool_rows.pop(ev.call.id, -1)
         if row >= 0:
             self.model.update_row(row, content=ev.text, streaming=False, figures=figures)
@@ -457,20 +434,6 @@ class ChatController(QObject):
             if end.note:
                 self.notice.emit(f"Tools: {end.note}.")
 
-    def _finish_in_store(self, t: Answering, text: str, reason: str, figures: dict[str, Any], reasoning: str) -> None:
-        if t.answer_id is not None:
-            self.store.finish_answer(t.answer_id, text, reason, figures, reasoning)
-            return
-        row = t.row
-
-        # begin_answer has not come back yet; store calls run in order, so after this no-op it has.
-        def later() -> None:
-            mid = self.model.row(row).message_id if row < self.model.rowCount() else -1
-            if mid >= 0:
-                self.store.finish_answer(mid, text, reason, figures, reasoning)
-
-        self.store.after_pending(later)
-
     def _on_worker_failed(self, request: int, message: str) -> None:
         t = self._current(request)
         if t is None:
@@ -478,26 +441,21 @@ class ChatController(QObject):
         self._timer.stop()
         self.worker.take_streamed()
         t.turn.fail(message)
-        mid, before = t.answer_id, t.regenerated
-        if mid is not None and before is not None and 0 <= t.row < self.model.rowCount():
-            # A new version that failed goes; the one shown before comes back in its row, with its tool rows.
-            self.model.update_row(t.row, streaming=False)
-            self.store.show_version(mid, before, drop_shown=True, then=self._show_answer)
+        a = self.answers.answer
+        # A new answer that failed leaves the history; a new version gives way to the one shown before,
+        # which comes back in its row with its tool rows (`_show_answer`).
+        self.answers.answer_finished(t.turn)
+        if a is not None and a.regenerated is not None:
+            if 0 <= t.row < self.model.rowCount():
+                self.model.update_row(t.row, streaming=False)
             self.notice.emit(f"{message} The answer before it is kept.")
             self._end()
             return
         if 0 <= t.row < self.model.rowCount():
             self.model.remove_row(t.row)
-        # The answer row in the database goes too, once begin_answer has come back (calls run in order).
-        self.store.after_pending(lambda: self._drop_answer(t))
         # The question stays: it can be sent again as it is (Retry) or edited.
         self.notice.emit(f"{message} Your message is kept: retry it, or edit it.")
         self._end()
-
-    def _drop_answer(self, t: Answering) -> None:
-        if t.answer_id is not None:
-            self.store.delete_message(t.answer_id)
-            t.answer_id = None
 
     def _end(self) -> None:
         self._settle_question()
@@ -522,7 +480,6 @@ class ChatController(QObject):
         self.pending.commit()
         row = _first_of_answer(self.model, row)  # the calls that answer made go with it
         self.model.remove_from(row)
-        self.store.regenerate_answer(old.message_id)
         self._generate(version_of=old)
 
     def page(self, row: int, step: int) -> None:
@@ -600,16 +557,6 @@ def _first_of_answer(model: TranscriptModel, row: int) -> int:
     while row > 0 and model.row(row - 1).role == "tool":
         row -= 1
     return row
-
-
-def _call_figures(call: ToolCall) -> dict[str, Any]:
-    return {"id": call.id, "tool": call.name, "arguments": call.arguments}
-
-
-def _done_figures(ev: ToolCallDone) -> dict[str, Any]:
-    """A call's figures once it ended, as its tool row and the stored answer keep them."""
-    return {**_call_figures(ev.call), "elapsed_ms": round(ev.elapsed_s * 1000, 1), "is_error": ev.is_error,
-            "denied": ev.denied, "stopped": ev.stopped, "not_run": ev.not_run, "round": ev.round}
 
 
 def _stored_options(settings: Any) -> TemplateOptions:
