@@ -2,8 +2,8 @@
 
 A server written with the official SDK (started here over stdio) answers `huge` with N million
 characters of text (its message is about twice that: the SDK sends the text again as structured
-content). The hub cuts every answer to its result budget; the figure is the call's time from
-`McpHub.call` to the cut result, and the server's state after it (it must still be ready and
+content). The MCP client cuts every answer to its result budget; the figure is the call's time from
+`McpClient.call` to the cut result, and the server's state after it (it must still be ready and
 answer a following call). Before Prefill read stdout in bounded lines, 10 MB took about 0.9 s
 and 100 MB about 64 s, past the 60 s call limit, so the server was marked failed. Prints one
 JSON object.
@@ -52,28 +52,28 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
 
+    from prefill.mcp_tools.client import McpClient
     from prefill.mcp_tools.config import StdioServer
-    from prefill.mcp_tools.hub import McpHub
 
     figures: dict[str, object] = {"reps": args.reps}
-    with tempfile.TemporaryDirectory() as tmp, McpHub(start_timeout_s=60) as hub:
+    with tempfile.TemporaryDirectory() as tmp, McpClient(start_timeout_s=60) as client:
         script = Path(tmp) / "server.py"
         script.write_text(SERVER)
-        state = hub.start(StdioServer("bench", sys.executable, (str(script),)))
+        state = client.start(StdioServer("bench", sys.executable, (str(script),)))
         if state.status.value != "ready":
             raise SystemExit(state.reason)
         for mb in args.mb:
             times, cut, ready = [], 0, True
             for _ in range(args.reps):
                 began = time.perf_counter()
-                result = hub.call("bench", "huge", {"chars": mb * 1_000_000}, timeout_s=120)
+                result = client.call("bench", "huge", {"chars": mb * 1_000_000}, timeout_s=120)
                 times.append(time.perf_counter() - began)
                 if result.is_error:
                     raise SystemExit(result.text)
                 cut = result.cut_bytes
-                after = hub.state("bench")
+                after = client.state("bench")
                 ready = ready and after is not None and after.status.value == "ready"
-                ready = ready and hub.call("bench", "add", {"a": 1, "b": 2}).text == "3"
+                ready = ready and client.call("bench", "add", {"a": 1, "b": 2}).text == "3"
             figures[f"{mb}_mb"] = {"median_s": round(statistics.median(times), 3),
                                    "max_s": round(max(times), 3), "cut_bytes": cut, "server_still_ready": ready}
     print(json.dumps(figures))
