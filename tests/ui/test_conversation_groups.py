@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QInputDialog
 
-from prefill.store import Conversation, SearchHit
+from prefill.store import ConversationRecord, SearchHit
 from prefill.ui.history import conversation_list as cl
 from prefill.ui.history.conversation_list import GROUP_ROLE, ConversationList, date_group
 
@@ -20,8 +20,8 @@ def at(day: int, hour: int = 12) -> float:
     return datetime(2026, 3, day, hour).timestamp()
 
 
-def conv(cid: int, title: str, when: float) -> Conversation:
-    return Conversation(id=cid, title=title, created_at=when, updated_at=when, system_prompt="", model="",
+def conv(cid: int, title: str, when: float) -> ConversationRecord:
+    return ConversationRecord(id=cid, title=title, created_at=when, updated_at=when, system_prompt="", model="",
                         settings={}, uid=f"u{cid}")
 
 

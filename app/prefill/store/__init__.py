@@ -21,15 +21,15 @@ from prefill.store.errors import (
     StoreError,
 )
 from prefill.store.history import HistoryStore, default_history_path
-from prefill.store.records import Conversation, MessageRecord, Role, title_from_text
+from prefill.store.records import ConversationRecord, MessageRecord, Role, title_from_text
 from prefill.store.search import SearchHit
 from prefill.store.settings_file import SettingsFile, SettingsRead, default_settings_path
 
 __all__ = [
     "ArchivedConversation",
     "ArchivedMessage",
-    "Conversation",
     "ConversationNotFound",
+    "ConversationRecord",
     "HistoryStore",
     "HistoryUnavailable",
     "HubSettings",

@@ -51,7 +51,7 @@ class ArchivedMessage:
 
 @dataclass(frozen=True)
 class ArchivedConversation:
-    """One exported or imported chat with its messages in order (see ``records.Conversation``)."""
+    """One exported or imported chat with its messages in order (see ``records.ConversationRecord``)."""
 
     uid: str
     title: str

@@ -32,7 +32,7 @@ from prefill.store.records import (
     MAX_VERSIONS,
     MESSAGE_COLUMNS,
     AnswerVersion,
-    Conversation,
+    ConversationRecord,
     MessageRecord,
     check_role,
     conversation_from_row,
@@ -108,7 +108,7 @@ class HistoryStore:
         system_prompt: str = "",
         model: str = "",
         settings: Mapping[str, Any] | None = None,
-    ) -> Conversation:
+    ) -> ConversationRecord:
         """Start a chat and return it."""
         now = self._clock()
         with db.transaction(self._db) as conn:
@@ -119,11 +119,11 @@ class HistoryStore:
             )
             return self._conversation(conn, int(cursor.lastrowid or 0))
 
-    def conversation(self, conversation_id: int) -> Conversation:
+    def conversation(self, conversation_id: int) -> ConversationRecord:
         """Return one chat. Raises ConversationNotFound."""
         return self._conversation(self._db, conversation_id)
 
-    def list_conversations(self) -> list[Conversation]:
+    def list_conversations(self) -> list[ConversationRecord]:
         """Return every chat, the most recently updated first."""
         rows = self._db.execute(
             f"SELECT {CONVERSATION_COLUMNS} FROM conversations ORDER BY updated_at DESC, id DESC"
@@ -171,7 +171,7 @@ class HistoryStore:
         raise ConversationNotFound(conversation_id)
 
     @staticmethod
-    def _conversation(conn: sqlite3.Connection, conversation_id: int) -> Conversation:
+    def _conversation(conn: sqlite3.Connection, conversation_id: int) -> ConversationRecord:
         row = conn.execute(
             f"SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = ?", (conversation_id,)
         ).fetchone()
@@ -368,7 +368,7 @@ class HistoryStore:
                 del every[message.version]
             return self._show(conn, message_id, every, index)
 
-    def branch_conversation(self, message_id: int) -> Conversation:
+    def branch_conversation(self, message_id: int) -> ConversationRecord:
         """Make a chat of this message's chat up to and including it, titled "Branch of <title>".
 
         It has the same system prompt, model and settings; its messages keep their versions and times.

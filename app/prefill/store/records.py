@@ -19,7 +19,7 @@ TITLE_LENGTH = 48
 
 
 @dataclass(frozen=True)
-class Conversation:
+class ConversationRecord:
     """One chat.
 
     Attributes:
@@ -247,9 +247,9 @@ def images_from_json(text: str | None) -> tuple[ImageRef, ...]:
     return tuple(out)
 
 
-def conversation_from_row(row: sqlite3.Row) -> Conversation:
-    """Build a Conversation from a row selected with CONVERSATION_COLUMNS."""
-    return Conversation(
+def conversation_from_row(row: sqlite3.Row) -> ConversationRecord:
+    """Build a ConversationRecord from a row selected with CONVERSATION_COLUMNS."""
+    return ConversationRecord(
         id=row["id"],
         title=row["title"],
         created_at=row["created_at"],

@@ -23,10 +23,9 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.engine.message import ImagePart, Message, ToolCall
 from prefill.engine.request import MAX_REASONING_BUDGET, TemplateOptions, Tool
-from prefill.session.conversation import Conversation as Chat
-from prefill.session.conversation import Said, Turn
+from prefill.session.conversation import Conversation, Said, Turn
 from prefill.session.tool_loop import Decision, LoopFinished, ToolCallDone, ToolCallStarted
-from prefill.store import Conversation, MessageRecord
+from prefill.store import ConversationRecord, MessageRecord
 from prefill.store.app_settings import Settings
 from prefill.ui.chat.answer_store import AnswerStore, answer_figures, call_figures, done_figures
 from prefill.ui.chat.chat_tools import ChatTools, stored_chat_tools
@@ -155,7 +154,7 @@ class ChatController(QObject):
         self._opening += 1
         serial = self._opening  # a later open (even of this chat) supersedes this one's remainder
 
-        def show(result: tuple[Conversation, list[Row]]) -> None:
+        def show(result: tuple[ConversationRecord, list[Row]]) -> None:
             conv, rows = result
             if conv.id != self.conversation_id:
                 self.worker.forget_approvals()  # "always allow" holds for the chat it was said in
@@ -201,7 +200,7 @@ class ChatController(QObject):
         self.pending.commit()
         fresh = self.conversation_id is not None  # else the switches chosen before the first chat carry over
 
-        def made(conv: Conversation) -> None:
+        def made(conv: ConversationRecord) -> None:
             self.worker.forget_approvals()
             self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
             self._opening += 1  # what an earlier open still had to read is not for this chat
@@ -246,7 +245,7 @@ class ChatController(QObject):
             self.chat_tools = chat
             self.chat_tools_changed.emit(chat)
 
-    def conversation(self, options: TemplateOptions | None = None) -> Chat:
+    def conversation(self, options: TemplateOptions | None = None) -> Conversation:
         """The chat shown, as the conversation service holds it, asked as the settings say now (`options`:
         the chat's own unless given). Built from the transcript's rows (row_messages.py): they are what
         the window edits, pages, deletes and undoes, so no second copy has to follow them."""
@@ -516,7 +515,7 @@ class ChatController(QObject):
             return
         self.pending.commit()
 
-        def made(conv: Conversation) -> None:
+        def made(conv: ConversationRecord) -> None:
             self.conversations_changed.emit()
             self.open_conversation(conv.id)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefill.store import Conversation, MessageRecord
+from prefill.store import ConversationRecord, MessageRecord
 from prefill.ui.chat.compaction_rows import stored_summary_row
 from prefill.ui.chat.transcript_model import Row
 from prefill.ui.shared.store_worker import StoredMessages
@@ -17,7 +17,7 @@ from prefill.ui.shared.store_worker import StoredMessages
 CALL_FIELDS = ("id", "tool", "arguments", "elapsed_ms", "is_error", "denied", "stopped", "not_run", "round")
 
 
-def rows_of(read: StoredMessages) -> tuple[Conversation, list[Row]]:
+def rows_of(read: StoredMessages) -> tuple[ConversationRecord, list[Row]]:
     """A conversation and its transcript rows, from what `StoreProxy.read_messages` read. A "system"
     message is a compaction's summary row, or no row."""
     rows: list[Row] = []

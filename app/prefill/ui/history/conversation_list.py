@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from prefill.store import Conversation, SearchHit
+from prefill.store import ConversationRecord, SearchHit
 from prefill.ui.shared.plain_text import Button, ask, plain_label, tooltip
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -149,7 +149,7 @@ class ConversationList(QWidget):
         item = self.list.currentItem()
         return int(item.data(ID_ROLE)) if item is not None else None
 
-    def set_conversations(self, conversations: Sequence[Conversation], current: int | None) -> None:
+    def set_conversations(self, conversations: Sequence[ConversationRecord], current: int | None) -> None:
         today = self.today()
         groups = [date_group(c.updated_at or c.created_at or time.time(), today) for c in conversations]
         self._fill([(c.id, c.title, "", -1) for c in conversations], current, groups)

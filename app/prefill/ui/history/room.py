@@ -10,7 +10,7 @@ from typing import Protocol
 
 from PySide6.QtCore import QObject
 
-from prefill.store import Conversation
+from prefill.store import ConversationRecord
 from prefill.ui.history.conversation_list import ConversationList
 from prefill.ui.history.menu import HistoryMenu
 from prefill.ui.shared.room_actions import RoomActions
@@ -69,7 +69,7 @@ class HistoryRoom(QObject):
 
     def refresh(self) -> None:
         """List the conversations again (unless a search is showing its hits)."""
-        def fill(convs: list[Conversation]) -> None:
+        def fill(convs: list[ConversationRecord]) -> None:
             self.titles = {c.id: c.title for c in convs}
             if not self.chats.search.text().strip():
                 self.chats.set_conversations(convs, self._chat.conversation_id)

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from prefill.engine.message import ImagePart
-from prefill.store import Conversation, HistoryStore, ImportResult, MessageRecord, SearchHit, SettingsFile
+from prefill.store import ConversationRecord, HistoryStore, ImportResult, MessageRecord, SearchHit, SettingsFile
 from prefill.store.app_settings import Settings
 from prefill.store.endpoints import ENDPOINTS_FILE, EndpointsFile, SavedEndpoint
 from prefill.store.history_export import ExportFormat, write_export
@@ -59,7 +59,7 @@ class Stores:
 class StoredMessages:
     """A conversation and some of its messages as stored, each message's images read with it (by id)."""
 
-    conversation: Conversation
+    conversation: ConversationRecord
     messages: list[MessageRecord]
     images: dict[int, tuple[ImagePart, ...]]
 
@@ -152,24 +152,24 @@ class StoreProxy(QObject):
         return call_id
 
     # --- conversations ------------------------------------------------------------------
-    def list_conversations(self, then: Then[list[Conversation]] = None, error: OnError = None) -> int:
+    def list_conversations(self, then: Then[list[ConversationRecord]] = None, error: OnError = None) -> int:
         return self._call(lambda s: s.history.list_conversations(), then, error)
 
     def search(self, query: str, then: Then[list[SearchHit]] = None, error: OnError = None) -> int:
         return self._call(lambda s: s.history.search(query), then, error)
 
     def open_conversation(
-        self, cid: int, then: Then[tuple[Conversation, list[MessageRecord]]] = None, error: OnError = None
+        self, cid: int, then: Then[tuple[ConversationRecord, list[MessageRecord]]] = None, error: OnError = None
     ) -> int:
         """The conversation and its messages, read together."""
         return self._call(lambda s: (s.history.conversation(cid), s.history.messages(cid)), then, error)
 
     def create_conversation(
-        self, title: str, system_prompt: str = "", then: Then[Conversation] = None, error: OnError = None
+        self, title: str, system_prompt: str = "", then: Then[ConversationRecord] = None, error: OnError = None
     ) -> int:
         return self._call(lambda s: s.history.create_conversation(title, system_prompt), then, error)
 
-    def conversation(self, cid: int, then: Then[Conversation] = None, error: OnError = None) -> int:
+    def conversation(self, cid: int, then: Then[ConversationRecord] = None, error: OnError = None) -> int:
         return self._call(lambda s: s.history.conversation(cid), then, error)
 
     def read_messages(
@@ -185,7 +185,7 @@ class StoreProxy(QObject):
     ) -> int:
         return self._call(lambda s: s.history.set_conversation_settings(cid, settings), then, error)
 
-    def branch_conversation(self, mid: int, then: Then[Conversation] = None, error: OnError = None) -> int:
+    def branch_conversation(self, mid: int, then: Then[ConversationRecord] = None, error: OnError = None) -> int:
         """A new conversation with the messages up to `mid` (its versions kept)."""
         return self._call(lambda s: s.history.branch_conversation(mid), then, error)
 
