@@ -2,7 +2,7 @@
 
 A target names what should answer (a model file, a remote endpoint, a slot of the running
 server); `open_backend` builds the `ChatBackend` for it. `describe` says what a person sees of it.
-A model file's target carries its speculative decoding (`Speculation`, engine/drafts/speculation.py),
+A model file's target carries its speculative decoding (`Speculation`, engine/speculation.py),
 set on the engine once it is loaded, and again by `apply_speculation` when it changes (no reload).
 It also names the vision projector (mmproj) loaded with it: a file, none, or the one beside the
 model (what the window loads).
