@@ -52,7 +52,7 @@ def run(budget: ThinkingBudget, script: list[str], steps: int = 60) -> str:
             piece, forced, i = script[i], False, i + 1
         else:
             break
-        budget.saw(piece.encode(), forced)
+        budget.saw(piece, forced)
         out.append(piece)
     return "".join(out)
 

@@ -48,7 +48,7 @@ class AnswerDecoder:
         self.stop_on_eog = not (isinstance(sampling, ServeSampling) and sampling.ignore_eos)
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
         self._stops = StopMatcher(stops)
-        self.budget = ThinkingBudget(thinking, lambda text: runtime.tokenize(text)) if thinking else None
+        self.budget = ThinkingBudget(thinking, runtime.tokenize) if thinking else None
         self._forced = False  # the token being fed was forced, not sampled
 
     def forced(self) -> int | None:
@@ -62,9 +62,10 @@ class AnswerDecoder:
 
     def feed(self, piece: bytes) -> tuple[str, bool]:
         """A token's bytes: (text safe to show, whether a stop string was hit)."""
+        text = self._utf8(piece)
         if self.budget is not None:
-            self.budget.saw(piece, self._forced)
-        return self._stops.feed(self._utf8(piece))
+            self.budget.saw(text, self._forced)
+        return self._stops.feed(text)
 
     def flush(self) -> str:
         """The end of the answer: text held back for a stop string that never came.

@@ -14,7 +14,6 @@ asked not to think at all instead (`effective_options`), so nothing needs closin
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -66,15 +65,14 @@ class ThinkingBudget:
     """Counts one answer's thinking tokens and closes the thinking when its limit is spent.
 
     The loop asks `forced()` before it samples (a token: feed it instead of sampling) and tells
-    `saw(piece)` each token's bytes, sampled or forced. `tokenize` turns text into tokens as the
-    model reads them mid-answer (special markers as their tokens, no BOS).
+    `saw(text)` each token's text (as the answer decodes it), sampled or forced. `tokenize` turns text
+    into tokens as the model reads them mid-answer (special markers as their tokens, no BOS).
     """
 
     def __init__(self, limit: ThinkingLimit, tokenize: Callable[[str], list[int]]):
         self.limit = limit.tokens
         self._tokenize = tokenize
         self._parser = ReasoningParser(limit.syntax, limit.opened)
-        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
         self.used = 0  # thinking tokens the model wrote (the forced ones not counted)
         self.closed = False  # the budget closed the thinking at least once
         self._queue: list[int] = []
@@ -91,10 +89,10 @@ class ThinkingBudget:
             self.closed = True
         return self._queue.pop(0) if self._queue else None
 
-    def saw(self, piece: bytes, forced: bool = False) -> None:
-        """A token's bytes, as the loop decoded them (`forced`: one of the close's)."""
+    def saw(self, text: str, forced: bool = False) -> None:
+        """A token's text, as the answer's decoder made it of its bytes (`forced`: one of the close's)."""
         was = self._parser.in_reasoning
-        self._parser.feed(self._utf8(piece))
+        self._parser.feed(text)
         self._opened += not was and self._parser.in_reasoning
         if not forced and (was or self._parser.in_reasoning):
             self.used += 1
