@@ -1,0 +1,149 @@
+"""A chat model of the pool: its `BatchScheduler` (one context, a sequence per slot), its chat
+module and its projector, loaded with its own settings, and the requests it has in flight.
+
+Requests reach the scheduler through `ChatModel.submit`, which counts each one until its last
+event (Finished or Failed), so the pool knows, without asking the scheduler's snapshot (published
+a tenth of a second late), whether a model is generating or has requests queued.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
+from prefill.engine.batch.runtime import load_batch_model
+from prefill.engine.batch.scheduler import BatchScheduler
+from prefill.engine.batch.slot_draft_model import SlotDraftModel
+from prefill.engine.batch.snapshot import BatchSnapshot
+from prefill.engine.errors import DraftModelError
+from prefill.engine.events import Finished
+from prefill.engine.gguf.guard import read_model_header
+from prefill.engine.prompt.model_chat import ModelChat
+from prefill.engine.settings import LoadSettings
+from prefill.engine.speculation import Speculation
+from prefill.engine.vision.projector import Projector
+from prefill.pool.catalogue import Kind, ModelEntry
+from prefill.pool.memory import ModelMemory, estimate, measured
+
+
+@dataclass(frozen=True)
+class ChatLoad:
+    """How the pool loads a chat model whose entry brings no settings of its own."""
+
+    settings: LoadSettings  # n_ctx: the context of each slot
+    parallel: int = 4
+    max_queued: int = 0  # requests waiting beyond the slots before QueueFull (0: 8 per slot)
+    speculation: Speculation = field(default_factory=Speculation)
+    on_snapshot: Callable[[BatchSnapshot], None] | None = None
+
+    def settings_for(self, entry: ModelEntry) -> LoadSettings:
+        return entry.settings or self.settings
+
+    def estimate(self, entry: ModelEntry) -> ModelMemory:
+        """What the entry will take once loaded, from its headers (no load)."""
+        return estimate(entry.path, self.settings_for(entry), self.parallel, entry.projector)
+
+
+class ChatModel:
+    """A loaded chat model. `submit` counts requests until their end; `close` frees everything."""
+
+    kind: Kind = "chat"
+
+    def __init__(self, scheduler: BatchScheduler, memory: ModelMemory):
+        self.scheduler = scheduler
+        self.chat = ModelChat(scheduler.model.header.chat_template, scheduler.runtime)
+        self.memory = memory
+        self.on_idle: Callable[[], None] | None = None  # set by the pool: the last request ended
+        self._lock = threading.Lock()
+        self._in_flight = 0
+
+    @property
+    def in_flight(self) -> int:
+        """Requests submitted and not yet ended: generating, prefilling or queued."""
+        return self._in_flight
+
+    def submit(self, request: BatchRequest) -> RequestHandle:
+        """`scheduler.submit`, the request counted until its Finished or Failed.
+
+        Raises what `BatchScheduler.submit` raises (the request is then not counted).
+        """
+        inner = request.sink
+
+        def sink(event: BatchEvent) -> None:  # on the scheduler thread
+            inner(event)
+            if type(event) is Finished or type(event) is Failed:
+                self._ended()
+
+        with self._lock:
+            self._in_flight += 1
+        try:
+            return self.scheduler.submit(replace(request, sink=sink))
+        except BaseException:
+            self._ended()
+            raise
+
+    def _ended(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            idle = self._in_flight == 0
+        hook = self.on_idle
+        if idle and hook is not None:
+            hook()
+
+    def close(self) -> None:
+        """Stop the scheduler (anything still queued gets Failed) and free the model, draft and projector."""
+        self.scheduler.close()
+
+
+def open_scheduler(path: Path, load: ChatLoad) -> BatchScheduler:
+    """Load the model for the slots, and the draft model `load.speculation` names, if any: one that
+    cannot draft for the model leaves the slots without speculation, with the reason in the
+    scheduler's `speculation_note` ("draft" without a file is off).
+
+    Raises:
+        ModelLoadError: the model could not be loaded.
+        ValueError: an unknown speculative mode.
+    """
+    wanted = load.speculation
+    draft_path = Path(wanted.draft_path) if wanted.draft_wanted else None
+    mode = "off" if wanted.mode == "draft" and draft_path is None else wanted.mode
+    model = load_batch_model(path, load.settings, load.parallel)
+    draft, refused = None, ""
+    if draft_path is not None:
+        try:
+            draft = SlotDraftModel.load(draft_path, model.runtime)
+        except DraftModelError as e:
+            refused = str(e)
+        except BaseException:
+            model.runtime.close()
+            raise
+    mode = "off" if refused else mode
+    scheduler = BatchScheduler(model, load.on_snapshot, load.max_queued, mode, draft, wanted.draft_max)
+    if refused:
+        scheduler.speculation_note = refused
+    return scheduler
+
+
+def load_chat(entry: ModelEntry, load: ChatLoad) -> ChatModel:
+    """Check the file at the guard, load it for the slots with its projector, measure what it took.
+
+    Raises:
+        GGUFError: the guard refused the file (llama.cpp would have aborted on it).
+        ModelLoadError: llama.cpp refused it, or its projector.
+    """
+    read_model_header(entry.path)
+    settings = load.settings_for(entry)
+    guess = load.estimate(entry)
+    scheduler = open_scheduler(entry.path, replace(load, settings=settings))
+    try:
+        if entry.projector is not None:
+            scheduler.projector = Projector(entry.projector, scheduler.runtime)
+        rt = scheduler.runtime
+        memory = measured(rt.model_bytes(), rt.n_ctx, scheduler.model.bytes_per_cell, guess)
+        return ChatModel(scheduler, memory)
+    except BaseException:
+        scheduler.close()
+        raise

@@ -1,0 +1,113 @@
+"""What a resident model takes, and the budget they share.
+
+Before a load the pool weighs the fit estimate (`engine/llama/memory_fit.py`: weights, KV cache
+and compute buffers from the GGUF header) against what the residents take; after it, a resident
+carries llama.cpp's own figures: `llama_model_size` for the weights and the KV cache's cells times
+their bytes (`engine/llama/kv_sizes.py`, llama.cpp's formula). The compute buffer stays the
+estimate (the batch context's load log is not kept), and says so (`compute_measured`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefill.engine.llama.hardware import MachineMemory, machine_memory
+from prefill.engine.llama.memory_fit import estimate_local
+from prefill.engine.settings import LoadSettings
+from prefill.engine.units import format_bytes
+
+MARGIN_FRACTION = 0.10  # of the machine's memory, left to everything else
+MIN_MARGIN = 512 << 20
+_UNLIMITED = MachineMemory(1 << 62, 1 << 62)  # the estimate's parts, whatever this machine has
+
+
+@dataclass(frozen=True)
+class ModelMemory:
+    """Bytes one model takes: its weights, its KV cache (every slot), its compute buffers, its projector."""
+
+    weights: int
+    kv: int
+    compute: int
+    projector: int = 0
+    measured: bool = False  # weights and KV from llama.cpp after the load (else all estimated)
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.kv + self.compute + self.projector
+
+    def as_dict(self) -> dict[str, object]:
+        return {"total": self.total, "weights": self.weights, "kv": self.kv, "compute": self.compute,
+                "projector": self.projector, "measured": self.measured}
+
+    def summary(self) -> str:
+        return format_bytes(self.total)
+
+
+def estimate(path: Path, settings: LoadSettings, n_seq: int, projector: Path | None = None) -> ModelMemory:
+    """The fit estimate of a model loaded for `n_seq` slots of `settings.n_ctx` tokens (reads headers).
+
+    Raises:
+        GGUFError: a header that cannot be read.
+    """
+    e = estimate_local(path, settings.n_ctx * n_seq, settings.kv_type, _UNLIMITED)
+    return ModelMemory(e.weights, e.kv_cache, e.compute, _file_size(projector))
+
+
+def measured(weights: int, kv_cells: int, bytes_per_cell: int, guess: ModelMemory) -> ModelMemory:
+    """llama.cpp's figures after the load: `weights` (llama_model_size), the KV cache's cells times
+    their bytes; the compute buffers and the projector as estimated."""
+    return ModelMemory(weights, kv_cells * bytes_per_cell, guess.compute, guess.projector, measured=True)
+
+
+def default_budget(on_gpu: bool, memory: MachineMemory | None = None) -> int:
+    """What this machine has for models: its free VRAM when layers are offloaded to a GPU, else its
+    available RAM; less a margin (10%, at least 512 MiB) for everything else."""
+    m = memory or machine_memory()
+    have = m.vram_free if on_gpu and m.gpus else m.ram_available
+    return max(0, have - max(MIN_MARGIN, int(have * MARGIN_FRACTION)))
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
+_SCALE = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """`8G`, `512M`, `1.5GiB`, `2000000000` as bytes (binary units).
+
+    Raises:
+        ValueError: not a size.
+    """
+    m = _SIZE.match(text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a size (say 8G, 512M or a number of bytes)")
+    return int(float(m.group(1)) * _SCALE[m.group(2).upper()])
+
+
+_DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", re.IGNORECASE)
+_SECONDS = {"ms": 0.001, "s": 1, "": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str | float | int) -> float:
+    """Seconds from `600`, `10m`, `1.5h`, `30s` (a number alone is seconds; negative: forever, as
+    Ollama's keep_alive).
+
+    Raises:
+        ValueError: not a duration.
+    """
+    if isinstance(text, bool):
+        raise ValueError("a duration is a number of seconds or a text such as 10m")
+    if isinstance(text, int | float):
+        return float(text)
+    m = _DURATION.match(text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a duration (say 600, 30s, 10m or 1h)")
+    return float(m.group(1)) * _SECONDS[(m.group(2) or "").lower()]
+
+
+def _file_size(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path is not None else 0
+    except OSError:
+        return 0
