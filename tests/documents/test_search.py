@@ -1,0 +1,95 @@
+"""Search: by vectors, by words (bm25), and both fused; passages with file, page, score and text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from prefill.documents.errors import CollectionNotFound
+from prefill.documents.index import open_index
+from prefill.documents.indexer import index_files
+from prefill.documents.search import Searcher
+from prefill.documents.vectors import load_sqlite_vec
+from tests.documents.embedders import HashEmbedder, count_words
+from tests.documents.pdf_writer import write_pdf
+
+
+@pytest.fixture
+def indexed(tmp_path: Path):  # noqa: ANN201
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "garden.md").write_text("# Garden\n\nTomatoes need sun and water every morning.\n\n"
+                                 "## Pests\n\nSlugs eat lettuce at night.")
+    (d / "kitchen.txt").write_text("Bake the bread at 220 degrees for thirty minutes.\n\nStore flour dry.")
+    write_pdf(d / "manual.pdf", [["The pump manual."], ["Reset the pump by holding the red button."]])
+    (d / "people.csv").write_text("name,role\nAda,engineer\nLin,gardener\n")
+    conn = open_index(tmp_path / "i.sqlite3")
+    index_files(conn, "home", [d], HashEmbedder(), count_words)
+    return conn
+
+
+def test_words_vectors_and_both_find_the_passage(indexed) -> None:  # noqa: ANN001
+    s = Searcher(indexed)
+    for mode in ("words", "vectors", "both"):
+        [top, *_] = s.search("home", "how do I reset the pump button", HashEmbedder(), k=3, mode=mode)
+        assert Path(top.file).name == "manual.pdf" and top.page == 2, mode
+        assert top.text == "Reset the pump by holding the red button." and top.score > 0
+    [hit] = s.search("home", "slugs", k=1, mode="words")
+    assert hit.heading == "Garden > Pests" and Path(hit.file).name == "garden.md" and hit.page is None
+    assert s.last_times.search_ms >= 0
+
+
+def test_fusion_ranks_a_passage_both_find_first(indexed) -> None:  # noqa: ANN001
+    s = Searcher(indexed)
+    both = s.search("home", "bread degrees", HashEmbedder(), k=5, mode="both")
+    assert Path(both[0].file).name == "kitchen.txt"
+    assert both[0].score == pytest.approx(2 / 61)  # first in each list: 1/61 + 1/61
+    assert [p.score for p in both] == sorted((p.score for p in both), reverse=True)
+
+
+def test_queries_that_would_break_fts_syntax(indexed) -> None:  # noqa: ANN001
+    s = Searcher(indexed)
+    for q in ['"', "AND OR NOT", "pump*", "(reset", "NEAR(a b)", "", "?!", 'x" OR 1=1 --']:
+        s.search("home", q, HashEmbedder(), mode="both")
+        s.search("home", q, mode="words")
+
+
+def test_collections_and_models_are_checked(indexed) -> None:  # noqa: ANN001
+    s = Searcher(indexed)
+    with pytest.raises(CollectionNotFound, match="no document collection named 'nope'"):
+        s.search("nope", "x", HashEmbedder())
+    with pytest.raises(ValueError, match="indexed with test-hash-128, not other"):
+        s.search("home", "x", HashEmbedder(128, "other"))
+    with pytest.raises(ValueError, match="needs the embedding model"):
+        s.search("home", "x", mode="vectors")
+
+
+def test_the_numpy_matrix_follows_new_files(indexed, tmp_path: Path) -> None:  # noqa: ANN001
+    s = Searcher(indexed, use_sqlite_vec=False)
+    assert s.vectors.backend == "numpy" and s.vectors.why_numpy
+    assert not s.search("home", "zebra stripes", HashEmbedder(), mode="vectors")[0].text.startswith("Zebra")
+    extra = tmp_path / "more"
+    extra.mkdir()
+    (extra / "zoo.txt").write_text("Zebra stripes confuse flies.")
+    index_files(indexed, "home", [extra], HashEmbedder(), count_words, prune=False)
+    assert s.search("home", "zebra stripes", HashEmbedder(), mode="vectors")[0].text.startswith("Zebra")
+
+
+def test_sqlite_vec_and_numpy_agree(indexed) -> None:  # noqa: ANN001
+    why = load_sqlite_vec(indexed)
+    if why:
+        pytest.skip(f"sqlite-vec does not load here: {why}")
+    a = Searcher(indexed, use_sqlite_vec=True)
+    b = Searcher(indexed, use_sqlite_vec=False)
+    assert a.vectors.backend == "sqlite-vec"
+    q = "reset the pump"
+    got_a = [(p.chunk_id, round(p.score, 4)) for p in a.search("home", q, HashEmbedder(), mode="vectors")]
+    got_b = [(p.chunk_id, round(p.score, 4)) for p in b.search("home", q, HashEmbedder(), mode="vectors")]
+    assert got_a == got_b
+
+
+def test_a_query_with_no_words_is_near_nothing(indexed) -> None:  # noqa: ANN001
+    # Its vector is all zeros: sqlite-vec's cosine distance is NULL there, numpy's similarity 0 for every passage.
+    for use in (True, False):
+        assert Searcher(indexed, use_sqlite_vec=use).search("home", "?!", HashEmbedder(), mode="vectors") == []
