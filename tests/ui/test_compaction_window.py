@@ -99,14 +99,14 @@ def test_edit_and_remove_the_summary_change_what_the_model_reads(app, qtbot, smo
     c = w.controller
     (at,) = summary_rows(w)
 
-    c.edit(at, "The user is Ada; her goats are Pip, Bo and Moss.")
+    c.edits.edit(at, "The user is Ada; her goats are Pip, Bo and Moss.")
     assert w.transcript.row(at).content == "The user is Ada; her goats are Pip, Bo and Moss."
     assert "her goats are Pip, Bo and Moss." in c.messages()[0].content
     assert summary.text not in c.messages()[0].content
     assert "edited" in w.notice.text()
 
     # Remove: Undo is offered, and meanwhile the model reads the turns again.
-    c.delete(at)
+    c.edits.delete(at)
     assert w.chat_view.toast.isVisible() and w.chat_view.toast.label.text() == REMOVED
     sent = c.messages()
     assert [m.content for m in sent if m.role == "user"] == QUESTIONS[: len(finishes)]
@@ -123,7 +123,7 @@ def test_edit_and_remove_the_summary_change_what_the_model_reads(app, qtbot, smo
     assert w2.transcript.row(at2).content == "The user is Ada; her goats are Pip, Bo and Moss."
 
     # Removed for good: gone from the history too.
-    w2.controller.delete(at2)
+    w2.controller.edits.delete(at2)
     w2.controller.pending.commit()
     qtbot.waitUntil(lambda: w2.store.pending() == 0)
     app.close(w2)

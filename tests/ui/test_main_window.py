@@ -40,17 +40,17 @@ def test_stop_regenerate_edit_delete(app, qtbot, smollm2: Path) -> None:
     w.settings = small_settings(max_tokens=24)
 
     with qtbot.waitSignal(c.answer_finished, timeout=ANSWER_TIMEOUT):
-        c.regenerate(1)
+        c.edits.regenerate(1)
     assert len(w.transcript.rows()) == 2
     assert int(w.sidebar.text("evaluated")) <= 1  # the prompt was in the cache already
 
     with qtbot.waitSignal(c.answer_finished, timeout=ANSWER_TIMEOUT):
-        c.edit(0, "Say hello in French.")
+        c.edits.edit(0, "Say hello in French.")
     rows = w.transcript.rows()
     assert [r.role for r in rows] == ["user", "assistant"] and rows[0].content == "Say hello in French."
 
     qtbot.waitUntil(lambda: rows[1].message_id >= 0 or w.transcript.row(1).message_id >= 0)
-    c.delete(1)
+    c.edits.delete(1)
     assert [r.role for r in w.transcript.rows()] == ["user"]
     c.pending.timer.timeout.emit()  # Undo was not taken: the delete reaches the history
     qtbot.waitUntil(lambda: w.store.pending() == 0)

@@ -95,7 +95,7 @@ def test_think_switch_is_kept_with_the_conversation(app, qtbot, thinker: Path) -
     cid = w.controller.conversation_id
     with qtbot.waitSignal(w.controller.conversation_opened, timeout=10_000):
         w.controller.new_conversation()
-    w.controller.set_options(TemplateOptions())
+    w.controller.choices.set_options(TemplateOptions())
     with qtbot.waitSignal(w.controller.conversation_opened, timeout=10_000):
         w.controller.open_conversation(cid)
     assert w.controller.options == TemplateOptions(think=False)
@@ -114,7 +114,7 @@ def test_failed_turn_keeps_the_question_and_the_chat_sendable(app, qtbot, tmp_pa
     assert last_widget(qtbot, w).buttons["retry"].isVisibleTo(w)
     # Editing it answers it; before, the lone question made every later send user, user.
     with qtbot.waitSignal(w.controller.answer_finished, timeout=ANSWER_TIMEOUT):
-        w.controller.edit(0, "a fine question")
+        w.controller.edits.edit(0, "a fine question")
     assert [r.role for r in w.transcript.rows()] == ["user", "assistant"]
     assert not w.chat_view.live_widget(0).buttons["retry"].isVisibleTo(w)
 

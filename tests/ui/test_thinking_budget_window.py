@@ -11,7 +11,7 @@ from prefill.engine.events import MetricsSnapshot
 from prefill.engine.prompt.thinking_budget import NOTE
 from prefill.engine.request import TemplateOptions
 from prefill.store import HistoryStore
-from prefill.ui.chat.controller import _stored_options
+from prefill.ui.chat.chat_choices import stored_options
 from tests.engine.budget_thinkers import BudgetThinker, write_budget_thinker
 from tests.ui.conftest import load, send, small_settings
 
@@ -162,9 +162,9 @@ def test_the_control_is_shown_for_a_model_that_reasons_without_a_switch(app, qtb
 
 def test_a_stored_budget_is_read_back_leniently() -> None:
     def read(budget: object) -> TemplateOptions:
-        return _stored_options({"template": {"think": True, "reasoning_budget": budget}})
+        return stored_options({"template": {"think": True, "reasoning_budget": budget}})
 
     assert read(256) == TemplateOptions(think=True, reasoning_budget=256) and read(0).reasoning_budget == 0
     for bad in (-1, -3, "512", 2.5, True, None, 10**9, [4]):  # not a number of tokens: the model's default
         assert read(bad) == TemplateOptions(think=True)
-    assert _stored_options({"template": {"reasoning_effort": "extreme", "reasoning_budget": 7}}).reasoning_budget == 7
+    assert stored_options({"template": {"reasoning_effort": "extreme", "reasoning_budget": 7}}).reasoning_budget == 7

@@ -48,7 +48,7 @@ def test_llama_cpp_server_streams_stops_regenerates_edits_and_keeps_history(
 
     w.settings = small_settings(max_tokens=16)
     with qtbot.waitSignal(c.answer_finished, timeout=ANSWER_TIMEOUT) as blocker:
-        c.regenerate(1)
+        c.edits.regenerate(1)
     again: Finished = blocker.args[0]
     assert again.reason in ("stop", "length") and again.text
     # llama-cpp-python's server streams no `usage`: tokens are counted as chunks arrive, the prompt is unknown
@@ -57,7 +57,7 @@ def test_llama_cpp_server_streams_stops_regenerates_edits_and_keeps_history(
     assert w.sidebar.text("decode") == f"{again.metrics.decode_tps:.1f} tok/s"
 
     with qtbot.waitSignal(c.answer_finished, timeout=ANSWER_TIMEOUT):
-        c.edit(0, "Say hello in French.")
+        c.edits.edit(0, "Say hello in French.")
     rows = w.transcript.rows()
     assert [r.role for r in rows] == ["user", "assistant"] and rows[0].content == "Say hello in French."
     follow = send(qtbot, w, "And in Spanish?")

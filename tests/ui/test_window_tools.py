@@ -325,7 +325,7 @@ def test_tools_are_switched_per_chat_and_kept_with_it(open_window, qtbot, caller
     assert button.text() == "Tools: 1"  # a new chat offers the tools again
     menu.aboutToShow.emit()
     next(a for a in menu.actions() if a.text() == "forecast › weather").trigger()  # this chat: without it
-    assert button.text() == "Tools: 0" and w.controller.chat_tools.offer(w.mcp.offered()) == ()
+    assert button.text() == "Tools: 0" and w.controller.choices.chat_tools.offer(w.mcp.offered()) == ()
     second = w.controller.conversation_id
 
     for cid, text in ((first, "Tools: off"), (second, "Tools: 0")):  # read back from the history file
@@ -348,7 +348,7 @@ def test_regenerate_runs_the_rounds_again_and_keeps_one_copy(open_window, qtbot,
     assert roles == ["user", "tool", "tool", "assistant"]
     first_id = w.transcript.row(1).figures["id"]
     with qtbot.waitSignal(w.controller.answer_finished, timeout=ANSWER_TIMEOUT):
-        w.controller.regenerate(3)  # the answer's calls go with it and are made again
+        w.controller.edits.regenerate(3)  # the answer's calls go with it and are made again
     assert [r.role for r in w.transcript.rows()] == roles
     assert w.transcript.row(1).content == "Sunny in Oslo, 21 °C." and w.transcript.row(1).figures["id"] != first_id
     with qtbot.waitSignal(w.controller.conversation_opened, timeout=10_000):

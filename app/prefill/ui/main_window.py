@@ -405,7 +405,7 @@ class MainWindow(QMainWindow):
         text, ok = QInputDialog.getMultiLineText(self, "System prompt", "For this conversation:",
                                                  self.controller.system_prompt)
         if ok:
-            self.controller.set_system_prompt(text.strip())
+            self.controller.choices.set_system_prompt(text.strip())
             self.chat_view.set_system_prompt(text.strip())
             self.prompt_count.ask()
 

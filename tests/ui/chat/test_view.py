@@ -164,7 +164,7 @@ def test_a_new_palette_renders_again_only_what_is_live(qtbot, view: ChatView) ->
 def test_a_long_chat_opens_at_its_end_then_reads_the_rest(app, qtbot) -> None:
     """The last messages show first; the earlier ones follow; a send waits for them."""
     from prefill.store import HistoryStore
-    from prefill.ui.chat.controller import TAIL_ROWS
+    from prefill.ui.chat.chat_opening import TAIL_ROWS
 
     store = HistoryStore(app.data / "history.sqlite3")
     conv = store.create_conversation("long")

@@ -1,6 +1,6 @@
 """The window's chat in the history: the conversation service's `ConversationHooks` over `StoreProxy`.
 
-The controller (controller.py) shows rows and relays the engine worker's signals; what is written to
+The answer in flight and the engine worker's events for it are answering.py's; what is written to
 the history, and when, is decided here. A question is kept as it is asked (`added`); the answer's
 message is made when its turn begins (`begin`: a new version of a stored answer needs none), written
 every half second while it streams (`answer_grew`, so a crash loses at most that), and written whole

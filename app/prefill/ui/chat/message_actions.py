@@ -29,19 +29,19 @@ class MessageActions(QObject):
         the view's own) on the message at `row`."""
         c = self.controller
         if name == "regenerate":
-            c.regenerate(row)
+            c.edits.regenerate(row)
         elif name == "retry":
-            c.retry(row)
+            c.edits.retry(row)
         elif name == "delete":
-            c.delete(row)
+            c.edits.delete(row)
         elif name == "edit":
             if not c.busy:
                 self.view.begin_edit(row)
         elif name == "branch":
-            c.branch(row)
+            c.edits.branch(row)
         elif name in ("older", "newer"):
-            c.page(row, -1 if name == "older" else 1)
+            c.edits.page(row, -1 if name == "older" else 1)
 
     def _on_view_edit_saved(self, row: int, text: str) -> None:
         if text != self.controller.model.row(row).content:
-            self.controller.edit(row, text)
+            self.controller.edits.edit(row, text)

@@ -158,6 +158,11 @@ class TranscriptModel(QAbstractListModel):
         i = self.index(row)
         self.dataChanged.emit(i, i, roles)
 
+    def set_message_id(self, row: int, message_id: int) -> None:
+        """The row's message in the history, once the store made it (a row gone by then is left as it is)."""
+        if row < len(self._rows):
+            self.update_row(row, message_id=message_id)
+
     def remove_from(self, row: int) -> None:
         """Remove `row` and every row after it."""
         if row >= len(self._rows):
