@@ -1,4 +1,4 @@
-"""`prefill serve`: an OpenAI-compatible HTTP server with parallel slots."""
+"""`prefill serve`: an OpenAI-compatible HTTP server with parallel slots, over one model or a folder of them."""
 
 from __future__ import annotations
 
@@ -6,19 +6,46 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prefill.commands.errors import CliError
 from prefill.commands.options import add_model_options, chosen_projector, draft_max, load_settings, model_path
 from prefill.commands.terminal_text import terminal_line
 from prefill.engine.speculation import DRAFT_MAX, Speculation
+from prefill.engine.units import format_bytes
+
+if TYPE_CHECKING:  # the pool and the server load on first use
+    from prefill.engine.settings import LoadSettings
+    from prefill.pool.catalogue import ModelEntry
+    from prefill.pool.pool import PoolLimits
+    from prefill.server.lifecycle import RunningServer, ServeOptions
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "serve", help="serve the model over an OpenAI-compatible HTTP API",
+        "serve", help="serve models over an OpenAI-compatible HTTP API",
         description="Serve a model over an OpenAI-compatible HTTP API. --ctx is the context of each of "
-                    "the --parallel slots (they share one llama.cpp context of ctx x parallel cells).")
+                    "the --parallel slots (they share one llama.cpp context of ctx x parallel cells). With "
+                    "--models-dir, every model of the folder is served by the request's model: one not loaded "
+                    "is loaded when asked for, and the least recently used idle one is unloaded when the memory "
+                    "budget or --max-models would be passed (never one generating, queued or pinned).")
     add_model_options(p)
+    p.add_argument("--models-dir", nargs="?", const="", default=None, metavar="DIR",
+                   help="serve every model `prefill ls --models-dir DIR` lists, by the names it gives them, "
+                        "each loaded when a request asks for it (DIR left out: the model library)")
+    p.add_argument("--max-models", type=int, default=0, metavar="N",
+                   help="models loaded at once, at most (default: as many as the memory budget holds)")
+    p.add_argument("--memory-budget", default="", metavar="SIZE",
+                   help="memory the loaded models may take together, e.g. 8G or 512M; 'none': no bound (default: "
+                        "this machine's available RAM, or free VRAM when layers are offloaded, less 10%%)")
+    p.add_argument("--ttl", default="60m", metavar="DURATION",
+                   help="unload a model idle this long, in seconds or as 30s, 10m, 1h; 'never' keeps them "
+                        "(default 60m; a request's keep_alive overrides it; pinned models stay)")
+    p.add_argument("--pin", action="append", default=[], metavar="NAME",
+                   help="keep this model loaded: loaded at start, never unloaded for room or by the TTL "
+                        "(repeatable)")
+    p.add_argument("--default-model", default="", metavar="NAME",
+                   help="the model that answers a request naming one not here (default: a 404 listing the models)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; any other needs --api-key)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
@@ -34,7 +61,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="another name clients may call the server by (repeatable; Host is checked against it)")
     p.add_argument("--max-queue", type=int, default=0,
                    help="requests that may wait for a slot before more get 429 (default: 8 per slot)")
-    p.add_argument("--alias", default="", help="the model's id in the API (default: the file name)")
+    p.add_argument("--alias", action="append", default=[], metavar="NAME=ID",
+                   help="another name requests may give a model (repeatable); a NAME alone is --model's id in the API "
+                        "(default: the file name)")
     p.add_argument("--mmproj", metavar="PATH", default="",
                    help="the vision model's projector, for image_url parts (default: the mmproj*.gguf beside the "
                         "model; 'none': no images)")
@@ -51,6 +80,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from prefill.pool.errors import PoolError
     from prefill.server.lifecycle import ExposureError, ServeOptions, check_exposure, serve
 
     if args.api_key_file is not None:
@@ -73,18 +103,35 @@ def run(args: argparse.Namespace) -> int:
     draft = Path(speculation.draft_wanted) if speculation.draft_wanted else None
     if draft is not None and not draft.is_file():
         raise CliError(f"--speculative {args.speculative}: no such draft model file")
+    settings = load_settings(args)
+    model_id, aliases = split_aliases(args.alias)
+    one = args.models_dir is None or args.model is not None  # --model alone: today's one-model server
+    model = model_path(args) if one else None
+    models = folder_models(args.models_dir, args.mmproj) if args.models_dir is not None else ()
     options = ServeOptions(
-        model=model_path(args), settings=load_settings(args), host=args.host, port=args.port,
+        model=model, settings=settings, host=args.host, port=args.port,
         parallel=args.parallel, api_key=args.api_key, cors_origins=tuple(args.cors_origin),
         allowed_hosts=tuple(args.allowed_host), max_queued=max(0, args.max_queue),
-        mmproj=projector_path(args), allow_remote_images=args.allow_remote_images,
-        model_id=args.alias, speculation=speculation,
+        mmproj=projector_path(args) if model is not None else None, allow_remote_images=args.allow_remote_images,
+        model_id=model_id, speculation=speculation, models=tuple(models),
+        limits=pool_limits(args, settings), aliases=aliases, pinned=tuple(args.pin),
+        default_model=args.default_model,
     )
+    for m in models:
+        if m.unusable:
+            print(f"prefill: {terminal_line(m.id)} cannot be served: {terminal_line(m.unusable)}", file=sys.stderr,
+                  flush=True)
 
-    def ready(url: str, scheduler: object) -> None:
-        n_ctx = getattr(scheduler, "n_ctx_seq", 0)
-        print(f"prefill: serving {terminal_line(options.model.name)} at {url}/v1 "
-              f"({args.parallel} slots of {n_ctx} tokens)", flush=True)
+    def ready(server: RunningServer) -> None:
+        if server.model_id and not models:
+            scheduler = server.scheduler
+            assert options.model is not None
+            print(f"prefill: serving {terminal_line(options.model.name)} at {server.url}/v1 "
+                  f"({args.parallel} slots of {scheduler.n_ctx_seq} tokens)", flush=True)
+        else:
+            scheduler = None
+            print(f"prefill: serving {len(server.pool.ids())} models at {server.url}/v1 "
+                  f"({args.parallel} slots of {settings.n_ctx} tokens each; {limits_words(options)})", flush=True)
         note = getattr(scheduler, "speculation_note", "")
         if note:
             print(f"prefill: --speculative {terminal_line(args.speculative)} is off: {terminal_line(note)}",
@@ -94,8 +141,71 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr, flush=True)
 
     _print_access_log()
-    serve(options, ready)
+    try:
+        serve(options, ready)
+    except PoolError as e:  # an alias or pin that names no model, pinned models past the limits
+        raise CliError(str(e)) from None
     return 0
+
+
+def split_aliases(given: list[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """--alias values: a NAME alone is --model's id; NAME=ID another name for the model ID."""
+    model_id, pairs = "", []
+    for a in given:
+        name, eq, target = a.partition("=")
+        if not eq:
+            model_id = a
+        elif not name or not target:
+            raise CliError(f"--alias {terminal_line(a)}: say NAME=ID")
+        else:
+            pairs.append((name, target))
+    return model_id, tuple(pairs)
+
+
+def folder_models(folder: str, mmproj: str) -> list[ModelEntry]:
+    """The models `prefill ls --models-dir FOLDER` lists, named as it names them; unreadable ones unusable."""
+    from prefill.hub.library import ModelLibrary
+    from prefill.hub.paths import default_models_dir
+    from prefill.pool.catalogue import ModelEntry
+
+    path = Path(folder).expanduser() if folder else default_models_dir()
+    if folder and not path.is_dir():
+        raise CliError(f"--models-dir {terminal_line(folder)}: no such folder")
+    return [ModelEntry(m.name, m.path, m.size, None if mmproj == "none" else m.projector,
+                       unusable=m.error or "") for m in ModelLibrary(path).models()]
+
+
+def pool_limits(args: argparse.Namespace, settings: LoadSettings) -> PoolLimits:
+    """--memory-budget, --max-models and --ttl as the pool takes them."""
+    from prefill.engine.llama.runtime import supports_gpu_offload
+    from prefill.pool.memory import default_budget, parse_duration, parse_size
+    from prefill.pool.pool import PoolLimits
+
+    if args.max_models < 0:
+        raise CliError("--max-models must be 0 (no bound) or more")
+    try:
+        ttl = None if args.ttl in ("never", "none", "-1") else parse_duration(args.ttl)
+    except ValueError as e:
+        raise CliError(f"--ttl: {e}") from None
+    if args.memory_budget in ("none", "0"):
+        budget = 0
+    elif args.memory_budget:
+        try:
+            budget = parse_size(args.memory_budget)
+        except ValueError as e:
+            raise CliError(f"--memory-budget: {e}") from None
+    else:
+        budget = default_budget(settings.n_gpu_layers != "none" and supports_gpu_offload())
+    return PoolLimits(budget, args.max_models, ttl if ttl is None or ttl >= 0 else None)
+
+
+def limits_words(options: ServeOptions) -> str:
+    lim = options.limits
+    words = [f"memory budget {format_bytes(lim.budget)}" if lim.budget else "no memory budget"]
+    if lim.max_models:
+        words.append(f"at most {lim.max_models} loaded")
+    words.append("idle models stay" if lim.ttl_s is None else f"idle models unloaded after {lim.ttl_s:g} s")
+    return ", ".join(words)
 
 
 def _print_access_log() -> None:

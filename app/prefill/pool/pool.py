@@ -190,8 +190,8 @@ class ModelPool:
                 raise UnknownModel(target, self.ids())
             self.aliases[name] = target
         for name in pinned:
-            self._slots[self._id_of(name)].pinned = True
-        self.default_model = self._id_of(default_model) if default_model else ""
+            self._slots[self.id_of(name)].pinned = True
+        self.default_model = self.id_of(default_model) if default_model else ""
         self._clock = clock
         self._cv = threading.Condition()
         self._closed = False
@@ -201,7 +201,7 @@ class ModelPool:
     def ids(self) -> list[str]:
         return list(self._slots)
 
-    def _id_of(self, name: str) -> str:
+    def id_of(self, name: str) -> str:
         """The id a name means (an id, an alias); raises UnknownModel (no default applied)."""
         if name in self._slots:
             return name
@@ -216,7 +216,7 @@ class ModelPool:
             UnknownModel: none of these (its `ids` lists what there is).
         """
         try:
-            return self._slots[self._id_of(name)].entry
+            return self._slots[self.id_of(name)].entry
         except UnknownModel:
             if self.default_model:
                 return self._slots[self.default_model].entry
@@ -315,7 +315,7 @@ class ModelPool:
             UnknownModel: no such model.
             ModelBusy: it is generating, has requests queued, or is loading.
         """
-        slot = self._slots[self._id_of(name)]
+        slot = self._slots[self.id_of(name)]
         with self._cv:
             if slot.state == "loading":
                 raise ModelBusy(f"the model {slot.entry.id!r} is loading; unload it once it is loaded")
@@ -330,13 +330,13 @@ class ModelPool:
 
     def pin(self, name: str, pinned: bool = True) -> None:
         """Pin (never unloaded but by hand) or unpin a model."""
-        slot = self._slots[self._id_of(name)]
+        slot = self._slots[self.id_of(name)]
         with self._cv:
             slot.pinned = pinned
             self._notify()
 
     def resident(self, name: str) -> Resident | None:
-        slot = self._slots[self._id_of(name)]
+        slot = self._slots[self.id_of(name)]
         with self._cv:
             return slot.resident
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from starlette.requests import ClientDisconnect, Request
+
 from prefill.engine.message import Message
-from prefill.server.errors import ApiError, context_exceeded
+from prefill.server.errors import ApiError, bad_request, context_exceeded, too_large
 
 BODY_BYTES_PER_TOKEN = 32  # JSON escapes included: a token's text is rarely more than a dozen bytes
 BODY_SLACK_BYTES = 64 * 1024  # the request's other fields
@@ -42,10 +44,10 @@ def body_limit(n_ctx_seq: int) -> int:
 class PromptBounds:
     """The context of a slot and the longest token of the model, for sound early refusals."""
 
-    def __init__(self, n_ctx_seq: int, longest_token_bytes: int):
+    def __init__(self, n_ctx_seq: int, longest_token_bytes: int, builds: asyncio.Semaphore | None = None):
         self.n_ctx = n_ctx_seq
         self.longest = max(1, longest_token_bytes)
-        self._builds: asyncio.Semaphore | None = None
+        self._builds = builds  # shared by the models of one server: PROMPT_BUILDS in all
 
     def check_messages(self, messages: Sequence[Message]) -> None:
         """Refuse a chat that cannot fit, before its template renders it.
@@ -82,3 +84,23 @@ class PromptBounds:
         return context_exceeded(
             f"This model's context is {self.n_ctx} tokens per request; the prompt is {what}, "
             "leaving no room for an answer. Shorten the prompt or start the server with a larger --ctx.")
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refused with 413 past `limit` bytes whether or not Content-Length says so."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise bad_request("Content-Length is not a number.")
+        if int(declared) > limit:
+            raise too_large(limit)
+    chunks, size = [], 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_large(limit)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise ApiError(499, "The client closed the request.") from None
+    return b"".join(chunks)

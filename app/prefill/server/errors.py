@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from prefill.engine.units import format_bytes
@@ -36,8 +37,9 @@ def unauthorized() -> ApiError:
                     code="invalid_api_key")
 
 
-def model_not_found(name: str, available: str) -> ApiError:
-    return ApiError(404, f"The model {name!r} does not exist here; this server serves {available!r}.",
+def model_not_found(name: str, available: Sequence[str]) -> ApiError:
+    served = ", ".join(repr(a) for a in available) or "no model"
+    return ApiError(404, f"The model {name!r} does not exist here; this server serves {served}.",
                     param="model", code="model_not_found")
 
 

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from typing import Protocol
 
 import anyio
 from starlette.requests import Request
@@ -20,7 +21,6 @@ from starlette.responses import StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
-from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, MetricsSnapshot, Token
 from prefill.engine.llama.grammar_sampler import Constraint
@@ -89,7 +89,13 @@ class EventStream:
                 yield events
 
 
-def submit(scheduler: BatchScheduler, prompt: Sequence[int], sampling: ServeSampling, stream: EventStream,
+class Submits(Protocol):
+    """Where a request goes: a `BatchScheduler`, or a pool's `ChatModel` (which counts it until it ends)."""
+
+    def submit(self, request: BatchRequest) -> RequestHandle: ...
+
+
+def submit(scheduler: Submits, prompt: Sequence[int], sampling: ServeSampling, stream: EventStream,
            label: str, owner: str, constraint: Constraint | None = None,
            thinking: ThinkingLimit | None = None) -> RequestHandle:
     try:

@@ -1,7 +1,9 @@
-"""Load a model for parallel slots and serve it with uvicorn on a socket bound here.
+"""Load models for parallel slots and serve them with uvicorn on a socket bound here.
 
-The socket is bound before uvicorn starts, so port 0 works and the address printed
-is the real one.
+The server holds a model pool (app/prefill/pool): `ServeOptions.model` alone is today's server (that
+one model, pinned, loaded before the socket is bound); `ServeOptions.models` is a catalogue (a models
+folder) whose models load when a request names them, within the pool's limits. The socket is bound
+before uvicorn starts, so port 0 works and the address printed is the real one.
 """
 
 from __future__ import annotations
@@ -12,20 +14,21 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
-from prefill.engine.batch.runtime import load_batch_model
 from prefill.engine.batch.scheduler import BatchScheduler
-from prefill.engine.batch.slot_draft_model import SlotDraftModel
 from prefill.engine.batch.snapshot import BatchSnapshot
-from prefill.engine.errors import DraftModelError
-from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.settings import LoadSettings
 from prefill.engine.speculation import Speculation
-from prefill.engine.vision.projector import Projector
+from prefill.pool import chat_model
+from prefill.pool.catalogue import ModelEntry, checked, entry_for_file
+from prefill.pool.chat_model import ChatLoad, ChatModel, load_chat
+from prefill.pool.pool import ModelPool, PoolLimits
 from prefill.server.browser_guard import allowed_hosts, is_loopback
 from prefill.server.connections import HEADER_DEADLINE_S, MAX_CONNECTIONS, guarded_protocol
 from prefill.server.generate import WRITE_DEADLINE_S
-from prefill.server.routes import ServeState, create_app
+from prefill.server.routes import create_app
+from prefill.server.state import ServeState
 
 DEFAULT_HOST = "127.0.0.1"
 SWITCH_INTERVAL_S = 0.0005
@@ -33,7 +36,7 @@ SWITCH_INTERVAL_S = 0.0005
 
 @dataclass(frozen=True)
 class ServeOptions:
-    model: Path
+    model: Path | None  # one model, pinned and loaded at start (None: only `models`, loaded on demand)
     settings: LoadSettings  # n_ctx: the context of each slot
     host: str = DEFAULT_HOST
     port: int = 8080
@@ -52,6 +55,16 @@ class ServeOptions:
     # "ngram": greedy requests verify drafts from their own text (slot_drafts.py); "draft": from the
     # draft model (slot_draft_model.py), refused in `BatchScheduler.speculation_note` if unfit
     speculation: Speculation = field(default_factory=Speculation)
+    models: tuple[ModelEntry, ...] = ()  # a catalogue (a models folder): loaded when a request names one
+    limits: PoolLimits = field(default_factory=PoolLimits)  # memory budget, model count, idle TTL
+    aliases: tuple[tuple[str, str], ...] = ()  # (name, id): other names a request may use
+    pinned: tuple[str, ...] = ()  # ids or aliases never unloaded but by hand (loaded at start)
+    default_model: str = ""  # answers a request for a model the pool lacks ("" : a 404 listing them)
+
+    def entries(self) -> list[ModelEntry]:
+        """`model` (its id `model_id` or the file's stem, its projector `mmproj`) and then `models`."""
+        out = [] if self.model is None else [entry_for_file(self.model, self.model_id, self.mmproj)]
+        return out + [m for m in self.models if not out or m.id != out[0].id]
 
 
 class ExposureError(ValueError):
@@ -81,42 +94,52 @@ def url_of(sock: socket.socket) -> str:
 
 
 class RunningServer:
-    """A loaded model, its scheduler and a bound socket, served by uvicorn.
+    """A model pool and a bound socket, served by uvicorn.
 
     `serve_forever` blocks (the CLI); `start_thread` serves from a thread of its own (the window),
     and `stop` ends either. Build it with `RunningServer.open`.
     """
 
-    def __init__(self, options: ServeOptions, scheduler: BatchScheduler, sock: socket.socket):
+    def __init__(self, options: ServeOptions, pool: ModelPool, sock: socket.socket):
         import uvicorn
 
         self.options = options
-        self.scheduler = scheduler
+        self.pool = pool
         self.sock = sock
         self.url = url_of(sock)
-        model = scheduler.model
+        entries = options.entries()
+        self.model_id = entries[0].id if options.model is not None else ""  # the one model of `--model`
+        n_ctx = max((e.settings or options.settings).n_ctx for e in entries) if entries else options.settings.n_ctx
         state = ServeState(
-            scheduler=scheduler, chat=ModelChat(model.header.chat_template, model.runtime),
-            model_id=options.model_id or options.model.name.removesuffix(".gguf"),
+            pool=pool, n_ctx=n_ctx, can_see=any(e.projector is not None for e in entries),
             api_key=options.api_key, cors_origins=options.cors_origins, max_body=options.max_body,
             hosts=allowed_hosts(options.host, options.allowed_hosts), write_deadline_s=options.write_deadline_s,
             allow_remote_images=options.allow_remote_images,
         )
-        self.model_id = state.model_id
         config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="off",
                                 timeout_graceful_shutdown=3, backlog=options.max_connections,
                                 http=guarded_protocol(options.header_deadline_s, options.max_connections))
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
+    @property
+    def scheduler(self) -> BatchScheduler:
+        """The scheduler of `options.model` (the window's chat is one of its slots); loaded again if
+        it was unloaded by hand."""
+        if not self.model_id:
+            raise ValueError("this server was started with a models folder, not one model")
+        r = self.pool.resident(self.model_id) or self.pool.load(self.model_id)
+        return cast(ChatModel, r.as_kind("chat")).scheduler
+
     @classmethod
     def open(cls, options: ServeOptions,
              on_snapshot: Callable[[BatchSnapshot], None] | None = None) -> RunningServer:
-        """Check the address, load the model for `options.parallel` slots, bind.
+        """Check the address, make the pool, load `options.model` and the pinned models, bind.
 
         Raises:
             ExposureError: a non-loopback host without a key.
-            ModelLoadError: the model could not be loaded.
+            ModelLoadError: a model to load at start could not be loaded.
+            PoolError: an alias or pin names no model, or the pinned models pass the limits.
             ValueError: an unknown `speculative` mode (a refused draft model is not an error: the server
                 runs without speculation, and `scheduler.speculation_note` says why).
             OSError: the address could not be bound.
@@ -126,21 +149,19 @@ class RunningServer:
         # and the event loop. Each time the decoder comes back it may wait a whole switch interval
         # (5 ms by default, longer than a small model's step) for the loop to let go.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        scheduler = open_scheduler(options, on_snapshot)
+        pool = open_pool(options, on_snapshot)
         try:
-            if options.mmproj is not None:
-                scheduler.projector = Projector(options.mmproj, scheduler.runtime)
-            return cls(options, scheduler, bind(options.host, options.port))
+            return cls(options, pool, bind(options.host, options.port))
         except BaseException:
-            scheduler.close()
+            pool.close()
             raise
 
     def serve_forever(self) -> None:
-        """Serve until interrupted (Ctrl+C) or stopped; frees the model at the end."""
+        """Serve until interrupted (Ctrl+C) or stopped; frees every model at the end."""
         try:
             self._server.run(sockets=[self.sock])
         finally:
-            self.scheduler.close()
+            self.pool.close()
             self.sock.close()
 
     def start_thread(self) -> None:
@@ -154,34 +175,41 @@ class RunningServer:
             self._thread.join()
 
 
+def open_pool(options: ServeOptions, on_snapshot: Callable[[BatchSnapshot], None] | None = None) -> ModelPool:
+    """The pool of `options`' models, `options.model` and the pinned ones loaded (a model given alone
+    is pinned: today's one-model server).
+
+    Raises:
+        ModelLoadError, PoolError, ValueError: as `RunningServer.open`.
+    """
+    load = ChatLoad(options.settings, options.parallel, options.max_queued, options.speculation, on_snapshot)
+    entries = checked(options.entries())
+    pinned = list(options.pinned)
+    if options.model is not None:
+        pinned.insert(0, entries[0].id)
+    pool = ModelPool(entries, {"chat": lambda e: load_chat(e, load)}, load.estimate, options.limits,
+                     dict(options.aliases), pinned, options.default_model)
+    try:
+        for name in dict.fromkeys(pinned):
+            pool.load(name)
+    except BaseException:
+        pool.close()
+        raise
+    return pool
+
+
 def open_scheduler(options: ServeOptions, on_snapshot: Callable[[BatchSnapshot], None] | None = None,
                    ) -> BatchScheduler:
-    """Load the model for the slots, and the draft model `options.speculation` names, if any: one that
-    cannot draft for the model leaves the slots without speculation, with the reason in the
-    scheduler's `speculation_note` ("draft" without a file is off)."""
-    wanted = options.speculation
-    draft_path = Path(wanted.draft_path) if wanted.draft_wanted else None
-    mode = "off" if wanted.mode == "draft" and draft_path is None else wanted.mode
-    model = load_batch_model(options.model, options.settings, options.parallel)
-    draft, refused = None, ""
-    if draft_path is not None:
-        try:
-            draft = SlotDraftModel.load(draft_path, model.runtime)
-        except DraftModelError as e:
-            refused = str(e)
-        except BaseException:
-            model.runtime.close()
-            raise
-    mode = "off" if refused else mode
-    scheduler = BatchScheduler(model, on_snapshot, options.max_queued, mode, draft, wanted.draft_max)
-    if refused:
-        scheduler.speculation_note = refused
-    return scheduler
+    """`options.model` loaded for the slots alone, outside any pool (pool/chat_model.py `open_scheduler`)."""
+    if options.model is None:
+        raise ValueError("no model to load")
+    return chat_model.open_scheduler(options.model, ChatLoad(options.settings, options.parallel, options.max_queued,
+                                                            options.speculation, on_snapshot))
 
 
-def serve(options: ServeOptions, ready: Callable[[str, BatchScheduler], None] | None = None) -> None:
-    """Load, bind, and serve until interrupted; `ready(url, scheduler)` once listening."""
+def serve(options: ServeOptions, ready: Callable[[RunningServer], None] | None = None) -> None:
+    """Load, bind, and serve until interrupted; `ready(server)` once listening."""
     server = RunningServer.open(options)
     if ready is not None:
-        ready(server.url, server.scheduler)
+        ready(server)
     server.serve_forever()

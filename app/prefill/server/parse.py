@@ -14,6 +14,7 @@ from typing import Any
 from prefill.engine.message import Message, Role
 from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, ChatRequest, TemplateOptions
 from prefill.engine.settings import ServeSampling
+from prefill.pool.memory import parse_duration
 from prefill.server.errors import ApiError, bad_request, model_not_found
 from prefill.server.images import ImageRef, image_url_of
 from prefill.server.parse_tools import ToolsAsked, parse_tool_calls, parse_tool_fields
@@ -133,8 +134,29 @@ def _model(obj: dict[str, Any], model_id: str) -> str:
     if not isinstance(model, str) or not model:
         raise bad_request("'model' is required (see GET /v1/models).", "model")
     if model != model_id:
-        raise model_not_found(model, model_id)
+        raise model_not_found(model, [model_id])
     return model
+
+
+def requested_model(obj: dict[str, Any]) -> tuple[str, float | None]:
+    """The body's `model` and Ollama's `keep_alive` (how long the model stays loaded after this request:
+    seconds or a duration such as "10m"; negative: until unloaded; absent: the server's --ttl)."""
+    model = obj.get("model")
+    if not isinstance(model, str) or not model:
+        raise bad_request("'model' is required (see GET /v1/models).", "model")
+    raw = obj.get("keep_alive")
+    if raw is None:
+        return model, None
+    try:
+        if not isinstance(raw, str | int | float) or len(str(raw)) > 32:
+            raise ValueError
+        keep = parse_duration(raw)
+    except ValueError:
+        raise bad_request("'keep_alive' is a number of seconds or a duration such as \"10m\" (negative: keep the "
+                          "model loaded).", "keep_alive") from None
+    if keep != keep or abs(keep) > 10 ** 9:  # NaN, or past any sense
+        raise bad_request("'keep_alive' is out of range.", "keep_alive")
+    return model, keep
 
 
 def _message(m: Any, i: int, images: list[ImageRef]) -> Message:

@@ -1,95 +1,67 @@
 """The Starlette application: routes, the API key, CORS, what a request may cost, OpenAI-shaped errors.
 
 Routes: GET /v1/models (and /v1/models/{id}), POST /v1/chat/completions, POST /v1/completions,
-GET /slots (the scheduler's snapshot), GET /health (open, for probes), GET and HEAD / (what is here:
-clients probe it). Any other path is a 404 that names it and lists these.
+GET /models, POST /models/load and /models/unload (pool_routes.py), GET /slots (the schedulers'
+snapshots), GET /health (open, for probes), GET and HEAD / (what is here: clients probe it). Any
+other path is a 404 that names it and lists these. A request names its model: it is leased from the
+pool (loaded first when it is not resident) from the moment its body is read until it is submitted.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.errors import EngineError, GrammarError, TemplateError
 from prefill.engine.message import images_of
-from prefill.engine.prompt.model_chat import ModelChat, plain_reader
+from prefill.engine.prompt.model_chat import plain_reader
 from prefill.engine.request import ChatRequest
 from prefill.engine.vision.prompt_images import tokenize_with_images
+from prefill.pool.pool import Lease
+from prefill.server import pool_routes
 from prefill.server.access_log import AccessLog, note_tokens, shown_path
-from prefill.server.browser_guard import LOOPBACK_NAMES, BrowserGuard
+from prefill.server.browser_guard import BrowserGuard
 from prefill.server.compaction import compact
-from prefill.server.cost_bounds import PromptBounds, body_limit
-from prefill.server.errors import ApiError, bad_request, server_error, too_large, unauthorized
-from prefill.server.generate import WRITE_DEADLINE_S, EventSourceResponse, EventStream, full_reply, stream_reply, submit
-from prefill.server.images import IMAGE_BODY_BYTES, ImageDecoder, attach_images
-from prefill.server.loop_waker import LoopWaker
-from prefill.server.parse import GenerationRequest, parse_chat, parse_completion, parse_json
-from prefill.server.shapes import Reply, model_list
+from prefill.server.cost_bounds import read_body
+from prefill.server.errors import ApiError, bad_request, server_error, unauthorized
+from prefill.server.generate import EventSourceResponse, EventStream, full_reply, stream_reply, submit
+from prefill.server.images import attach_images
+from prefill.server.parse import GenerationRequest, parse_chat, parse_completion, parse_json, requested_model
+from prefill.server.shapes import Reply
+from prefill.server.state import ServedModel, ServeState
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = ("/health",)
 ROUTES = ["GET /v1/models", "GET /v1/models/{id}", "POST /v1/chat/completions", "POST /v1/completions",
-          "GET /slots", "GET /health", "GET /"]
-
-
-@dataclass
-class ServeState:
-    """What the routes serve from; built once by the caller and passed in."""
-
-    scheduler: BatchScheduler
-    chat: ModelChat
-    model_id: str
-    api_key: str = ""
-    cors_origins: tuple[str, ...] = ()
-    hosts: frozenset[str] | None = LOOPBACK_NAMES  # the names Host may carry (None: any)
-    max_body: int = 0  # bytes; 0: what the slot's context can hold (cost_bounds.body_limit), and images
-    allow_remote_images: bool = False  # fetch image_url parts' http(s) URLs (off: data: URLs only)
-    write_deadline_s: float = WRITE_DEADLINE_S  # a stream's client that takes nothing this long is dropped
-    created: int = field(default_factory=lambda: int(time.time()))
-    bounds: PromptBounds = field(init=False)
-    images: ImageDecoder = field(default_factory=ImageDecoder, init=False, repr=False)  # decodes, off the builds
-    _waker: LoopWaker | None = field(default=None, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        n_ctx = self.scheduler.n_ctx_seq
-        can_see = self.scheduler.projector is not None
-        self.max_body = self.max_body or body_limit(n_ctx) + (IMAGE_BODY_BYTES if can_see else 0)
-        self.bounds = PromptBounds(n_ctx, self.scheduler.runtime.longest_token_bytes)
-
-    def waker(self) -> LoopWaker:
-        """The one waker of the loop serving these routes (made on the first request, on that loop)."""
-        loop = asyncio.get_running_loop()
-        if self._waker is None or self._waker.loop is not loop:
-            self._waker = LoopWaker(loop)
-            self.scheduler.on_events = self._waker.step_done
-        return self._waker
+          "GET /models", "POST /models/load", "POST /models/unload", "GET /slots", "GET /health", "GET /"]
+__all__ = ["ROUTES", "ServeState", "create_app", "read_body"]
 
 
 def create_app(state: ServeState) -> Starlette:
     routes = [
         Route("/", _route(state, _root), methods=["GET"]),  # HEAD too (Starlette answers it for GET)
-        Route("/v1/models", _route(state, _models), methods=["GET"]),
-        Route("/v1/models/{model_id:path}", _route(state, _model), methods=["GET"]),
+        Route("/v1/models", _route(state, pool_routes.models), methods=["GET"]),
+        Route("/v1/models/{model_id:path}", _route(state, pool_routes.model), methods=["GET"]),
         Route("/v1/chat/completions", _route(state, _chat), methods=["POST"]),
         Route("/v1/completions", _route(state, _completion), methods=["POST"]),
-        Route("/slots", _route(state, _slots), methods=["GET"]),
+        Route("/models", _route(state, pool_routes.pool_models), methods=["GET"]),
+        Route("/models/load", _route(state, pool_routes.load), methods=["POST"]),
+        Route("/models/unload", _route(state, pool_routes.unload), methods=["POST"]),
+        Route("/slots", _route(state, pool_routes.slots), methods=["GET"]),
         Route("/health", _route(state, _health), methods=["GET"]),
     ]
     # Outermost: a browser's request that will be refused costs nothing (STYLE 20).
@@ -115,28 +87,8 @@ def _route(state: ServeState, handler: Handler) -> Callable[[Request], Awaitable
 
 
 # --- handlers ------------------------------------------------------------------------------
-async def _models(state: ServeState, request: Request) -> Response:
-    sch = state.scheduler
-    meta = {"n_ctx_seq": sch.n_ctx_seq, "parallel": sch.n_slots, "path": state.scheduler.model.path.name}
-    return JSONResponse(model_list(state.model_id, state.created, meta))
-
-
-async def _model(state: ServeState, request: Request) -> Response:
-    asked = request.path_params["model_id"]
-    if asked != state.model_id:
-        raise ApiError(404, f"The model {asked!r} is not served here; this server serves {state.model_id!r}.",
-                       param="model", code="model_not_found")
-    sch = state.scheduler
-    meta = {"n_ctx_seq": sch.n_ctx_seq, "parallel": sch.n_slots, "path": sch.model.path.name}
-    return JSONResponse(model_list(state.model_id, state.created, meta)["data"][0])  # type: ignore[index]
-
-
 async def _root(state: ServeState, request: Request) -> Response:
-    return JSONResponse({"status": "ok", "server": "prefill", "models": [state.model_id], "paths": ROUTES})
-
-
-async def _slots(state: ServeState, request: Request) -> Response:
-    return JSONResponse(state.scheduler.snapshot().as_dict())
+    return JSONResponse({"status": "ok", "server": "prefill", "models": state.pool.ids(), "paths": ROUTES})
 
 
 async def _health(state: ServeState, request: Request) -> Response:
@@ -144,21 +96,31 @@ async def _health(state: ServeState, request: Request) -> Response:
 
 
 async def _chat(state: ServeState, request: Request) -> Response:
-    req = parse_chat(parse_json(await read_body(request, state.max_body)), state.model_id)
-    if req.images:  # read and checked before anything is rendered; refused first when they cannot be
-        messages = await attach_images(req.messages, req.images, state.scheduler.projector is not None,
-                                       state.allow_remote_images, decoder=state.images, receive=request.receive)
-        req = replace(req, messages=messages)
-    return await _generate(state, request, req)
+    obj = parse_json(await read_body(request, state.max_body))
+    name, keep_alive = requested_model(obj)
+    req = parse_chat(obj, name)  # the whole body checked before any model loads for it
+    with await state.lease(name, keep_alive) as lease:
+        served = state.served(lease.resident)
+        if req.images:  # read and checked before anything is rendered; refused first when they cannot be
+            messages = await attach_images(req.messages, req.images, served.scheduler.projector is not None,
+                                           state.allow_remote_images, decoder=state.images, receive=request.receive)
+            req = replace(req, messages=messages)
+        return await _generate(served, lease, state, request, req)
 
 
 async def _completion(state: ServeState, request: Request) -> Response:
-    req = parse_completion(parse_json(await read_body(request, state.max_body)), state.model_id)
-    return await _generate(state, request, req)
+    obj = parse_json(await read_body(request, state.max_body))
+    name, keep_alive = requested_model(obj)
+    req = parse_completion(obj, name)
+    with await state.lease(name, keep_alive) as lease:
+        return await _generate(state.served(lease.resident), lease, state, request, req)
 
 
-async def _generate(state: ServeState, request: Request, req: GenerationRequest) -> Response:
-    n_vocab = state.chat.runtime.n_vocab
+async def _generate(served: ServedModel, lease: Lease, state: ServeState, request: Request,
+                    req: GenerationRequest) -> Response:
+    """Render, submit and answer; the request is submitted through the model's `ChatModel`, which keeps
+    it resident until the request ends (the lease ends when this returns)."""
+    n_vocab = served.chat.runtime.n_vocab
     unknown = [t for t, _ in req.sampling.logit_bias if t >= n_vocab]
     if unknown:
         raise bad_request(f"'logit_bias' names token {unknown[0]}, which this model does not have "
@@ -166,35 +128,36 @@ async def _generate(state: ServeState, request: Request, req: GenerationRequest)
     chat = req.chat_request if req.kind == "chat" else None  # the turn as every backend takes it, built once
     compacted: dict[str, object] | None = None
     if chat is not None and req.compaction == "auto":  # a conversation past the threshold goes on from a summary
-        chat, compacted = await compact(state.scheduler, state.chat, state.waker(), chat, req.sampling,
+        chat, compacted = await compact(served.scheduler, served.chat, served.waker(), chat, req.sampling,
                                         client_of(request))
     try:  # a schema that makes no grammar is the client's to fix; pricing it may take ~0.1 s: off the loop
-        constraint = await anyio.to_thread.run_sync(state.chat.constraint, chat) if chat is not None else None
+        constraint = await anyio.to_thread.run_sync(served.chat.constraint, chat) if chat is not None else None
     except GrammarError as e:
         raise bad_request(str(e), "response_format" if req.tools.response_format else "tools") from None
-    text, prompt = await _build_prompt(state, req, chat)
-    reply = Reply(req.kind, req.model, extra={"compaction": compacted} if compacted else {})
-    stream = EventStream(state.waker(), tokens=req.stream)
+    text, prompt = await _build_prompt(served, req, chat)
+    reply = Reply(req.kind, lease.resident.id, extra={"compaction": compacted} if compacted else {},
+                  load_ms=lease.load_ms)
+    stream = EventStream(served.waker(), tokens=req.stream)
     stream.on_end = lambda m: note_tokens(request.scope, m.prompt_tokens, m.completion_tokens)
     sampling = req.sampling
     if req.kind == "chat":  # the chat format's turn markers end the answer, written as text too
-        sampling = replace(sampling, stop=state.chat.stops(sampling))
-    if sampling.max_tokens > state.scheduler.n_ctx_seq:
-        sampling = replace(sampling, max_tokens=state.scheduler.n_ctx_seq)
-    thinking = state.chat.thinking_limit(text, chat) if chat is not None else None
-    handle = submit(state.scheduler, prompt, sampling, stream, reply.id, client_of(request), constraint, thinking)
-    splitter = state.chat.reader(text, as_written=True, request=chat) if chat is not None else plain_reader()
+        sampling = replace(sampling, stop=served.chat.stops(sampling))
+    if sampling.max_tokens > served.scheduler.n_ctx_seq:
+        sampling = replace(sampling, max_tokens=served.scheduler.n_ctx_seq)
+    thinking = served.chat.thinking_limit(text, chat) if chat is not None else None
+    handle = submit(served.model, prompt, sampling, stream, reply.id, client_of(request), constraint, thinking)
+    splitter = served.chat.reader(text, as_written=True, request=chat) if chat is not None else plain_reader()
     if req.stream:
         body = stream_reply(reply, handle, stream, splitter, req.include_usage)
         return EventSourceResponse(body, handle, state.write_deadline_s)
     return JSONResponse(await full_reply(reply, handle, stream, splitter, request))
 
 
-async def _build_prompt(state: ServeState, req: GenerationRequest,
+async def _build_prompt(served: ServedModel, req: GenerationRequest,
                         chat_request: ChatRequest | None) -> tuple[str, list[int]]:
     """The prompt's text and tokens (a chat's, or a completion's prompt), refused as soon as it cannot
-    fit; a few are built at once."""
-    bounds, chat = state.bounds, state.chat
+    fit; a few are built at once (across every model)."""
+    bounds, chat = served.bounds, served.chat
 
     def build() -> tuple[str, list[int]]:
         text = chat.text_of(chat_request) if chat_request is not None else req.prompt
@@ -202,7 +165,7 @@ async def _build_prompt(state: ServeState, req: GenerationRequest,
         if chat_request is None or not req.images:
             return text, chat.tokenize(text)
         images = images_of(chat_request.messages)
-        return text, tokenize_with_images(text, True, chat.tokenize, images, state.scheduler.projector)
+        return text, tokenize_with_images(text, True, chat.tokenize, images, served.scheduler.projector)
 
     if chat_request is not None:
         bounds.check_messages(chat_request.messages)
@@ -221,26 +184,6 @@ def client_of(request: Request) -> str:
     header = request.headers.get("authorization", "")
     token = header[7:].strip() if header[:7].lower() == "bearer " else ""
     return "client:" + hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The body, refused with 413 past `limit` bytes whether or not Content-Length says so."""
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        if not declared.isdigit():
-            raise bad_request("Content-Length is not a number.")
-        if int(declared) > limit:
-            raise too_large(limit)
-    chunks, size = [], 0
-    try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise too_large(limit)
-            chunks.append(chunk)
-    except ClientDisconnect:
-        raise ApiError(499, "The client closed the request.") from None
-    return b"".join(chunks)
 
 
 # --- errors ---------------------------------------------------------------------------------

@@ -38,17 +38,20 @@ def usage(m: MetricsSnapshot) -> dict[str, object]:
     }
 
 
-def timings(m: MetricsSnapshot) -> dict[str, object]:
+def timings(m: MetricsSnapshot, load_ms: float = 0.0) -> dict[str, object]:
+    """The request's figures; `load_ms`: how long it waited for its model to load, counted in
+    `ttft_ms` too, and given only for a request that waited (as the draft counts for one that speculated)."""
     out = {k: round(v, 3) if isinstance(v, float) else v for k in TIMING_FIELDS for v in [getattr(m, k)]}
     if m.draft_n > 0:  # as llama.cpp's server: only for a request that speculated
         out.update(draft_n=m.draft_n, draft_n_accepted=m.draft_n_accepted)
+    if load_ms > 0:
+        out["load_ms"] = round(load_ms, 3)
+        out["ttft_ms"] = round(m.ttft_ms + load_ms, 3)
     return out
 
 
-def model_list(model_id: str, created: int, meta: dict[str, object]) -> dict[str, object]:
-    return {"object": "list", "data": [
-        {"id": model_id, "object": "model", "created": created, "owned_by": "prefill", "meta": meta}
-    ]}
+def model_list(models: Sequence[dict[str, object]]) -> dict[str, object]:
+    return {"object": "list", "data": list(models)}
 
 
 def sse(obj: object) -> str:
@@ -68,6 +71,7 @@ class Reply:
     id: str = field(default="")
     created: int = field(default_factory=lambda: int(time.time()))
     extra: dict[str, object] = field(default_factory=dict)  # Prefill's own fields: in the body, or the first chunk
+    load_ms: float = 0.0  # the wait for the model's load (timings.load_ms, and in ttft_ms)
 
     _text_frame: tuple[str, str] = field(default=("", ""), init=False, repr=False)
 
@@ -98,7 +102,7 @@ class Reply:
         else:
             choice = {"index": 0, "text": content, "logprobs": None, "finish_reason": finish_reason(reason)}
             body = self._head("text_completion")
-        body.update(choices=[choice], usage=usage(m), timings=timings(m), **self.extra)
+        body.update(choices=[choice], usage=usage(m), timings=timings(m, self.load_ms), **self.extra)
         return body
 
     def chunk(self, content: str = "", reasoning: str = "", first: bool = False,
@@ -120,7 +124,7 @@ class Reply:
             body = self._head("text_completion")
         body["choices"] = [choice]
         if m is not None:
-            body["timings"] = timings(m)
+            body["timings"] = timings(m, self.load_ms)
         if first:
             body.update(self.extra)
         return body
@@ -151,5 +155,5 @@ class Reply:
     def usage_chunk(self, m: MetricsSnapshot) -> dict[str, object]:
         """The extra last chunk of `stream_options.include_usage`: no choices, the usage."""
         body = self._head("chat.completion.chunk" if self.kind == "chat" else "text_completion")
-        body.update(choices=[], usage=usage(m), timings=timings(m))
+        body.update(choices=[], usage=usage(m), timings=timings(m, self.load_ms))
         return body
