@@ -93,3 +93,20 @@ def test_a_query_with_no_words_is_near_nothing(indexed) -> None:  # noqa: ANN001
     # Its vector is all zeros: sqlite-vec's cosine distance is NULL there, numpy's similarity 0 for every passage.
     for use in (True, False):
         assert Searcher(indexed, use_sqlite_vec=use).search("home", "?!", HashEmbedder(), mode="vectors") == []
+
+
+def test_words_of_one_collection_are_not_crowded_out_by_another(indexed, tmp_path: Path) -> None:  # noqa: ANN001
+    other = tmp_path / "other"
+    other.mkdir()
+    for i in range(30):
+        (other / f"pump{i}.txt").write_text("pump pump pump reset pump button pump")
+    index_files(indexed, "other", [other], HashEmbedder(), count_words)
+    s = Searcher(indexed)
+    [hit] = s.search("home", "pump reset button", k=1, mode="words")
+    assert Path(hit.file).name == "manual.pdf"
+    assert {Path(p.file).parent.name for p in s.search("other", "pump", k=5, mode="words")} == {"other"}
+
+
+def test_a_question_of_only_common_words_still_searches_them(indexed) -> None:  # noqa: ANN001
+    [hit] = Searcher(indexed).search("home", "by the", k=1, mode="words")
+    assert "by" in hit.text.split() or "the" in hit.text.lower().split()
