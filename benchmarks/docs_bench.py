@@ -1,0 +1,244 @@
+"""Documents: retrieval quality, indexing speed, search latency and memory.
+
+  quality      the project's corpus (tests/documents/corpus.py: 32 documents in seven formats, 64 questions,
+               each with the sentence that answers it) indexed, then each question searched by vectors
+               alone, words alone (FTS5 bm25) and both fused (reciprocal rank): recall@5 (the answering
+               sentence, in its file and on its page, among the first five passages) and MRR over the first 10.
+  index        the corpus's indexing: files, pages and passages a second (reading, cutting, embedding, storing).
+  big_pdf      a generated PDF of --pages pages (about 250 words a page) indexed in a child process: its pages
+               and passages a second, and that process's peak resident memory (ru_maxrss) against its
+               memory before indexing (model loaded, modules imported).
+  latency      --chunks synthetic passages (80 words drawn by Zipf's law from search.STOPWORDS, the most
+               frequent, then 20,000 made-up words; random unit vectors of 384 numbers) in a fresh index; 60
+               questions (4 words drawn the same way, 3 of middling frequency) each way: p50 and p95 in ms, the
+               query's embedding left out (`plus_embed_ms`, measured on the embedder), and the first vector
+               search's cold load of the matrix.
+
+The embedding model is the bundled all-MiniLM-L6-v2 (engine/embed) where it loads, else a deterministic
+bag-of-words hash (`embedder` in the JSON says which; quality figures with the hash say little).
+Rerun: python benchmarks/docs_bench.py [--json] [--pages 2000] [--chunks 10000,100000] [--embedder auto|hash]
+       [--big-embedder same|hash]
+With --json the last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "app"))
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from prefill.documents.chunking import ChunkSizes  # noqa: E402
+from prefill.documents.index import ensure_collection, open_index, set_model  # noqa: E402
+from prefill.documents.indexer import index_files  # noqa: E402
+from prefill.documents.search import STOPWORDS, Searcher  # noqa: E402
+from tests.documents.corpus import write_corpus  # noqa: E402
+from tests.documents.embedders import HashEmbedder, count_words  # noqa: E402
+from tests.documents.pdf_writer import write_pdf  # noqa: E402
+
+
+class ModelEmbedder:
+    """engine/embed's EmbeddingModel as the documents package's Embedder."""
+
+    def __init__(self, model):  # noqa: ANN001
+        self.model = model
+        self.model_id = f"{model.name}"
+        self.n_embd = int(model.n_embd)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return self.model.embed(texts, truncate=True)  # rows of a float32 array, normalised
+
+    def count_tokens(self, text: str) -> int:
+        return self.model.count_tokens([text])[0]
+
+
+def make_embedder(choice: str):  # noqa: ANN201
+    """(embedder, count_tokens, what it is)."""
+    if choice != "hash":
+        try:
+            from prefill.engine.embed.bundled import bundled_embed_path
+            from prefill.engine.embed.model import EmbeddingModel
+
+            path = bundled_embed_path()
+            if path is not None:
+                e = ModelEmbedder(EmbeddingModel.load(path))
+                return e, e.count_tokens, f"bundled all-MiniLM-L6-v2 ({path.name})"
+            why = "the bundled embedding model is not installed"
+        except ImportError as exc:
+            why = f"engine/embed is not here ({exc})"
+        if choice == "bundled":
+            raise SystemExit(why)
+    e = HashEmbedder(384, "hash-384")
+    return e, count_words, "hash (bag of words; no model)"
+
+
+def _norm(s: str) -> str:
+    return " ".join(s.split())
+
+
+def quality(embedder, count, folder: Path) -> dict:  # noqa: ANN001
+    questions = write_corpus(folder / "corpus")
+    conn = open_index(folder / "q.sqlite3")
+    t0 = time.perf_counter()
+    report = index_files(conn, "corpus", [folder / "corpus"], embedder, count, sizes=ChunkSizes(200, 40))
+    elapsed = time.perf_counter() - t0
+    s = Searcher(conn)
+    out: dict = {"documents": len(report.outcomes), "questions": len(questions),
+                 "failed": [o.problem for o in report.outcomes if o.state == "failed"],
+                 "index": {"seconds": round(elapsed, 2), "pages": report.pages, "chunks": report.chunks,
+                           "files_per_s": round(len(report.outcomes) / elapsed, 1),
+                           "chunks_per_s": round(report.chunks / elapsed, 1)}}
+    for mode in ("vectors", "words", "both"):
+        hits5, rr, misses = 0, 0.0, []
+        for q in questions:
+            found = s.search("corpus", q.question, embedder, k=10, mode=mode)
+            rank = next((i + 1 for i, p in enumerate(found) if Path(p.file).name == q.file
+                         and _norm(q.passage) in _norm(p.text) and (q.page is None or p.page == q.page)), None)
+            hits5 += rank is not None and rank <= 5
+            rr += 1.0 / rank if rank else 0.0
+            if rank is None or rank > 5:
+                misses.append(q.question)
+        out[mode] = {"recall_at_5": round(hits5 / len(questions), 3), "mrr": round(rr / len(questions), 3),
+                     "missed": misses[:5]}
+    return out
+
+
+def big_pdf_child(pdf: Path, choice: str) -> None:
+    """Index `pdf` into a fresh index and print one JSON line (run in its own process for its peak memory)."""
+    embedder, count, what = make_embedder(choice)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with tempfile.TemporaryDirectory() as d:
+        conn = open_index(Path(d) / "big.sqlite3")
+        t0 = time.perf_counter()
+        report = index_files(conn, "big", [pdf], embedder, count)
+        elapsed = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    o = report.outcomes[0]
+    print(json.dumps({"embedder": what, "state": o.state, "problem": o.problem, "pages": o.pages, "chunks": o.chunks,
+                      "seconds": round(elapsed, 1), "pages_per_s": round(o.pages / elapsed, 1),
+                      "chunks_per_s": round(o.chunks / elapsed, 1), "rss_before_mb": round(before / 1024),
+                      "rss_peak_mb": round(peak / 1024), "pdf_mb": round(pdf.stat().st_size / 2**20, 1)}))
+
+
+def big_pdf(pages: int, choice: str, folder: Path) -> dict:
+    rnd = random.Random(7)
+    words = [w for w in re.findall(r"[a-z]+", (ROOT / "ARCHITECTURE.md").read_text("utf-8").lower()) if len(w) > 2]
+    pdf = folder / "big.pdf"
+    write_pdf(pdf, [[" ".join(rnd.choice(words) for _ in range(60)) + "." for _ in range(4)] for _ in range(pages)])
+    run = subprocess.run([sys.executable, __file__, "--big-pdf-child", str(pdf), "--embedder", choice],
+                         capture_output=True, text=True, check=True)
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def latency(n: int, n_embd: int, folder: Path, embed_ms: float) -> dict:
+    rnd = np.random.default_rng(3)
+    # The most frequent ranks are the words every passage has (search's STOPWORDS), as in real text.
+    vocab = sorted(STOPWORDS) + [f"w{i}" for i in range(20000)]
+    ranks = np.arange(1, len(vocab) + 1)
+    p = (1 / ranks) / (1 / ranks).sum()
+    conn = open_index(folder / f"lat{n}.sqlite3")
+    c = set_model(conn, ensure_collection(conn, "lat"), "synthetic", n_embd)
+    t0 = time.perf_counter()
+    conn.execute("BEGIN")
+    per_file = 1000
+    for f in range(0, n, per_file):
+        cur = conn.execute("INSERT INTO files(collection_id, path, sha256, size, mtime, state, indexed_at) "
+                           "VALUES (?, ?, '', 0, 0, 'indexed', 0)", (c.id, f"/synthetic/{f}.txt"))
+        fid = cur.lastrowid
+        m = min(per_file, n - f)
+        idx = rnd.choice(len(vocab), size=(m, 80), p=p)
+        vecs = rnd.standard_normal((m, n_embd)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        for j in range(m):
+            text = " ".join(vocab[k] for k in idx[j])
+            cid = conn.execute("INSERT INTO chunks(file_id, seq, page, start, end, heading, tokens, text) "
+                               "VALUES (?, ?, NULL, 0, ?, '', 80, ?)", (fid, j, len(text), text)).lastrowid
+            conn.execute("INSERT INTO vectors(chunk_id, embedding) VALUES (?, ?)", (cid, vecs[j].tobytes()))
+    conn.execute("UPDATE collections SET generation = generation + 1 WHERE id = ?", (c.id,))
+    conn.execute("COMMIT")
+    build = time.perf_counter() - t0
+
+    class Fixed:
+        model_id, n_embd_ = "synthetic", n_embd
+
+        def __init__(self) -> None:
+            self.n_embd = n_embd
+
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            v = rnd.standard_normal(n_embd)
+            return [list(v / np.linalg.norm(v))]
+
+    fixed = Fixed()
+    s = Searcher(conn)
+    t = time.perf_counter()
+    s.search("lat", "w1", fixed, k=5, mode="vectors")
+    cold = (time.perf_counter() - t) * 1000
+    out: dict = {"chunks": n, "build_s": round(build, 1), "vector_backend": s.vectors.backend,
+                 "first_vector_search_ms": round(cold, 1)}
+    for mode in ("vectors", "words", "both"):
+        times = []
+        for _ in range(60):
+            # a question: a few common words and three content words of middling frequency
+            q = " ".join([*(vocab[int(k)] for k in rnd.choice(len(vocab), size=4, p=p)),
+                          *(f"w{int(k)}" for k in rnd.integers(50, 5000, size=3))])
+            s.search("lat", q, fixed, k=5, mode=mode)
+            times.append(s.last_times.search_ms)
+        times.sort()
+        out[mode] = {"p50_ms": round(statistics.median(times), 1),
+                     "p95_ms": round(times[int(0.95 * len(times)) - 1], 1),
+                     "plus_embed_ms": round(embed_ms, 1) if mode != "words" else 0.0}
+    conn.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--pages", type=int, default=2000)
+    ap.add_argument("--chunks", default="10000,100000")
+    ap.add_argument("--embedder", choices=["auto", "bundled", "hash"], default="auto")
+    ap.add_argument("--big-embedder", choices=["same", "hash"], default="same",
+                    help="the big PDF's embedder: the same, or the hash (reading, cutting, storing)")
+    ap.add_argument("--big-pdf-child", type=Path, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.big_pdf_child:
+        big_pdf_child(a.big_pdf_child, a.embedder)
+        return
+    embedder, count, what = make_embedder(a.embedder)
+    result: dict = {"embedder": what, "cores": os.cpu_count(), "vector_backend": ""}
+    with tempfile.TemporaryDirectory() as d:
+        folder = Path(d)
+        result["quality"] = quality(embedder, count, folder)
+        t = time.perf_counter()
+        for _ in range(10):
+            embedder.embed(["how many solar panels power the pumps"])
+        embed_ms = (time.perf_counter() - t) * 100
+        result["query_embed_ms"] = round(embed_ms, 1)
+        result["vector_backend"] = Searcher(open_index(folder / "q.sqlite3")).vectors.why_numpy or "sqlite-vec"
+        if a.pages:
+            same = "hash" if what.startswith("hash") else a.embedder
+            result["big_pdf"] = big_pdf(a.pages, same if a.big_embedder == "same" else "hash", folder)
+        result["latency"] = [latency(int(n), int(embedder.n_embd), folder, embed_ms)
+                             for n in a.chunks.split(",") if n]
+    if a.json:
+        print(json.dumps(result))
+    else:
+        print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
