@@ -73,9 +73,11 @@ class ChatModel:
         inner = request.sink
 
         def sink(event: BatchEvent) -> None:  # on the scheduler thread
-            inner(event)
-            if type(event) is Finished or type(event) is Failed:
-                self._ended()
+            try:
+                inner(event)
+            finally:  # a sink that fails still ends its request here: the model must not stay busy
+                if type(event) is Finished or type(event) is Failed:
+                    self._ended()
 
         with self._lock:
             self._in_flight += 1
