@@ -1,0 +1,111 @@
+"""Passages as the numbered sources a prompt carries, and the citations an answer may make of them.
+
+The model reads the sources under `CITATION_RULE`: "[1] report.pdf, page 3" then the passage, for each.
+`cited` reads the answer's marks back: `[2]`, `[1, 3]` or `[1][3]`, outside code, each pointing at a
+source given; a mark that points at no source given is never a source (`stray_marks` lists them, for a
+window that shows them as plain text).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefill.documents.search import Passage
+
+CITATION_RULE = (
+    "Answer from the numbered sources below. After each sentence that uses a source, cite it by its number in "
+    "square brackets, as [1] or [1][3]. Cite only the numbers listed. If the sources do not answer the question, "
+    "say so instead of guessing."
+)
+
+# A mark: [n] or [n, m, …], not right after a letter or digit (a[1] is an index, not a citation).
+_MARK = re.compile(r"(?<![\w\]\[])\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]|(?<=\])\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
+_CODE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class NumberedSource:
+    """A passage as the prompt numbers it.
+
+    Attributes:
+        n: Its number (1-based), as the model cites it.
+        title: What a person sees: the file's name.
+        location: Where in it: the path, with the page where there is one ("/x/report.pdf, page 3").
+        quote: The passage's words.
+        file, page, start, end: The file, its page (None without pages) and the passage's characters in it.
+        score: Its search score.
+    """
+
+    n: int
+    title: str
+    location: str
+    quote: str
+    file: str
+    page: int | None
+    start: int
+    end: int
+    score: float
+
+    @property
+    def label(self) -> str:
+        """How the prompt heads it: "[3] report.pdf, page 2"."""
+        return f"[{self.n}] {self.title}" + (f", page {self.page}" if self.page is not None else "")
+
+
+def number_passages(passages: Sequence[Passage], count_tokens: Callable[[str], int] | None = None,
+                    budget: int | None = None) -> list[NumberedSource]:
+    """The passages numbered from 1 in their order, each once; with a `budget` (tokens, by
+    `count_tokens`), only as many as fit whole, in order."""
+    out: list[NumberedSource] = []
+    seen: set[int] = set()
+    used = 0
+    for p in passages:
+        if p.chunk_id in seen:
+            continue
+        n = len(out) + 1
+        src = NumberedSource(n, Path(p.file).name, p.file + (f", page {p.page}" if p.page is not None else ""),
+                             p.text, p.file, p.page, p.start, p.end, p.score)
+        if budget is not None and count_tokens is not None:
+            cost = count_tokens(src.label + "\n" + src.quote + "\n\n")
+            if used + cost > budget:
+                break
+            used += cost
+        seen.add(p.chunk_id)
+        out.append(src)
+    return out
+
+
+def sources_block(sources: Sequence[NumberedSource]) -> str:
+    """The text the prompt carries: the rule, then each source under its label."""
+    if not sources:
+        return ""
+    return CITATION_RULE + "\n\n" + "\n\n".join(f"{s.label}\n{s.quote}" for s in sources)
+
+
+def _marks(answer: str) -> list[int]:
+    text = _CODE.sub(lambda m: " " * len(m.group(0)), answer)
+    out: list[int] = []
+    for m in _MARK.finditer(text):
+        out.extend(int(x) for x in (m.group(1) or m.group(2)).split(","))
+    return out
+
+
+def cited(answer: str, sources: Sequence[NumberedSource]) -> list[NumberedSource]:
+    """The sources the answer cites, in the order it first cites them, each once; a mark that points at
+    no source given is left out."""
+    by_n = {s.n: s for s in sources}
+    out: list[NumberedSource] = []
+    for n in _marks(answer):
+        s = by_n.get(n)
+        if s is not None and s not in out:
+            out.append(s)
+    return out
+
+
+def stray_marks(answer: str, sources: Sequence[NumberedSource]) -> list[int]:
+    """The numbers the answer writes as marks that point at no source given (each once, in order)."""
+    known = {s.n for s in sources}
+    return list(dict.fromkeys(n for n in _marks(answer) if n not in known))
