@@ -51,10 +51,12 @@ class Served:
             time.sleep(0.05)
 
 
-def start_server(model: Path, *args: str) -> Served:
-    cmd = [sys.executable, "-m", "prefill", "serve", "--model", str(model), "--port", "0",
+def start_server(model: Path | None, *args: str, env: dict[str, str] | None = None) -> Served:
+    """`prefill serve --model MODEL` (None: no --model, as with --models-dir) with `args`, in `env` added to ours."""
+    chosen = ["--model", str(model)] if model is not None else []
+    cmd = [sys.executable, "-m", "prefill", "serve", *chosen, "--port", "0",
            "--gpu-layers", "none", "--threads", "1", *args]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
@@ -70,7 +72,7 @@ def start_server(model: Path, *args: str) -> Served:
     assert " at http://" in line, line
     url = line.split(" at ")[1].split()[0].removesuffix("/v1")
     key = args[args.index("--api-key") + 1] if "--api-key" in args else "none"
-    return Served(proc, url, model.name.removesuffix(".gguf"), key, said, reader)
+    return Served(proc, url, model.name.removesuffix(".gguf") if model is not None else "", key, said, reader)
 
 
 def stop_server(s: Served) -> str:
