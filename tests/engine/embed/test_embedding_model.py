@@ -12,7 +12,7 @@ import pytest
 
 from prefill.engine.embed.bert_gguf import RankHead
 from prefill.engine.embed.errors import InputTooLong, NotAnEmbeddingModel
-from prefill.engine.embed.model import BadInput, EmbeddingModel
+from prefill.engine.embed.model import BadInput, EmbeddingModel, estimate_memory
 from prefill.engine.errors import EngineError
 from prefill.engine.gguf.header import GGUFError
 from prefill.engine.settings import LoadSettings
@@ -49,6 +49,26 @@ def test_the_model_says_what_it_is(model: EmbeddingModel) -> None:
     assert 40e6 < model.memory.weights < 50e6
     assert model.memory.context > 0
     assert model.memory_bytes == model.memory.weights + model.memory.context
+    assert model.memory.kv == 0  # an encoder keeps no cache between calls
+    assert model.in_flight == 0
+
+
+def test_the_estimate_before_a_load_is_on_the_safe_side(minilm_gguf: Path, model: EmbeddingModel) -> None:
+    guess = estimate_memory(minilm_gguf, CPU)
+    assert not guess.measured and model.memory.measured
+    assert abs(guess.weights - model.memory.weights) < 0.02 * model.memory.weights
+    assert model.memory.total <= guess.total <= 1.5 * model.memory.total
+
+
+def test_the_pool_hears_when_the_last_call_ends(model: EmbeddingModel) -> None:
+    seen: list[int] = []
+    model.on_idle = lambda: seen.append(model.in_flight)
+    try:
+        model.embed(["hello"])
+        model.count_tokens(["hello"])
+    finally:
+        model.on_idle = None
+    assert seen == [0, 0]
 
 
 def test_tokens_are_the_wordpiece_tokens_of_the_checkpoint(model: EmbeddingModel, reference: MiniLM) -> None:
@@ -119,9 +139,11 @@ def test_bad_token_lists_are_refused_in_words(model: EmbeddingModel) -> None:
 
 
 def test_a_smaller_context_asked_for_is_the_input_limit(minilm_gguf: Path, model: EmbeddingModel) -> None:
-    m = EmbeddingModel.load(minilm_gguf, LoadSettings(n_gpu_layers="none", n_threads=1, n_ctx=128))
+    small = LoadSettings(n_gpu_layers="none", n_threads=1, n_ctx=128)
+    m = EmbeddingModel.load(minilm_gguf, small)
     try:
         assert m.n_ctx == 128
+        assert m.memory.total <= estimate_memory(minilm_gguf, small).total
         with pytest.raises(InputTooLong, match="longer than the 128 tokens"):
             m.embed(["word " * 200])
         assert m.memory.context < model.memory.context

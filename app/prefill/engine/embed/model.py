@@ -21,7 +21,8 @@ from __future__ import annotations
 import ctypes
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -33,6 +34,7 @@ from prefill.engine.embed.errors import InputTooLong, NotAnEmbeddingModel
 from prefill.engine.errors import EngineError, ModelLoadError
 from prefill.engine.gguf.guard import read_model_header
 from prefill.engine.gguf.header import GGUFHeader
+from prefill.engine.llama.kv_sizes import kv_bytes_per_cell
 from prefill.engine.llama.offload import resolve_gpu_layers
 from prefill.engine.llama.runtime import _init_backend, _last_error, extra_buffer_types_safe
 from prefill.engine.settings import LoadSettings
@@ -54,18 +56,60 @@ class BadInput(EngineError):
 
 @dataclass(frozen=True)
 class Memory:
-    """What a loaded model holds, in bytes: its weights and its context's buffers."""
+    """What a model holds, in bytes: its weights, its KV cache (a causal model's; 0 for an encoder)
+    and its compute and output buffers. Measured after a load, estimated before one."""
 
     weights: int
-    context: int
+    kv: int
+    compute: int
+    measured: bool = True
+
+    @property
+    def context(self) -> int:
+        return self.kv + self.compute
 
     @property
     def total(self) -> int:
         return self.weights + self.context
 
 
-def _buffers_bytes(ctx_log: str) -> int:
-    return int(sum(float(m.group(3)) for m in _BUFFER.finditer(ctx_log)) * 2**20)
+def _buffers(ctx_log: str) -> tuple[int, int]:
+    """The KV and the compute + output buffers llama.cpp reported creating a context, in bytes."""
+    kv = compute = 0.0
+    for m in _BUFFER.finditer(ctx_log):
+        if m.group(2) == "KV":
+            kv += float(m.group(3))
+        else:
+            compute += float(m.group(3))
+    return int(kv * 2**20), int(compute * 2**20)
+
+
+def estimate_memory(path: str | Path, settings: LoadSettings | None = None) -> Memory:
+    """What `EmbeddingModel.load(path, settings)` will take, from the header alone (for a pool's
+    budget before the load): the weights exactly, a causal model's KV cache, and the compute
+    buffers on the large side.
+
+    Raises:
+        GGUFError: the header cannot be read, or holds what llama.cpp would abort on.
+    """
+    header = read_model_header(Path(path).expanduser())
+    n_ctx = _context_length(header.context_length, (settings or LoadSettings()).n_ctx)
+    weights = sum(t.nbytes for t in header.tensors)
+    causal = header.arch_value("attention.causal", True) is not False
+    kv = kv_bytes_per_cell(header) * n_ctx if causal else 0
+    # llama.cpp reserves an output row per sequence as wide as the vocabulary (7.5 MiB for BERT's
+    # 30522 tokens at 64 sequences) beside the pooled vectors; the graph's buffers grow with the
+    # context (measured: 5.9 MiB at 512 tokens of 384 wide, 1.8 MiB at 128; half again here)
+    n_vocab = header.array_lengths.get("tokenizer.ggml.tokens", 0)
+    output = (n_vocab + header.n_embd) * MAX_SEQUENCES * 4
+    compute = output + n_ctx * max(header.n_embd, 1) * 4 * 12
+    return Memory(weights, kv, compute, measured=False)
+
+
+def _context_length(n_train: int, asked: int) -> int:
+    """An encoder reads one input in one micro-batch: the context, the batch and the micro-batch are
+    one length, the model's trained one unless the settings ask for less."""
+    return max(8, min(asked, n_train or asked))
 
 
 class EmbeddingModel:
@@ -86,6 +130,9 @@ class EmbeddingModel:
         log = _init_backend()
         self.path, self.settings = path, settings
         self._lock = threading.RLock()
+        self._calls = 0  # embed, rerank and count calls running or waiting for the lock
+        self._calls_lock = threading.Lock()
+        self.on_idle: Callable[[], None] | None = None  # called when the last call running ends
         mp = llama_cpp.llama_model_default_params()
         mp.n_gpu_layers = n_gpu_layers
         mp.use_extra_bufts = extra_buffer_types_safe()
@@ -108,10 +155,7 @@ class EmbeddingModel:
 
         assert isinstance(log, _LogCapture)
         model = self.model
-        n_train = int(llama_cpp.llama_model_n_ctx_train(model)) or settings.n_ctx
-        # An encoder reads one input in one micro-batch: the context, the batch and the micro-batch
-        # are one length, the model's trained one unless the settings ask for less.
-        n = max(8, min(settings.n_ctx, n_train))
+        n = _context_length(int(llama_cpp.llama_model_n_ctx_train(model)), settings.n_ctx)
         cp = llama_cpp.llama_context_default_params()
         cp.n_ctx = cp.n_batch = cp.n_ubatch = n
         cp.n_seq_max = MAX_SEQUENCES
@@ -137,7 +181,7 @@ class EmbeddingModel:
         self.n_ctx = min(int(llama_cpp.llama_n_ctx(ctx)), int(llama_cpp.llama_n_ubatch(ctx)))
         self.vocab = llama_cpp.llama_model_get_vocab(model)
         self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(self.vocab))
-        self.memory = Memory(int(llama_cpp.llama_model_size(model)), _buffers_bytes(ctx_log))
+        self.memory = Memory(int(llama_cpp.llama_model_size(model)), *_buffers(ctx_log))
         self._kv = llama_cpp.llama_get_memory(ctx)  # None for an encoder: it keeps nothing between calls
         self._frame = self._framing()
         self._rerank_template = _rerank_template(model)
@@ -182,6 +226,26 @@ class EmbeddingModel:
             self.close()
 
     @property
+    def in_flight(self) -> int:
+        """Calls running or waiting: a pool never unloads a model while this is above 0."""
+        return self._calls
+
+    @contextmanager
+    def _call(self) -> Iterator[None]:
+        with self._calls_lock:
+            self._calls += 1
+        try:
+            with self._lock:
+                self._check_open()
+                yield
+        finally:
+            with self._calls_lock:
+                self._calls -= 1
+                idle = self._calls == 0
+            if idle and self.on_idle is not None:
+                self.on_idle()
+
+    @property
     def memory_bytes(self) -> int:
         """Weights and context buffers together, in bytes."""
         return self.memory.total
@@ -204,8 +268,7 @@ class EmbeddingModel:
 
     def count_tokens(self, inputs: Sequence[Input]) -> list[int]:
         """How many tokens each input is, framed as `embed` reads it."""
-        with self._lock:
-            self._check_open()
+        with self._call():
             return [len(t) for t in self._inputs(inputs, truncate=True, limit=None)]
 
     def _check_open(self) -> None:
@@ -274,8 +337,7 @@ class EmbeddingModel:
         if self.kind != "embedding":
             raise EngineError(f"{self.name} is a reranker: it scores documents against a query, and gives "
                               "no embeddings")
-        with self._lock:
-            self._check_open()
+        with self._call():
             vectors = self._run(self._inputs(inputs, truncate, self.n_ctx), self.n_embd)
         if normalize and len(vectors):
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -297,8 +359,7 @@ class EmbeddingModel:
         if self.kind != "rerank":
             raise EngineError(f"{self.name} is an embedding model, not a reranker (its GGUF pools "
                               f"{self.pooling}, not rank)")
-        with self._lock:
-            self._check_open()
+        with self._call():
             pairs = [self._pair(query, d) for d in documents]
             for i, p in enumerate(pairs):
                 if len(p) > self.n_ctx:
