@@ -74,8 +74,8 @@ def run_case(case: str) -> dict[str, Any]:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from prefill.ui.chat.transcript_model import Row, TranscriptModel
-    from prefill.ui.chat.view import ChatView
+    from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
+    from prefill.ui.chat.transcript.view import ChatView
     from prefill.ui.markdown.rich_text import warm_up
 
     app = QApplication.instance() or QApplication(sys.argv[:1])

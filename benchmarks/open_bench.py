@@ -160,7 +160,7 @@ def open_and_time(
 
 def stream_flush_ms(app: Any, w: Any) -> float:
     """Median GUI cost of one streamed flush into a new last answer, what it posts included."""
-    from prefill.ui.chat.transcript_model import Row
+    from prefill.ui.chat.transcript.transcript_model import Row
 
     bar = w.chat_view.verticalScrollBar()
     bar.setValue(bar.maximum())

@@ -45,8 +45,8 @@ def main() -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from prefill.ui.chat.transcript_model import Row, TranscriptModel
-    from prefill.ui.chat.view import ChatView
+    from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
+    from prefill.ui.chat.transcript.view import ChatView
     from prefill.ui.markdown.rich_text import warm_up
     from prefill.ui.shared.engine_worker import TextBuffer
 

@@ -34,7 +34,7 @@ def inside(out: Path) -> int:
 
     from PySide6.QtCore import QTimer
 
-    from prefill.ui.chat.compaction_rows import SUMMARY
+    from prefill.ui.chat.transcript.summary_rows import SUMMARY
 
     def small(s: object) -> object:
         return replace(s, model=replace(s.model, n_ctx=512, overflow_policy="summarise"),  # type: ignore

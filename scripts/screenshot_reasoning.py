@@ -39,7 +39,7 @@ def inside(out: Path, model: str) -> int:
 
     from PySide6.QtCore import QTimer
 
-    from prefill.ui.chat.transcript_model import Roles
+    from prefill.ui.chat.transcript.transcript_model import Roles
 
     shots = Shots(out, lambda s: replace(s, sampling=replace(s.sampling, temperature=0.7, seed=7)), None)
     w, shoot = shots.window, shots.shoot

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefill.session.compaction import HEADING, Summary, threshold
-from prefill.ui.chat.compaction_rows import REMOVED, SUMMARY, WORKING
-from prefill.ui.chat.summary_widget import FOLDED_TITLE, SummaryWidget
+from prefill.ui.chat.transcript.summary_rows import REMOVED, SUMMARY, WORKING
+from prefill.ui.chat.transcript.summary_widget import FOLDED_TITLE, SummaryWidget
 from tests.compaction_chat import QUESTIONS as ALL_QUESTIONS
 
 from .conftest import ANSWER_TIMEOUT, App, load, send, small_settings

@@ -10,7 +10,7 @@ import pytest
 from prefill.bench.tiny_model import write_tiny_llama
 from prefill.engine.request import TemplateOptions
 from prefill.store import HistoryStore
-from prefill.ui.chat.transcript_model import Roles
+from prefill.ui.chat.transcript.transcript_model import Roles
 from tests.engine.vocab_models import Vocab, vocab_dir, write_scripted, write_thinker
 from tests.ui.conftest import ANSWER_TIMEOUT, load, send, small_settings
 

@@ -26,9 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from prefill.ui.chat.input_box import InputBox
-from prefill.ui.chat.reasoning_controls import ReasoningControls
-from prefill.ui.chat.view import ChatView
+from prefill.ui.chat.composer.input_box import InputBox
+from prefill.ui.chat.composer.reasoning_controls import ReasoningControls
+from prefill.ui.chat.transcript.view import ChatView
 from prefill.ui.history.conversation_list import ConversationList
 from prefill.ui.history.menu import HistoryMenu
 

@@ -24,17 +24,17 @@ from prefill.engine.local.kv_disk import Usage
 from prefill.session.loaded import LoadedModel
 from prefill.store.app_settings import Settings
 from prefill.store.endpoints import SavedEndpoint
-from prefill.ui.chat.chat_tools import ChatToolsButton
+from prefill.ui.chat.composer.image_attach import attach_images
+from prefill.ui.chat.composer.input_box import InputBox
+from prefill.ui.chat.composer.reasoning_controls import ReasoningControls
 from prefill.ui.chat.controller import ChatController
-from prefill.ui.chat.image_attach import attach_images
-from prefill.ui.chat.input_box import InputBox
 from prefill.ui.chat.prompt_count import PromptCount
-from prefill.ui.chat.reasoning_controls import ReasoningControls
 from prefill.ui.chat.room import ChatParts, wire_chat, wire_sidebar, wire_tools
-from prefill.ui.chat.sidebar import EngineSidebar, last_answer_figures
-from prefill.ui.chat.tool_approval import ToolApprovalPanel
-from prefill.ui.chat.transcript_model import Row, TranscriptModel
-from prefill.ui.chat.view import ChatView
+from prefill.ui.chat.sidebar.sidebar import EngineSidebar, last_answer_figures
+from prefill.ui.chat.tools.chat_tools import ChatToolsButton
+from prefill.ui.chat.tools.tool_approval import ToolApprovalPanel
+from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
+from prefill.ui.chat.transcript.view import ChatView
 from prefill.ui.history.conversation_list import ConversationList
 from prefill.ui.history.menu import HistoryMenu
 from prefill.ui.history.room import HistoryRoom

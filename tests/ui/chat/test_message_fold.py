@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtGui import QGuiApplication, QTextTable
 from PySide6.QtWidgets import QPlainTextEdit
 
-from prefill.ui.chat.message_widget import MessageWidget
+from prefill.ui.chat.transcript.message_widget import MessageWidget
 
 SHOWN_BOUND = 40_000  # characters in a message's documents, whatever its length
 BLOCK_BOUND = 2_000  # blocks (paragraphs, table cells, lines) in them
@@ -47,7 +47,7 @@ def _shown(w: MessageWidget) -> tuple[int, int]:
 
 
 def _show_all_gives_the_whole_text(qtbot, w: MessageWidget, text: str) -> None:
-    from prefill.ui.chat.full_text import VIEW_LINE
+    from prefill.ui.chat.transcript.full_text import VIEW_LINE
 
     bar = w.body.fold_bar
     assert bar is not None and bar.isVisible()
@@ -106,7 +106,9 @@ def test_a_huge_streamed_message_stays_bounded_and_shows_what_stored_shows(qtbot
 def test_a_long_stored_message_renders_a_slice_per_turn_of_the_event_loop(qtbot) -> None:
     """Counted, not timed: what one turn of the event loop puts in the documents is a slice, not the
     whole shown part (a long markdown answer cost its whole render in one go before)."""
-    from prefill.ui.chat.message_segments import SLICE_COST  # here: the module's other tests run on older code
+    from prefill.ui.chat.transcript.message_segments import (
+        SLICE_COST,  # here: the module's other tests run on older code
+    )
 
     para = "Some **bold** prose with `code` and a [link](https://example.com), then more words.\n\n"
     text = para * 20_000  # 1.7 MB of paragraphs

@@ -6,9 +6,9 @@ from __future__ import annotations
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QGuiApplication
 
-from prefill.ui.chat.message_widget import MessageWidget
-from prefill.ui.chat.transcript_model import Row, TranscriptModel
-from prefill.ui.chat.view import ChatView
+from prefill.ui.chat.transcript.message_widget import MessageWidget
+from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
+from prefill.ui.chat.transcript.view import ChatView
 from prefill.ui.shared.code_palette import DARK_CODE, LIGHT_CODE
 
 LONG_LINE = "result = compute(" + ", ".join(f"argument_{i}" for i in range(60)) + ")"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from prefill.ui.chat.row_heights import RowHeights, estimate_heights
+from prefill.ui.chat.transcript.row_heights import RowHeights, estimate_heights
 
 
 def check(tree: RowHeights, plain: list[int]) -> None:

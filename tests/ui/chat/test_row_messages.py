@@ -7,9 +7,9 @@ from prefill.engine.message import Message, ToolCall
 from prefill.engine.request import TemplateOptions
 from prefill.session.compaction import HEADING
 from prefill.session.conversation import Compacted, Said
-from prefill.ui.chat.compaction_rows import SUMMARY
 from prefill.ui.chat.row_messages import conversation_of
-from prefill.ui.chat.transcript_model import Row
+from prefill.ui.chat.transcript.summary_rows import SUMMARY
+from prefill.ui.chat.transcript.transcript_model import Row
 
 
 def tool_row(result: str, round_: int = 1, id_: str = "c1") -> Row:

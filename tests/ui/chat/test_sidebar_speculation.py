@@ -6,8 +6,8 @@ from __future__ import annotations
 from PySide6.QtGui import QColor
 
 from prefill.engine.events import Finished, MetricsSnapshot
-from prefill.ui.chat.draft_strip import DraftStrip
-from prefill.ui.chat.sidebar import SPECULATION_TIPS, EngineSidebar
+from prefill.ui.chat.sidebar.draft_strip import DraftStrip
+from prefill.ui.chat.sidebar.sidebar import SPECULATION_TIPS, EngineSidebar
 from prefill.ui.shared.theme import DARK, LIGHT
 
 

@@ -7,11 +7,11 @@ import pytest
 from PySide6.QtWidgets import QFormLayout, QLabel
 
 from prefill.engine.events import Finished, MetricsSnapshot
-from prefill.ui.chat.finish_words import finish_words
-from prefill.ui.chat.sidebar import EngineSidebar, last_answer_figures, stored_snapshot
-from prefill.ui.chat.sidebar_plot import RatePlot
-from prefill.ui.chat.sidebar_words import FIGURES
-from prefill.ui.chat.transcript_model import Row, TranscriptModel
+from prefill.ui.chat.sidebar.sidebar import EngineSidebar, last_answer_figures, stored_snapshot
+from prefill.ui.chat.sidebar.sidebar_plot import RatePlot
+from prefill.ui.chat.sidebar.sidebar_words import FIGURES
+from prefill.ui.chat.transcript.finish_words import finish_words
+from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
 
 M = MetricsSnapshot(prompt_tokens=74, cached_tokens=10, evaluated_tokens=64, completion_tokens=40, ttft_ms=120.0,
                     prefill_ms=100.0, prefill_tps=640.0, decode_tps=20.0, itl_p50_ms=48.0, itl_p95_ms=70.0,

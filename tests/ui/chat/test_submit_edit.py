@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from prefill.ui.chat.inline_editor import InlineEditor
-from prefill.ui.chat.input_box import InputBox
+from prefill.ui.chat.composer.input_box import InputBox
+from prefill.ui.chat.transcript.inline_editor import InlineEditor
 
 
 def test_the_message_box_sends_on_enter_and_stops_on_escape(qtbot) -> None:

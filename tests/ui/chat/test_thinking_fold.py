@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from prefill.ui.chat.thinking_section import SHOWN
+from prefill.ui.chat.transcript.thinking_section import SHOWN
 from tests.ui.chat.test_message_fold import _widget
 
 LINE = "thinking on one endless line " * 140_000  # about 4 MB, no line break

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prefill.ui.chat.transcript_model import Roles, Row, TranscriptModel
+from prefill.ui.chat.transcript.transcript_model import Roles, Row, TranscriptModel
 
 
 def test_model_passes_qtmodeltester(qtmodeltester) -> None:

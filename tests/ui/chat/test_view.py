@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from prefill.ui.chat.transcript_model import Row, TranscriptModel
-from prefill.ui.chat.view import ChatView
+from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
+from prefill.ui.chat.transcript.view import ChatView
 
 LONG = 1000
 FEW = 60  # far more widgets than a screen and its margins hold, far fewer than LONG

@@ -9,9 +9,9 @@ from PySide6.QtCore import QEvent, QPointF, Qt
 from PySide6.QtGui import QEnterEvent
 from PySide6.QtWidgets import QApplication
 
-from prefill.ui.chat.message_widget import MessageWidget
-from prefill.ui.chat.transcript_model import Row, TranscriptModel
-from prefill.ui.chat.view import EMPTY_HINT, ChatView
+from prefill.ui.chat.transcript.message_widget import MessageWidget
+from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
+from prefill.ui.chat.transcript.view import EMPTY_HINT, ChatView
 
 LONG_LINE = "result = compute(" + ", ".join(f"argument_{i}" for i in range(60)) + ")"
 

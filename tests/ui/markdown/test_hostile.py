@@ -7,7 +7,7 @@ import re
 import pytest
 from PySide6.QtGui import QTextDocument
 
-from prefill.ui.chat.message_widget import MessageWidget
+from prefill.ui.chat.transcript.message_widget import MessageWidget
 from prefill.ui.markdown import rich_text as markdown
 from prefill.ui.markdown.rich_text import MAX_DEPTH, BlockRenderer, render_markdown
 from prefill.ui.markdown.stream import MarkdownStream

@@ -7,7 +7,7 @@ from PySide6.QtCore import QObject, Qt, QUrl, Slot
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QMessageBox
 
-from prefill.ui.chat.message_widget import MessageWidget
+from prefill.ui.chat.transcript.message_widget import MessageWidget
 from prefill.ui.markdown.link_guard import CONFIRM_NAME
 
 EVIL = "https://evil.example/login?next=%3Cimg%3E"

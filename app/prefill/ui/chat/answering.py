@@ -20,8 +20,8 @@ from prefill.session.conversation import Turn
 from prefill.session.tool_loop import Decision, LoopFinished, ToolCallDone, ToolCallStarted
 from prefill.store.app_settings import Settings
 from prefill.ui.chat.answer_store import AnswerStore, answer_figures, call_figures, done_figures
-from prefill.ui.chat.sidebar import EngineSidebar
-from prefill.ui.chat.transcript_model import Row, TranscriptModel
+from prefill.ui.chat.sidebar.sidebar import EngineSidebar
+from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
 from prefill.ui.shared.engine_worker import EngineWorker
 
 FLUSH_MS = 30

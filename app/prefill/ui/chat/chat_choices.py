@@ -11,7 +11,7 @@ from PySide6.QtCore import QObject, Signal
 from prefill.engine.request import MAX_REASONING_BUDGET, TemplateOptions
 from prefill.store import ConversationRecord
 from prefill.store.app_settings import Settings
-from prefill.ui.chat.chat_tools import ChatTools, stored_chat_tools
+from prefill.ui.chat.tools.chat_tools import ChatTools, stored_chat_tools
 from prefill.ui.shared.store_worker import StoreProxy
 
 

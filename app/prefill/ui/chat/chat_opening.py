@@ -15,7 +15,7 @@ from prefill.engine.message import Message
 from prefill.store import ConversationRecord
 from prefill.ui.chat.chat_choices import ChatChoices
 from prefill.ui.chat.stored_rows import rows_of
-from prefill.ui.chat.transcript_model import Row, TranscriptModel
+from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
 from prefill.ui.shared.engine_worker import EngineWorker
 from prefill.ui.shared.store_worker import StoreProxy
 

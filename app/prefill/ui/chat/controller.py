@@ -31,8 +31,8 @@ from prefill.ui.chat.compaction_rows import ChatCompaction
 from prefill.ui.chat.message_edits import MessageEdits
 from prefill.ui.chat.pending_delete import PendingDelete
 from prefill.ui.chat.row_messages import conversation_of
-from prefill.ui.chat.sidebar import EngineSidebar
-from prefill.ui.chat.transcript_model import Row, TranscriptModel
+from prefill.ui.chat.sidebar.sidebar import EngineSidebar
+from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
 from prefill.ui.shared.engine_worker import EngineWorker
 from prefill.ui.shared.store_messages import store_error_text
 from prefill.ui.shared.store_worker import StoreProxy

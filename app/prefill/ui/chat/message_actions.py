@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject
 
 from prefill.ui.chat.controller import ChatController
-from prefill.ui.chat.view import ChatView
+from prefill.ui.chat.transcript.view import ChatView
 
 
 class MessageActions(QObject):

@@ -8,10 +8,11 @@ from typing import Protocol
 from PySide6.QtCore import SignalInstance
 
 from prefill.store import ConversationRecord, MessageRecord
-from prefill.ui.chat.compaction_rows import REMOVED, SUMMARY, ChatCompaction
+from prefill.ui.chat.compaction_rows import ChatCompaction
 from prefill.ui.chat.pending_delete import PendingDelete
 from prefill.ui.chat.stored_rows import message_rows
-from prefill.ui.chat.transcript_model import Row, TranscriptModel
+from prefill.ui.chat.transcript.summary_rows import REMOVED, SUMMARY
+from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
 from prefill.ui.shared.store_worker import StoreProxy
 
 

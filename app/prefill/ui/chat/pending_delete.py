@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 
 from prefill.store.errors import MessageNotFound
-from prefill.ui.chat.transcript_model import Row, TranscriptModel
+from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
 from prefill.ui.shared.store_messages import store_error_text
 from prefill.ui.shared.store_worker import StoreProxy
 

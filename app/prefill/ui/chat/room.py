@@ -11,15 +11,15 @@ from dataclasses import dataclass
 
 from PySide6.QtGui import QGuiApplication
 
-from prefill.ui.chat.chat_tools import ChatToolsButton
+from prefill.ui.chat.composer.input_box import InputBox
+from prefill.ui.chat.composer.reasoning_controls import ReasoningControls
 from prefill.ui.chat.controller import ChatController
-from prefill.ui.chat.input_box import InputBox
 from prefill.ui.chat.message_actions import MessageActions
-from prefill.ui.chat.reasoning_controls import ReasoningControls
-from prefill.ui.chat.sidebar import EngineSidebar
-from prefill.ui.chat.tool_approval import ToolApprovalPanel
-from prefill.ui.chat.transcript_model import TranscriptModel
-from prefill.ui.chat.view import ChatView
+from prefill.ui.chat.sidebar.sidebar import EngineSidebar
+from prefill.ui.chat.tools.chat_tools import ChatToolsButton
+from prefill.ui.chat.tools.tool_approval import ToolApprovalPanel
+from prefill.ui.chat.transcript.transcript_model import TranscriptModel
+from prefill.ui.chat.transcript.view import ChatView
 from prefill.ui.shared.engine_worker import EngineWorker
 from prefill.ui.shared.mcp_servers import McpServers
 from prefill.ui.shared.room_actions import RoomActions

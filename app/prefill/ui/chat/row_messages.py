@@ -14,8 +14,8 @@ from typing import Any
 
 from prefill.engine.message import Message, ToolCall
 from prefill.session.conversation import Compacted, Conversation, Item, Said
-from prefill.ui.chat.compaction_rows import SUMMARY
-from prefill.ui.chat.transcript_model import Row
+from prefill.ui.chat.transcript.summary_rows import SUMMARY
+from prefill.ui.chat.transcript.transcript_model import Row
 
 
 def conversation_of(system: str, rows: Sequence[Row], **how: Any) -> Conversation:

@@ -4,7 +4,7 @@ Qt's rich text costs the GUI thread time and memory in proportion to what it sho
 table of 10,000 rows (1.3 MB) took 12.5 s to insert and 7 s to lay out, and +2 GB; a 4 MB line
 0.9 s + 4.5 s and +2 GB (issue 33). So a message renders at most SHOWN_COST of its source as rich
 text and folds the rest: the message view says how much is folded and shows the whole text, on
-request, in a plain-text viewer (``ui/chat/full_text.py``), whose cost does not grow so.
+request, in a plain-text viewer (``ui/chat/transcript/full_text.py``), whose cost does not grow so.
 
 The cost of a text is its characters plus what Qt pays beyond them: CELL_COST for every ``|`` (a
 table cell) and LINE_COST for every line break (a block or a list item). The cut depends on the

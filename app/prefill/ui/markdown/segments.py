@@ -1,7 +1,7 @@
 """Cutting a streaming answer into prose and code segments, at its fenced code blocks.
 
 A message is shown as a stack of segments: prose, which wraps to the pane, and each fenced code
-block on its own, which scrolls sideways by itself (see ``ui/chat/message_segments.py``). The
+block on its own, which scrolls sideways by itself (see ``ui/chat/transcript/message_segments.py``). The
 :class:`SegmentRouter` reads the source as it streams and says which segment each new piece of
 text belongs to, by the rules the block splitter uses (``rich_text.opening_fence`` and
 ``closes_fence``), so a code segment holds exactly one of the splitter's fence blocks.

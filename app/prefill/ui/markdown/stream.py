@@ -27,7 +27,7 @@ However long the answer grows, the document holds a bounded part of it: the sour
 :class:`~prefill.ui.markdown.fold.Fold` first, and what is past its budget is kept in ``text``
 but not shown (a finished answer ends with a line saying how much, as ``render_markdown``
 does). A message's segments share one budget: its body folds and their streams take no
-budget of their own (``ui/chat/message_segments.py``).
+budget of their own (``ui/chat/transcript/message_segments.py``).
 """
 
 from __future__ import annotations

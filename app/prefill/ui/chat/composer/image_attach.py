@@ -18,11 +18,11 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 
 from prefill.engine.vision.errors import ImageRejected, ImagesNeedProjector
 from prefill.session.loaded import LoadedModel
-from prefill.ui.chat.image_jobs import Admitted, admit_file, admit_qimage
-from prefill.ui.chat.image_sources import ImageSource, image_sources
-from prefill.ui.chat.image_strip import ImageThumbs
-from prefill.ui.chat.input_box import InputBox
-from prefill.ui.chat.view import ChatView
+from prefill.ui.chat.composer.input_box import InputBox
+from prefill.ui.chat.images.image_jobs import Admitted, admit_file, admit_qimage
+from prefill.ui.chat.images.image_sources import ImageSource, image_sources
+from prefill.ui.chat.images.image_strip import ImageThumbs
+from prefill.ui.chat.transcript.view import ChatView
 from prefill.ui.shared.pool_jobs import PoolJobs
 
 MAX_ATTACHED = 16  # images on one message

@@ -8,9 +8,9 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QToolButton, QVBoxLayout, QWidget
 
 from prefill.engine.message import ImagePart
-from prefill.ui.chat.image_sources import image_sources
-from prefill.ui.chat.image_strip import ImageStrip, ImageThumbs
-from prefill.ui.chat.submit_edit import SubmitEdit
+from prefill.ui.chat.images.image_sources import image_sources
+from prefill.ui.chat.images.image_strip import ImageStrip, ImageThumbs
+from prefill.ui.chat.transcript.submit_edit import SubmitEdit
 from prefill.ui.shared.plain_text import plain_label, tooltip
 
 

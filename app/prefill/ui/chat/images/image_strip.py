@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.engine.message import ImagePart
-from prefill.ui.chat.image_jobs import THUMB_PX, thumbnails
+from prefill.ui.chat.images.image_jobs import THUMB_PX, thumbnails
 from prefill.ui.shared.plain_text import plain_label
 from prefill.ui.shared.pool_jobs import PoolJobs
 

@@ -25,11 +25,11 @@ from PySide6.QtWidgets import (
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.session.loaded import LoadedModel
 from prefill.session.tool_loop import RoundTiming
-from prefill.ui.chat.draft_strip import DraftStrip
-from prefill.ui.chat.finish_words import finish_words
-from prefill.ui.chat.sidebar_plot import RatePlot
-from prefill.ui.chat.sidebar_words import FIGURES, GROUPS
-from prefill.ui.chat.transcript_model import Roles
+from prefill.ui.chat.sidebar.draft_strip import DraftStrip
+from prefill.ui.chat.sidebar.sidebar_plot import RatePlot
+from prefill.ui.chat.sidebar.sidebar_words import FIGURES, GROUPS
+from prefill.ui.chat.transcript.finish_words import finish_words
+from prefill.ui.chat.transcript.transcript_model import Roles
 from prefill.ui.shared.plain_text import plain_label, tooltip
 from prefill.ui.shared.theme import kv_bar_style
 

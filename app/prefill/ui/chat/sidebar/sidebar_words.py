@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from prefill.ui.chat.finish_words import REASONS
+from prefill.ui.chat.transcript.finish_words import REASONS
 
 
 class Words(NamedTuple):

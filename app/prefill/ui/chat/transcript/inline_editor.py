@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout
 
-from prefill.ui.chat.submit_edit import SubmitEdit
+from prefill.ui.chat.transcript.submit_edit import SubmitEdit
 
 MIN_LINES, MAX_LINES = 2, 14  # the box grows with the text between these, then scrolls
 

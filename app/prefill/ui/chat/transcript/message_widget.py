@@ -26,13 +26,13 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.engine.message import ImagePart
-from prefill.ui.chat.finish_words import finish_words
-from prefill.ui.chat.full_text import FullTextViewer, OpenViewer
-from prefill.ui.chat.image_strip import ImageStrip, ImageThumbs
-from prefill.ui.chat.inline_editor import InlineEditor
-from prefill.ui.chat.message_segments import MessageBody, SafeBrowser, Segment
-from prefill.ui.chat.thinking_section import ThinkingSection
-from prefill.ui.chat.tool_call_section import ToolCallSection
+from prefill.ui.chat.images.image_strip import ImageStrip, ImageThumbs
+from prefill.ui.chat.tools.tool_call_section import ToolCallSection
+from prefill.ui.chat.transcript.finish_words import finish_words
+from prefill.ui.chat.transcript.full_text import FullTextViewer, OpenViewer
+from prefill.ui.chat.transcript.inline_editor import InlineEditor
+from prefill.ui.chat.transcript.message_segments import MessageBody, SafeBrowser, Segment
+from prefill.ui.chat.transcript.thinking_section import ThinkingSection
 from prefill.ui.markdown.inline import SAFE_SCHEMES
 from prefill.ui.markdown.link_guard import open_link
 from prefill.ui.shared.plain_text import plain_label

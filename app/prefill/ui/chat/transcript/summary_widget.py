@@ -14,9 +14,9 @@ from typing import Any
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QBoxLayout, QGraphicsOpacityEffect, QSizePolicy, QToolButton, QVBoxLayout
 
-from prefill.ui.chat.compaction_rows import SUMMARY, WORKING, summary_note
-from prefill.ui.chat.inline_editor import InlineEditor
-from prefill.ui.chat.message_widget import ROLE_TITLES, MessageWidget
+from prefill.ui.chat.transcript.inline_editor import InlineEditor
+from prefill.ui.chat.transcript.message_widget import ROLE_TITLES, MessageWidget
+from prefill.ui.chat.transcript.summary_rows import SUMMARY, WORKING, summary_note
 from prefill.ui.shared.plain_text import plain_label
 
 FOLDED_OPACITY = 0.5  # of a folded row's text

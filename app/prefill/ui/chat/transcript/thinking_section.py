@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QFrame, QPlainTextEdit, QPushButton, QToolButton, QVBoxLayout
 
-from prefill.ui.chat.full_text import FullTextViewer, OpenViewer
+from prefill.ui.chat.transcript.full_text import FullTextViewer, OpenViewer
 
 MAX_OPEN_HEIGHT = 220  # px: a long thinking scrolls inside its section, not the whole chat
 SHOWN = 20_000  # characters of thinking in the section: its layout stays a few ms, one line or many

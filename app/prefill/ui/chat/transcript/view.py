@@ -25,14 +25,14 @@ from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QPainter, QPaintEvent, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import QAbstractScrollArea, QFrame, QWidget
 
-from prefill.ui.chat.compaction_rows import SUMMARY, last_summary
-from prefill.ui.chat.image_strip import ImageThumbs
-from prefill.ui.chat.message_widget import MessageWidget
-from prefill.ui.chat.row_heights import RowHeights, estimate_heights
-from prefill.ui.chat.summary_widget import SummaryWidget, mark_folded
-from prefill.ui.chat.system_prompt_row import SystemPromptRow
-from prefill.ui.chat.transcript_model import Roles, TranscriptModel
-from prefill.ui.chat.undo_toast import UndoToast
+from prefill.ui.chat.images.image_strip import ImageThumbs
+from prefill.ui.chat.transcript.message_widget import MessageWidget
+from prefill.ui.chat.transcript.row_heights import RowHeights, estimate_heights
+from prefill.ui.chat.transcript.summary_rows import SUMMARY, last_summary
+from prefill.ui.chat.transcript.summary_widget import SummaryWidget, mark_folded
+from prefill.ui.chat.transcript.system_prompt_row import SystemPromptRow
+from prefill.ui.chat.transcript.transcript_model import Roles, TranscriptModel
+from prefill.ui.chat.transcript.undo_toast import UndoToast
 
 PAD = 12  # around the messages
 SPACING = 10  # between two messages
