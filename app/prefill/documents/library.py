@@ -1,0 +1,83 @@
+"""The documents index as one object: collections to add to, list, remove and search (no Qt, no threads).
+
+What the terminal's `prefill docs …`, the window's documents room and the server ask; each caller owns
+its `DocumentLibrary` on one thread (the window's on a pool job or a worker of its own), as SQLite wants.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from prefill.documents.chunking import ChunkSizes, CountTokens
+from prefill.documents.index import (
+    CollectionSummary,
+    FileRecord,
+    get_collection,
+    list_collections,
+    list_files,
+    open_index,
+    remove_collection,
+)
+from prefill.documents.indexer import Embedder, IndexProgress, IndexReport, index_files
+from prefill.documents.readers import ReadLimits
+from prefill.documents.search import Mode, Passage, Searcher
+
+
+class DocumentLibrary:
+    """Collections of documents in one index file.
+
+    Args:
+        path: The index file (`index.default_index_path(history_path)` beside the history).
+        use_sqlite_vec: Search vectors with sqlite-vec where it loads (else numpy).
+    """
+
+    def __init__(self, path: Path, use_sqlite_vec: bool = True):
+        self.path = path
+        self._conn = open_index(path)
+        self._searcher = Searcher(self._conn, use_sqlite_vec)
+
+    @property
+    def vector_backend(self) -> str:
+        """"sqlite-vec" or "numpy"."""
+        return self._searcher.vectors.backend
+
+    @property
+    def why_numpy(self) -> str:
+        """Why vectors are searched with numpy ("" when sqlite-vec is used)."""
+        return self._searcher.vectors.why_numpy
+
+    def add(self, name: str, paths: Sequence[Path], embedder: Embedder, count_tokens: CountTokens, *,
+            sizes: ChunkSizes = ChunkSizes(), limits: ReadLimits = ReadLimits(),
+            progress: Callable[[IndexProgress], None] | None = None, cancel: threading.Event | None = None,
+            force: bool = False) -> IndexReport:
+        """Index files and folders into the collection `name` (made when missing); see `index_files`."""
+        return index_files(self._conn, name, paths, embedder, count_tokens, sizes=sizes, limits=limits,
+                           progress=progress, cancel=cancel, force=force)
+
+    def collections(self) -> list[CollectionSummary]:
+        return list_collections(self._conn)
+
+    def files(self, name: str) -> list[FileRecord]:
+        """Raises CollectionNotFound."""
+        return list_files(self._conn, get_collection(self._conn, name))
+
+    def remove(self, name: str) -> None:
+        """Raises CollectionNotFound."""
+        remove_collection(self._conn, name)
+        self._searcher.vectors.forget()
+
+    def search(self, name: str, query: str, embedder: Embedder | None = None, k: int = 5,
+               mode: Mode = "both") -> list[Passage]:
+        """See `Searcher.search`; `last_times` says what it cost."""
+        return self._searcher.search(name, query, embedder, k=k, mode=mode)
+
+    @property
+    def last_times(self) -> tuple[float, float]:
+        """The last search's (embedding ms, search ms)."""
+        t = self._searcher.last_times
+        return t.embed_ms, t.search_ms
+
+    def close(self) -> None:
+        self._conn.close()
