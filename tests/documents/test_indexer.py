@@ -180,3 +180,26 @@ def test_kill_9_mid_index_then_resume_without_duplicates(tmp_path: Path) -> None
     assert _counts(conn) == _counts(fresh)
     assert conn.execute("SELECT COUNT(*) FROM (SELECT file_id, seq FROM chunks GROUP BY file_id, seq "
                         "HAVING COUNT(*) > 1)").fetchone()[0] == 0
+
+
+def test_files_refused_by_their_size_or_kind_are_not_hashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefill.documents import indexer
+    from prefill.documents.readers import ReadLimits
+
+    (tmp_path / "big.txt").write_text("x" * 5000)
+    (tmp_path / "photo.jpg").write_bytes(b"\xff\xd8" * 10)
+    os.mkfifo(tmp_path / "pipe.txt")  # reading it would wait for a writer for ever
+
+    def no_hash(path: Path) -> str:
+        raise AssertionError(f"{path.name} was hashed")
+
+    monkeypatch.setattr(indexer, "file_hash", no_hash)
+    conn = open_index(tmp_path / "i.sqlite3")
+    paths = [tmp_path / "big.txt", tmp_path / "photo.jpg", tmp_path / "pipe.txt"]
+    report = index_files(conn, "c", paths, HashEmbedder(), count_words, limits=ReadLimits(max_bytes=1000))
+    said = {Path(o.path).name: o.problem for o in report.outcomes}
+    assert "more than the 1,000 read" in said["big.txt"]
+    assert "Prefill does not read" in said["photo.jpg"]
+    assert "not a regular file" in said["pipe.txt"]
+    again = index_files(conn, "c", paths, HashEmbedder(), count_words, limits=ReadLimits(max_bytes=1000))
+    assert again.count("skipped") == 3

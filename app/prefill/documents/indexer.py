@@ -30,7 +30,7 @@ from prefill.documents.index import (
     set_model,
     transaction,
 )
-from prefill.documents.readers import KNOWN_SUFFIXES, ReadLimits, read_document
+from prefill.documents.readers import KNOWN_SUFFIXES, ReadLimits, check_file, read_document
 from prefill.documents.vectors import to_blob
 
 
@@ -221,6 +221,13 @@ def index_files(conn: sqlite3.Connection, collection_name: str, paths: Sequence[
     return report
 
 
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -234,6 +241,15 @@ def _index_one(conn: sqlite3.Connection, collection: Collection, path: Path, emb
     """One file read, cut, embedded and stored in one transaction; None when cancelled on the way."""
     key = str(path)
     tell(key)
+    old = file_record(conn, collection, key)
+    try:
+        check_file(path, limits)  # refused before hashing: a pipe would be read for ever, a huge file for long
+    except DocumentError as exc:
+        size, mtime = _size(path), _mtime(path)
+        if old is not None and not force and (old.sha256, old.size, old.mtime) == ("", size, mtime):
+            return FileOutcome(key, "skipped", old.problem)
+        _store(conn, collection, key, "", size, mtime, "failed", str(exc), "", 0, [], [])
+        return FileOutcome(key, "failed", str(exc))
     try:
         st = path.stat()
         digest = file_hash(path)
@@ -241,7 +257,6 @@ def _index_one(conn: sqlite3.Connection, collection: Collection, path: Path, emb
         problem = f"{path.name}: cannot be read: {exc.strerror or exc}"
         _store(conn, collection, key, "", 0, 0.0, "failed", problem, "", 0, [], [])
         return FileOutcome(key, "failed", problem)
-    old = file_record(conn, collection, key)
     if old is not None and old.sha256 == digest and not force:
         return FileOutcome(key, "skipped", old.problem, old.pages, old.chunks)
     t0 = time.monotonic()

@@ -7,6 +7,7 @@ and unpacked sizes before python-docx opens it.
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 from prefill.documents.errors import DocumentError, MalformedFile, TooLarge, UnsupportedFormat
@@ -18,7 +19,7 @@ from prefill.documents.readers.pdf import read_pdf
 from prefill.documents.readers.table import read_csv
 from prefill.documents.readers.text import decode
 
-__all__ = ["Block", "Document", "ReadLimits", "read_document", "kind_of", "KNOWN_SUFFIXES"]
+__all__ = ["Block", "Document", "ReadLimits", "read_document", "check_file", "kind_of", "KNOWN_SUFFIXES"]
 
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".log", ".rst", ".org", ".adoc", ".tex", ""})
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkd"})
@@ -55,22 +56,36 @@ def kind_of(path: Path) -> str | None:
     return _NAMED.get(path.name.lower())
 
 
-def read_document(path: Path, limits: ReadLimits = ReadLimits()) -> Document:
-    """Read one file by its kind.
+def check_file(path: Path, limits: ReadLimits = ReadLimits()) -> str:
+    """What can be known before a byte is read: a reader for its kind, a regular file (not a pipe or a
+    device, which never end), within the size limit. Returns the reader's kind.
 
     Raises:
-        DocumentError: One of its kinds, with a sentence saying why (see `prefill.documents.errors`).
+        UnsupportedFormat, TooLarge, DocumentError: Why not, in words.
     """
     kind = kind_of(path)
     if kind is None:
         raise UnsupportedFormat(path, f"is a {path.suffix or 'suffix-less'} file, which Prefill does not read "
                                 "(it reads PDF, DOCX, HTML, Markdown, text, CSV and source code)")
     try:
-        size = path.stat().st_size
+        st = path.stat()
     except OSError as exc:
         raise DocumentError(path, f"cannot be opened: {exc.strerror or exc}") from exc
-    if size > limits.max_bytes:
-        raise TooLarge(path, f"is {size:,} bytes, more than the {limits.max_bytes:,} read from one file", "max_bytes")
+    if not stat.S_ISREG(st.st_mode):
+        raise DocumentError(path, "is not a regular file (a pipe, a device or a folder): nothing to read")
+    if st.st_size > limits.max_bytes:
+        raise TooLarge(path, f"is {st.st_size:,} bytes, more than the {limits.max_bytes:,} read from one file",
+                       "max_bytes")
+    return kind
+
+
+def read_document(path: Path, limits: ReadLimits = ReadLimits()) -> Document:
+    """Read one file by its kind.
+
+    Raises:
+        DocumentError: One of its kinds, with a sentence saying why (see `prefill.documents.errors`).
+    """
+    kind = check_file(path, limits)
     try:
         if kind in ("pdf", "docx"):
             with path.open("rb") as f:
