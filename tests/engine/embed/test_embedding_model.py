@@ -75,6 +75,10 @@ def test_tokens_are_the_wordpiece_tokens_of_the_checkpoint(model: EmbeddingModel
     for s in SENTENCES:
         assert model.tokenize(s) == reference.tokenize(s), s
     assert model.count_tokens(SENTENCES) == [len(reference.tokenize(s)) for s in SENTENCES]
+    # accents stripped and case folded as the checkpoint's tokenizer does
+    assert model.tokenize("Café NAÏVE") == reference.tokenize("cafe naive")
+    # a special token written in a text is text: a document cannot end its input early
+    assert model.tokenize("stop [SEP] here") == reference.tokenize("stop [ sep ] here")
 
 
 def test_vectors_match_the_same_weights_run_in_numpy(model: EmbeddingModel, reference: MiniLM) -> None:
@@ -200,3 +204,42 @@ def test_a_reranker_scores_as_its_head_says(
         assert len(r.rerank(query, ["word " * 600], truncate=True)) == 1
     finally:
         r.close()
+
+
+@pytest.fixture(scope="module")
+def causal_last(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random llama whose header pools on the last token: a causal embedding model, as
+    Qwen3-Embedding and e5-mistral are."""
+    import gguf
+
+    from prefill.bench.tiny_model import write_tiny_llama
+
+    return write_tiny_llama(tmp_path_factory.mktemp("causal") / "last.gguf", weight_scale=0.05,
+                            edit=lambda w: w.add_pooling_type(gguf.PoolingType.LAST))
+
+
+def test_a_causal_model_reads_a_long_input_over_several_decodes(
+    causal_last: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from prefill.engine.embed import model as model_module
+
+    settings = LoadSettings(n_gpu_layers="none", n_threads=1, n_ctx=1024)
+    texts = ["hello world", "word " * 300, "another text", *[f"t {i}" for i in range(70)]]
+    m = EmbeddingModel.load(causal_last, settings)
+    try:
+        assert (m.kind, m.pooling, m.n_ctx, m.n_batch) == ("embedding", "last", 1024, model_module.CAUSAL_BATCH)
+        assert m.memory.kv > 0 and m.memory.total <= estimate_memory(causal_last, settings).total
+        assert 2 * m.n_batch < m.count_tokens(texts[1:2])[0] < m.n_ctx  # three decodes, one input
+        chunked = m.embed(texts)
+        assert np.abs(chunked - m.embed(texts)).max() == 0  # the cache is cleared between calls
+        alone = np.stack([m.embed([t])[0] for t in texts[:4]])
+        assert np.abs(chunked[:4] - alone).max() < 1e-3
+    finally:
+        m.close()
+    monkeypatch.setattr(model_module, "CAUSAL_BATCH", 1024)  # each input in one decode
+    whole = EmbeddingModel.load(causal_last, settings)
+    try:
+        assert whole.n_batch == 1024
+        assert np.abs(whole.embed(texts[:3]) - chunked[:3]).max() < 1e-3
+    finally:
+        whole.close()

@@ -8,7 +8,10 @@ OpenAI's are; `rerank` scores documents against a query with a reranker's head (
 Several inputs go to llama.cpp as separate sequences of one batch, as many as fit. A non-causal
 model (BERT) must see a whole input in one micro-batch, and llama.cpp asserts (aborts) on an encoder
 batch larger than it: the context's batch and micro-batch are both its whole length, and a batch is
-packed to that bound, so no input is ever split and no call can reach the assert.
+packed to that bound, so no input is ever split and no call can reach the assert. A causal model
+pooled on its last token (Qwen3-Embedding, e5-mistral) is the exception: its KV cache carries an
+input across decodes of `CAUSAL_BATCH` tokens, which keeps the logits llama.cpp reserves per token
+of a batch small.
 
 Memory is llama.cpp's own figures: the weights (`llama_model_size`) and the context's buffers (its
 compute and output buffers, and a KV cache for a causal model), read from the log of the context's
@@ -46,6 +49,7 @@ POOLING_NAMES = {
     llama_cpp.LLAMA_POOLING_TYPE_LAST: "last", llama_cpp.LLAMA_POOLING_TYPE_RANK: "rank",
 }
 MAX_SEQUENCES = 64  # inputs per llama.cpp batch (LLAMA_MAX_SEQ is 256); more go in the next batch
+CAUSAL_BATCH = 256  # tokens a decode for a causal model pooled on its last token
 # "CPU compute buffer size =    13.01 MiB", "CUDA0 KV buffer size = 4.50 MiB", "CPU  output buffer size = 0.12 MiB"
 _BUFFER = re.compile(r"(\w+)\s+(compute|output|KV) buffer size\s*=\s*([\d.]+) MiB")
 
@@ -95,14 +99,18 @@ def estimate_memory(path: str | Path, settings: LoadSettings | None = None) -> M
     header = read_model_header(Path(path).expanduser())
     n_ctx = _context_length(header.context_length, (settings or LoadSettings()).n_ctx)
     weights = sum(t.nbytes for t in header.tensors)
-    causal = header.arch_value("attention.causal", True) is not False
-    kv = kv_bytes_per_cell(header) * n_ctx if causal else 0
+    kv = kv_bytes_per_cell(header) * n_ctx if _causal(header) else 0
     # llama.cpp reserves an output row per sequence as wide as the vocabulary (7.5 MiB for BERT's
     # 30522 tokens at 64 sequences) beside the pooled vectors; the graph's buffers grow with the
     # context (measured: 5.9 MiB at 512 tokens of 384 wide, 1.8 MiB at 128; half again here)
     n_vocab = header.array_lengths.get("tokenizer.ggml.tokens", 0)
-    output = (n_vocab + header.n_embd) * MAX_SEQUENCES * 4
-    compute = output + n_ctx * max(header.n_embd, 1) * 4 * 12
+    causal = _causal(header)
+    chunked = causal and _pooling_of(header) == llama_cpp.LLAMA_POOLING_TYPE_LAST
+    n_batch = min(n_ctx, CAUSAL_BATCH) if chunked else n_ctx
+    # a causal model reserves logits for every token of a batch, an encoder one row per sequence
+    output = (n_vocab + header.n_embd) * (n_batch if causal else MAX_SEQUENCES) * 4
+    attention = n_batch * n_ctx * max(header.n_head, 1) * 4 * 2 if causal else 0  # scores and softmax
+    compute = output + attention + n_ctx * max(header.n_embd, 1) * 4 * 12
     return Memory(weights, kv, compute, measured=False)
 
 
@@ -121,7 +129,9 @@ class EmbeddingModel:
         pooling: "mean", "cls", "last" or "rank", as the GGUF names it.
         n_embd: the length of each vector (for a reranker, its head's outputs).
         n_ctx: the most tokens one input may have.
-        memory: weights and context buffers, in bytes (`memory.total` for a budget).
+        n_batch: the most tokens one decode takes (`n_ctx` but for a causal model pooled on its last token).
+        memory: weights, KV cache and compute buffers, in bytes (`memory.total` for a budget).
+        in_flight: calls running or waiting; `on_idle` is called when it falls to 0.
     """
 
     KINDS: ClassVar[tuple[Kind, ...]] = ("embedding", "rerank")
@@ -158,6 +168,11 @@ class EmbeddingModel:
         n = _context_length(int(llama_cpp.llama_model_n_ctx_train(model)), settings.n_ctx)
         cp = llama_cpp.llama_context_default_params()
         cp.n_ctx = cp.n_batch = cp.n_ubatch = n
+        if _pooling_of(header) == llama_cpp.LLAMA_POOLING_TYPE_LAST and _causal(header):
+            # A causal model pooled on its last token may read a long input over several decodes (its
+            # KV cache carries the rest), and llama.cpp reserves a row of logits per token of a batch:
+            # for a 150k vocabulary, 2.5 GB at 4096 tokens, 150 MB at CAUSAL_BATCH.
+            cp.n_batch = cp.n_ubatch = min(n, CAUSAL_BATCH)
         cp.n_seq_max = MAX_SEQUENCES
         cp.kv_unified = True  # a causal model's KV cache is shared by the batch's sequences, not split
         cp.embeddings = True
@@ -168,6 +183,13 @@ class EmbeddingModel:
         log.start()
         ctx = llama_cpp.llama_init_from_model(model, cp)
         ctx_log = log.stop()
+        if ctx and cp.n_ubatch < n and not llama_cpp.llama_get_memory(ctx):
+            # no KV cache after all (an encoder): it must see each input whole in one micro-batch
+            llama_cpp.llama_free(ctx)
+            cp.n_batch = cp.n_ubatch = n
+            log.start()
+            ctx = llama_cpp.llama_init_from_model(model, cp)
+            ctx_log = log.stop()
         if not ctx:
             raise ModelLoadError(f"llama.cpp could not create an embedding context: {_last_error(ctx_log)}")
         self.ctx = ctx
@@ -178,14 +200,15 @@ class EmbeddingModel:
         self.kind: Kind = "rerank" if pooling == llama_cpp.LLAMA_POOLING_TYPE_RANK else "embedding"
         self.n_embd = (int(llama_cpp.llama_model_n_cls_out(model)) if self.kind == "rerank"
                        else int(llama_cpp.llama_model_n_embd_out(model)))
-        self.n_ctx = min(int(llama_cpp.llama_n_ctx(ctx)), int(llama_cpp.llama_n_ubatch(ctx)))
+        self.n_batch = min(int(llama_cpp.llama_n_batch(ctx)), int(llama_cpp.llama_n_ubatch(ctx)))
+        self.n_ctx = int(llama_cpp.llama_n_ctx(ctx)) if self.n_batch < n else self.n_batch
         self.vocab = llama_cpp.llama_model_get_vocab(model)
         self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(self.vocab))
         self.memory = Memory(int(llama_cpp.llama_model_size(model)), *_buffers(ctx_log))
         self._kv = llama_cpp.llama_get_memory(ctx)  # None for an encoder: it keeps nothing between calls
         self._frame = self._framing()
         self._rerank_template = _rerank_template(model)
-        self._batch = _Batch(self.n_ctx)
+        self._batch = _Batch(self.n_batch)
 
     # --- loading -------------------------------------------------------------------------
     @classmethod
@@ -389,25 +412,47 @@ class EmbeddingModel:
         return out
 
     def _run(self, inputs: list[list[int]], width: int) -> np.ndarray:
-        """Pooled rows for `inputs`, each at most `n_ctx` tokens; the caller holds the lock."""
+        """Pooled rows for `inputs`, each at most `n_ctx` tokens; the caller holds the lock.
+
+        The inputs go in groups that fit the context together (as separate sequences); a group is
+        one decode, or for a causal model pooled on its last token several of `n_batch` tokens, a
+        sequence's vector read after the decode that held its last token."""
         out = np.zeros((len(inputs), width), dtype=np.float32)
         for group in _packed(inputs, self.n_ctx, MAX_SEQUENCES):
-            self._decode([inputs[i] for i in group])
-            for seq, i in enumerate(group):
+            if self._kv:  # a causal model's cache: each group starts from nothing
+                llama_cpp.llama_memory_clear(self._kv, True)
+            for seq in self._decode_group([inputs[i] for i in group]):
                 ptr = llama_cpp.llama_get_embeddings_seq(self.ctx, seq)
                 if not ptr:
                     raise EngineError("llama.cpp returned no pooled vector for an input")
-                out[i] = np.ctypeslib.as_array(ptr, shape=(width,))
+                out[group[seq]] = np.ctypeslib.as_array(ptr, shape=(width,))
         return out
 
-    def _decode(self, sequences: list[list[int]]) -> None:
+    def _decode_group(self, sequences: list[list[int]]) -> Iterator[int]:
+        """Decode the sequences' tokens in order, `n_batch` at most a call; after each call, yield the
+        sequences whose last token it held."""
+        part: list[tuple[int, int, list[int]]] = []  # (sequence, its first position here, tokens)
+        room = self.n_batch
+        for s, tokens in enumerate(sequences):
+            pos = 0
+            while pos < len(tokens):
+                take = min(room, len(tokens) - pos)
+                part.append((s, pos, tokens[pos : pos + take]))
+                pos += take
+                room -= take
+                if room == 0:
+                    yield from self._decode(part, sequences)
+                    part, room = [], self.n_batch
+        if part:
+            yield from self._decode(part, sequences)
+
+    def _decode(self, part: list[tuple[int, int, list[int]]], sequences: list[list[int]]) -> list[int]:
         assert self.ctx is not None and self._batch is not None
-        if self._kv:  # a causal model's cache: each call starts from nothing
-            llama_cpp.llama_memory_clear(self._kv, True)
-        self._batch.fill(sequences)
+        self._batch.fill(part)
         rc = int(llama_cpp.llama_decode(self.ctx, self._batch.batch))
         if rc != 0:
             raise EngineError(f"llama.cpp could not evaluate the inputs (status {rc})")
+        return [s for s, pos, tokens in part if pos + len(tokens) == len(sequences[s])]
 
 
 def _packed(inputs: list[list[int]], n_tokens: int, n_seqs: int) -> Iterator[list[int]]:
@@ -444,15 +489,21 @@ class _Batch:
         b.logits = self.logits.ctypes.data_as(ctypes.POINTER(ctypes.c_int8))  # type: ignore[assignment]
         self.batch = b
 
-    def fill(self, sequences: list[list[int]]) -> None:
+    def fill(self, part: list[tuple[int, int, list[int]]]) -> None:
+        """Each (sequence, first position, tokens) in turn."""
         n = 0
-        for s, tokens in enumerate(sequences):
+        for s, first, tokens in part:
             k = len(tokens)
             self.tokens[n : n + k] = tokens
-            self.pos[n : n + k] = np.arange(k, dtype=np.int32)
+            self.pos[n : n + k] = np.arange(first, first + k, dtype=np.int32)
             self.seq[n : n + k] = s
             n += k
         self.batch.n_tokens = n
+
+
+def _causal(header: GGUFHeader) -> bool:
+    """Whether llama.cpp runs the model causally: unless its header says otherwise."""
+    return header.arch_value("attention.causal", True) is not False
 
 
 def _pooling_of(header: GGUFHeader) -> int | None:
