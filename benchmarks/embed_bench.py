@@ -1,7 +1,7 @@
 """Embeddings per second for the bundled embedding model (all-MiniLM-L6-v2, `--model bundled-embed`):
 one input a call, and 32 inputs a call (one llama.cpp batch of 32 sequences).
 
-Each input is a sentence of about 15 tokens, distinct per call so nothing is reused. Prints one
+Each input is a sentence of about 30 tokens, distinct per call so nothing is reused. Prints one
 JSON object (with `--json`; a line per figure otherwise): the median of `--reps` timed runs of
 `--calls` calls each, after a warm-up call.
 
