@@ -219,3 +219,18 @@ def test_sizes_and_durations_as_flags_write_them() -> None:
         parse_size("lots")
     with pytest.raises(ValueError):
         parse_duration("soon")
+
+
+def test_a_kind_without_a_loader_is_listed_unusable_in_words() -> None:
+    entries = [ModelEntry("chat", Path("c.gguf")), ModelEntry("minilm", Path("m.gguf"), kind="embedding")]
+    pool = ModelPool(entries, {"chat": lambda e: Scripted(e, GIB)}, lambda e: ModelMemory(GIB, 0, 0))
+    assert [(s.state, s.error) for s in pool.statuses()] == [
+        ("not loaded", ""), ("unusable", "it is an embedding model, which this server does not load")]
+    with pytest.raises(ModelUnusable, match="embedding model"):
+        pool.acquire("minilm")
+
+
+def test_encoder_architectures_are_embedding_models() -> None:
+    from prefill.pool.catalogue import kind_of
+
+    assert kind_of("bert") == "embedding" and kind_of("llama") == "chat"

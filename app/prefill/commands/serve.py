@@ -166,12 +166,12 @@ def folder_models(folder: str, mmproj: str) -> list[ModelEntry]:
     """The models `prefill ls --models-dir FOLDER` lists, named as it names them; unreadable ones unusable."""
     from prefill.hub.library import ModelLibrary
     from prefill.hub.paths import default_models_dir
-    from prefill.pool.catalogue import ModelEntry
+    from prefill.pool.catalogue import ModelEntry, kind_of
 
     path = Path(folder).expanduser() if folder else default_models_dir()
     if folder and not path.is_dir():
         raise CliError(f"--models-dir {terminal_line(folder)}: no such folder")
-    return [ModelEntry(m.name, m.path, m.size, None if mmproj == "none" else m.projector,
+    return [ModelEntry(m.name, m.path, m.size, None if mmproj == "none" else m.projector, kind_of(m.architecture),
                        unusable=m.error or "") for m in ModelLibrary(path).models()]
 
 

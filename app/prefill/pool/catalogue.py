@@ -21,6 +21,17 @@ from prefill.engine.settings import LoadSettings
 # gets a loader of its own, and the pool treats it as any other resident (memory, LRU, TTL, pins).
 Kind = Literal["chat", "embedding"]
 
+# Architectures llama.cpp runs only as encoders: their files are embedding models, never chat ones.
+ENCODER_ARCHITECTURES = frozenset({"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "neo-bert", "modern-bert",
+                                   "t5encoder"})
+
+
+def kind_of(architecture: str) -> Kind:
+    """What a model of this architecture serves (an encoder embeds; the rest chat)."""
+    return "embedding" if architecture in ENCODER_ARCHITECTURES else "chat"
+
+
+
 
 @dataclass(frozen=True)
 class ModelEntry:

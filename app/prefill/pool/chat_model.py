@@ -144,6 +144,7 @@ def load_chat(entry: ModelEntry, load: ChatLoad) -> ChatModel:
         if entry.projector is not None:
             scheduler.projector = Projector(entry.projector, scheduler.runtime)
         rt = scheduler.runtime
+        rt.longest_token_bytes  # noqa: B018 -- read once here, part of the load: a server's first request bounds its prompt by it
         memory = measured(rt.model_bytes(), rt.n_ctx, scheduler.model.bytes_per_cell, guess)
         return ChatModel(scheduler, memory)
     except BaseException:

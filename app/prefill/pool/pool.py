@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from prefill.engine.errors import ModelLoadError
@@ -176,11 +176,13 @@ class ModelPool:
                  pinned: Iterable[str] = (), default_model: str = "",
                  clock: Callable[[], float] = time.monotonic):
         self._slots: dict[str, _Slot] = {}
+        self._loaders = dict(loaders)
         for e in entries:
             if e.id in self._slots:
                 raise ValueError(f"two models are called {e.id!r}")
+            if not e.unusable and e.kind not in self._loaders:
+                e = replace(e, unusable=f"it is an {e.kind} model, which this server does not load")
             self._slots[e.id] = _Slot(e, "unusable" if e.unusable else "not loaded", error=e.unusable)
-        self._loaders = dict(loaders)
         self._estimate_of = estimate
         self._estimates: dict[str, ModelMemory | None] = {}
         self.limits = limits
