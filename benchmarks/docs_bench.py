@@ -6,8 +6,8 @@
                sentence, in its file and on its page, among the first five passages) and MRR over the first 10.
   index        the corpus's indexing: files, pages and passages a second (reading, cutting, embedding, storing).
   big_pdf      a generated PDF of --pages pages (about 250 words a page) indexed in a child process: its pages
-               and passages a second, and that process's peak resident memory (ru_maxrss) against its
-               memory before indexing (model loaded, modules imported).
+               and passages a second, and that process's peak resident memory (VmHWM, reset first) against
+               its memory before indexing (model loaded, modules imported). Linux only.
   latency      --chunks synthetic passages (80 words drawn by Zipf's law from search.STOPWORDS, the most
                frequent, then 20,000 made-up words; random unit vectors of 384 numbers) in a fresh index; 60
                questions (4 words drawn the same way, 3 of middling frequency) each way: p50 and p95 in ms, the
@@ -17,7 +17,7 @@
 The embedding model is the bundled all-MiniLM-L6-v2 (engine/embed) where it loads, else a deterministic
 bag-of-words hash (`embedder` in the JSON says which; quality figures with the hash say little).
 Rerun: python benchmarks/docs_bench.py [--json] [--pages 2000] [--chunks 10000,100000] [--embedder auto|hash]
-       [--big-embedder same|hash]
+       [--big-embedder same|hash] [--chunk-tokens 200]
 With --json the last line is one JSON object.
 """
 
@@ -28,7 +28,6 @@ import json
 import os
 import random
 import re
-import resource
 import statistics
 import subprocess
 import sys
@@ -90,11 +89,12 @@ def _norm(s: str) -> str:
     return " ".join(s.split())
 
 
-def quality(embedder, count, folder: Path) -> dict:  # noqa: ANN001
+def quality(embedder, count, folder: Path, chunk_tokens: int = 200) -> dict:  # noqa: ANN001
     questions = write_corpus(folder / "corpus")
     conn = open_index(folder / "q.sqlite3")
     t0 = time.perf_counter()
-    report = index_files(conn, "corpus", [folder / "corpus"], embedder, count, sizes=ChunkSizes(200, 40))
+    sizes = ChunkSizes(chunk_tokens, chunk_tokens // 5)
+    report = index_files(conn, "corpus", [folder / "corpus"], embedder, count, sizes=sizes)
     elapsed = time.perf_counter() - t0
     s = Searcher(conn)
     out: dict = {"documents": len(report.outcomes), "questions": len(questions),
@@ -117,21 +117,32 @@ def quality(embedder, count, folder: Path) -> dict:  # noqa: ANN001
     return out
 
 
+def _vm(field: str) -> int:
+    """A figure of /proc/self/status, in KiB (VmRSS now, VmHWM the peak since the last reset)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
 def big_pdf_child(pdf: Path, choice: str) -> None:
     """Index `pdf` into a fresh index and print one JSON line (run in its own process for its peak memory)."""
     embedder, count, what = make_embedder(choice)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # ru_maxrss would carry the parent's peak over fork and exec: Linux's high-water mark is reset instead
+    Path("/proc/self/clear_refs").write_text("5")
+    before = _vm("VmRSS")
     with tempfile.TemporaryDirectory() as d:
         conn = open_index(Path(d) / "big.sqlite3")
         t0 = time.perf_counter()
         report = index_files(conn, "big", [pdf], embedder, count)
         elapsed = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = _vm("VmHWM")
     o = report.outcomes[0]
     print(json.dumps({"embedder": what, "state": o.state, "problem": o.problem, "pages": o.pages, "chunks": o.chunks,
                       "seconds": round(elapsed, 1), "pages_per_s": round(o.pages / elapsed, 1),
                       "chunks_per_s": round(o.chunks / elapsed, 1), "rss_before_mb": round(before / 1024),
-                      "rss_peak_mb": round(peak / 1024), "pdf_mb": round(pdf.stat().st_size / 2**20, 1)}))
+                      "rss_peak_mb": round(peak / 1024), "rss_added_mb": round((peak - before) / 1024),
+                      "pdf_mb": round(pdf.stat().st_size / 2**20, 1)}))
 
 
 def big_pdf(pages: int, choice: str, folder: Path) -> dict:
@@ -211,6 +222,7 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=2000)
     ap.add_argument("--chunks", default="10000,100000")
     ap.add_argument("--embedder", choices=["auto", "bundled", "hash"], default="auto")
+    ap.add_argument("--chunk-tokens", type=int, default=200, help="passage size for the quality run (overlap: a fifth)")
     ap.add_argument("--big-embedder", choices=["same", "hash"], default="same",
                     help="the big PDF's embedder: the same, or the hash (reading, cutting, storing)")
     ap.add_argument("--big-pdf-child", type=Path, help=argparse.SUPPRESS)
@@ -222,7 +234,7 @@ def main() -> None:
     result: dict = {"embedder": what, "cores": os.cpu_count(), "vector_backend": ""}
     with tempfile.TemporaryDirectory() as d:
         folder = Path(d)
-        result["quality"] = quality(embedder, count, folder)
+        result["quality"] = quality(embedder, count, folder, a.chunk_tokens)
         t = time.perf_counter()
         for _ in range(10):
             embedder.embed(["how many solar panels power the pumps"])

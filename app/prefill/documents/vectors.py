@@ -105,9 +105,7 @@ class VectorSearch:
             JOIN files f ON f.id = c.file_id WHERE f.collection_id = ? ORDER BY v.chunk_id""",
                                   (collection.id,)).fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.empty((len(rows), collection.n_embd), dtype=np.float32)
-        for i, r in enumerate(rows):
-            matrix[i] = np.frombuffer(r[1], dtype="<f4")
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), collection.n_embd)
         del rows
         self._cache[collection.id] = (generation, ids, matrix)
         return ids, matrix
