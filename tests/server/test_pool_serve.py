@@ -150,3 +150,39 @@ def test_a_default_model_answers_names_it_does_not_know(folder: Path, tmp_path: 
         assert reply.model == "tiny-a.gguf"
     finally:
         stop_server(s)
+
+
+def test_a_stream_goes_on_token_for_token_while_other_models_load_under_a_budget_for_two(
+        tmp_path: Path) -> None:
+    from prefill.bench.tiny_model import write_tiny_llama
+    from prefill.engine.settings import LoadSettings
+    from prefill.pool.catalogue import entry_for_file
+    from prefill.pool.chat_model import ChatLoad
+
+    d = tmp_path / "three"
+    d.mkdir()
+    for i, name in enumerate(("a", "b", "c")):
+        write_tiny_llama(d / f"{name}.gguf", n_vocab=4000, n_embd=256, n_ff=512, n_layer=4, seed=i)
+    size = ChatLoad(LoadSettings(n_ctx=4096, n_gpu_layers="none"), 1).estimate(entry_for_file(d / "a.gguf")).total
+    s = start_server(None, "--models-dir", str(d), "--parallel", "1", "--ctx", "4096", "--ttl", "never",
+                     "--memory-budget", str(int(size * 2.5)),
+                     env={"HF_HUB_CACHE": str(tmp_path), "HF_HOME": str(tmp_path)})
+    try:
+        long = {"messages": ASK, "max_tokens": 4000, "temperature": 0, "extra_body": {"ignore_eos": True}}
+        alone = s.client().chat.completions.create(model="a.gguf", **long)  # type: ignore[call-overload]
+        pieces: list[str] = []
+        stream = s.client().chat.completions.create(model="a.gguf", stream=True, **long)  # type: ignore[call-overload]
+        it = iter(stream)
+        pieces.append(next(it).choices[0].delta.content or "")  # a is generating now
+        for other in ("b.gguf", "c.gguf"):
+            s.client().chat.completions.create(model=other, messages=ASK, max_tokens=2)  # type: ignore[arg-type]
+        held = {m["id"]: m for m in _get(s, "/models").json()["data"]}
+        assert held["a.gguf"]["in_flight"] == 1, "the long answer ended before the others were asked"
+        states = {k: v for k, v in _states(s).items() if not k.startswith("bundled:")}
+        assert states == {"a.gguf": "loaded", "b.gguf": "not loaded", "c.gguf": "loaded"}  # b went, never a
+        for chunk in it:
+            if chunk.choices:
+                pieces.append(chunk.choices[0].delta.content or "")
+        assert "".join(pieces) == alone.choices[0].message.content
+    finally:
+        stop_server(s)
