@@ -19,6 +19,7 @@ import numpy as np
 
 from prefill.engine.errors import EngineError, ModelLoadError
 from prefill.engine.gguf.header import GGUFHeader, read_header
+from prefill.engine.gguf.model_kind import check_chat_model
 from prefill.engine.llama.kv_sizes import ggml_type_id, kv_bytes_per_cell
 from prefill.engine.llama.offload import DeviceReport, device_report, resolve_gpu_layers
 from prefill.engine.llama.runtime import (
@@ -206,6 +207,7 @@ def load_batch_model(path: str | Path, settings: LoadSettings, n_seq: int) -> Lo
     """
     p = Path(path)
     header = read_header(p)
+    check_chat_model(header, p.name)
     layers = resolve_gpu_layers(settings.n_gpu_layers, header, settings)
     rt = BatchRuntime(p, settings, n_seq, layers, header.n_layer)
     bpc = kv_bytes_per_cell(header, settings.kv_type, settings.kv_type)

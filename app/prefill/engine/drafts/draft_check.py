@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from prefill.engine.errors import DraftModelError, ModelLoadError
 from prefill.engine.gguf.guard import read_model_header
+from prefill.engine.gguf.model_kind import check_chat_model
 from prefill.engine.llama.kv_sizes import kv_bytes_per_cell
 from prefill.engine.llama.offload import resolve_gpu_layers
 from prefill.engine.llama.runtime import LlamaRuntime
@@ -63,6 +64,7 @@ def load_draft(path: Path, main: LlamaRuntime, settings: LoadSettings, make: Mak
     """
     try:
         header = read_model_header(path)
+        check_chat_model(header, path.name)
         layers = resolve_gpu_layers(settings.n_gpu_layers, header, settings)
         runtime = make(path, settings, layers, header.n_layer)
     except ModelLoadError as e:

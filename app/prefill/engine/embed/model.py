@@ -37,6 +37,7 @@ from prefill.engine.embed.errors import InputTooLong, NotAnEmbeddingModel
 from prefill.engine.errors import EngineError, ModelLoadError
 from prefill.engine.gguf.guard import read_model_header
 from prefill.engine.gguf.header import GGUFHeader
+from prefill.engine.gguf.model_kind import is_causal, pooling_of
 from prefill.engine.llama.kv_sizes import kv_bytes_per_cell
 from prefill.engine.llama.offload import resolve_gpu_layers
 from prefill.engine.llama.runtime import _init_backend, _last_error, extra_buffer_types_safe
@@ -99,13 +100,13 @@ def estimate_memory(path: str | Path, settings: LoadSettings | None = None) -> M
     header = read_model_header(Path(path).expanduser())
     n_ctx = _context_length(header.context_length, (settings or LoadSettings()).n_ctx)
     weights = sum(t.nbytes for t in header.tensors)
-    kv = kv_bytes_per_cell(header) * n_ctx if _causal(header) else 0
+    kv = kv_bytes_per_cell(header) * n_ctx if is_causal(header) else 0
     # llama.cpp reserves an output row per sequence as wide as the vocabulary (7.5 MiB for BERT's
     # 30522 tokens at 64 sequences) beside the pooled vectors; the graph's buffers grow with the
     # context (measured: 5.9 MiB at 512 tokens of 384 wide, 1.8 MiB at 128; half again here)
     n_vocab = header.array_lengths.get("tokenizer.ggml.tokens", 0)
-    causal = _causal(header)
-    chunked = causal and _pooling_of(header) == llama_cpp.LLAMA_POOLING_TYPE_LAST
+    causal = is_causal(header)
+    chunked = causal and pooling_of(header) == llama_cpp.LLAMA_POOLING_TYPE_LAST
     n_batch = min(n_ctx, CAUSAL_BATCH) if chunked else n_ctx
     # a causal model reserves logits for every token of a batch, an encoder one row per sequence
     output = (n_vocab + header.n_embd) * (n_batch if causal else MAX_SEQUENCES) * 4
@@ -168,7 +169,7 @@ class EmbeddingModel:
         n = _context_length(int(llama_cpp.llama_model_n_ctx_train(model)), settings.n_ctx)
         cp = llama_cpp.llama_context_default_params()
         cp.n_ctx = cp.n_batch = cp.n_ubatch = n
-        if _pooling_of(header) == llama_cpp.LLAMA_POOLING_TYPE_LAST and _causal(header):
+        if pooling_of(header) == llama_cpp.LLAMA_POOLING_TYPE_LAST and is_causal(header):
             # A causal model pooled on its last token may read a long input over several decodes (its
             # KV cache carries the rest), and llama.cpp reserves a row of logits per token of a batch:
             # for a 150k vocabulary, 2.5 GB at 4096 tokens, 150 MB at CAUSAL_BATCH.
@@ -230,7 +231,7 @@ class EmbeddingModel:
             raise ModelLoadError(f"no model file at {p}")
         s = settings or LoadSettings()
         header = read_model_header(p)
-        if _pooling_of(header) in (None, llama_cpp.LLAMA_POOLING_TYPE_NONE):
+        if pooling_of(header) in (None, llama_cpp.LLAMA_POOLING_TYPE_NONE):
             raise NotAnEmbeddingModel(_not_embedding(p, header))
         return cls(p, header, s, resolve_gpu_layers(s.n_gpu_layers, header, s))
 
@@ -501,16 +502,6 @@ class _Batch:
         self.batch.n_tokens = n
 
 
-def _causal(header: GGUFHeader) -> bool:
-    """Whether llama.cpp runs the model causally: unless its header says otherwise."""
-    return header.arch_value("attention.causal", True) is not False
-
-
-def _pooling_of(header: GGUFHeader) -> int | None:
-    v = header.arch_value("pooling_type")
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
 def _rerank_template(model: llama_cpp.llama_model_p) -> str | None:
     t = llama_cpp.llama_model_chat_template(model, b"rerank")
     return t.decode("utf-8", errors="replace") if t else None
@@ -518,7 +509,7 @@ def _rerank_template(model: llama_cpp.llama_model_p) -> str | None:
 
 def _not_embedding(path: Path, header: GGUFHeader) -> str:
     arch = header.architecture
-    said = "names no pooling" if _pooling_of(header) is None else "pools nothing (pooling type none)"
+    said = "names no pooling" if pooling_of(header) is None else "pools nothing (pooling type none)"
     return (f"{path.name} is not an embedding model: its {arch} header {said}, so it gives no vector per "
             "input (a chat model writes text instead). Load an embedding or reranking GGUF, such as "
             "bundled-embed")

@@ -27,6 +27,7 @@ from prefill.engine.errors import EngineError, TemplateError
 from prefill.engine.events import Finished, FinishReason, MetricsSnapshot, PrefillDone
 from prefill.engine.gguf.guard import read_model_header
 from prefill.engine.gguf.header import GGUFHeader
+from prefill.engine.gguf.model_kind import check_chat_model
 from prefill.engine.llama.kv_sizes import kv_bytes_per_cell
 from prefill.engine.llama.offload import DeviceReport, device_report, resolve_gpu_layers
 from prefill.engine.llama.runtime import LlamaRuntime
@@ -104,6 +105,7 @@ class ChatEngine:
         settings = settings or LoadSettings()
         p = Path(path)
         header = read_model_header(p)
+        check_chat_model(header, p.name)
         layers = resolve_gpu_layers(settings.n_gpu_layers, header, settings)
         runtime = LlamaRuntime(p, settings, layers, header.n_layer, progress)
         engine = cls(p, header, runtime, device_report(settings.n_gpu_layers, runtime.offload, layers))
