@@ -43,7 +43,7 @@ MODEL_FIXTURES = frozenset({
 LOADERS = frozenset({
     "ChatEngine.load", "load_batch_model", "LlamaRuntime", "BatchRuntime", "Llama", "RunningServer",
     "open_backend", "LocalModel", "load_model", "start_server", "start_llama_cpp_server", "Vocab",
-    "bundled_model_path",
+    "bundled_model_path", "EmbeddingModel",
 })
 # Imported helpers, by the module that defines them, whose short names are too common to list above.
 LOADER_PATHS = frozenset({"tests.ui.conftest.load"})
