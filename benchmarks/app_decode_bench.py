@@ -45,8 +45,8 @@ def in_app(app, model: Path, settings, data: Path) -> float:  # noqa: ANN001
 
     from prefill.store import HistoryStore, SettingsFile
     from prefill.ui.main_window import MainWindow
-    from prefill.ui.shared.engine_worker import EngineThread
-    from prefill.ui.shared.store_worker import StoreProxy, Stores
+    from prefill.ui.workers.engine_worker import EngineThread
+    from prefill.ui.workers.store_worker import StoreProxy, Stores
 
     store = StoreProxy(Stores(HistoryStore(data / "h.sqlite3"), SettingsFile(data / "s.json")))
     engine = EngineThread()

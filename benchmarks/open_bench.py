@@ -200,8 +200,8 @@ def scroll_up(app: Any, w: Any, ticker: Ticker, n: int) -> tuple[float, float]:
 def one_size(app: Any, n: int) -> dict[str, Any]:
     from prefill.store import HistoryStore, SettingsFile
     from prefill.ui.main_window import MainWindow
-    from prefill.ui.shared.engine_worker import EngineThread
-    from prefill.ui.shared.store_worker import StoreProxy, Stores
+    from prefill.ui.workers.engine_worker import EngineThread
+    from prefill.ui.workers.store_worker import StoreProxy, Stores
 
     with tempfile.TemporaryDirectory() as tmp:
         make_history(Path(tmp) / "history.sqlite3", n)

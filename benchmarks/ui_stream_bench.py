@@ -48,7 +48,7 @@ def main() -> int:
     from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
     from prefill.ui.chat.transcript.view import ChatView
     from prefill.ui.markdown.rich_text import warm_up
-    from prefill.ui.shared.engine_worker import TextBuffer
+    from prefill.ui.workers.engine_worker import TextBuffer
 
     sys.setswitchinterval(0.001)  # as the app sets it
     app = QApplication(sys.argv[:1])

@@ -47,7 +47,7 @@ def inside(out: Path) -> int:
 
     from prefill.store import HistoryStore
     from prefill.store.app_settings import Settings
-    from prefill.ui.shared.theme import apply_theme
+    from prefill.ui.widgets.theme import apply_theme
 
     model = bundled_model()
 

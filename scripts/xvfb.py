@@ -68,9 +68,9 @@ class Shots:
 
         from prefill.store import HistoryStore, SettingsFile
         from prefill.ui.main_window import MainWindow
-        from prefill.ui.shared.engine_worker import EngineThread
-        from prefill.ui.shared.store_worker import StoreProxy, Stores
-        from prefill.ui.shared.theme import apply_theme
+        from prefill.ui.widgets.theme import apply_theme
+        from prefill.ui.workers.engine_worker import EngineThread
+        from prefill.ui.workers.store_worker import StoreProxy, Stores
 
         self.out = out
         self.app = QApplication(sys.argv[:1])
@@ -80,7 +80,7 @@ class Shots:
         self.engine = EngineThread()
         self.mcp = None
         if mcp_config is not None:  # MCP servers from this mcp.json, their tools offered in the chat
-            from prefill.ui.shared.mcp_servers import McpServers
+            from prefill.ui.workers.mcp_servers import McpServers
 
             self.mcp = McpServers(mcp_config)
         self.window = MainWindow(settings, self.store, self.engine, bundled, apply_theme(self.app, theme), self.mcp)

@@ -123,7 +123,7 @@ def test_a_tool_the_request_did_not_offer_is_refused_without_running(client: Mcp
 
 def test_the_window_runs_its_tools_by_key_too(qtbot: object, tmp_path: Path) -> None:
     from prefill.session.tool_loop import KeyedRunner
-    from prefill.ui.shared.mcp_servers import McpServers
+    from prefill.ui.workers.mcp_servers import McpServers
 
     servers = McpServers(tmp_path / "mcp.json")
     try:

@@ -16,7 +16,7 @@ from prefill.engine.request import ChatRequest
 from prefill.remote.engine import MAX_BODY_BYTES, RemoteEngine
 from prefill.remote.errors import ResponseTooLarge, Unauthorized
 from prefill.remote.sse import MAX_EVENT_CHARS, MAX_LINE_BYTES, SseTooLarge, sse_data, sse_lines
-from prefill.ui.shared.remote_messages import remote_error_text
+from prefill.ui.workers.remote_messages import remote_error_text
 from tests.remote.fault_server import ENDLESS_BYTES, FaultServer
 
 HI = [Message("user", "Hi")]

@@ -29,7 +29,7 @@ from prefill.remote.tool_calls import (
     CallAssembler,
     CallFault,
 )
-from prefill.ui.shared.remote_messages import remote_error_text
+from prefill.ui.workers.remote_messages import remote_error_text
 from tests.remote.fault_server import CALLS, FaultServer
 from tests.server.conftest import Served
 

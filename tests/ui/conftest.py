@@ -13,8 +13,8 @@ from prefill.engine.local.kv_disk import KvDiskCache
 from prefill.store import HistoryStore, SettingsFile
 from prefill.store.app_settings import Settings
 from prefill.ui.main_window import MainWindow
-from prefill.ui.shared.engine_worker import EngineThread
-from prefill.ui.shared.store_worker import StoreProxy, Stores
+from prefill.ui.workers.engine_worker import EngineThread
+from prefill.ui.workers.store_worker import StoreProxy, Stores
 
 LOAD_TIMEOUT = 60_000
 ANSWER_TIMEOUT = 120_000

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 
 from prefill.engine.settings import LoadSettings
 from prefill.store import HistoryStore
-from prefill.ui.shared.engine_worker import EngineThread
+from prefill.ui.workers.engine_worker import EngineThread
 from tests.ui.conftest import ANSWER_TIMEOUT, LOAD_TIMEOUT, load, small_settings
 
 SMALL_LOAD = LoadSettings(n_ctx=512, n_gpu_layers="none", n_threads=1)

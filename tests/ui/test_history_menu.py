@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 
 from prefill.store import HistoryStore, SettingsFile
 from prefill.ui.history.menu import HistoryMenu
-from prefill.ui.shared.store_worker import StoreProxy, Stores
+from prefill.ui.workers.store_worker import StoreProxy, Stores
 from tests.ui.conftest import small_settings
 
 WEBUI_EXPORT = Path(__file__).parent.parent / "store" / "data" / "llamacpp_webui_export.json"

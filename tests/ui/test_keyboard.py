@@ -14,9 +14,9 @@ from PySide6.QtWidgets import QAbstractButton, QApplication, QToolBar, QWidget
 
 from prefill.ui.main_window import MainWindow
 from prefill.ui.settings_dialog import SettingsDialog
-from prefill.ui.shared.theme import DARK, LIGHT, style_sheet
 from prefill.ui.shortcuts import SHORTCUTS
 from prefill.ui.shortcuts_sheet import ShortcutsSheet
+from prefill.ui.widgets.theme import DARK, LIGHT, style_sheet
 from tests.ui.conftest import ANSWER_TIMEOUT, load, small_settings
 
 CTRL = Qt.KeyboardModifier.ControlModifier

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.bench.tiny_model import write_tiny_llama
-from prefill.ui.shared.plain_text import message_box, plain_label, tooltip
+from prefill.ui.widgets.plain_text import message_box, plain_label, tooltip
 from tests.ui.conftest import load, send, small_settings
 
 # The name is <img src="/dev/zero">: a label that regressed to rich text would then read

@@ -22,11 +22,11 @@ from prefill.ui.history.menu import HistoryMenu
 from prefill.ui.history.room import HistoryRoom
 from prefill.ui.models.loading import ModelLoading
 from prefill.ui.settings_apply import MIB
-from prefill.ui.shared.room_actions import RoomActions
-from prefill.ui.shared.settings_changes import SettingsChanges, changed_keys
-from prefill.ui.shared.store_worker import StoreProxy, Stores
 from prefill.ui.shortcuts import SHORTCUTS
 from prefill.ui.shortcuts import install as install_shortcuts
+from prefill.ui.wiring.room_actions import RoomActions
+from prefill.ui.wiring.settings_changes import SettingsChanges, changed_keys
+from prefill.ui.workers.store_worker import StoreProxy, Stores
 from tests.ui.conftest import small_settings
 
 # --- shortcuts through the actions rooms offer ---------------------------------------------------

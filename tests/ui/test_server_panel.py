@@ -14,7 +14,7 @@ from prefill.engine.batch.snapshot import BatchSnapshot, SlotSnapshot
 from prefill.engine.settings import LoadSettings
 from prefill.server.lifecycle import ServeOptions
 from prefill.ui.server.panel import ServerController, ServerPanel, SlotTableModel
-from prefill.ui.shared.engine_worker import EngineThread, EngineWorker
+from prefill.ui.workers.engine_worker import EngineThread, EngineWorker
 
 START_MS = 60_000
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefill.store import HistoryStore, SettingsFile
-from prefill.ui.shared.store_worker import StoreProxy, Stores
+from prefill.ui.workers.store_worker import StoreProxy, Stores
 
 
 def test_read_messages_gives_a_chats_rows_with_images_and_tool_calls(qtbot, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
 from prefill.ui.markdown.rich_text import DARK_CODE, LIGHT_CODE
-from prefill.ui.shared.theme import (
+from prefill.ui.widgets.theme import (
     DARK,
     LIGHT,
     ThemeFollower,

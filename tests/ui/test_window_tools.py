@@ -17,11 +17,11 @@ from prefill.mcp_tools.state import ServerStatus
 from prefill.session.tool_loop import Decision
 from prefill.store import HistoryStore, SettingsFile
 from prefill.ui.main_window import MainWindow
-from prefill.ui.shared.engine_worker import EngineThread
-from prefill.ui.shared.mcp_servers import McpServers
-from prefill.ui.shared.store_worker import StoreProxy, Stores
-from prefill.ui.shared.tool_gate import ApprovalGate
 from prefill.ui.tools_dialog import ServerEditor, ToolsDialog, servers_from_json
+from prefill.ui.workers.engine_worker import EngineThread
+from prefill.ui.workers.mcp_servers import McpServers
+from prefill.ui.workers.store_worker import StoreProxy, Stores
+from prefill.ui.workers.tool_gate import ApprovalGate
 from tests.engine.vocab_models import write_caller, write_round_tripper
 from tests.ui.conftest import ANSWER_TIMEOUT, load, small_settings
 

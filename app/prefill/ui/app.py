@@ -14,9 +14,9 @@ if TYPE_CHECKING:
     from prefill.engine.local.kv_disk import KvDiskCache
     from prefill.store import HistoryStore, Settings, SettingsFile
     from prefill.ui.main_window import MainWindow
-    from prefill.ui.shared.engine_worker import EngineThread
-    from prefill.ui.shared.mcp_servers import McpServers
-    from prefill.ui.shared.store_worker import StoreProxy
+    from prefill.ui.workers.engine_worker import EngineThread
+    from prefill.ui.workers.mcp_servers import McpServers
+    from prefill.ui.workers.store_worker import StoreProxy
 
 T_START = time.perf_counter()
 
@@ -42,7 +42,7 @@ def read_settings(settings_file: SettingsFile) -> StartSettings:
     """Read the settings file; never fails (an unreadable file gives the defaults and a notice)."""
     from prefill.store import SettingsError
     from prefill.store.app_settings import Settings
-    from prefill.ui.shared.store_messages import settings_read_text, settings_unreadable_text
+    from prefill.ui.workers.store_messages import settings_read_text, settings_unreadable_text
 
     try:
         read = settings_file.read()
@@ -58,8 +58,8 @@ def build_window(
     """The window with its store and engine threads, showing what reading the settings said.
     `disk`: where chats' KV caches are saved (None: not saved); `mcp`: the MCP servers (None: no tools)."""
     from prefill.ui.main_window import MainWindow
-    from prefill.ui.shared.engine_worker import EngineThread
-    from prefill.ui.shared.store_worker import StoreProxy, Stores
+    from prefill.ui.workers.engine_worker import EngineThread
+    from prefill.ui.workers.store_worker import StoreProxy, Stores
 
     store = StoreProxy(Stores(history, settings_file, save_settings=start.writable))
     engine = EngineThread(disk)
@@ -106,7 +106,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     from prefill.engine.local.kv_disk import KvDiskCache
     from prefill.hub.bundled import BUNDLED_NAME, bundled_model_path
     from prefill.store import HistoryStore, SettingsFile
-    from prefill.ui.shared.theme import ThemeFollower
+    from prefill.ui.widgets.theme import ThemeFollower
 
     # The decode thread gives up the GIL inside llama.cpp; when it comes back it should not
     # wait 5 ms for the GUI thread to let go of it.
@@ -128,7 +128,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     follower = ThemeFollower(app, settings.ui.theme)  # re-applies when the system scheme changes
     theme = follower.effective
     disk = KvDiskCache(budget=settings.model.kv_disk_budget_mb * 1024 * 1024)
-    from prefill.ui.shared.mcp_servers import McpServers
+    from prefill.ui.workers.mcp_servers import McpServers
 
     # mcp.json's servers: the hub is made, and each server started, on pool threads; closed on quit.
     mcp = McpServers(off=filter(None, settings.ui.tools_off.split(",")))
@@ -163,7 +163,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     QTimer.singleShot(0, started)
     QTimer.singleShot(0, mcp.start_all)
     from prefill.ui.markdown.rich_text import warm_up
-    from prefill.ui.shared.pool_jobs import PoolJobs
+    from prefill.ui.workers.pool_jobs import PoolJobs
 
     warm = PoolJobs(1)  # the first answer's highlighter, warmed off the GUI thread; waited for on quit
     warm.run(warm_up)

@@ -47,23 +47,23 @@ from prefill.ui.panels import PanelToggles, StatusLabel, ask_export_chat, set_to
 from prefill.ui.server.room import ServerRoom
 from prefill.ui.settings_apply import follow_engine_settings, follow_theme, reload_on_load_settings
 from prefill.ui.settings_dialog import SettingsDialog
-from prefill.ui.shared.engine_worker import EngineThread
-from prefill.ui.shared.plain_text import plain_label
-from prefill.ui.shared.room_actions import RoomActions
-from prefill.ui.shared.settings_changes import SettingsChanges
-from prefill.ui.shared.store_worker import StoreProxy
-from prefill.ui.shared.theme import ThemeFollower, code_palette
 from prefill.ui.shortcuts import install as install_shortcuts
 from prefill.ui.shortcuts import sheet_rows
 from prefill.ui.shortcuts_sheet import show_sheet
 from prefill.ui.welcome import Welcome
+from prefill.ui.widgets.plain_text import plain_label
+from prefill.ui.widgets.theme import ThemeFollower, code_palette
+from prefill.ui.wiring.room_actions import RoomActions
+from prefill.ui.wiring.settings_changes import SettingsChanges
+from prefill.ui.workers.engine_worker import EngineThread
+from prefill.ui.workers.store_worker import StoreProxy
 
 if TYPE_CHECKING:
     from prefill.server.lifecycle import ServeOptions
     from prefill.ui.models.download_worker import DownloadWorker
     from prefill.ui.models.page import ModelsPage
-    from prefill.ui.shared.mcp_servers import McpServers
     from prefill.ui.tools_dialog import ToolsDialog
+    from prefill.ui.workers.mcp_servers import McpServers
 
 CLOSE_GRACE_MS = 1500  # how long a close waits for a streaming answer to stop and be saved
 

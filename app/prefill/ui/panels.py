@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from prefill.store.history_export import ExportFormat
 from prefill.ui.history.menu import HistoryMenu
-from prefill.ui.shared.plain_text import tooltip
+from prefill.ui.widgets.plain_text import tooltip
 
 PANEL_WIDTHS = {"chats": 220, "sidebar": 300}  # given back to a panel shown again from nothing
 HIDDEN_MARK = "|hidden="

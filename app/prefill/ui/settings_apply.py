@@ -1,5 +1,5 @@
 """What a change of settings does to the running window: each part that reads a setting subscribes to
-its keys (ui/shared/settings_changes.py), and is called on the GUI thread when one of them changes.
+its keys (ui/wiring/settings_changes.py), and is called on the GUI thread when one of them changes.
 
 The engine worker takes the cache budget, the tool rounds and speculative decoding at once (on the
 engine thread, no reload: a draft model is loaded or freed beside the model); the theme is re-applied;
@@ -17,10 +17,10 @@ from PySide6.QtWidgets import QApplication, QWidget
 from prefill.session.loaded import LoadedModel
 from prefill.store.app_settings import ModelSettings, Settings
 from prefill.ui.settings_dialog import needs_reload
-from prefill.ui.shared.engine_worker import EngineWorker
-from prefill.ui.shared.plain_text import inform
-from prefill.ui.shared.settings_changes import SettingsChanges
-from prefill.ui.shared.theme import ThemeFollower, apply_theme
+from prefill.ui.widgets.plain_text import inform
+from prefill.ui.widgets.theme import ThemeFollower, apply_theme
+from prefill.ui.wiring.settings_changes import SettingsChanges
+from prefill.ui.workers.engine_worker import EngineWorker
 
 MIB = 1024 * 1024
 # The fields ModelSettings.speculation() reads.

@@ -35,7 +35,7 @@ from prefill.hub.model_names import model_display_name
 from prefill.session.loaded import LoadedModel
 from prefill.store.app_settings import PER_MODEL_FIELDS, RELOAD_FIELDS, SECTIONS, ModelSettings, Settings
 from prefill.ui.settings_editors import RELOAD_NOTE, FieldEditor, range_text, side_by_side
-from prefill.ui.shared.plain_text import plain_label, tooltip
+from prefill.ui.widgets.plain_text import plain_label, tooltip
 
 LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Generation", ("sampling.temperature", "sampling.top_k", "sampling.top_p", "sampling.min_p",

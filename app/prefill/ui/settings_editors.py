@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.engine.setting_fields import choices
-from prefill.ui.shared.plain_text import plain_label
+from prefill.ui.widgets.plain_text import plain_label
 
 COUNT = "count"  # the combo entry of a "choice or a number" field that enables its spin box
 INT_LIMIT = 2**31 - 1  # a QSpinBox holds a C int

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QWidget
 
-from prefill.ui.shared.room_actions import RoomActions
+from prefill.ui.wiring.room_actions import RoomActions
 
 
 @dataclass(frozen=True)
 class Shortcut:
-    """One window shortcut: its name (the action a room offers under it, ui/shared/room_actions.py),
+    """One window shortcut: its name (the action a room offers under it, ui/wiring/room_actions.py),
     its keys (portable text, as QKeySequence reads it) and the words the sheet shows."""
 
     name: str

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from prefill.ui.shared.plain_text import plain_label
+from prefill.ui.widgets.plain_text import plain_label
 
 KEYS_COLUMN, WHAT_COLUMN, WHERE_COLUMN = range(3)
 

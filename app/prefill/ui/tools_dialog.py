@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
 
 from prefill.mcp_tools.config import HttpServer, McpServer, StdioServer, config_document, parse_config
 from prefill.mcp_tools.state import ServerState, ServerStatus
-from prefill.ui.shared.mcp_servers import McpServers
-from prefill.ui.shared.plain_text import inform, plain_label, tooltip
+from prefill.ui.widgets.plain_text import inform, plain_label, tooltip
+from prefill.ui.workers.mcp_servers import McpServers
 
 MAX_PASTE_CHARS = 1 << 20
 FULL_TEXT = Qt.ItemDataRole.UserRole + 1  # a row's whole text (a failure's reason, a tool's description)

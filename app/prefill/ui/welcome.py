@@ -7,7 +7,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QPushButton, QVBoxLayout, QWidget
 
-from prefill.ui.shared.plain_text import plain_label, rich_label
+from prefill.ui.widgets.plain_text import plain_label, rich_label
 
 
 class Welcome(QWidget):

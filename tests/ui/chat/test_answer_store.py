@@ -16,7 +16,7 @@ from prefill.session.conversation import Compacted, ConversationHooks, Said, Tur
 from prefill.session.tool_loop import ToolCallDone
 from prefill.store import HistoryStore, MessageRecord, SettingsFile
 from prefill.ui.chat.answer_store import SAVE_EVERY_S, AnswerStore
-from prefill.ui.shared.store_worker import StoreProxy, Stores
+from prefill.ui.workers.store_worker import StoreProxy, Stores
 
 
 class Clock:

@@ -9,7 +9,7 @@ from PySide6.QtGui import QGuiApplication
 from prefill.ui.chat.transcript.message_widget import MessageWidget
 from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
 from prefill.ui.chat.transcript.view import ChatView
-from prefill.ui.shared.code_palette import DARK_CODE, LIGHT_CODE
+from prefill.ui.widgets.code_palette import DARK_CODE, LIGHT_CODE
 
 LONG_LINE = "result = compute(" + ", ".join(f"argument_{i}" for i in range(60)) + ")"
 PROSE = "The **cache** keeps what the model has read, so a second question reuses it. " * 6

@@ -22,7 +22,7 @@ from prefill.engine.message import ToolCall
 from prefill.session.conversation import Compacted, Item, Said, Turn
 from prefill.session.tool_loop import ToolCallDone
 from prefill.store import MessageRecord
-from prefill.ui.shared.store_worker import OnError, StoreProxy, Then
+from prefill.ui.workers.store_worker import OnError, StoreProxy, Then
 
 SAVE_EVERY_S = 0.5
 STORED_RESULT_CHARS = 4000  # of each tool result kept with the answer (the figures stay small enough to export)

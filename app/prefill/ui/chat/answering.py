@@ -22,7 +22,7 @@ from prefill.store.app_settings import Settings
 from prefill.ui.chat.answer_store import AnswerStore, answer_figures, call_figures, done_figures
 from prefill.ui.chat.sidebar.sidebar import EngineSidebar
 from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
-from prefill.ui.shared.engine_worker import EngineWorker
+from prefill.ui.workers.engine_worker import EngineWorker
 
 FLUSH_MS = 30
 

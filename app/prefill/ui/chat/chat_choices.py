@@ -12,7 +12,7 @@ from prefill.engine.request import MAX_REASONING_BUDGET, TemplateOptions
 from prefill.store import ConversationRecord
 from prefill.store.app_settings import Settings
 from prefill.ui.chat.tools.chat_tools import ChatTools, stored_chat_tools
-from prefill.ui.shared.store_worker import StoreProxy
+from prefill.ui.workers.store_worker import StoreProxy
 
 
 class ChatChoices(QObject):

@@ -16,8 +16,8 @@ from prefill.store import ConversationRecord
 from prefill.ui.chat.chat_choices import ChatChoices
 from prefill.ui.chat.stored_rows import rows_of
 from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
-from prefill.ui.shared.engine_worker import EngineWorker
-from prefill.ui.shared.store_worker import StoreProxy
+from prefill.ui.workers.engine_worker import EngineWorker
+from prefill.ui.workers.store_worker import StoreProxy
 
 TAIL_ROWS = 40  # a long chat opens with this many of its last messages, then reads the rest
 PREPEND_SLICE = 500  # the rest goes in this many rows a turn of the event loop

@@ -29,8 +29,8 @@ from prefill.ui.chat.answer_store import AnswerStore
 from prefill.ui.chat.pending_delete import PendingDelete
 from prefill.ui.chat.transcript.summary_rows import SUMMARY
 from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
-from prefill.ui.shared.engine_worker import EngineWorker
-from prefill.ui.shared.store_worker import StoreProxy
+from prefill.ui.workers.engine_worker import EngineWorker
+from prefill.ui.workers.store_worker import StoreProxy
 
 
 class CompactedChat(Protocol):

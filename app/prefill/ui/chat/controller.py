@@ -33,9 +33,9 @@ from prefill.ui.chat.pending_delete import PendingDelete
 from prefill.ui.chat.row_messages import conversation_of
 from prefill.ui.chat.sidebar.sidebar import EngineSidebar
 from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
-from prefill.ui.shared.engine_worker import EngineWorker
-from prefill.ui.shared.store_messages import store_error_text
-from prefill.ui.shared.store_worker import StoreProxy
+from prefill.ui.workers.engine_worker import EngineWorker
+from prefill.ui.workers.store_messages import store_error_text
+from prefill.ui.workers.store_worker import StoreProxy
 
 
 class ChatController(QObject):

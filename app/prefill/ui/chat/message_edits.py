@@ -13,7 +13,7 @@ from prefill.ui.chat.pending_delete import PendingDelete
 from prefill.ui.chat.stored_rows import message_rows
 from prefill.ui.chat.transcript.summary_rows import REMOVED, SUMMARY
 from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
-from prefill.ui.shared.store_worker import StoreProxy
+from prefill.ui.workers.store_worker import StoreProxy
 
 
 class EditedChat(Protocol):

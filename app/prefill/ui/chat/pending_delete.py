@@ -15,8 +15,8 @@ from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 
 from prefill.store.errors import MessageNotFound
 from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
-from prefill.ui.shared.store_messages import store_error_text
-from prefill.ui.shared.store_worker import StoreProxy
+from prefill.ui.workers.store_messages import store_error_text
+from prefill.ui.workers.store_worker import StoreProxy
 
 UNDO_MS = 8000
 

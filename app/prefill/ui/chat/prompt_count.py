@@ -15,7 +15,7 @@ from prefill.session.loaded import LoadedModel
 from prefill.ui.chat.composer.input_box import InputBox
 from prefill.ui.chat.controller import ChatController
 from prefill.ui.chat.transcript.transcript_model import Roles, TranscriptModel
-from prefill.ui.shared.engine_worker import EngineWorker
+from prefill.ui.workers.engine_worker import EngineWorker
 
 DELAY_MS = 150  # after the last key, before the engine is asked
 

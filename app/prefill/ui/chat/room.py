@@ -1,6 +1,6 @@
 """The chat room wires itself: its controller to the transcript's view, the message box, the tool
 approval panel, the reasoning controls and the tools button; the sidebar to the engine's figures;
-and the actions its shortcuts run (ui/shared/room_actions.py). The window hands it these parts and
+and the actions its shortcuts run (ui/wiring/room_actions.py). The window hands it these parts and
 connects only what passes between rooms (the model loaded, the chat list, notices).
 """
 
@@ -20,9 +20,9 @@ from prefill.ui.chat.tools.chat_tools import ChatToolsButton
 from prefill.ui.chat.tools.tool_approval import ToolApprovalPanel
 from prefill.ui.chat.transcript.transcript_model import TranscriptModel
 from prefill.ui.chat.transcript.view import ChatView
-from prefill.ui.shared.engine_worker import EngineWorker
-from prefill.ui.shared.mcp_servers import McpServers
-from prefill.ui.shared.room_actions import RoomActions
+from prefill.ui.wiring.room_actions import RoomActions
+from prefill.ui.workers.engine_worker import EngineWorker
+from prefill.ui.workers.mcp_servers import McpServers
 
 
 @dataclass(frozen=True)

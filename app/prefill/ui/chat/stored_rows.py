@@ -12,7 +12,7 @@ from typing import Any
 from prefill.store import ConversationRecord, MessageRecord
 from prefill.ui.chat.transcript.summary_rows import stored_summary_row
 from prefill.ui.chat.transcript.transcript_model import Row
-from prefill.ui.shared.store_worker import StoredMessages
+from prefill.ui.workers.store_worker import StoredMessages
 
 CALL_FIELDS = ("id", "tool", "arguments", "elapsed_ms", "is_error", "denied", "stopped", "not_run", "round")
 

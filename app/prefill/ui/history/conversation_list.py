@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.store import ConversationRecord, SearchHit
-from prefill.ui.shared.plain_text import Button, ask, plain_label, tooltip
+from prefill.ui.widgets.plain_text import Button, ask, plain_label, tooltip
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 2

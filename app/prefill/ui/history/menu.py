@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QToolButton, QWidget
 from prefill.store import ImportResult, StoreError
 from prefill.store.history_export import ExportFormat
 from prefill.store.history_import import ImportStream
-from prefill.ui.shared.store_worker import StoreProxy
+from prefill.ui.workers.store_worker import StoreProxy
 
 _NAMES: dict[ExportFormat, str] = {"md": "Markdown", "json": "JSON"}
 _FILTERS: dict[ExportFormat, str] = {"md": "Markdown (*.md)", "json": "Prefill JSON (*.json)"}

@@ -13,8 +13,8 @@ from PySide6.QtCore import QObject
 from prefill.store import ConversationRecord
 from prefill.ui.history.conversation_list import ConversationList
 from prefill.ui.history.menu import HistoryMenu
-from prefill.ui.shared.room_actions import RoomActions
-from prefill.ui.shared.store_worker import StoreProxy
+from prefill.ui.wiring.room_actions import RoomActions
+from prefill.ui.workers.store_worker import StoreProxy
 
 
 class OpenChat(Protocol):

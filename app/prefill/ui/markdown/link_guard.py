@@ -14,7 +14,7 @@ from PySide6.QtCore import QUrl
 from PySide6.QtGui import QDesktopServices, QTextDocument
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from prefill.ui.shared.plain_text import Button, message_box
+from prefill.ui.widgets.plain_text import Button, message_box
 
 CONFIRM_NAME = "link-confirmation"  # the box's object name (tests and the fault battery find it)
 

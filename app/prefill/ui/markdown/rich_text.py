@@ -37,7 +37,7 @@ from pygments.util import ClassNotFound
 
 from prefill.ui.markdown.fold import SHOWN_COST, Fold, folded_words
 from prefill.ui.markdown.inline import SAFE_SCHEMES, InlineRenderer, is_safe_url
-from prefill.ui.shared.code_palette import DARK_CODE, LIGHT_CODE, CodePalette
+from prefill.ui.widgets.code_palette import DARK_CODE, LIGHT_CODE, CodePalette
 
 __all__ = [
     "DARK_CODE", "LIGHT_CODE", "MAX_DEPTH", "SAFE_SCHEMES", "BlockRenderer", "BlockSplitter",

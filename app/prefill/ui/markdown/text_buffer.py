@@ -6,7 +6,7 @@ from __future__ import annotations
 
 class MarkdownBuffer:
     """A message's source text as the renderer reads it, piece by piece (not the engine worker's
-    locked TextBuffer of streamed tokens, ui/shared/engine_worker.py)."""
+    locked TextBuffer of streamed tokens, ui/workers/engine_worker.py)."""
 
     def __init__(self) -> None:
         self._chunks: list[str] = []

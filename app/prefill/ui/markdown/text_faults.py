@@ -24,7 +24,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 from prefill.ui.markdown.fold import SHOWN_COST
 from prefill.ui.markdown.link_guard import confirm_box, shows_its_target
 from prefill.ui.markdown.stream import MarkdownStream
-from prefill.ui.shared.plain_text import plain_label, tooltip
+from prefill.ui.widgets.plain_text import plain_label, tooltip
 
 
 def _fill(unit: str, size: int) -> str:

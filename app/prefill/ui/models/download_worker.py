@@ -31,7 +31,7 @@ from prefill.hub.client import HubClient
 from prefill.hub.manager import DownloadEvent, DownloadManager, JobState
 from prefill.hub.quants import ModelFiles
 from prefill.hub.transfer import RetryPolicy
-from prefill.ui.shared.plain_text import tooltip
+from prefill.ui.widgets.plain_text import tooltip
 
 _COLUMNS = ("Model", "State", "Progress", "Speed", "Time left", "")
 _ACTIVE = (JobState.QUEUED, JobState.RUNNING)

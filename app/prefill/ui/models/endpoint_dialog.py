@@ -23,13 +23,13 @@ from PySide6.QtWidgets import (
 
 from prefill.remote.errors import RemoteError
 from prefill.store.endpoints import SavedEndpoint
-from prefill.ui.shared.plain_text import plain_label
-from prefill.ui.shared.pool_jobs import PoolJobs
-from prefill.ui.shared.remote_messages import remote_error_text
+from prefill.ui.widgets.plain_text import plain_label
+from prefill.ui.workers.pool_jobs import PoolJobs
+from prefill.ui.workers.remote_messages import remote_error_text
 
 if TYPE_CHECKING:
     from prefill.ui.models.picker import ModelPicker
-    from prefill.ui.shared.store_worker import StoreProxy
+    from prefill.ui.workers.store_worker import StoreProxy
 
 
 def list_models(url: str, key: str) -> list[str]:

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 from prefill.engine.llama.memory_fit import Fit, FitEstimate, fit_breakdown
-from prefill.ui.shared.plain_text import plain_label, tooltip
+from prefill.ui.widgets.plain_text import plain_label, tooltip
 
 _GIB = 1 << 30
 BADGE_COLOURS = {Fit.FULL_GPU: "#2e7d32", Fit.PARTIAL: "#1565c0", Fit.CPU_ONLY: "#a15c00", Fit.WONT_FIT: "#c62828"}

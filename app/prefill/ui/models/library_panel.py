@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
 from prefill.engine.units import format_bytes, format_params
 from prefill.hub.abandoned import AbandonedDownload
 from prefill.hub.library import ImportMode, LocalModel, ModelLibrary
-from prefill.ui.shared.plain_text import Button, ask, message_box, tooltip
-from prefill.ui.shared.pool_jobs import PoolJobs
+from prefill.ui.widgets.plain_text import Button, ask, message_box, tooltip
+from prefill.ui.workers.pool_jobs import PoolJobs
 
 _COLUMNS = ("Name", "Architecture", "Params", "Quant", "Context", "Template", "Size", "Source", "Images")
 _ABANDONED_COLUMNS = ("Unfinished download (untouched for a week)", "Downloaded", "Last written")

@@ -18,8 +18,8 @@ from prefill.session.loaded import LoadedModel
 from prefill.store.app_settings import Settings
 from prefill.store.endpoints import SavedEndpoint
 from prefill.ui.models.picker import REMOTE, loaded_name
-from prefill.ui.shared.engine_worker import EngineWorker
-from prefill.ui.shared.store_worker import StoreProxy
+from prefill.ui.workers.engine_worker import EngineWorker
+from prefill.ui.workers.store_worker import StoreProxy
 
 
 class ModelLoading(QObject):

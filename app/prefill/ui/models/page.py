@@ -54,8 +54,8 @@ from prefill.ui.models.card_view import CardView
 from prefill.ui.models.download_worker import DownloadQueuePanel, DownloadWorker
 from prefill.ui.models.library_panel import LibraryPanel
 from prefill.ui.models.suggestions_panel import SuggestionsPanel
-from prefill.ui.shared.plain_text import plain_label
-from prefill.ui.shared.pool_jobs import PoolJobs
+from prefill.ui.widgets.plain_text import plain_label
+from prefill.ui.workers.pool_jobs import PoolJobs
 
 _SORTS: tuple[tuple[str, SortKey], ...] = (
     ("Most downloads", "downloads"), ("Most likes", "likes"), ("Recently updated", "last_modified"))

@@ -19,7 +19,7 @@ from prefill.engine.gguf.projector_files import is_projector_name
 from prefill.hub.model_names import model_display_name
 from prefill.session.loaded import LoadedModel
 from prefill.store.endpoints import SavedEndpoint
-from prefill.ui.shared.plain_text import tooltip
+from prefill.ui.widgets.plain_text import tooltip
 
 OPEN_FILE = "<open>"
 ADD_REMOTE = "<remote>"

@@ -18,7 +18,7 @@ from prefill.engine.units import format_bytes
 from prefill.hub.library import LocalModel
 from prefill.hub.quants import ModelFiles, group_by_quant
 from prefill.ui.models.fit_badge import FitBadge
-from prefill.ui.shared.plain_text import tooltip
+from prefill.ui.widgets.plain_text import tooltip
 
 MODEL_ROLE = Qt.ItemDataRole.UserRole
 NAME, SIZE, HERE, FIT = range(4)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from prefill.store.endpoints import SavedEndpoint
 from prefill.ui.models.picker import ModelPicker
-from prefill.ui.shared.store_worker import StoreProxy
+from prefill.ui.workers.store_worker import StoreProxy
 
 
 def wire_model_choice(picker: ModelPicker, store: StoreProxy, load_local: Callable[[str], None],

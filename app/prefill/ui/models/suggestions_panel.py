@@ -14,7 +14,7 @@ from prefill.engine.units import format_bytes
 from prefill.hub.model_names import display_name
 from prefill.hub.suggested import Suggestion
 from prefill.ui.models.fit_badge import FitBadge
-from prefill.ui.shared.plain_text import plain_label, tooltip
+from prefill.ui.widgets.plain_text import plain_label, tooltip
 
 _ROLE = Qt.ItemDataRole.UserRole
 

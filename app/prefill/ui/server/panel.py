@@ -36,8 +36,8 @@ from PySide6.QtWidgets import (
 from prefill.engine.batch.runtime import MAX_SEQUENCES
 from prefill.engine.batch.snapshot import BatchSnapshot, SlotSnapshot
 from prefill.server.lifecycle import ServeOptions
-from prefill.ui.shared.engine_worker import EngineWorker
-from prefill.ui.shared.plain_text import plain_label
+from prefill.ui.widgets.plain_text import plain_label
+from prefill.ui.workers.engine_worker import EngineWorker
 
 Index = QModelIndex | QPersistentModelIndex
 DEFAULT_PORT = 8080  # where OpenAI clients look first (llama.cpp's server's too)

@@ -10,7 +10,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
-from prefill.ui.shared.engine_worker import EngineWorker
+from prefill.ui.workers.engine_worker import EngineWorker
 
 if TYPE_CHECKING:
     from prefill.server.lifecycle import ServeOptions

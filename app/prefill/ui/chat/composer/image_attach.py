@@ -23,7 +23,7 @@ from prefill.ui.chat.images.image_jobs import Admitted, admit_file, admit_qimage
 from prefill.ui.chat.images.image_sources import ImageSource, image_sources
 from prefill.ui.chat.images.image_strip import ImageThumbs
 from prefill.ui.chat.transcript.view import ChatView
-from prefill.ui.shared.pool_jobs import PoolJobs
+from prefill.ui.workers.pool_jobs import PoolJobs
 
 MAX_ATTACHED = 16  # images on one message
 FILE_FILTER = "Images (*.png *.jpg *.jpeg *.webp *.gif *.bmp);;All files (*)"

@@ -11,7 +11,7 @@ from prefill.engine.message import ImagePart
 from prefill.ui.chat.images.image_sources import image_sources
 from prefill.ui.chat.images.image_strip import ImageStrip, ImageThumbs
 from prefill.ui.chat.transcript.submit_edit import SubmitEdit
-from prefill.ui.shared.plain_text import plain_label, tooltip
+from prefill.ui.widgets.plain_text import plain_label, tooltip
 
 
 class _Editor(SubmitEdit):

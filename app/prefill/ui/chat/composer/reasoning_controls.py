@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QHBoxLayout, QSpinBox
 
 from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, TemplateOptions
 from prefill.session.loaded import LoadedModel
-from prefill.ui.shared.plain_text import plain_label
+from prefill.ui.widgets.plain_text import plain_label
 
 THINK_CHOICES: tuple[tuple[str, bool | None], ...] = (("default", None), ("on", True), ("off", False))
 MODEL_DEFAULT = -1  # the budget control's value for "no budget of this chat's own": the model's default

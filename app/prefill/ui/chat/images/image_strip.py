@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
 
 from prefill.engine.message import ImagePart
 from prefill.ui.chat.images.image_jobs import THUMB_PX, thumbnails
-from prefill.ui.shared.plain_text import plain_label
-from prefill.ui.shared.pool_jobs import PoolJobs
+from prefill.ui.widgets.plain_text import plain_label
+from prefill.ui.workers.pool_jobs import PoolJobs
 
 TILE_PX = THUMB_PX + 8
 

@@ -30,8 +30,8 @@ from prefill.ui.chat.sidebar.sidebar_plot import RatePlot
 from prefill.ui.chat.sidebar.sidebar_words import FIGURES, GROUPS
 from prefill.ui.chat.transcript.finish_words import finish_words
 from prefill.ui.chat.transcript.transcript_model import Roles
-from prefill.ui.shared.plain_text import plain_label, tooltip
-from prefill.ui.shared.theme import kv_bar_style
+from prefill.ui.widgets.plain_text import plain_label, tooltip
+from prefill.ui.widgets.theme import kv_bar_style
 
 MIB = 1024 * 1024
 WIDE = 360  # px: from this width on, a figure stands beside its label

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QPlainTextEdit, QPushButton, 
 
 from prefill.engine.message import ToolCall
 from prefill.session.tool_loop import Decision
-from prefill.ui.shared.plain_text import plain_label
+from prefill.ui.widgets.plain_text import plain_label
 
 MAX_ARGUMENT_LINES = 8  # taller arguments scroll inside the box
 

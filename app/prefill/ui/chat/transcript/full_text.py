@@ -15,7 +15,7 @@ from PySide6.QtGui import QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QPlainTextEdit, QVBoxLayout, QWidget
 
 from prefill.ui.markdown.fold import break_long_lines
-from prefill.ui.shared.plain_text import plain_label
+from prefill.ui.widgets.plain_text import plain_label
 
 VIEW_LINE = 1_000  # characters of one line shown before a display-only line break
 LOAD_CHUNK = 128 * 1024  # characters put into the viewer per turn of the event loop

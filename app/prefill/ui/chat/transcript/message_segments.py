@@ -32,7 +32,7 @@ from prefill.ui.markdown.fold import Fold, fit, folded_words
 from prefill.ui.markdown.segments import Piece, SegmentRouter
 from prefill.ui.markdown.stream import MarkdownStream
 from prefill.ui.markdown.text_buffer import MarkdownBuffer
-from prefill.ui.shared.plain_text import plain_label
+from prefill.ui.widgets.plain_text import plain_label
 
 SLICE_COST = 4_000  # what a text set at once renders per turn of the event loop (``fold.cost``)
 

@@ -35,7 +35,7 @@ from prefill.ui.chat.transcript.message_segments import MessageBody, SafeBrowser
 from prefill.ui.chat.transcript.thinking_section import ThinkingSection
 from prefill.ui.markdown.inline import SAFE_SCHEMES
 from prefill.ui.markdown.link_guard import open_link
-from prefill.ui.shared.plain_text import plain_label
+from prefill.ui.widgets.plain_text import plain_label
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "notice": "Note", "tool": "Tool call",
                "summary": "Summary"}

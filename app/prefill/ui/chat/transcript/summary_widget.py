@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QBoxLayout, QGraphicsOpacityEffect, QSizePolicy, Q
 from prefill.ui.chat.transcript.inline_editor import InlineEditor
 from prefill.ui.chat.transcript.message_widget import ROLE_TITLES, MessageWidget
 from prefill.ui.chat.transcript.summary_rows import SUMMARY, WORKING, summary_note
-from prefill.ui.shared.plain_text import plain_label
+from prefill.ui.widgets.plain_text import plain_label
 
 FOLDED_OPACITY = 0.5  # of a folded row's text
 FOLDED_TITLE = " · folded into the summary below"

@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
-from prefill.ui.shared.code_palette import DARK_CODE, LIGHT_CODE, CodePalette
+from prefill.ui.widgets.code_palette import DARK_CODE, LIGHT_CODE, CodePalette
 
 THEME_CHOICES = ("system", "light", "dark")
 KV_AMBER_FROM = 0.6

@@ -25,7 +25,7 @@ from prefill.store.history_export import ExportFormat, write_export
 from prefill.store.history_import import ImportStream, open_import_file
 from prefill.store.load_marker import LoadMarker
 from prefill.store.records import Role
-from prefill.ui.shared.store_messages import store_error_text
+from prefill.ui.workers.store_messages import store_error_text
 
 R = TypeVar("R")
 Then = Callable[[R], None] | None

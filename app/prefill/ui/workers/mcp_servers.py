@@ -21,7 +21,7 @@ from prefill.engine.request import Tool
 from prefill.mcp_tools.config import McpConfig, McpServer
 from prefill.mcp_tools.state import McpTool, ServerState, ServerStatus
 from prefill.mcp_tools.tool_runner import McpToolRunner
-from prefill.ui.shared.pool_jobs import PoolJobs
+from prefill.ui.workers.pool_jobs import PoolJobs
 
 if TYPE_CHECKING:
     from prefill.mcp_tools.client import McpClient

@@ -35,8 +35,8 @@ from prefill.session.tool_loop import (
     run_tool_loop,
 )
 from prefill.store.endpoints import SavedEndpoint
-from prefill.ui.shared.remote_messages import remote_error_text
-from prefill.ui.shared.tool_gate import ApprovalGate
+from prefill.ui.workers.remote_messages import remote_error_text
+from prefill.ui.workers.tool_gate import ApprovalGate
 
 if TYPE_CHECKING:
     from prefill.engine.speculation import Speculation
