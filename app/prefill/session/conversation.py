@@ -97,6 +97,8 @@ class Conversation:
         items: The chat, in order.
         turn: The turn in flight (None: none); `busy` while it runs.
         hooks: Told what changes (`NoStore` by default).
+        cite: Reads an answer's sources from its words when its turn ends (documents attached to the
+            chat set it: session/documents.py); None: a turn's `sources` are left as they were set.
     """
 
     def __init__(self, system: str = "", items: Sequence[Item] = (), *,
@@ -112,6 +114,7 @@ class Conversation:
         self.n_ctx = n_ctx
         self.hooks: ConversationHooks = hooks if hooks is not None else NoStore()
         self.turn: Turn | None = None
+        self.cite: Callable[[str], Sequence[Source]] | None = None
 
     @property
     def busy(self) -> bool:
@@ -148,11 +151,17 @@ class Conversation:
         self.hooks.added(item)
         return item
 
-    def ask(self, text: str, images: Sequence[ImagePart] = ()) -> Turn:
-        """Add the user's question and make the turn that answers it (run it with `run`)."""
+    def ask(self, text: str, images: Sequence[ImagePart] = (), *, context: str = "") -> Turn:
+        """Add the user's question and make the turn that answers it (run it with `run`). `context`
+        (passages retrieved for it) is read by the model before the question in this turn only: the
+        chat keeps the question as asked."""
         self._check_idle()
         question = self.add(Message("user", text, images=tuple(images))).message
-        self.turn = Turn(self.request(), question)
+        request = self.request()
+        if context:
+            messages = (*request.messages[:-1], replace(question, content=context + "\n\n" + text))
+            request = replace(request, messages=messages)
+        self.turn = Turn(request, question)
         return self.turn
 
     def again(self) -> Turn:
@@ -185,6 +194,8 @@ class Conversation:
             turn.state = "cancelled"
             self._ended(turn)
             raise
+        if self.cite is not None:
+            turn.sources = tuple(self.cite(turn.text))
         kept = turn.new_messages()
         for i, m in enumerate(kept):
             self.add(m, turn.sources if i == len(kept) - 1 and m.role == "assistant" else ())
