@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         allowed_hosts=tuple(args.allowed_host), max_queued=max(0, args.max_queue),
         mmproj=projector_path(args) if model is not None else None, allow_remote_images=args.allow_remote_images,
         model_id=model_id, speculation=speculation, models=tuple(models),
-        limits=pool_limits(args, settings), aliases=aliases, pinned=tuple(args.pin),
+        limits=pool_limits(args, settings, one_model=args.models_dir is None), aliases=aliases, pinned=tuple(args.pin),
         default_model=args.default_model,
     )
     for m in models:
@@ -175,8 +175,9 @@ def folder_models(folder: str, mmproj: str) -> list[ModelEntry]:
                        unusable=m.error or "") for m in ModelLibrary(path).models()]
 
 
-def pool_limits(args: argparse.Namespace, settings: LoadSettings) -> PoolLimits:
-    """--memory-budget, --max-models and --ttl as the pool takes them."""
+def pool_limits(args: argparse.Namespace, settings: LoadSettings, one_model: bool = False) -> PoolLimits:
+    """--memory-budget, --max-models and --ttl as the pool takes them. `one_model` (--model alone): no
+    budget unless one is given, so the one model loads as it always has (llama.cpp is its judge)."""
     from prefill.engine.llama.runtime import supports_gpu_offload
     from prefill.pool.memory import default_budget, parse_duration, parse_size
     from prefill.pool.pool import PoolLimits
@@ -194,6 +195,8 @@ def pool_limits(args: argparse.Namespace, settings: LoadSettings) -> PoolLimits:
             budget = parse_size(args.memory_budget)
         except ValueError as e:
             raise CliError(f"--memory-budget: {e}") from None
+    elif one_model:
+        budget = 0
     else:
         budget = default_budget(settings.n_gpu_layers != "none" and supports_gpu_offload())
     return PoolLimits(budget, args.max_models, ttl if ttl is None or ttl >= 0 else None)
