@@ -1,9 +1,10 @@
 """Documents: retrieval quality, indexing speed, search latency and memory.
 
-  quality      the project's corpus (tests/documents/corpus.py: 32 documents in seven formats, 64 questions,
+  quality      the project's corpus (tests/documents/corpus.py: 32 documents in seven formats, 96 questions,
                each with the sentence that answers it) indexed, then each question searched by vectors
                alone, words alone (FTS5 bm25) and both fused (reciprocal rank): recall@5 (the answering
-               sentence, in its file and on its page, among the first five passages) and MRR over the first 10.
+               sentence, in its file and on its page, among the first five passages) and MRR over the first 10;
+               both_words_0.5 and _0.25 fuse with a rank by words counting half or a quarter of one by vectors.
   index        the corpus's indexing: files, pages and passages a second (reading, cutting, embedding, storing).
   big_pdf      a generated PDF of --pages pages (about 250 words a page) indexed in a child process: its pages
                and passages a second, and that process's peak resident memory (VmHWM, reset first) against
@@ -102,17 +103,19 @@ def quality(embedder, count, folder: Path, chunk_tokens: int = 200) -> dict:  # 
                  "index": {"seconds": round(elapsed, 2), "pages": report.pages, "chunks": report.chunks,
                            "files_per_s": round(len(report.outcomes) / elapsed, 1),
                            "chunks_per_s": round(report.chunks / elapsed, 1)}}
-    for mode in ("vectors", "words", "both"):
+    runs = [("vectors", "vectors", 1.0), ("words", "words", 1.0), ("both", "both", 1.0),
+            ("both_words_0.5", "both", 0.5), ("both_words_0.25", "both", 0.25)]
+    for name, mode, weight in runs:
         hits5, rr, misses = 0, 0.0, []
         for q in questions:
-            found = s.search("corpus", q.question, embedder, k=10, mode=mode)
+            found = s.search("corpus", q.question, embedder, k=10, mode=mode, words_weight=weight)
             rank = next((i + 1 for i, p in enumerate(found) if Path(p.file).name == q.file
                          and _norm(q.passage) in _norm(p.text) and (q.page is None or p.page == q.page)), None)
             hits5 += rank is not None and rank <= 5
             rr += 1.0 / rank if rank else 0.0
             if rank is None or rank > 5:
                 misses.append(q.question)
-        out[mode] = {"recall_at_5": round(hits5 / len(questions), 3), "mrr": round(rr / len(questions), 3),
+        out[name] = {"recall_at_5": round(hits5 / len(questions), 3), "mrr": round(rr / len(questions), 3),
                      "missed": misses[:5]}
     return out
 

@@ -1,10 +1,11 @@
 """A corpus the project writes for its document tests and benchmark: 32 documents in seven formats
-(PDF, DOCX, HTML, Markdown, text, CSV, Python) and 64 questions, each with the passage that answers it.
+(PDF, DOCX, HTML, Markdown, text, CSV, Python) and 96 questions, each with the passage that answers it.
 
 Every document is about one made-up place. Two of its paragraphs state facts; the rest is filler about
 the same place, so its name alone does not find the answer. Facts follow eight patterns shared across
 places, so the meaning alone does not either: a question names the place and asks the fact in other
-words than the document's ("Who established…" for "…was founded by…").
+words than the document's ("Who established…" for "…was founded by…"). A third fact in each names a
+spare pump's inventory code, and its question gives only the code (as one asks about a part number).
 
 Run `python tests/documents/corpus.py FOLDER` to write it (the questions are printed as JSON);
 `write_corpus(folder)` returns the questions.
@@ -56,6 +57,11 @@ FACTS = [
      "How many photovoltaic modules power the pumps of {name}?"),
 ]
 
+# A question that names a thing only by its code, as people ask about a part number or an error code: the
+# words find it, a model of meaning often does not.
+CODE_FACT = ("The spare pump kept at {name} is listed in the county inventory under code {code}.",
+             "Where is the spare pump with inventory code {code} kept?")
+
 FILLER = [
     "{name} appears in several regional guidebooks, which praise its staff and its quiet setting.",
     "A small shop near the entrance of {name} sells postcards, maps and local honey.",
@@ -101,17 +107,19 @@ def _slug(name: str) -> str:
 
 
 def document(i: int) -> tuple[str, list[str], list[tuple[str, str]]]:
-    """Place i's title, paragraphs (filler and facts mixed) and its (fact, question) pairs."""
+    """Place i's title, paragraphs (filler and facts mixed) and its three (fact, question) pairs."""
     v = _values(i)
     facts = [(FACTS[(2 * i) % 8][0].format(**v), FACTS[(2 * i) % 8][1].format(**v)),
              (FACTS[(2 * i + 3) % 8][0].format(**v), FACTS[(2 * i + 3) % 8][1].format(**v))]
+    code = "".join(w[0] for w in PLACES[i].split()).upper() + f"-{4000 + i * 97}"
+    facts.append((CODE_FACT[0].format(code=code, **v), CODE_FACT[1].format(code=code)))
     fill = [FILLER[(i + j) % len(FILLER)].format(**v) for j in range(14)]
-    paras = [*fill[:3], facts[0][0], *fill[3:9], facts[1][0], *fill[9:]]
+    paras = [*fill[:3], facts[0][0], *fill[3:6], facts[2][0], *fill[6:9], facts[1][0], *fill[9:]]
     return PLACES[i], paras, facts
 
 
 def write_corpus(folder: Path) -> list[Question]:
-    """Write the 32 documents into `folder`; the 64 questions."""
+    """Write the 32 documents into `folder`; the 96 questions."""
     import docx
 
     folder.mkdir(parents=True, exist_ok=True)

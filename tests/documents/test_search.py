@@ -110,3 +110,11 @@ def test_words_of_one_collection_are_not_crowded_out_by_another(indexed, tmp_pat
 def test_a_question_of_only_common_words_still_searches_them(indexed) -> None:  # noqa: ANN001
     [hit] = Searcher(indexed).search("home", "by the", k=1, mode="words")
     assert "by" in hit.text.split() or "the" in hit.text.lower().split()
+
+
+def test_words_weight_zero_fuses_to_the_vector_order(indexed) -> None:  # noqa: ANN001
+    s = Searcher(indexed)
+    q = "how do I reset the pump button"
+    vec = [p.chunk_id for p in s.search("home", q, HashEmbedder(), k=4, mode="vectors", pool=4)]
+    fused = [p.chunk_id for p in s.search("home", q, HashEmbedder(), k=4, mode="both", pool=4, words_weight=0.0)]
+    assert fused == vec

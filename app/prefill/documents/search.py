@@ -73,7 +73,7 @@ class Searcher:
         self.last_times = SearchTimes(0.0, 0.0)
 
     def search(self, collection: str | Collection, query: str, embedder: Embedder | None = None, k: int = 5,
-               mode: Mode = "both", pool: int = 50) -> list[Passage]:
+               mode: Mode = "both", pool: int = 50, words_weight: float = 1.0) -> list[Passage]:
         """The `k` passages that best answer `query`.
 
         Args:
@@ -83,6 +83,7 @@ class Searcher:
             k: How many passages.
             mode: "vectors", "words", or "both" (fused).
             pool: How many each way feeds the fusion.
+            words_weight: What a rank by words counts in the fusion against one by vectors (1: as much).
 
         Raises:
             CollectionNotFound: No collection of that name.
@@ -108,9 +109,9 @@ class Searcher:
             ranked = words
         else:
             fused: dict[int, float] = {}
-            for hits in (vec, words):
+            for hits, weight in ((vec, 1.0), (words, words_weight)):
                 for rank, (cid, _) in enumerate(hits):
-                    fused[cid] = fused.get(cid, 0.0) + 1.0 / (RRF_K + rank + 1)
+                    fused[cid] = fused.get(cid, 0.0) + weight / (RRF_K + rank + 1)
             ranked = sorted(fused.items(), key=lambda kv: -kv[1])[:k]
         out = self._passages(ranked[:k])
         self.last_times = SearchTimes(embed_ms, (time.perf_counter() - t0) * 1000 - embed_ms)
