@@ -230,7 +230,16 @@ def test_a_kind_without_a_loader_is_listed_unusable_in_words() -> None:
         pool.acquire("minilm")
 
 
-def test_encoder_architectures_are_embedding_models() -> None:
-    from prefill.pool.catalogue import kind_of
+def test_an_embedding_model_s_header_makes_its_entry_an_embedding_one(tmp_path: Path) -> None:
+    from gguf import GGUFWriter, PoolingType
 
-    assert kind_of("bert") == "embedding" and kind_of("llama") == "chat"
+    from prefill.bench.tiny_model import write_tiny_llama
+    from prefill.pool.catalogue import checked
+
+    def pooled(w: GGUFWriter) -> None:
+        w.add_pooling_type(PoolingType.MEAN)
+
+    chat = write_tiny_llama(tmp_path / "chat.gguf", n_vocab=400)
+    embed = write_tiny_llama(tmp_path / "embed.gguf", n_vocab=400, edit=pooled)
+    kinds = [e.kind for e in checked([ModelEntry("chat", chat), ModelEntry("embed", embed)])]
+    assert kinds == ["chat", "embedding"]

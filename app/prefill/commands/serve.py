@@ -163,16 +163,17 @@ def split_aliases(given: list[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
 
 
 def folder_models(folder: str, mmproj: str) -> list[ModelEntry]:
-    """The models `prefill ls --models-dir FOLDER` lists, named as it names them; unreadable ones unusable."""
+    """The models `prefill ls --models-dir FOLDER` lists, named as it names them; unreadable ones unusable
+    (the pool's `checked` then reads each header at the guard, and tells embedding models apart)."""
     from prefill.hub.library import ModelLibrary
     from prefill.hub.paths import default_models_dir
-    from prefill.pool.catalogue import ModelEntry, kind_of
+    from prefill.pool.catalogue import ModelEntry
 
     path = Path(folder).expanduser() if folder else default_models_dir()
     if folder and not path.is_dir():
         raise CliError(f"--models-dir {terminal_line(folder)}: no such folder")
-    return [ModelEntry(m.name, m.path, m.size, None if mmproj == "none" else m.projector, kind_of(m.architecture),
-                       unusable=m.error or "") for m in ModelLibrary(path).models()]
+    return [ModelEntry(m.name, m.path, m.size, None if mmproj == "none" else m.projector, unusable=m.error or "")
+            for m in ModelLibrary(path).models()]
 
 
 def pool_limits(args: argparse.Namespace, settings: LoadSettings, one_model: bool = False) -> PoolLimits:

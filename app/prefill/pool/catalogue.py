@@ -15,23 +15,12 @@ from typing import Literal
 
 from prefill.engine.gguf.guard import read_model_header
 from prefill.engine.gguf.header import GGUFError
+from prefill.engine.gguf.model_kind import is_embedding_model
 from prefill.engine.settings import LoadSettings
 
 # What a resident model serves. "chat" is a BatchScheduler's slots; "embedding" (engine/embed, next)
 # gets a loader of its own, and the pool treats it as any other resident (memory, LRU, TTL, pins).
 Kind = Literal["chat", "embedding"]
-
-# Architectures llama.cpp runs only as encoders: their files are embedding models, never chat ones.
-ENCODER_ARCHITECTURES = frozenset({"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "neo-bert", "modern-bert",
-                                   "t5encoder"})
-
-
-def kind_of(architecture: str) -> Kind:
-    """What a model of this architecture serves (an encoder embeds; the rest chat)."""
-    return "embedding" if architecture in ENCODER_ARCHITECTURES else "chat"
-
-
-
 
 @dataclass(frozen=True)
 class ModelEntry:
@@ -66,12 +55,14 @@ def entry_for_file(path: Path, model_id: str = "", projector: Path | None = None
 
 
 def checked(entries: Iterable[ModelEntry]) -> list[ModelEntry]:
-    """The entries, each usable one's header read through the guard: a refusal marks it unusable."""
+    """The entries, each usable one's header read through the guard: a refusal marks it unusable, and an
+    embedding model's header (a pooling, or attention that is not causal) makes it kind "embedding"."""
     out = []
     for e in entries:
         if not e.unusable:
             try:
-                read_model_header(e.path)
+                if is_embedding_model(read_model_header(e.path)):
+                    e = replace(e, kind="embedding")
             except GGUFError as err:
                 e = replace(e, unusable=str(err))
             except OSError as err:
