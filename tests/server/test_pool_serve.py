@@ -142,6 +142,22 @@ def test_prefill_ps_lists_what_the_server_holds(pooled: Served) -> None:
     assert "unusable:" in every.stdout
 
 
+def test_keep_alive_sets_how_long_a_model_stays_after_its_request(pooled: Served) -> None:
+    import time
+
+    client = pooled.client()
+    client.chat.completions.create(model="smollm2.gguf", messages=ASK, max_tokens=2,  # type: ignore[arg-type]
+                                   extra_body={"keep_alive": "10m"})
+    held = {m["id"]: m for m in _get(pooled, "/models").json()["data"]}["smollm2.gguf"]
+    assert held["state"] == "loaded" and 500 < held["expires_at"] - time.time() <= 600
+    client.chat.completions.create(model="smollm2.gguf", messages=ASK, max_tokens=2,  # type: ignore[arg-type]
+                                   extra_body={"keep_alive": 0})
+    end = time.monotonic() + 60
+    while _states(pooled)["smollm2.gguf"] != "not loaded":  # unloaded once idle, though --ttl is never
+        assert time.monotonic() < end, "keep_alive 0 never unloaded the model"
+        time.sleep(0.05)
+
+
 def test_a_default_model_answers_names_it_does_not_know(folder: Path, tmp_path: Path) -> None:
     s = start_server(None, "--models-dir", str(folder / "tiny"), "--default-model", "tiny-a.gguf", "--ctx", "512",
                      env={"HF_HUB_CACHE": str(tmp_path), "HF_HOME": str(tmp_path)})
