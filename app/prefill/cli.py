@@ -20,12 +20,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from prefill.commands import bench, chat, history_io, models, ps, serve, window
+    from prefill.commands import bench, chat, docs, history_io, models, ps, serve, window
 
     parser = _Parser(prog="prefill", description="Chat with local LLMs and watch the engine work.")
     window.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    for module in (chat, bench, models, history_io, serve, ps):
+    for module in (chat, bench, models, history_io, serve, ps, docs):
         module.register(sub)
     return parser
 

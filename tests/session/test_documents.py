@@ -84,7 +84,7 @@ def test_documents_too_big_for_the_budget_are_retrieved_per_question(tmp_path: P
     assert conv.items[-2].message.content == "What do barn owls hunt at night?"  # the chat keeps the question alone
     (src,) = turn.sources  # [99] points at no passage given
     assert isinstance(src, DocumentSource) and src.file.endswith("owls.md") and "mice" in src.quote
-    assert set(src.as_dict()) == {"file", "page", "score", "text"}
+    assert set(src.as_dict()) == {"n", "file", "page", "score", "text"} and src.n == 1
 
 
 def test_an_unreadable_file_is_said_and_the_others_go_in(tmp_path: Path) -> None:

@@ -24,6 +24,8 @@ from prefill.commands.chat_repl import (
     TerminalInput,
 )
 from prefill.commands.chat_tools import add_tool_options, check_tool_options, open_tools, tool_calls_json
+from prefill.commands.docs import add_embed_option
+from prefill.commands.errors import CliError
 from prefill.commands.options import (
     add_model_options,
     add_sampling_options,
@@ -41,13 +43,16 @@ from prefill.engine.prompt.thinking_budget import EFFORT_BUDGETS, budget_of
 from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, TemplateOptions
 from prefill.engine.speculation import Speculation
 from prefill.session.compaction import CompactionError, Summary
-from prefill.session.conversation import Conversation
+from prefill.session.conversation import Conversation, Said
+from prefill.session.documents import DocumentSource
 from prefill.session.tool_loop import LoopEvent, RoundStarted, ToolCallDone, ToolCallStarted
 
 if TYPE_CHECKING:
     from prefill.commands.chat_tools import TerminalTools
+    from prefill.documents.embedding import ModelEmbedder
     from prefill.session.capabilities import Speculates
     from prefill.session.chat_session import ChatSession
+    from prefill.session.documents import ChatDocuments, Retrieval
     from prefill.session.loaded import LoadedModel
 
 JSON_FIELDS = (
@@ -81,6 +86,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="an image for the next prompt (repeatable); needs a vision model's projector")
     p.add_argument("--mmproj", metavar="PATH", default="",
                    help="the vision model's projector (default: the mmproj*.gguf beside the model; 'none': no images)")
+    p.add_argument("--docs", metavar="PATH", action="append", default=[],
+                   help="a file or folder to ask about (repeatable), or the name of a collection (prefill docs add): "
+                        "read whole where it fits the context, else indexed and searched for each question")
+    add_embed_option(p)
     add_tool_options(p)
     p.set_defaults(handler=run)
 
@@ -117,6 +126,26 @@ def turn_json(f: Finished, chat_format: str) -> dict[str, object]:
     return out
 
 
+def sources_json(conversation: Conversation) -> list[dict[str, object]]:
+    """The last answer's sources, for --json: file, page, score and text each."""
+    last = conversation.items[-1] if conversation.items else None
+    if not isinstance(last, Said) or last.role != "assistant":
+        return []
+    return [s.as_dict() if isinstance(s, DocumentSource)
+            else {"n": i, "file": s.location, "page": None, "score": None, "text": s.quote}
+            for i, s in enumerate(last.sources, 1)]
+
+
+def retrieval_line(r: Retrieval) -> str:
+    """What the documents did for a question, apart from the prefill, for stderr."""
+    if r.mode == "whole":
+        said = f"documents: {r.documents} read whole, {r.tokens} tok of a budget of {r.budget}"
+    else:
+        said = (f"documents: {r.passages} passages, {r.tokens} tok of a budget of {r.budget} · embedding "
+                f"{r.embed_ms:.0f} ms · search {r.search_ms:.0f} ms")
+    return terminal_line(said + "".join(f"; not read: {s}" for s in r.skipped))
+
+
 def device_json(info: LoadedModel) -> dict[str, object]:
     """Where the model runs, for --json: layers offloaded, the device, GPU memory llama.cpp took, whether
     flash attention is on as llama.cpp resolved it (None where unknown: a remote endpoint's, or a GPU
@@ -137,7 +166,7 @@ def _prompts(args: argparse.Namespace) -> Iterable[str | Control]:
 def chat_turns(
     session: ChatSession, conversation: Conversation, prompts: Iterable[str | Control], echo: bool,
     stopper: StopOnCtrlC | None = None, tools: TerminalTools | None = None, images: Sequence[ImagePart] = (),
-    compactions: list[Summary] | None = None,
+    compactions: list[Summary] | None = None, documents: ChatDocuments | None = None,
 ) -> Iterator[Finished]:
     """Run user turns in `conversation` (session/conversation.py: it builds each request, runs the tool
     loop and keeps the messages) on `session`'s model; yields each answer's Finished event (with
@@ -147,7 +176,9 @@ def chat_turns(
     Ctrl-C ends the answer that streams (kept as far as it got) or the tool that runs, and the chat
     goes on. `images` go with the first prompt. With the "summarise" policy, a chat whose last answer
     left it past the compaction threshold of the conversation's `n_ctx`, or whose next turn would pass
-    it, is summarised before that turn; each compaction's Summary is added to `compactions`."""
+    it, is summarised before that turn; each compaction's Summary is added to `compactions`. With
+    `documents`, each question is asked with them (session/documents.py), and what they did is said on
+    stderr when echoing."""
     compact_next = False
     for prompt in prompts:
         if isinstance(prompt, NewConversation):
@@ -171,7 +202,12 @@ def chat_turns(
             cancel = stopper.cancel if stopper is not None else None
             if tools is not None:
                 conversation.tools = tools.tools  # the servers' tools as they are now
-            turn = conversation.ask(asked.content, asked.images)
+            if documents is not None:
+                turn = documents.ask(conversation, asked.content, session.count_tokens, asked.images)
+                if echo and documents.last is not None:
+                    print(f"({retrieval_line(documents.last)})", file=sys.stderr, flush=True)
+            else:
+                turn = conversation.ask(asked.content, asked.images)
             if tools is not None:
                 events = conversation.run(turn, session.stream, tools.runner(),
                                           functools.partial(tools.approve, cancel=cancel), cancel=cancel,
@@ -285,12 +321,59 @@ def _projector(session: ChatSession, args: argparse.Namespace, wanted: bool) -> 
     print(f"prefill: projector: {terminal_line(path.name)}{how}", file=sys.stderr)
 
 
+class _ChatDocs:
+    """--docs for one chat: the library, the collection, the embedding model once a search needs it."""
+
+    def __init__(self, args: argparse.Namespace):
+        import hashlib
+
+        from prefill.commands.docs import open_library
+        from prefill.session.documents import ChatDocuments
+
+        self.embedder: ModelEmbedder | None = None
+        self._spec = args.embed_model
+        self.library = open_library()
+        named = {c.name for c in self.library.collections()}
+        found = [Path(d).expanduser() for d in args.docs]
+        if len(args.docs) == 1 and not found[0].exists() and args.docs[0] in named:
+            self.collection, self.paths = args.docs[0], []
+        else:
+            missing = [d for d, p in zip(args.docs, found) if not p.exists()]
+            if missing:
+                self.library.close()
+                raise CliError(f"--docs {terminal_line(missing[0])}: no such file, folder or collection "
+                               "(a collection is named alone)")
+            self.paths = sorted({p.resolve() for p in found})
+            # one collection per set of paths: a second chat over them skips the files unchanged since
+            key = hashlib.sha256("\n".join(map(str, self.paths)).encode()).hexdigest()[:12]
+            self.collection = f"chat-{key}"
+        self.documents = ChatDocuments(self.library, self.collection, self._prepare, paths=self.paths)
+
+    def _prepare(self) -> ModelEmbedder:
+        from prefill.commands.docs import index_paths, load_embedder
+
+        print("(the documents do not fit the context whole: they are searched for each question)",
+              file=sys.stderr, flush=True)
+        self.embedder = load_embedder(self._spec)
+        if self.paths:
+            index_paths(self.library, self.collection, self.paths, self.embedder)
+        return self.embedder
+
+    def close(self) -> None:
+        from prefill.commands.docs import close_embedder
+
+        if self.embedder is not None:
+            close_embedder(self.embedder)
+        self.library.close()
+
+
 def run(args: argparse.Namespace) -> int:
     from prefill.session.backends import LocalModel, Target
     from prefill.session.chat_session import ChatSession
 
     check_tool_options(args)
     images = _images(args)
+    docs = _ChatDocs(args) if args.docs else None
     session = ChatSession()
     target: Target
     asked = ""  # the remote model asked for
@@ -301,7 +384,12 @@ def run(args: argparse.Namespace) -> int:
         asked = target.model
     else:
         target = LocalModel(str(model_path(args)), load_settings(args))
-    info = session.load(target)
+    try:
+        info = session.load(target)
+    except BaseException:
+        if docs is not None:
+            docs.close()
+        raise
     assert info is not None
     tools = None
     try:
@@ -322,8 +410,9 @@ def run(args: argparse.Namespace) -> int:
         compactions: list[Summary] = []
         conversation = Conversation(args.system, sampling=sampling_settings(args), overflow=overflow,
                                     options=options, n_ctx=info.n_ctx)
+        documents = docs.documents if docs is not None else None
         turns = chat_turns(session, conversation, _prompts(args), not args.json,
-                           StopOnCtrlC() if interactive else None, tools, images, compactions)
+                           StopOnCtrlC() if interactive else None, tools, images, compactions, documents)
         if args.remote:
             turns = keep_partial(turns, args.json)
         told = ""
@@ -333,15 +422,22 @@ def run(args: argparse.Namespace) -> int:
                 print(f"prefill: {terminal_line(told)}", file=sys.stderr)
             if args.json:
                 line = turn_json(f, info.chat_format)
-                line.update(device_json(info), reasoning_budget=budget, compacted=_compacted_json(compactions))
+                line.update(device_json(info), reasoning_budget=budget, compacted=_compacted_json(compactions),
+                            sources=sources_json(conversation),
+                            retrieval=documents.last.as_dict() if documents and documents.last else None)
                 if tools is not None:
                     line.update(tool_calls_json(tools.last))
                 print(terminal_json(json.dumps(line, ensure_ascii=False)), flush=True)
             else:
                 print()
+                for src in sources_json(conversation):
+                    page = f", page {src['page']}" if src["page"] is not None else ""
+                    print(terminal_line(f"  [{src['n']}] {src['file']}{page}"), file=sys.stderr)
                 print(metrics_line(f.metrics), file=sys.stderr, flush=True)
     finally:
         if tools is not None:
             tools.close()
+        if docs is not None:
+            docs.close()
         session.unload()
     return 0

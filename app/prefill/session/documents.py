@@ -49,22 +49,24 @@ class DocumentSource(Source):
     """A source of an answer from a document: `Source` with its file, page and search score.
 
     Attributes:
+        n: Its number, as the answer cites it ([n]).
         file: The file's path.
         page: Its PDF page (1-based); None for a format without pages, or a whole document.
         score: The search's score (larger is better within one search); 1.0 for a whole document.
     """
 
+    n: int = 0
     file: str = ""
     page: int | None = None
     score: float = 0.0
 
     @classmethod
     def of(cls, s: NumberedSource) -> DocumentSource:
-        return cls(s.title, s.location, s.quote, s.file, s.page, s.score)
+        return cls(s.title, s.location, s.quote, s.n, s.file, s.page, s.score)
 
     def as_dict(self) -> dict[str, object]:
         """As `prefill chat --json` and `prefill docs search --json` print it."""
-        return {"file": self.file, "page": self.page, "score": round(self.score, 6), "text": self.quote}
+        return {"n": self.n, "file": self.file, "page": self.page, "score": round(self.score, 6), "text": self.quote}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,244 @@
+"""`prefill docs`: collections of documents to chat with: add (index), ls, rm, search.
+
+The index is `documents.sqlite3` beside the history. `add` indexes with a progress line on stderr; Ctrl-C
+stops it after the file in hand, and the same command run again goes on where it stopped (unchanged files
+are skipped by their content hash). A file that cannot be read is said, in words, and the others index.
+File names, passages and errors come from outside: they are printed through `terminal_text`.
+`prefill chat --docs` indexes through the same helpers (`open_library`, `load_embedder`, `index_paths`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from prefill.commands.chat_repl import StopOnCtrlC
+from prefill.commands.errors import CliError
+from prefill.commands.terminal_text import terminal_json, terminal_line, terminal_text
+from prefill.documents.errors import CollectionNotFound, IndexUnavailable
+from prefill.documents.indexer import IndexProgress, IndexReport
+from prefill.documents.library import DocumentLibrary
+from prefill.engine.units import format_bytes
+from prefill.session.documents import DocumentSource
+
+if TYPE_CHECKING:
+    from prefill.documents.embedding import ModelEmbedder
+
+DEFAULT_EMBED_MODEL = "bundled-embed"
+
+
+def add_embed_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--embed-model", metavar="PATH", default=DEFAULT_EMBED_MODEL,
+                   help="the embedding model's GGUF that indexes and searches the documents "
+                        f"(default {DEFAULT_EMBED_MODEL}: the bundled all-MiniLM-L6-v2)")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("docs", help="document collections to chat with: add, ls, rm, search",
+                       description="Collections of documents (PDF, DOCX, HTML, Markdown, text, code, CSV) indexed "
+                                   "once for every chat that names them, in documents.sqlite3 beside the history.")
+    docs = p.add_subparsers(dest="docs_command", metavar="{add,ls,rm,search}", required=True,
+                            parser_class=type(p))
+    add = docs.add_parser("add", help="index files and folders into a collection (made when missing)",
+                          description="Index files and folders into the collection NAME. Ctrl-C stops after the "
+                                      "file in hand; the same command again goes on where it stopped.")
+    add.add_argument("name", metavar="NAME", help="the collection")
+    add.add_argument("paths", metavar="PATH", nargs="+", help="a file or a folder (its files of known kinds)")
+    add.add_argument("--force", action="store_true", help="read every file again, changed or not")
+    add_embed_option(add)
+    add.set_defaults(handler=run_add)
+    ls = docs.add_parser("ls", help="list the collections", description="List the collections: files, "
+                                                                         "passages, size and embedding model.")
+    ls.add_argument("--json", action="store_true", help="print one JSON object per collection")
+    ls.set_defaults(handler=run_ls)
+    rm = docs.add_parser("rm", help="remove a collection", description="Remove a collection from the index "
+                                                                       "(the files stay where they are).")
+    rm.add_argument("name", metavar="NAME", help="the collection")
+    rm.set_defaults(handler=run_rm)
+    search = docs.add_parser("search", help="the passages of a collection that best answer a query",
+                             description="The passages of the collection NAME that best answer QUERY, found by "
+                                         "meaning and by words, fused.")
+    search.add_argument("name", metavar="NAME", help="the collection")
+    search.add_argument("query", metavar="QUERY", help="the question")
+    search.add_argument("-k", "--top", type=int, default=5, metavar="N", help="how many passages (default 5)")
+    search.add_argument("--json", action="store_true", help="print one JSON object: the results and the times")
+    add_embed_option(search)
+    search.set_defaults(handler=run_search)
+
+
+def index_path() -> Path:
+    from prefill.documents.index import default_index_path
+    from prefill.store.history import default_history_path
+
+    return default_index_path(default_history_path())
+
+
+def open_library() -> DocumentLibrary:
+    try:
+        return DocumentLibrary(index_path())
+    except IndexUnavailable as e:
+        raise CliError(str(e)) from e
+
+
+def load_embedder(spec: str) -> ModelEmbedder:
+    """The embedding model --embed-model names, loaded (`close_embedder` closes it)."""
+    from prefill.commands.options import bundled_embed_file
+    from prefill.documents.embedding import ModelEmbedder
+    from prefill.engine.embed.model import EmbeddingModel
+
+    path = bundled_embed_file() if spec == DEFAULT_EMBED_MODEL else Path(spec).expanduser()
+    return ModelEmbedder(EmbeddingModel.load(path))
+
+
+def close_embedder(embedder: ModelEmbedder) -> None:
+    close = getattr(getattr(embedder, "model", None), "close", None)
+    if callable(close):
+        close()
+
+
+class ProgressLine:
+    """The indexing progress on stderr: one line rewritten in place on a terminal, a line per file elsewhere."""
+
+    def __init__(self, out: TextIO | None = None):
+        self.out = out or sys.stderr
+        self.tty = self.out.isatty()
+        self._done = -1
+        self._shown = False
+
+    def __call__(self, p: IndexProgress) -> None:
+        if not self.tty and p.files_done == self._done:
+            return
+        self._done = p.files_done
+        left = f" · {p.eta_s:.0f} s left" if p.eta_s is not None and p.files_done < p.files_total else ""
+        line = (f"indexing {p.files_done}/{p.files_total} files · {p.pages} pages · {p.chunks} passages"
+                f"{left} · {terminal_line(Path(p.current).name)}")
+        if self.tty:
+            print("\r\x1b[K" + line, end="", file=self.out, flush=True)
+            self._shown = True
+        else:
+            print(line, file=self.out, flush=True)
+
+    def end(self) -> None:
+        if self._shown:
+            print(file=self.out, flush=True)
+            self._shown = False
+
+
+def index_paths(library: DocumentLibrary, name: str, paths: Sequence[Path], embedder: ModelEmbedder,
+                force: bool = False, out: TextIO | None = None) -> IndexReport:
+    """Index `paths` into `name` with the progress line; Ctrl-C stops after the file in hand. What it did is
+    said on stderr: each file that could not be read on a line of its own."""
+    out = out or sys.stderr
+    missing = [p for p in paths if not p.expanduser().exists()]
+    if missing:
+        raise CliError(f"no file or folder at {terminal_line(str(missing[0]))}")
+    line = ProgressLine(out)
+    with StopOnCtrlC() as stop:
+        try:
+            report = library.add(name, list(paths), embedder, embedder.count_tokens, progress=line,
+                                 cancel=stop.cancel, force=force)
+        finally:
+            line.end()
+    for o in report.outcomes:
+        if o.state == "failed":
+            print(f"  not indexed: {terminal_line(o.problem)}", file=out)
+    print(terminal_line(
+        f"{name}: {report.count('indexed')} indexed ({report.pages} pages, {report.chunks} passages), "
+        f"{report.count('skipped')} unchanged, {report.count('failed')} not readable, "
+        f"{report.count('removed')} removed · {report.elapsed_s:.1f} s"), file=out, flush=True)
+    if report.cancelled:
+        print("stopped: the files done are kept; run the same command again to go on", file=out, flush=True)
+    return report
+
+
+def _with_embedder(spec: str, work: Callable[[ModelEmbedder], int]) -> int:
+    embedder = load_embedder(spec)
+    try:
+        return work(embedder)
+    finally:
+        close_embedder(embedder)
+
+
+def run_add(args: argparse.Namespace) -> int:
+    if not args.name.strip():
+        raise CliError("a collection needs a name")
+    library = open_library()
+    try:
+        def work(embedder: ModelEmbedder) -> int:
+            report = index_paths(library, args.name, [Path(p) for p in args.paths], embedder, args.force)
+            if report.cancelled:
+                return 130
+            nothing = report.count("indexed") + report.count("skipped") == 0
+            return 1 if nothing and report.count("failed") else 0
+        return _with_embedder(args.embed_model, work)
+    finally:
+        library.close()
+
+
+def run_ls(args: argparse.Namespace) -> int:
+    library = open_library()
+    try:
+        rows = library.collections()
+    finally:
+        library.close()
+    if args.json:
+        for c in rows:
+            print(terminal_json(json.dumps({"name": c.name, "files": c.files, "failed": c.failed, "passages": c.chunks,
+                                            "bytes": c.bytes, "embed_model": c.model_id}, ensure_ascii=False)))
+        return 0
+    if not rows:
+        print("no collections yet: prefill docs add NAME PATH… makes one", file=sys.stderr)
+        return 0
+    for c in rows:
+        failed = f" ({c.failed} not readable)" if c.failed else ""
+        print(terminal_line(f"{c.name}\t{c.files} files{failed}\t{c.chunks} passages\t{format_bytes(c.bytes)}\t"
+                            f"{c.model_id}"))
+    return 0
+
+
+def run_rm(args: argparse.Namespace) -> int:
+    library = open_library()
+    try:
+        library.remove(args.name)
+    except CollectionNotFound as e:
+        raise CliError(str(e)) from e
+    finally:
+        library.close()
+    print(f"removed {terminal_line(args.name)}", file=sys.stderr)
+    return 0
+
+
+def run_search(args: argparse.Namespace) -> int:
+    if args.top < 1:
+        raise CliError("-k is at least 1")
+    library = open_library()
+    try:
+        if args.name not in {c.name for c in library.collections()}:
+            raise CliError(str(CollectionNotFound(args.name)))
+
+        def work(embedder: ModelEmbedder) -> int:
+            try:
+                found = library.search(args.name, args.query, embedder, k=args.top)
+            except ValueError as e:  # another embedding model than the collection's
+                raise CliError(str(e)) from e
+            embed_ms, search_ms = library.last_times
+            results = [DocumentSource(Path(p.file).name, p.file, p.text, i, p.file, p.page, p.score)
+                       for i, p in enumerate(found, 1)]
+            if args.json:
+                print(terminal_json(json.dumps({"query": args.query, "results": [r.as_dict() for r in results],
+                                                "embed_ms": round(embed_ms, 3), "search_ms": round(search_ms, 3)},
+                                               ensure_ascii=False)))
+                return 0
+            for r in results:
+                page = f", page {r.page}" if r.page is not None else ""
+                print(terminal_line(f"[{r.n}] {r.file}{page} · score {r.score:.4f}"))
+                print(terminal_text(r.quote.strip()) + "\n")
+            print(f"{len(results)} passages · embedding {embed_ms:.1f} ms · search {search_ms:.1f} ms", file=sys.stderr)
+            return 0
+        return _with_embedder(args.embed_model, work)
+    finally:
+        library.close()
