@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from PySide6.QtCore import QPoint, QRect, Qt
+from PySide6.QtCore import QRect, Qt
 from PySide6.QtWidgets import (
     QAbstractScrollArea,
     QApplication,
@@ -27,10 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.ui.chat.composer.input_box import InputBox
-from prefill.ui.chat.composer.reasoning_controls import ReasoningControls
 from prefill.ui.chat.transcript.view import ChatView
-from prefill.ui.history.conversation_list import ConversationList
-from prefill.ui.history.menu import HistoryMenu
 
 
 class WindowParts(Protocol):
@@ -44,17 +41,13 @@ class WindowParts(Protocol):
     @property
     def stack(self) -> QStackedWidget: ...
     @property
-    def conversations(self) -> ConversationList: ...
+    def conversations(self) -> QWidget: ...
     @property
     def sidebar(self) -> QWidget: ...
     @property
     def chat_view(self) -> ChatView: ...
     @property
     def model_combo(self) -> QComboBox: ...
-    @property
-    def history_menu(self) -> HistoryMenu: ...
-    @property
-    def reasoning_controls(self) -> ReasoningControls: ...
 
 
 def tabbable(w: QWidget, window: QWidget) -> bool:
@@ -126,30 +119,15 @@ def window_parts(window: QWidget, w: WindowParts) -> list[QWidget | None]:
             w.sidebar, *docks]
 
 
-def _in_transcript(w: WindowParts, widget: QWidget) -> bool:
-    return w.chat_view.viewport().isAncestorOf(widget)
-
-
 def _on_screen(w: WindowParts, widget: QWidget) -> bool:
     """A message's widget counts only while it meets the viewport: Tab goes through what is seen."""
-    if not _in_transcript(w, widget):
-        return True
-    viewport = w.chat_view.viewport()
-    return QRect(widget.mapTo(viewport, QPoint(0, 0)), widget.size()).intersects(viewport.rect())
+    return not w.chat_view.holds(widget) or w.chat_view.shows(widget)
 
 
 def _reveal(w: WindowParts, widget: QWidget) -> None:
     """Scroll a message that is only partly in view to the top, so the button Tab reached is seen."""
-    if not _in_transcript(w, widget):
-        return
-    viewport = w.chat_view.viewport()
-    if viewport.rect().contains(QRect(widget.mapTo(viewport, QPoint(0, 0)), widget.size())):
-        return
-    for row in w.chat_view.live_rows():
-        message = w.chat_view.live_widget(row)
-        if message is not None and (message is widget or message.isAncestorOf(widget)):
-            w.chat_view.scroll_to_row(row)
-            return
+    if w.chat_view.holds(widget):
+        w.chat_view.reveal(widget)
 
 
 def install_focus_order(window: QWidget, w: WindowParts) -> FocusOrder:
@@ -170,16 +148,6 @@ def name_widgets(window: QWidget, w: WindowParts) -> None:
     w.model_combo.setAccessibleName("Model")
     w.chat_view.setAccessibleName("Transcript (Page Up and Page Down scroll it)")
     w.chat_view.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-    c = w.conversations
-    c.search.setAccessibleName("Search chats")
-    c.list.setAccessibleName("Chats")
-    c.new_button.setAccessibleName("New chat")
-    c.rename_button.setAccessibleName("Rename the chat")
-    c.delete_button.setAccessibleName("Delete the chat")
-    w.history_menu.button.setAccessibleName("History: export and import chats")
-    rc = w.reasoning_controls
-    for control, name in ((rc.think, "Thinking"), (rc.effort, "Reasoning effort"), (rc.budget, "Thinking budget")):
-        control.setAccessibleName(name)
     for area in w.sidebar.findChildren(QAbstractScrollArea):  # a Tab stop so the keys can scroll the figures
         if not area.accessibleName():
             area.setAccessibleName("The model's figures (arrow keys scroll)")

@@ -127,6 +127,9 @@ class ConversationList(QWidget):
         buttons = QHBoxLayout()
         for b in (self.new_button, self.rename_button, self.delete_button):
             buttons.addWidget(b)
+        for part, name in ((self.search, "Search chats"), (self.list, "Chats"), (self.new_button, "New chat"),
+                           (self.rename_button, "Rename the chat"), (self.delete_button, "Delete the chat")):
+            part.setAccessibleName(name)  # a screen reader's words where the part's own do not say it
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
         lay.addWidget(self.search)

@@ -58,6 +58,7 @@ class HistoryMenu(QObject):
         self.menu.aboutToShow.connect(self._on_menu_about_to_show)
         self.button = QToolButton(parent)
         self.button.setText("History")
+        self.button.setAccessibleName("History: export and import chats")
         self.button.setMenu(self.menu)
         self.button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
 

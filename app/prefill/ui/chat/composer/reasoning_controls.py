@@ -49,6 +49,9 @@ class ReasoningControls(QWidget):
         self.budget.setSuffix(" tokens")
         self.budget.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType)  # 10s, then 100s…
         self.budget.setToolTip(BUDGET_TIP)
+        for control, name in ((self.think, "Thinking"), (self.effort, "Reasoning effort"),
+                              (self.budget, "Thinking budget")):
+            control.setAccessibleName(name)
         self.think_label = plain_label(" Think: ")
         self.effort_label = plain_label(" Effort: ")
         self.budget_label = plain_label(" Budget: ")

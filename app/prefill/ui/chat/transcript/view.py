@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QPainter, QPaintEvent, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import QAbstractScrollArea, QFrame, QWidget
 
@@ -129,6 +129,27 @@ class ChatView(QAbstractScrollArea):
             return False
         w.begin_edit()
         return True
+
+    def holds(self, widget: QWidget) -> bool:
+        """Whether `widget` is in the transcript (a message's widget, or a part of one)."""
+        return self.viewport().isAncestorOf(widget)
+
+    def shows(self, widget: QWidget) -> bool:
+        """Whether `widget`, one the transcript holds, meets the viewport (Tab goes through what is seen)."""
+        viewport = self.viewport()
+        return QRect(widget.mapTo(viewport, QPoint(0, 0)), widget.size()).intersects(viewport.rect())
+
+    def reveal(self, widget: QWidget) -> None:
+        """Scroll the message holding `widget` to the top if it is only partly in view (the button Tab
+        reached is then seen)."""
+        viewport = self.viewport()
+        if viewport.rect().contains(QRect(widget.mapTo(viewport, QPoint(0, 0)), widget.size())):
+            return
+        for row in self.live_rows():
+            message = self.live_widget(row)
+            if message is not None and (message is widget or message.isAncestorOf(widget)):
+                self.scroll_to_row(row)
+                return
 
     def scroll_to_row(self, row: int) -> None:
         """Bring `row` to the top of the viewport (a search hit), rendering what it needs."""
