@@ -235,3 +235,22 @@ def test_a_request_whose_sink_fails_still_ends_its_count(pool: tuple[ModelPool, 
         assert time.monotonic() < end, "the failed request still counts as in flight"
         time.sleep(0.01)
     assert p.unload("tiny-a")  # idle: unloadable
+
+
+def test_a_request_submitted_to_the_scheduler_directly_keeps_its_model_too(pool: tuple[ModelPool, Counting]) -> None:
+    from prefill.pool.errors import ModelBusy
+
+    p, _ = pool
+    model = p.load("tiny-a").model
+    assert isinstance(model, ChatModel)
+    long = ServeSampling(temperature=0.0, repeat_penalty=1.0, max_tokens=800, ignore_eos=True)
+    c = Collector()
+    model.scheduler.submit(BatchRequest(tuple(model.chat.tokenize("a story")), long, c))  # as the window's chat does
+    end = time.monotonic() + WAIT_S
+    while not model.scheduler.snapshot().in_flight and not c.done.is_set():
+        assert time.monotonic() < end
+        time.sleep(0.01)
+    assert not c.done.is_set(), "the answer ended before the unload was asked"
+    with pytest.raises(ModelBusy):
+        p.unload("tiny-a")
+    c.wait()

@@ -34,6 +34,10 @@ class Scripted:
     def in_flight(self) -> int:
         return self._n
 
+    @property
+    def seen_in_flight(self) -> int:
+        return self._n
+
     def start(self) -> None:
         self._n += 1
 

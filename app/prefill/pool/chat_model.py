@@ -62,8 +62,14 @@ class ChatModel:
 
     @property
     def in_flight(self) -> int:
-        """Requests submitted and not yet ended: generating, prefilling or queued."""
+        """Requests submitted here and not yet ended: generating, prefilling or queued (exact)."""
         return self._in_flight
+
+    @property
+    def seen_in_flight(self) -> int:
+        """Requests the scheduler serves, those submitted to it directly (the window's chat as a slot)
+        included, as its snapshot shows them: at most 0.1 s late, so only an unload by hand asks it."""
+        return max(self._in_flight, self.scheduler.snapshot().in_flight)
 
     def submit(self, request: BatchRequest) -> RequestHandle:
         """`scheduler.submit`, the request counted until its Finished or Failed.

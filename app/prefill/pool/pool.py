@@ -41,7 +41,10 @@ class Servable(Protocol):
     on_idle: Callable[[], None] | None
 
     @property
-    def in_flight(self) -> int: ...
+    def in_flight(self) -> int: ...  # requests submitted through it and not ended (exact)
+
+    @property
+    def seen_in_flight(self) -> int: ...  # those and any it serves for others (may be a little late)
 
     def close(self) -> None: ...
 
@@ -324,7 +327,7 @@ class ModelPool:
             r = slot.resident
             if r is None:
                 return False
-            if r.busy:
+            if r.busy or r.model.seen_in_flight:
                 raise ModelBusy(f"the model {r.id!r} is {_use_of(r)}; it is unloaded once its requests end")
             self._evict(slot)
         self._close_all([r])
@@ -517,7 +520,7 @@ class ModelPool:
 
 
 def _use_of(r: Resident) -> str:
-    n = r.model.in_flight
+    n = max(r.model.in_flight, r.model.seen_in_flight)
     if n:
         return f"serving {n} request{'s' if n != 1 else ''}"
     return "starting a request" if r.leases else "idle"
