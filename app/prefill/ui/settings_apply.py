@@ -38,10 +38,8 @@ def follow_engine_settings(worker: EngineWorker, changes: SettingsChanges) -> No
     changes.subscribe("model.kv_disk_budget_mb",
                       lambda new, _old: worker.set_cache_budget(new.model.kv_disk_budget_mb * MIB), now=True)
 
-    def tool_rounds(new: Settings, _old: Settings) -> None:
-        worker.max_tool_rounds = new.ui.max_tool_rounds
-
-    changes.subscribe("ui.max_tool_rounds", tool_rounds, now=True)
+    changes.subscribe("ui.max_tool_rounds", lambda new, _old: worker.set_max_tool_rounds(new.ui.max_tool_rounds),
+                      now=True)
     changes.subscribe(SPECULATION_KEYS, lambda new, _old: send_speculation(worker, new.model), now=True)
 
 

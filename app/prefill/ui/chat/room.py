@@ -114,5 +114,5 @@ def wire_tools(button: ChatToolsButton, mcp: McpServers | None, worker: EngineWo
     button.manage_requested.connect(manage)
     if mcp is None:
         return
-    worker.tool_runner = mcp.run_tool
+    worker.use_tools(mcp.run_tool)
     mcp.changed.connect(lambda: button.set_tools(mcp.tools, mcp.off))

@@ -288,6 +288,14 @@ class EngineWorker(QObject):
         """The conversation now shown ([] for a new one): its saved cache is restored, the last one's saved."""
         self._request_resume.emit(list(messages))
 
+    def use_tools(self, runner: ToolRunner | None) -> None:
+        """What runs a tool call from now on (None: no tools); read on the engine thread at a turn's start."""
+        self.tool_runner = runner
+
+    def set_max_tool_rounds(self, rounds: int) -> None:
+        """How many rounds of tool calls a turn may make, from the next turn on."""
+        self.max_tool_rounds = rounds
+
     def set_cache_budget(self, budget: int) -> None:
         """Bytes the saved caches may take on disk; 0 turns saving off."""
         self._request_cache_budget.emit(budget)
