@@ -83,19 +83,21 @@ def test_ctrl_c_stops_indexing_and_a_rerun_goes_on(data_home: Path, tmp_path: Pa
     folder = _folder(tmp_path)
     line = docs_command.ProgressLine.__call__
 
-    def ctrl_c_after_the_first_file(self: docs_command.ProgressLine, p: IndexProgress) -> None:
+    def ctrl_c_after_two_files(self: docs_command.ProgressLine, p: IndexProgress) -> None:
         line(self, p)
-        if p.files_done == 1:
+        if p.files_done == 2:
             os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C sends; the handler sets the stop
 
-    monkeypatch.setattr(docs_command.ProgressLine, "__call__", ctrl_c_after_the_first_file)
+    monkeypatch.setattr(docs_command.ProgressLine, "__call__", ctrl_c_after_two_files)
     assert main(["docs", "add", "nature", str(folder)]) == 130
     err = capsys.readouterr().err
-    assert "run the same command again to go on" in err
+    assert "run the same command again to go on" in err and "nature: 1 indexed" in err
     monkeypatch.setattr(docs_command.ProgressLine, "__call__", line)
     assert main(["docs", "add", "nature", str(folder)]) == 0
     err = capsys.readouterr().err
-    assert "1 unchanged" in err  # the file done before the stop is not read again
+    # the files done before the stop are not read again; the unreadable one is said again
+    assert "nature: 1 indexed" in err and "1 unchanged" in err and "1 not readable" in err
+    assert "not indexed: junk.txt: " in err
     lib = DocumentLibrary(docs_command.index_path())
     try:
         assert sorted(Path(f.path).name for f in lib.files("nature")) == ["junk.txt", "owls.md", "tea.txt"]

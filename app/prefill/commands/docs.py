@@ -143,12 +143,15 @@ def index_paths(library: DocumentLibrary, name: str, paths: Sequence[Path], embe
                                  cancel=stop.cancel, force=force)
         finally:
             line.end()
-    for o in report.outcomes:
-        if o.state == "failed":
-            print(f"  not indexed: {terminal_line(o.problem)}", file=out)
+    # a file that failed before and is unchanged is skipped: it is said again, as not readable
+    failed = {f.path: f.problem for f in library.files(name) if f.state == "failed"}
+    bad = [o for o in report.outcomes if o.state in ("failed", "skipped") and o.path in failed]
+    for o in bad:
+        print(f"  not indexed: {terminal_line(failed[o.path])}", file=out)
+    new = [o for o in report.outcomes if o.state == "indexed"]
     print(terminal_line(
-        f"{name}: {report.count('indexed')} indexed ({report.pages} pages, {report.chunks} passages), "
-        f"{report.count('skipped')} unchanged, {report.count('failed')} not readable, "
+        f"{name}: {len(new)} indexed ({sum(o.pages for o in new)} pages, {sum(o.chunks for o in new)} passages), "
+        f"{report.count('skipped') - sum(o.state == 'skipped' for o in bad)} unchanged, {len(bad)} not readable, "
         f"{report.count('removed')} removed · {report.elapsed_s:.1f} s"), file=out, flush=True)
     if report.cancelled:
         print("stopped: the files done are kept; run the same command again to go on", file=out, flush=True)
@@ -172,8 +175,9 @@ def run_add(args: argparse.Namespace) -> int:
             report = index_paths(library, args.name, [Path(p) for p in args.paths], embedder, args.force)
             if report.cancelled:
                 return 130
-            nothing = report.count("indexed") + report.count("skipped") == 0
-            return 1 if nothing and report.count("failed") else 0
+            failed = {f.path for f in library.files(args.name) if f.state == "failed"}
+            readable = [o for o in report.outcomes if o.state in ("indexed", "skipped") and o.path not in failed]
+            return 1 if not readable and report.outcomes else 0
         return _with_embedder(args.embed_model, work)
     finally:
         library.close()
