@@ -4,7 +4,8 @@
                each with the sentence that answers it) indexed, then each question searched by vectors
                alone, words alone (FTS5 bm25) and both fused (reciprocal rank): recall@5 (the answering
                sentence, in its file and on its page, among the first five passages) and MRR over the first 10;
-               both_words_0.5 and _0.25 fuse with a rank by words counting half or a quarter of one by vectors.
+               both_words_0.5 fuses with a rank by words counting half one by vectors; both_k10 and both_k60
+               with the fusion's constant at 10 and 60 in place of search.RRF_K (2).
   index        the corpus's indexing: files, pages and passages a second (reading, cutting, embedding, storing).
   big_pdf      a generated PDF of --pages pages (about 250 words a page) indexed in a child process: its pages
                and passages a second, and that process's peak resident memory (VmHWM, reset first) against
@@ -103,12 +104,12 @@ def quality(embedder, count, folder: Path, chunk_tokens: int = 200) -> dict:  # 
                  "index": {"seconds": round(elapsed, 2), "pages": report.pages, "chunks": report.chunks,
                            "files_per_s": round(len(report.outcomes) / elapsed, 1),
                            "chunks_per_s": round(report.chunks / elapsed, 1)}}
-    runs = [("vectors", "vectors", 1.0), ("words", "words", 1.0), ("both", "both", 1.0),
-            ("both_words_0.5", "both", 0.5), ("both_words_0.25", "both", 0.25)]
-    for name, mode, weight in runs:
+    runs = [("vectors", "vectors", 1.0, 2), ("words", "words", 1.0, 2), ("both", "both", 1.0, 2),
+            ("both_words_0.5", "both", 0.5, 2), ("both_k10", "both", 1.0, 10), ("both_k60", "both", 1.0, 60)]
+    for name, mode, weight, rrf_k in runs:
         hits5, rr, misses = 0, 0.0, []
         for q in questions:
-            found = s.search("corpus", q.question, embedder, k=10, mode=mode, words_weight=weight)
+            found = s.search("corpus", q.question, embedder, k=10, mode=mode, words_weight=weight, rrf_k=rrf_k)
             rank = next((i + 1 for i, p in enumerate(found) if Path(p.file).name == q.file
                          and _norm(q.passage) in _norm(p.text) and (q.page is None or p.page == q.page)), None)
             hits5 += rank is not None and rank <= 5

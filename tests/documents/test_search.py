@@ -44,7 +44,7 @@ def test_fusion_ranks_a_passage_both_find_first(indexed) -> None:  # noqa: ANN00
     s = Searcher(indexed)
     both = s.search("home", "bread degrees", HashEmbedder(), k=5, mode="both")
     assert Path(both[0].file).name == "kitchen.txt"
-    assert both[0].score == pytest.approx(2 / 61)  # first in each list: 1/61 + 1/61
+    assert both[0].score == pytest.approx(2 / 3)  # first in each list: 1/(2 + 1) twice
     assert [p.score for p in both] == sorted((p.score for p in both), reverse=True)
 
 
@@ -118,3 +118,29 @@ def test_words_weight_zero_fuses_to_the_vector_order(indexed) -> None:  # noqa: 
     vec = [p.chunk_id for p in s.search("home", q, HashEmbedder(), k=4, mode="vectors", pool=4)]
     fused = [p.chunk_id for p in s.search("home", q, HashEmbedder(), k=4, mode="both", pool=4, words_weight=0.0)]
     assert fused == vec
+
+
+
+class _TwoWay:
+    """Vectors that point one way for a text with "common" in it, the other way otherwise."""
+
+    model_id, n_embd = "two-way", 2
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] if "common" in t else [0.0, 1.0] for t in texts]
+
+
+def test_the_first_by_words_is_not_buried_by_passages_both_lists_rank_fairly(tmp_path: Path) -> None:
+    # Five passages both lists place 1st to 6th; one only words place first (a rare code), last by vectors.
+    # With the paper's k = 60 the five outrank it and it falls out of the first five.
+    d = tmp_path / "d"
+    d.mkdir()
+    for i in range(5):
+        (d / f"m{i}.txt").write_text("common " + "filler " * i)
+    (d / "x.txt").write_text("the part zq7 is here")
+    for i in range(6):
+        (d / f"other{i}.txt").write_text(f"nothing {i}")
+    conn = open_index(tmp_path / "i.sqlite3")
+    index_files(conn, "c", [d], _TwoWay(), count_words)
+    found = Searcher(conn).search("c", "zq7 common", _TwoWay(), k=5, mode="both")
+    assert "x.txt" in [Path(p.file).name for p in found]
