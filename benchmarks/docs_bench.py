@@ -19,7 +19,7 @@
 The embedding model is the bundled all-MiniLM-L6-v2 (engine/embed) where it loads, else a deterministic
 bag-of-words hash (`embedder` in the JSON says which; quality figures with the hash say little).
 Rerun: python benchmarks/docs_bench.py [--json] [--pages 2000] [--chunks 10000,100000] [--embedder auto|hash]
-       [--big-embedder same|hash] [--chunk-tokens 200]
+       [--big-embedder same|hash] [--chunk-tokens 200] [--sqlite-vec]
 With --json the last line is one JSON object.
 """
 
@@ -159,7 +159,7 @@ def big_pdf(pages: int, choice: str, folder: Path) -> dict:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def latency(n: int, n_embd: int, folder: Path, embed_ms: float) -> dict:
+def latency(n: int, n_embd: int, folder: Path, embed_ms: float, use_sqlite_vec: bool = False) -> dict:
     rnd = np.random.default_rng(3)
     # The most frequent ranks are the words every passage has (search's STOPWORDS), as in real text.
     vocab = sorted(STOPWORDS) + [f"w{i}" for i in range(20000)]
@@ -198,7 +198,7 @@ def latency(n: int, n_embd: int, folder: Path, embed_ms: float) -> dict:
             return [list(v / np.linalg.norm(v))]
 
     fixed = Fixed()
-    s = Searcher(conn)
+    s = Searcher(conn, use_sqlite_vec)
     t = time.perf_counter()
     s.search("lat", "w1", fixed, k=5, mode="vectors")
     cold = (time.perf_counter() - t) * 1000
@@ -226,6 +226,7 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=2000)
     ap.add_argument("--chunks", default="10000,100000")
     ap.add_argument("--embedder", choices=["auto", "bundled", "hash"], default="auto")
+    ap.add_argument("--sqlite-vec", action="store_true", help="search vectors with sqlite-vec (where it loads)")
     ap.add_argument("--chunk-tokens", type=int, default=200, help="passage size for the quality run (overlap: a fifth)")
     ap.add_argument("--big-embedder", choices=["same", "hash"], default="same",
                     help="the big PDF's embedder: the same, or the hash (reading, cutting, storing)")
@@ -244,11 +245,12 @@ def main() -> None:
             embedder.embed(["how many solar panels power the pumps"])
         embed_ms = (time.perf_counter() - t) * 100
         result["query_embed_ms"] = round(embed_ms, 1)
-        result["vector_backend"] = Searcher(open_index(folder / "q.sqlite3")).vectors.why_numpy or "sqlite-vec"
+        v = Searcher(open_index(folder / "q.sqlite3"), a.sqlite_vec).vectors
+        result["vector_backend"] = v.backend + (f" ({v.why_numpy})" if v.why_numpy else "")
         if a.pages:
             same = "hash" if what.startswith("hash") else a.embedder
             result["big_pdf"] = big_pdf(a.pages, same if a.big_embedder == "same" else "hash", folder)
-        result["latency"] = [latency(int(n), int(embedder.n_embd), folder, embed_ms)
+        result["latency"] = [latency(int(n), int(embedder.n_embd), folder, embed_ms, a.sqlite_vec)
                              for n in a.chunks.split(",") if n]
     if a.json:
         print(json.dumps(result))

@@ -7,8 +7,8 @@ meanwhile; the index can be large, and can be deleted and rebuilt from the files
 Tables: `collections` (name, the embedding model's id and vector size), `files` (path, content hash,
 mtime, state `indexed` or `failed`, the problem in words), `chunks` (text, page, character span, heading
 path), `chunks_fts` (FTS5 over their text and headings, kept by triggers) and `vectors` (one float32 blob
-per chunk, normalised). Vectors are searched by sqlite-vec's `vec_distance_cosine` when the extension
-loads into this Python's sqlite3, else by numpy over the collection's matrix held in memory (see `vectors`).
+per chunk, normalised). Vectors are searched by numpy over the collection's matrix held in memory, or by
+sqlite-vec's `vec_distance_cosine` when asked and the extension loads (see `vectors`).
 """
 
 from __future__ import annotations

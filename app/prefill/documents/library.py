@@ -30,10 +30,10 @@ class DocumentLibrary:
 
     Args:
         path: The index file (`index.default_index_path(history_path)` beside the history).
-        use_sqlite_vec: Search vectors with sqlite-vec where it loads (else numpy).
+        use_sqlite_vec: Search vectors with sqlite-vec where it loads, instead of numpy (see `vectors`).
     """
 
-    def __init__(self, path: Path, use_sqlite_vec: bool = True):
+    def __init__(self, path: Path, use_sqlite_vec: bool = False):
         self.path = path
         self._conn = open_index(path)
         self._searcher = Searcher(self._conn, use_sqlite_vec)

@@ -72,7 +72,7 @@ class SearchTimes:
 class Searcher:
     """Searches the collections of one index (use it from one thread at a time)."""
 
-    def __init__(self, conn: sqlite3.Connection, use_sqlite_vec: bool = True):
+    def __init__(self, conn: sqlite3.Connection, use_sqlite_vec: bool = False):
         self._conn = conn
         self.vectors = VectorSearch(conn, use_sqlite_vec)
         self.last_times = SearchTimes(0.0, 0.0)

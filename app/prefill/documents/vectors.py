@@ -1,10 +1,12 @@
-"""Nearest passages by cosine similarity: sqlite-vec in SQL where it loads, numpy in memory where not.
+"""Nearest passages by cosine similarity: numpy over a matrix held in memory, or sqlite-vec in SQL when asked.
 
 Vectors are stored the same way for both (a little-endian float32 blob per passage, normalised), so an
-index written by either is read by the other. sqlite-vec is a loadable SQLite extension; a Python whose
-sqlite3 was built without `enable_load_extension` (some distributions' and pyenv's builds) cannot load
-it, and then the collection's vectors are read once into a numpy matrix, kept until the collection
-changes, and searched by one matrix product (100,000 passages of 384 numbers: 150 MB held).
+index written by either is read by the other. By default a collection's vectors are read once into a numpy
+matrix, kept until the collection changes, and searched by one matrix product: 8 ms a search at 100,000
+passages of 384 numbers on 2 cores, for 150 MB held. sqlite-vec (a loadable SQLite extension) holds
+nothing, but its `vec_distance_cosine` scans every row in SQL: 265 ms at 100,000 (benchmarks/docs_bench.py);
+and a Python whose sqlite3 was built without `enable_load_extension` (pyenv's builds, some distributions')
+cannot load it at all, which `why_numpy` says in words.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class VectorSearch:
         why_numpy: Why sqlite-vec is not used ("" when it is).
     """
 
-    def __init__(self, conn: sqlite3.Connection, use_sqlite_vec: bool = True):
+    def __init__(self, conn: sqlite3.Connection, use_sqlite_vec: bool = False):
         self._conn = conn
         self.why_numpy = load_sqlite_vec(conn) if use_sqlite_vec else "sqlite-vec was not asked for"
         self.backend = "numpy" if self.why_numpy else "sqlite-vec"
