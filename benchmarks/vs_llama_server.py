@@ -95,7 +95,7 @@ def start_both(args: argparse.Namespace, model: Path) -> tuple[Server, Server]:
     llama = Server("llama-server", [str(exe), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
                                     "-t", str(args.threads), "-tb", str(args.threads), "-np", str(args.parallel),
                                     "-c", str(args.ctx * args.parallel), "-ngl", "0", "--no-webui"],
-                   f"http://127.0.0.1:{port}", "model", "server is listening")
+                   f"http://127.0.0.1:{port}", "model", "listening on http")
     prefill = Server("prefill", [sys.executable, "-m", "prefill", "serve", "--model", str(model), "--port", "0",
                                  "--threads", str(args.threads), "--parallel", str(args.parallel),
                                  "--ctx", str(args.ctx), "--gpu-layers", "none"],

@@ -188,7 +188,7 @@ def test_speculative_bench_json_prints_the_fields_the_page_lists(tmp_path: Path)
 
 
 def test_the_server_timings_are_the_page_s() -> None:
-    printed = timings(MetricsSnapshot(draft_n=3, draft_n_accepted=2))
+    printed = timings(MetricsSnapshot(draft_n=3, draft_n_accepted=2), load_ms=120.0)
     assert set(printed) == _json_page()["The server's timings"]
 
 
