@@ -24,8 +24,9 @@ def test_chat_json_has_every_field_per_turn(smollm2: Path) -> None:
     for turn in lines:
         assert set(turn) == {"answer", "reasoning", "finish_reason", "chat_format", *JSON_FIELDS,
                              "gpu_layers", "total_layers", "device", "vram_bytes", "flash_attn", "reasoning_budget",
-                             "compacted"}
+                             "compacted", "sources", "retrieval"}
         assert turn["reasoning_budget"] is None and turn["compacted"] is None  # SmolLM2 does not reason; short chat
+        assert turn["sources"] == [] and turn["retrieval"] is None  # no --docs
         assert turn["gpu_layers"] == 0 and turn["device"] == "CPU" and turn["vram_bytes"] == 0
         assert turn["answer"] and turn["finish_reason"] in ("stop", "length")
         assert turn["chat_format"] == "template" and turn["reasoning"] == "" and turn["reasoning_tokens"] == 0
