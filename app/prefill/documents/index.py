@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from prefill.documents.errors import CollectionNotFound, IndexUnavailable
 from prefill.engine.private_paths import private_file, private_folder
+from prefill.store.transaction import transaction
 
 INDEX_FILE = "documents.sqlite3"
 SCHEMA_VERSION = 1
@@ -153,18 +152,6 @@ def open_index(path: Path) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
-
-
-@contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE … COMMIT, rolled back on any error."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def _collection(row: tuple[int, str, str, int, int]) -> Collection:

@@ -28,10 +28,10 @@ from prefill.documents.index import (
     forget_file,
     list_files,
     set_model,
-    transaction,
 )
 from prefill.documents.readers import KNOWN_SUFFIXES, ReadLimits, check_file, read_document
 from prefill.documents.vectors import to_blob
+from prefill.store.transaction import transaction
 
 
 class Embedder(Protocol):
