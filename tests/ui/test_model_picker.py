@@ -7,7 +7,9 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
+from prefill.pool.memory import ModelMemory
 from prefill.session.loaded import LoadedModel
+from prefill.session.residents import ResidentModel, ResidentModels
 from prefill.ui.models.picker import ModelPicker, loaded_name
 
 
@@ -36,3 +38,34 @@ def test_a_loaded_models_name_is_read_from_its_file() -> None:
                         load_ms=1.0, bytes_per_cell=1, model_bytes=1)
     assert loaded_name(local) == "SmolLM2 135M Instruct · Q4_1"
     assert loaded_name(replace(local, remote="http://x/v1", name="my-model")) == "my-model"
+
+
+def resident_models(current: str, *paths: str, pinned: str = "") -> ResidentModels:
+    return ResidentModels(tuple(ResidentModel(p, Path(p).stem, ModelMemory(100 << 20, 20 << 20, 8 << 20),
+                                              p == pinned, p == current) for p in paths), budget=4 << 30)
+
+
+def test_resident_models_are_marked_with_their_memory_and_offer_unload_and_pin(qtbot) -> None:
+    picker = ModelPicker()
+    qtbot.addWidget(picker.combo)
+    a, b, c = "/m/local/a.gguf", "/m/local/b.gguf", "/elsewhere/opened.gguf"
+    picker.set_library([a, b])
+    picker.set_paths([b])
+    picker.set_residents(resident_models(a, a, c, pinned=c))
+    combo = picker.combo
+    assert [combo.itemData(i) for i in range(1, 4)] == [a, b, c]  # the library, then one opened from disk
+    assert combo.itemText(1) == "a  ● in memory, 128.0 MiB" and combo.itemText(2) == "b"
+    assert combo.itemText(3).endswith(", pinned")
+    assert picker.resident_menu(b) is None  # not in memory: nothing to unload
+    own = picker.resident_menu(a)
+    assert own is not None and not own.actions()[0].isEnabled()  # the chat's model
+    menu = picker.resident_menu(c)
+    assert menu is not None and menu.actions()[0].isEnabled() and menu.actions()[1].text().startswith("Unpin")
+    with qtbot.waitSignal(picker.unload_requested) as asked:
+        menu.actions()[0].trigger()
+    assert asked.args == [c]
+    with qtbot.waitSignal(picker.pin_requested) as asked:
+        menu.actions()[1].trigger()
+    assert asked.args == [c, False]
+    picker.set_residents(ResidentModels())
+    assert [combo.itemText(i) for i in range(1, 3)] == ["a", "b"] and combo.findData(c) == -1

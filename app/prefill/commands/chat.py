@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING
 from prefill.commands.chat_repl import (
     Compact,
     Control,
+    ListModels,
     NewConversation,
     SetSystem,
     StopOnCtrlC,
+    SwitchModel,
     TerminalInput,
 )
 from prefill.commands.chat_tools import add_tool_options, check_tool_options, open_tools, tool_calls_json
@@ -48,6 +50,7 @@ from prefill.session.documents import DocumentSource
 from prefill.session.tool_loop import LoopEvent, RoundStarted, ToolCallDone, ToolCallStarted
 
 if TYPE_CHECKING:
+    from prefill.commands.chat_models import TerminalModels
     from prefill.commands.chat_tools import TerminalTools
     from prefill.documents.embedding import ModelEmbedder
     from prefill.session.capabilities import Speculates
@@ -167,6 +170,7 @@ def chat_turns(
     session: ChatSession, conversation: Conversation, prompts: Iterable[str | Control], echo: bool,
     stopper: StopOnCtrlC | None = None, tools: TerminalTools | None = None, images: Sequence[ImagePart] = (),
     compactions: list[Summary] | None = None, documents: ChatDocuments | None = None,
+    models: TerminalModels | None = None,
 ) -> Iterator[Finished]:
     """Run user turns in `conversation` (session/conversation.py: it builds each request, runs the tool
     loop and keeps the messages) on `session`'s model; yields each answer's Finished event (with
@@ -178,11 +182,20 @@ def chat_turns(
     left it past the compaction threshold of the conversation's `n_ctx`, or whose next turn would pass
     it, is summarised before that turn; each compaction's Summary is added to `compactions`. With
     `documents`, each question is asked with them (session/documents.py), and what they did is said on
-    stderr when echoing."""
+    stderr when echoing. With `models`, a SwitchModel goes on with another model (the conversation as
+    it is, in that model's format) and a ListModels lists those in memory."""
     compact_next = False
     for prompt in prompts:
         if isinstance(prompt, NewConversation):
             conversation.clear()
+            continue
+        if isinstance(prompt, SwitchModel | ListModels):
+            if models is None:
+                print("(this chat has one model: /model needs a local one)", file=sys.stderr)
+            elif isinstance(prompt, SwitchModel):
+                models.switch(prompt.name, conversation)
+            else:
+                models.show()
             continue
         if isinstance(prompt, SetSystem):
             conversation.system = prompt.text
@@ -368,6 +381,7 @@ class _ChatDocs:
 
 
 def run(args: argparse.Namespace) -> int:
+    from prefill.commands.chat_models import TerminalModels
     from prefill.session.backends import LocalModel, Target
     from prefill.session.chat_session import ChatSession
 
@@ -384,6 +398,7 @@ def run(args: argparse.Namespace) -> int:
         asked = target.model
     else:
         target = LocalModel(str(model_path(args)), load_settings(args))
+    settings = load_settings(args)
     try:
         info = session.load(target)
     except BaseException:
@@ -411,8 +426,9 @@ def run(args: argparse.Namespace) -> int:
         conversation = Conversation(args.system, sampling=sampling_settings(args), overflow=overflow,
                                     options=options, n_ctx=info.n_ctx)
         documents = docs.documents if docs is not None else None
+        models = TerminalModels(session, settings, info)
         turns = chat_turns(session, conversation, _prompts(args), not args.json,
-                           StopOnCtrlC() if interactive else None, tools, images, compactions, documents)
+                           StopOnCtrlC() if interactive else None, tools, images, compactions, documents, models)
         if args.remote:
             turns = keep_partial(turns, args.json)
         told = ""
@@ -421,8 +437,8 @@ def run(args: argparse.Namespace) -> int:
                 told = engine.speculation_note
                 print(f"prefill: {terminal_line(told)}", file=sys.stderr)
             if args.json:
-                line = turn_json(f, info.chat_format)
-                line.update(device_json(info), reasoning_budget=budget, compacted=_compacted_json(compactions),
+                line = turn_json(f, models.info.chat_format)
+                line.update(device_json(models.info), reasoning_budget=budget, compacted=_compacted_json(compactions),
                             sources=sources_json(conversation),
                             retrieval=documents.last.as_dict() if documents and documents.last else None)
                 if tools is not None:
@@ -439,5 +455,5 @@ def run(args: argparse.Namespace) -> int:
             tools.close()
         if docs is not None:
             docs.close()
-        session.unload()
+        session.close()
     return 0

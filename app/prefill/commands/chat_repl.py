@@ -1,5 +1,6 @@
 """The terminal chat's input: line editing and history (readline), and the slash commands people
-know from `ollama run` and `llama-cli`: /help, /clear, /system TEXT, /bye, and /compact."""
+know from `ollama run` and `llama-cli`: /help, /clear, /system TEXT, /bye, /compact, /model NAME
+and /models."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ HELP = """\
   /clear         start a new conversation (the system prompt stays)
   /system TEXT   set the system prompt (/system alone shows it)
   /compact       have the model summarise the chat so far, and go on from the summary
+  /model NAME    go on with another model (a name `prefill ls` gives, a .gguf path, or bundled);
+                 the one left stays in memory while there is room (/model alone: the one in use)
+  /models        the models in memory and what they take
   /bye           leave (also /exit, /quit or Ctrl-D)
   A line that ends with \\ goes on on the next one; // at the start sends one /.
   Ctrl-C stops an answer; the arrow keys edit the line and go through earlier ones."""
@@ -43,7 +47,19 @@ class Compact:
     """/compact: the model summarises the chat so far; it goes on from the summary."""
 
 
-Control = NewConversation | SetSystem | Compact
+@dataclass(frozen=True)
+class SwitchModel:
+    """/model NAME: the chat goes on with that model ("" asks which one answers)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class ListModels:
+    """/models: the models in memory."""
+
+
+Control = NewConversation | SetSystem | Compact | SwitchModel | ListModels
 
 
 def input_history_file() -> Path:
@@ -150,6 +166,10 @@ class TerminalInput:
             return NewConversation()
         if name == "/compact":
             return Compact()
+        if name == "/model":
+            return SwitchModel(arg.strip())
+        if name == "/models":
+            return ListModels()
         if name == "/system":
             if not arg.strip():
                 self.say(f"(system prompt: {self.system})" if self.system else "(no system prompt)")

@@ -78,15 +78,7 @@ def open_backend(target: Target, progress: Callable[[float], bool] | None = None
         RemoteError: the endpoint cannot be reached, refuses the key, or lists no model.
     """
     if isinstance(target, LocalModel):
-        local = ChatEngine.load(target.path, target.settings, progress=progress, mmproj=target.mmproj or None)
-        if target.mmproj is BESIDE:
-            _projector_beside(local)
-        try:
-            apply_speculation(local, target.speculation)
-        except EngineError as e:  # the model answers all the same, one token per step
-            local.speculation_note = refusal_text(e)
-            log.warning("%s", local.speculation_note)
-        return local
+        return open_local(target, progress)
     if isinstance(target, ServerSlot):
         return SlotChat(target.scheduler)
     engine = RemoteEngine(target.url, target.model, target.api_key)
@@ -96,6 +88,23 @@ def open_backend(target: Target, progress: Callable[[float], bool] | None = None
         engine.close()
         raise
     return engine
+
+
+def open_local(target: LocalModel, progress: Callable[[float], bool] | None = None) -> ChatEngine:
+    """A model file loaded with its projector and speculation (`open_backend` for a `LocalModel`).
+
+    Raises:
+        ModelLoadError: the file is missing, not a GGUF llama.cpp takes, or the load was stopped.
+    """
+    local = ChatEngine.load(target.path, target.settings, progress=progress, mmproj=target.mmproj or None)
+    if target.mmproj is BESIDE:
+        _projector_beside(local)
+    try:
+        apply_speculation(local, target.speculation)
+    except EngineError as e:  # the model answers all the same, one token per step
+        local.speculation_note = refusal_text(e)
+        log.warning("%s", local.speculation_note)
+    return local
 
 
 def _projector_beside(engine: ChatEngine) -> None:

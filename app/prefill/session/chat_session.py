@@ -5,6 +5,11 @@ model file, a remote endpoint, a slot of the server while the model is served), 
 conversation's KV cache as the user leaves it and restoring it on return, and handing the
 model to the server and back. One thread uses a session at a time (the window's engine thread,
 or the terminal's main thread); what it reports on its own goes to `SessionEvents`.
+
+Local models stay resident as the chat moves between them (`session/residents.py`): switching back
+to one still in memory costs no load and, when its live cache still holds the chat, no restore
+from disk. The least recently used idle one is unloaded when the memory budget requires (its
+cache saved first); the chat's own model never is, nor a pinned one.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from prefill.engine.batch.snapshot import BatchSnapshot
 from prefill.engine.chat_backend import Event
@@ -21,10 +27,24 @@ from prefill.engine.events import MetricsSnapshot
 from prefill.engine.local.kv_disk import KvDiskCache, Usage
 from prefill.engine.message import Message
 from prefill.engine.request import ChatRequest
+from prefill.engine.speculation import Speculation
 from prefill.server.lifecycle import ExposureError, RunningServer, ServeOptions, check_exposure
-from prefill.session.backends import LocalModel, ServerSlot, Target, describe, open_backend
+from prefill.session.backends import (
+    LocalModel,
+    ServerSlot,
+    Target,
+    apply_speculation,
+    describe,
+    open_backend,
+    open_local,
+    refusal_text,
+)
 from prefill.session.capabilities import ChatBackend, KeepsCacheOnDisk
 from prefill.session.loaded import LoadedModel
+from prefill.session.residents import ResidentModels, Residents
+
+if TYPE_CHECKING:
+    from prefill.engine.local.chat_engine import ChatEngine
 
 
 def _ignore(*_args: object) -> None:
@@ -40,6 +60,7 @@ class SessionEvents:
     server_snapshot: Callable[[BatchSnapshot], None] | None = None  # the slots, live, while serving
     serve_stopped: Callable[[], None] = _ignore  # the server stopped
     reload_failed: Callable[[str], None] = _ignore  # the model could not be loaded again after serving
+    residents: Callable[[ResidentModels], None] = _ignore  # the local models in memory changed
 
 
 class NoModel(EngineError):
@@ -53,9 +74,13 @@ class ServeRefused(Exception):
 class ChatSession:
     """What answers the conversation now, and what goes with it."""
 
-    def __init__(self, disk: KvDiskCache | None = None, events: SessionEvents | None = None) -> None:
+    def __init__(self, disk: KvDiskCache | None = None, events: SessionEvents | None = None,
+                 budget: int | None = None, max_models: int = 0) -> None:
+        """`budget`: bytes the resident local models may take (None: what the machine has, less a
+        margin; 0: no bound); `max_models`: how many at once (0: no bound; 1: today's one at a time)."""
         self.disk = disk  # None: no saved caches (tests, the terminal)
         self.events = events or SessionEvents()
+        self.residents = Residents(budget, max_models, retire=self._retire)
         self.backend: ChatBackend | None = None
         self.server: RunningServer | None = None  # while the model is served; the chat is then its slot
         self._local: LocalModel | None = None  # the model file loaded (to serve and reload it)
@@ -64,32 +89,119 @@ class ChatSession:
     # --- what answers ------------------------------------------------------------------
     def load(self, target: Target, progress: Callable[[float], bool] | None = None,
              keep: Callable[[], bool] = lambda: True) -> LoadedModel | None:
-        """Unload what answers, then open `target`; None when `keep()` says no once it is open
-        (superseded or cancelled meanwhile: it is closed again).
+        """Make `target` what answers: a local model still resident is taken as it is (no load; its
+        `LoadedModel.resident` says so), else it is opened, after the least recently used idle models
+        the budget requires are unloaded. The model that answered stays resident, idle. None when
+        `keep()` says no once it is open (superseded or cancelled meanwhile: it is closed again).
 
         Raises:
             ModelLoadError, RemoteError, OSError, ValueError: it could not be opened.
         """
-        self.unload()
+        self.step_aside()
         t0 = time.perf_counter()
-        backend = open_backend(target, progress)
-        if not keep():
-            backend.close()
-            return None
+        if isinstance(target, LocalModel):
+            engine = self.residents.take(target)
+            if engine is not None:
+                self._speculate(engine, target)
+                self.backend, self._local = engine, target
+                info = replace(describe(engine, target, (time.perf_counter() - t0) * 1000), resident=True)
+                self._restore()
+                self._report_residents()
+                return info
+            self.residents.make_room(target)
+            engine = open_local(target, progress)
+            if not keep():
+                engine.close()
+                self._report_residents()
+                return None
+            self.residents.add(target, engine)
+            backend: ChatBackend = engine
+        else:
+            backend = open_backend(target, progress)
+            if not keep():
+                backend.close()
+                return None
         self.backend = backend
         self._local = target if isinstance(target, LocalModel) else None
         info = describe(backend, target, (time.perf_counter() - t0) * 1000)
         self._restore()
+        self._report_residents()
         return info
 
+    def step_aside(self) -> None:
+        """Stop serving; what answers stops answering: a local model stays resident (idle, its live
+        cache kept), an endpoint is closed."""
+        self._stop_server()
+        backend, self.backend, self._local = self.backend, None, None
+        if backend is None:
+            return
+        if backend.local is not None and self.residents.current:
+            self.residents.step_aside()
+        else:
+            backend.close()
+
     def unload(self) -> None:
-        """Stop serving, save the chat's cache, free the model (or close the endpoint)."""
+        """Stop serving, save the chat's cache, free the chat's model (or close the endpoint); the
+        other resident models stay."""
         self._stop_server()
         if self.backend is not None:
-            self._save()
-            self.backend.close()
-            self.backend = None
+            backend, self.backend = self.backend, None
+            if self.residents.current:
+                self.residents.forget(self.residents.current)
+                self._retire_backend(backend)
+            else:
+                self._save_of(backend)
+                backend.close()
         self._local = None
+        self._report_residents()
+
+    def close(self) -> None:
+        """Free everything: the chat's model and every resident (their caches saved)."""
+        self.unload()
+        self.residents.close()
+        self._report_residents()
+
+    # --- the resident models ----------------------------------------------------------------
+    def resident_models(self) -> ResidentModels:
+        return self.residents.snapshot()
+
+    def unload_model(self, path: str) -> bool:
+        """Unload a resident model that is not the chat's (its cache saved); False when it was not
+        resident.
+
+        Raises:
+            ModelBusy: it is the chat's model.
+        """
+        done = self.residents.unload(path)
+        self._report_residents()
+        return done
+
+    def pin_model(self, path: str, pinned: bool = True) -> bool:
+        """Pin a resident model (never unloaded to make room) or unpin it; False when not resident."""
+        done = self.residents.pin(path, pinned)
+        self._report_residents()
+        return done
+
+    def _speculate(self, engine: ChatEngine, target: LocalModel) -> None:
+        """A resident taken again: its speculation as the target wants it (a draft loaded only if new)."""
+        engine.speculation_note = ""
+        draft = engine.draft_model  # what it has, whatever was asked of it since its load
+        had = Speculation("draft", str(draft.path)) if draft is not None else None
+        try:
+            apply_speculation(engine, target.speculation, had)
+        except EngineError as e:
+            engine.speculation_note = refusal_text(e)
+
+    def _retire(self, engine: ChatEngine) -> None:
+        """A resident leaves memory: its live cache saved to disk first (closed by the caller)."""
+        self._save_engine(engine)
+
+    def _retire_backend(self, backend: ChatBackend) -> None:
+        self._save_of(backend)
+        backend.close()
+
+    def _report_residents(self) -> None:
+        self.events.residents(self.residents.snapshot())
 
     def stream(self, request: ChatRequest, cancel: threading.Event | None = None) -> Iterator[Event]:
         """Answer `request` with what answers now (its conversation becomes the one shown).
@@ -131,9 +243,11 @@ class ChatSession:
         except ExposureError as e:
             raise ServeRefused(f"The server could not start: {e}") from None
         local = self._local
+        self.residents.forget(local.path)
         self._save()
         self.backend.close()  # one copy of the model: the server's, with a slot for this chat
         self.backend = None
+        self._report_residents()
         try:
             server = RunningServer.open(options, on_snapshot=self.events.server_snapshot)
         except (EngineError, OSError, ValueError) as e:
@@ -163,12 +277,17 @@ class ChatSession:
 
     def _reload(self, local: LocalModel) -> None:
         try:
-            self.backend = open_backend(local)
+            self.residents.make_room(local)
+            engine = open_local(local)
         except (EngineError, OSError, ValueError) as e:
             self._local = None
             self.events.reload_failed(str(e))
+            self._report_residents()
             return
+        self.backend, self._local = engine, local
+        self.residents.add(local, engine)
         self._restore()
+        self._report_residents()
 
     # --- the KV cache on disk: saved as the user leaves a conversation, restored on return ----
     def show(self, messages: list[Message]) -> None:
@@ -197,7 +316,16 @@ class ChatSession:
 
     def _save(self) -> None:
         engine = self._local_engine()
-        if engine is None or self.disk is None:
+        if engine is not None:
+            self._save_engine(engine)
+
+    def _save_of(self, backend: ChatBackend) -> None:
+        engine = backend.disk_cache
+        if engine is not None:
+            self._save_engine(engine)
+
+    def _save_engine(self, engine: KeepsCacheOnDisk) -> None:
+        if self.disk is None:
             return
         try:
             result = engine.save_state(self.disk)

@@ -34,6 +34,7 @@ class LoadedModel:
     projector: str = ""  # the projector (mmproj) file a local model sees images with ("": none)
     vision: str = ""  # its projector, or that images need one and the file to get ("": nothing to say)
     flash_attn: bool | None = None  # whether flash attention is on, as llama.cpp resolved it (None: remote)
+    resident: bool = False  # it was already in memory: switched to without a load
 
     @property
     def format_from_model(self) -> bool:

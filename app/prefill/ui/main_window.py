@@ -42,7 +42,7 @@ from prefill.ui.keyboard_access import install_focus_order
 from prefill.ui.models.loading import ModelLoading
 from prefill.ui.models.main_tabs import MainTabs, build_models_page
 from prefill.ui.models.picker import ModelPicker, loaded_name
-from prefill.ui.models.room import wire_model_choice
+from prefill.ui.models.room import LibraryListing, wire_model_choice, wire_residents
 from prefill.ui.panels import PanelToggles, StatusLabel, ask_export_chat, set_toolbar_icons
 from prefill.ui.server.room import ServerRoom
 from prefill.ui.settings_apply import follow_engine_settings, follow_theme, reload_on_load_settings
@@ -204,6 +204,11 @@ class MainWindow(QMainWindow):
         self.shortcuts_action = bar.addAction("Shortcuts")
         self.shortcuts_action.setToolTip("Every keyboard shortcut (Ctrl+/)")
 
+    def _models_dir(self) -> Path:
+        from prefill.hub.paths import default_models_dir
+
+        return Path(self.settings.ui.models_dir) if self.settings.ui.models_dir else default_models_dir()
+
     def _fill_model_combo(self) -> None:
         paths = [str(self.bundled)] if self.bundled is not None else []
         self.picker.set_paths([*paths, self.settings.model.last_model_path] if self.settings.model.last_model_path
@@ -226,6 +231,9 @@ class MainWindow(QMainWindow):
         self.history.offer_actions(self.actions_offered)
         wire_model_choice(self.picker, self.store, self.load_model, self.load_remote, self._open_file,
                           self._add_remote)
+        wire_residents(self.picker, w, self.show_notice)
+        self.library_listing = LibraryListing(self.picker, self._models_dir, self.show_notice, self)
+        self.library_listing.refresh()
         self.welcome.use_model.connect(self.load_model)
         self.welcome.open_file.connect(self._open_file)
         self.server = ServerRoom(self, w, self.serve_action, self.show_notice, self._serve_options)
@@ -322,6 +330,7 @@ class MainWindow(QMainWindow):
         self.models_page.load_requested.connect(self.load_model)
         self.models_page.load_requested.connect(lambda _path: self.tabs.show_chat())
         self.models_page.fit_compared.connect(self.show_notice)
+        self.models_page.library_panel.refreshed.connect(self.library_listing.refresh)  # a download, an import
         self.model_loaded.connect(self.models_page.compare_loaded)
         return self.models_page
 
@@ -474,6 +483,7 @@ class MainWindow(QMainWindow):
         if self.models_page is not None:
             self.models_page.close_jobs(2000)
         self.images.jobs.close(2000)
+        self.library_listing.close(2000)
         if self.downloads is not None:
             self.downloads.close(wait=False)  # a download killed mid-way resumes on the next run
         self.settings = self.window_state_settings()

@@ -145,3 +145,20 @@ def test_the_model_group_says_where_it_runs_and_whether_it_reads_images(qtbot) -
     assert sidebar.text("backend") == "H200: 30/30 layers" and sidebar.text("vision") == note
     sidebar.set_model(m)
     assert sidebar.text("vision") == "text only"
+
+
+def test_the_memory_line_sums_the_resident_models_against_the_budget(qtbot) -> None:
+    from prefill.pool.memory import ModelMemory
+    from prefill.session.residents import ResidentModel, ResidentModels
+
+    sidebar = sidebar_of(qtbot)
+    assert sidebar.text("memory") == "—"
+    mib = 1 << 20
+    sidebar.set_residents(ResidentModels((ResidentModel("/m/a.gguf", "A", ModelMemory(300 * mib, 200 * mib, 12 * mib),
+                                                        False, True),
+                                          ResidentModel("/m/b.gguf", "B", ModelMemory(500 * mib, 0, 0), True, False)),
+                                         budget=8 << 30))
+    assert sidebar.text("memory") == "2 models · 1012.0 MiB of 8.0 GiB"
+    assert "B: 500 MiB (pinned)" in sidebar.labels["memory"].toolTip()
+    sidebar.set_residents(ResidentModels())
+    assert sidebar.text("memory") == "—"

@@ -104,6 +104,7 @@ def wire_sidebar(sidebar: EngineSidebar, worker: EngineWorker) -> None:
     """The sidebar's figures from the engine: the load's progress, the KV cache, the tool rounds."""
     worker.load_progress.connect(sidebar.set_load_progress)
     worker.kv_state.connect(sidebar.set_kv)
+    worker.residents_changed.connect(sidebar.set_residents)
     worker.tool_loop_finished.connect(lambda _request, end: sidebar.on_tool_rounds(end.timings, end.tool_rounds))
 
 

@@ -1,7 +1,13 @@
 """The model picker: model files beside saved remote endpoints, and the ways to add either.
 
+It lists every model of the library (`set_paths`), marks those resident in memory with what they
+take (`set_residents`), and offers, on a right click on a resident one (in the list, or on the
+picker for the model shown), to unload it or pin it.
+
 Signals:
     local_chosen(str): a model file's path.
+    unload_requested(str): "Unload from memory" on a resident model: its path.
+    pin_requested(str, bool): "Pin in memory" (True) or "Unpin" (False) on a resident model: its path.
     remote_chosen(object): a SavedEndpoint.
     open_file_requested(): "Open a .gguf file…" was picked.
     add_remote_requested(): "Add a remote endpoint…" was picked.
@@ -12,12 +18,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QComboBox
+from PySide6.QtCore import QObject, QPoint, Qt, Signal
+from PySide6.QtWidgets import QComboBox, QMenu
 
 from prefill.engine.gguf.projector_files import is_projector_name
+from prefill.engine.units import format_bytes
 from prefill.hub.model_names import model_display_name
 from prefill.session.loaded import LoadedModel
+from prefill.session.residents import ResidentModel, ResidentModels
 from prefill.store.endpoints import SavedEndpoint
 from prefill.ui.widgets.plain_text import tooltip
 
@@ -41,15 +49,24 @@ class ModelPicker(QObject):
     open_file_requested = Signal()
     add_remote_requested = Signal()
     edit_remote_requested = Signal(object)
+    unload_requested = Signal(str)
+    pin_requested = Signal(str, bool)
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self.combo = QComboBox()
         self.combo.setMinimumWidth(280)
         self.combo.setObjectName("model-picker")
-        self.paths: list[str] = []
+        self.paths: list[str] = []  # the window's own: the bundled model, the last used
+        self.library: list[str] = []  # every model of the library
         self.endpoints: list[SavedEndpoint] = []
+        self.residents = ResidentModels()
         self.combo.activated.connect(self._on_combo_activated)
+        self.combo.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.combo.customContextMenuRequested.connect(self._on_combo_context_menu)
+        view = self.combo.view()
+        view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        view.customContextMenuRequested.connect(self._on_view_context_menu)
         self.fill()
 
     def set_paths(self, paths: list[str]) -> None:
@@ -57,9 +74,61 @@ class ModelPicker(QObject):
         self.paths = [p for p in dict.fromkeys(paths) if not is_projector_name(p)]
         self.fill()
 
+    def set_library(self, paths: list[str]) -> None:
+        """Every model of the library (listed first)."""
+        self.library = [p for p in dict.fromkeys(paths) if not is_projector_name(p)]
+        self.fill()
+
     def set_endpoints(self, endpoints: list[SavedEndpoint]) -> None:
         self.endpoints = list(endpoints)
         self.fill()
+
+    def set_residents(self, shown: ResidentModels) -> None:
+        """The models in memory: marked in the list with their memory (a resident file not listed yet is
+        added: one opened from disk)."""
+        self.residents = shown
+        self.fill()
+
+    def resident(self, path: str) -> ResidentModel | None:
+        return next((m for m in self.residents.models if m.path == path), None)
+
+    def label(self, path: str) -> str:
+        """An entry's text: the name a person reads, and, for a resident model, its memory."""
+        name = model_display_name(Path(path))
+        m = self.resident(path)
+        if m is None:
+            return name
+        pin = ", pinned" if m.pinned else ""
+        return f"{name}  ● in memory, {format_bytes(m.memory.total)}{pin}"
+
+    def resident_menu(self, path: str) -> QMenu | None:
+        """The menu of a resident model (None for one not in memory): unload it, pin or unpin it."""
+        m = self.resident(path)
+        if m is None:
+            return None
+        menu = QMenu(self.combo)
+        unload = menu.addAction("Unload from memory")
+        unload.setEnabled(not m.current)
+        if m.current:
+            unload.setToolTip("The chat's model: pick another first")
+        unload.triggered.connect(lambda: self.unload_requested.emit(path))
+        pin = menu.addAction("Unpin (may be unloaded for room)" if m.pinned else "Pin in memory (never unloaded "
+                             "for room)")
+        pin.triggered.connect(lambda: self.pin_requested.emit(path, not m.pinned))
+        return menu
+
+    def _on_combo_context_menu(self, pos: QPoint) -> None:
+        self._popup(self.combo.currentData(), self.combo.mapToGlobal(pos))
+
+    def _on_view_context_menu(self, pos: QPoint) -> None:
+        view = self.combo.view()
+        self._popup(view.indexAt(pos).data(Qt.ItemDataRole.UserRole), view.mapToGlobal(pos))
+
+    def _popup(self, data: object, at: QPoint) -> None:
+        menu = self.resident_menu(data) if isinstance(data, str) else None
+        if menu is not None:
+            menu.exec(at)
+            menu.deleteLater()
 
     def endpoint_names(self) -> set[str]:
         return {e.name for e in self.endpoints}
@@ -69,8 +138,9 @@ class ModelPicker(QObject):
         self.combo.blockSignals(True)
         self.combo.clear()
         self.combo.addItem("Choose a model…", "")
-        for p in self.paths:  # a name a person reads; the file itself on hover
-            self.combo.addItem(model_display_name(Path(p)), p)
+        listed = list(dict.fromkeys([*self.library, *self.paths, *(m.path for m in self.residents.models)]))
+        for p in listed:  # a name a person reads; the file itself on hover
+            self.combo.addItem(self.label(p), p)
             self.combo.setItemData(self.combo.count() - 1, tooltip(p), Qt.ItemDataRole.ToolTipRole)
         for e in self.endpoints:
             self.combo.addItem(f"⇄ {e.name} · {e.model or 'its first model'}", REMOTE + e.name)

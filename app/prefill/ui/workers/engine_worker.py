@@ -86,7 +86,11 @@ class EngineWorker(QObject):
         loaded(object): a LoadedModel, after a load succeeded.
         load_failed(str): why a load failed, in words.
         load_cancelled(int): the tag `load` returned; that load was cancelled or superseded
-            (the model it replaced is unloaded).
+            (the model it replaced stays resident, idle).
+        residents_changed(object): a session.residents.ResidentModels: the local models in memory,
+            their memory, which is pinned and which is the chat's, and the budget (after a load, an
+            unload, a pin).
+        resident_refused(str): an unload by hand was refused (the chat's own model), in words.
         prefill_done(int, object): request id, PrefillDone.
         metrics(int, object): request id, MetricsSnapshot (a few times a second).
         finished(int, object): request id, Finished (its text is the whole answer).
@@ -138,6 +142,8 @@ class EngineWorker(QObject):
     speculation_refused = Signal(str)
     compacted = Signal(int, object)
     compaction_failed = Signal(int, str)
+    residents_changed = Signal(object)
+    resident_refused = Signal(str)
 
     # requests, queued into the worker's thread: the typed methods below emit them
     _request_load = Signal(int, object)
@@ -152,6 +158,8 @@ class EngineWorker(QObject):
     _request_cache_budget = Signal(object)  # bytes (an int past 2 GiB: not a Qt int)
     _request_clear_cache = Signal()
     _request_speculative = Signal(object)
+    _request_unload_model = Signal(str)
+    _request_pin_model = Signal(str, bool)
 
     def __init__(self, disk: KvDiskCache | None = None) -> None:
         super().__init__()
@@ -185,6 +193,8 @@ class EngineWorker(QObject):
         self._request_cache_budget.connect(self._on_request_cache_budget)
         self._request_clear_cache.connect(self._on_request_clear_cache)
         self._request_speculative.connect(self._on_request_speculative)
+        self._request_unload_model.connect(self._on_request_unload_model)
+        self._request_pin_model.connect(self._on_request_pin_model)
 
     @property
     def session(self) -> ChatSession:
@@ -195,7 +205,7 @@ class EngineWorker(QObject):
             self._session = ChatSession(self.disk, SessionEvents(
                 cache_note=self.cache_note.emit, disk_usage=self.disk_cache.emit,
                 server_snapshot=self.server_snapshot.emit, serve_stopped=self.serve_stopped.emit,
-                reload_failed=self.load_failed.emit,
+                reload_failed=self.load_failed.emit, residents=self.residents_changed.emit,
             ))
         return self._session
 
@@ -210,7 +220,9 @@ class EngineWorker(QObject):
 
     # --- requests, from the GUI thread ---------------------------------------------
     def load(self, path: str, settings: LoadSettings) -> int:
-        """Load a model (after unloading the current one); a newer load supersedes this one.
+        """Make a model the chat's: one still in memory is taken as it is (`loaded` carries `resident`),
+        else it is loaded, the one it replaces kept in memory while the budget allows; a newer load
+        supersedes this one.
 
         Returns:
             The tag `load_cancelled` names if this load is cancelled.
@@ -221,7 +233,7 @@ class EngineWorker(QObject):
         return self._load(LocalModel(path, settings, self.speculation or Speculation(), mmproj=BESIDE))
 
     def load_remote(self, endpoint: SavedEndpoint) -> int:
-        """Chat through a remote endpoint (after unloading the local model); as `load`, a newer load
+        """Chat through a remote endpoint (the local model stays in memory, idle); as `load`, a newer load
         supersedes it. `loaded` then carries `remote` and `n_ctx` 0 (the remote's context is not known)."""
         from prefill.session.backends import RemoteEndpoint
 
@@ -276,8 +288,17 @@ class EngineWorker(QObject):
         self.gate.answer(serial, decision)
 
     def unload(self) -> None:
-        """Free the model."""
+        """Free the chat's model (the other resident ones stay)."""
         self._request_unload.emit()
+
+    def unload_model(self, path: str) -> None:
+        """Unload a resident model that is not the chat's; `residents_changed` follows (or
+        `resident_refused`). Queued behind a running answer, so a model generating is never unloaded."""
+        self._request_unload_model.emit(path)
+
+    def pin_model(self, path: str, pinned: bool) -> None:
+        """Pin a resident model (never unloaded to make room for another) or unpin it."""
+        self._request_pin_model.emit(path, pinned)
 
     def ask_count(self, tag: int, messages: list[Message]) -> None:
         """Count the prompt tokens of `messages`; only the newest count request is computed."""
@@ -318,7 +339,7 @@ class EngineWorker(QObject):
     @Slot(int, object)
     def _on_request_load(self, tag: int, target: Target) -> None:
         session = self.session
-        session.unload()  # the window forgot it when it asked for this load
+        session.step_aside()  # the window forgot it when it asked for this load; it stays resident
         if tag != self._wanted_load:  # cancelled or superseded while it waited
             self.load_cancelled.emit(tag)
             return
@@ -348,6 +369,17 @@ class EngineWorker(QObject):
     @Slot()
     def _on_request_unload(self) -> None:
         self.session.unload()
+
+    @Slot(str)
+    def _on_request_unload_model(self, path: str) -> None:
+        try:
+            self.session.unload_model(path)
+        except EngineError as e:  # ModelBusy: the chat's own model
+            self.resident_refused.emit(str(e))
+
+    @Slot(str, bool)
+    def _on_request_pin_model(self, path: str, pinned: bool) -> None:
+        self.session.pin_model(path, pinned)
 
     @Slot(object)
     def _on_request_serve(self, options: ServeOptions) -> None:
@@ -414,7 +446,7 @@ class EngineWorker(QObject):
 
     @Slot()
     def _on_request_shutdown(self) -> None:
-        self.session.unload()
+        self.session.close()
         QThread.currentThread().quit()
 
     def _report_kv(self) -> None:

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.session.loaded import LoadedModel
+from prefill.session.residents import ResidentModels
 from prefill.session.tool_loop import RoundTiming
 from prefill.ui.chat.sidebar.draft_strip import DraftStrip
 from prefill.ui.chat.sidebar.sidebar_plot import RatePlot
@@ -111,6 +112,7 @@ class EngineSidebar(QWidget):
         self._figure(mf, "format", "—")
         self._figure(mf, "vision", "—")
         self.labels["vision"].setWordWrap(True)
+        self._figure(mf, "memory", "—")
         self.warning = plain_label()
         self.warning.setObjectName("backend-warning")
         self.warning.setWordWrap(True)
@@ -256,7 +258,8 @@ class EngineSidebar(QWidget):
             self.labels["model"].setToolTip(tooltip(f"The model as the server names it: {m.name}"))
             self.set_kv(MetricsSnapshot())
         else:
-            self.labels["model"].setText(f"{name} · {m.model_bytes / MIB:.0f} MiB · loaded in {m.load_ms:.0f} ms")
+            how = "already in memory" if m.resident else f"loaded in {m.load_ms:.0f} ms"
+            self.labels["model"].setText(f"{name} · {m.model_bytes / MIB:.0f} MiB · {how}")
             self.labels["model"].setToolTip(tooltip(f"Named inside the file (general.name): {m.name}\n{m.path}"))
         vram = m.device.vram_bytes if m.device is not None else 0
         self.labels["backend"].setText(m.backend_summary + (f" · {vram / MIB:,.0f} MiB of GPU memory" if vram else ""))
@@ -265,6 +268,14 @@ class EngineSidebar(QWidget):
         self.labels["format"].setText("the model's own template" if m.format_from_model else m.chat_format_label)
         self.warning.setText(f"⚠ {m.backend_warning}" if m.backend_warning else "")
         self.warning.setVisible(bool(m.backend_warning))
+
+    def set_residents(self, shown: ResidentModels) -> None:
+        """The memory line: the local models in memory and what they take against the budget."""
+        self.labels["memory"].setText(shown.line() if shown.models else "—")
+        names = "\n".join(f"{m.name}: {m.memory.total / MIB:,.0f} MiB{' (pinned)' if m.pinned else ''}"
+                          f"{' (in use)' if m.current else ''}" for m in shown.models)
+        self.labels["memory"].setToolTip(tooltip(f"{names}\n\n{FIGURES['memory'].tip}" if names
+                                                 else FIGURES["memory"].tip))
 
     # --- an answer ------------------------------------------------------------------------
     def set_budget(self, budget: int | None) -> None:

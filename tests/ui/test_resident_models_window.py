@@ -1,0 +1,97 @@
+"""Several local models in memory in the window: the picker lists the library and marks the resident
+models with their memory; A → B → A loads A once and answers from its live cache; a resident model is
+pinned or unloaded from the picker's menu (never the chat's own); the sidebar's memory line sums them.
+Real models: the bundled SmolLM2 and a tiny one from the project's writer, on the real engine thread."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from prefill.engine.events import PrefillDone
+from prefill.engine.local.chat_engine import ChatEngine
+from prefill.engine.local.kv_disk import KvDiskCache
+from prefill.session.residents import ResidentModels
+from tests.ui.conftest import load, send, small_settings
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every ChatEngine.load (on the engine thread), by file name."""
+    seen: list[str] = []
+    real = ChatEngine.load.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[ChatEngine], path: str | Path, *args: object, **kw: object) -> ChatEngine:
+        seen.append(Path(path).name)
+        return real(cls, path, *args, **kw)
+
+    monkeypatch.setattr(ChatEngine, "load", classmethod(counting))
+    return seen
+
+
+def entries(w) -> list[str]:
+    combo = w.picker.combo
+    return [combo.itemData(i) for i in range(combo.count())]
+
+
+def test_a_to_b_to_a_loads_a_once_and_the_picker_offers_unload_and_pin(
+        app, qtbot, smollm2: Path, tiny_model: Path, tmp_path: Path, loads: list[str]) -> None:
+    library = tmp_path / "library"
+    library.mkdir()
+    tiny = library / "tiny.gguf"
+    shutil.copyfile(tiny_model, tiny)
+    settings = small_settings(max_tokens=8)
+    w = app.open(replace(settings, ui=replace(settings.ui, models_dir=str(library))),
+                 KvDiskCache(app.data / "kv", min_free=0))
+    qtbot.waitUntil(lambda: str(tiny) in entries(w), timeout=10_000)  # the library, read off the GUI thread
+    worker = w.engine.worker
+    loaded: list[object] = []
+    w.model_loaded.connect(loaded.append)
+    prefills: list[PrefillDone] = []
+    worker.prefill_done.connect(lambda _rid, p: prefills.append(p))
+
+    load(qtbot, w, smollm2)
+    send(qtbot, w, "Name a colour.")
+    a = worker.engine
+    load(qtbot, w, tiny)
+    send(qtbot, w, "And another?")
+    load(qtbot, w, smollm2)
+    assert loads == [smollm2.name, "tiny.gguf"]  # A was not loaded a second time
+    assert [getattr(m, "resident", None) for m in loaded] == [False, False, True]
+    assert worker.engine is a
+    assert "already in memory" in w.sidebar.text("model")
+    residents: ResidentModels = w.picker.residents  # as the worker reported them, on the GUI thread
+    assert {Path(m.path).name for m in residents.models} == {smollm2.name, "tiny.gguf"}
+    assert w.sidebar.text("memory").startswith("2 models · ") and " of " in w.sidebar.text("memory")
+    combo = w.picker.combo
+    marked = [combo.itemText(i) for i in range(combo.count()) if "in memory" in combo.itemText(i)]
+    assert len(marked) == 2
+
+    send(qtbot, w, "One more?")
+    assert prefills[-1].restored_tokens == 0 and prefills[-1].cached_tokens > 0  # A's live cache, no restore
+
+    own = w.picker.resident_menu(str(smollm2))
+    assert own is not None and not own.actions()[0].isEnabled()  # the chat's model: not unloaded from here
+    refused: list[str] = []
+    worker.resident_refused.connect(refused.append)  # called on the engine thread
+    worker.unload_model(str(smollm2))
+    qtbot.waitUntil(lambda: bool(refused), timeout=10_000)
+    assert "the chat's model" in refused[0]
+
+    menu = w.picker.resident_menu(str(tiny))
+    assert menu is not None
+    menu.actions()[1].trigger()  # pin
+    qtbot.waitUntil(lambda: w.picker.resident(str(tiny)) is not None and w.picker.resident(str(tiny)).pinned)
+    assert "pinned" in combo.itemText(combo.findData(str(tiny)))
+    menu = w.picker.resident_menu(str(tiny))
+    assert menu is not None
+    menu.actions()[0].trigger()  # unload
+    qtbot.waitUntil(lambda: w.picker.resident(str(tiny)) is None)
+    assert w.sidebar.text("memory").startswith("1 model · ")
+    assert "in memory" not in combo.itemText(combo.findData(str(tiny)))
+    assert str(tiny) in entries(w)  # still in the library's list, to load again
