@@ -15,7 +15,7 @@ from prefill.cli import build_parser
 from prefill.commands.chat_tools import tool_calls_json
 from prefill.engine.events import Finished, MetricsSnapshot
 from prefill.engine.message import Message, ToolCall
-from prefill.server.shapes import timings
+from prefill.server.openai.shapes import timings
 from prefill.session.tool_loop import LoopFinished, ToolCallDone
 from tests.commands.test_chat_terminal import prefill
 

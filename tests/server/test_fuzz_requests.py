@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from prefill.engine.settings import LoadSettings
 from prefill.server.errors import ApiError
 from prefill.server.lifecycle import RunningServer, ServeOptions
-from prefill.server.parse import MAX_STOPS, GenerationRequest, parse_chat, parse_completion, parse_json
+from prefill.server.openai.parse import MAX_STOPS, GenerationRequest, parse_chat, parse_completion, parse_json
 from tests.json_fuzz import FUZZ, GONE, mutated
 from tests.json_fuzz import json_values as json_values_of
 

@@ -8,7 +8,7 @@ import pytest
 
 from prefill.engine.message import ToolCall
 from prefill.server.errors import ApiError
-from prefill.server.parse import parse_chat
+from prefill.server.openai.parse import parse_chat
 
 CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 WEATHER = {"type": "function",

@@ -14,7 +14,7 @@ import httpx2 as httpx
 import pytest
 
 from prefill.engine.events import MetricsSnapshot
-from prefill.server.shapes import timings
+from prefill.server.openai.shapes import timings
 from tests.server.conftest import Served, start_server, stop_server
 
 COPY = ("Repeat this text exactly:\n\nThe river town woke slowly that spring. Fishermen mended their nets along "

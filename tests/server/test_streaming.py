@@ -12,9 +12,10 @@ from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.prompt.model_chat import plain_reader
 from prefill.engine.settings import ServeSampling
 from prefill.server import loop_waker
-from prefill.server.generate import EventStream, stream_reply
+from prefill.server.generate import EventStream
 from prefill.server.loop_waker import LoopWaker
-from prefill.server.shapes import Reply, sse
+from prefill.server.openai.replies import stream_reply
+from prefill.server.openai.shapes import Reply, sse
 
 
 def test_text_chunk_is_the_chunk_encoded_whole() -> None:

@@ -92,3 +92,4 @@ class Finished:
     error: str = ""  # with reason "error": what cut the answer short, in words
     tool_calls: tuple[ToolCall, ...] = ()  # the calls the answer made, in order
     malformed_calls: tuple[str, ...] = ()  # why each call the model began did not parse (its text is in `text`)
+    stop: str = ""  # the stop string that ended the answer (reason "stop"; "" for an end of turn or none)

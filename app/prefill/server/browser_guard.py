@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -54,18 +55,22 @@ def host_name(host: str) -> str:
 
 
 class BrowserGuard:
-    """ASGI middleware, outermost: Host, Origin and the JSON content type, checked before any work."""
+    """ASGI middleware, outermost: Host, Origin and the JSON content type, checked before any work.
+    `shape` words a refusal for its path (each dialect's errors have their own shape; default OpenAI's)."""
 
-    def __init__(self, app: ASGIApp, hosts: frozenset[str] | None, origins: tuple[str, ...]):
+    def __init__(self, app: ASGIApp, hosts: frozenset[str] | None, origins: tuple[str, ...],
+                 shape: Callable[[str], Callable[[ApiError], dict[str, object]]] | None = None):
         self.app = app
         self.hosts = hosts
         self.origins = frozenset(o.rstrip("/").lower() for o in origins)
+        self.shape = shape
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             refusal = self.refusal(scope)
             if refusal is not None:
-                await _refuse(send, refusal)
+                body = self.shape(scope["path"])(refusal) if self.shape is not None else refusal.body()
+                await _refuse(send, refusal.status, body)
                 return
         await self.app(scope, receive, send)
 
@@ -92,8 +97,8 @@ class BrowserGuard:
         return None
 
 
-async def _refuse(send: Send, err: ApiError) -> None:
-    body = json.dumps(err.body()).encode()
-    await send({"type": "http.response.start", "status": err.status, "headers": [
+async def _refuse(send: Send, status: int, obj: dict[str, object]) -> None:
+    body = json.dumps(obj).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})

@@ -18,8 +18,8 @@ from prefill.engine.errors import EngineError
 from prefill.pool.pool import ModelStatus, Resident
 from prefill.server.cost_bounds import read_body
 from prefill.server.errors import bad_request, model_not_found
-from prefill.server.parse import parse_json, requested_model
-from prefill.server.shapes import model_list
+from prefill.server.fields import parse_json, requested_model
+from prefill.server.openai.shapes import model_list
 from prefill.server.state import ServeState, pool_error
 
 CONTROL_BODY = 16 * 1024  # a load or unload body: a name and two fields

@@ -48,3 +48,11 @@ def test_streams_match_the_reference_wherever_the_tokens_are_cut() -> None:
         if not hit:
             shown += m.flush()
         assert (shown, hit) == reference(stops, text), (stops, text)
+
+
+def test_the_stop_string_met_is_named() -> None:
+    m = StopMatcher(("END", "\n\n"))
+    assert m.feed("one\n") == ("one", False) and m.matched == ""
+    assert m.feed("\ntwo END") == ("", True) and m.matched == "\n\n"  # the earliest, split across feeds
+    later = StopMatcher(("END", "x"))
+    assert later.feed("a END x") == ("a ", True) and later.matched == "END"

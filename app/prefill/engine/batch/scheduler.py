@@ -519,7 +519,7 @@ class BatchScheduler:
             metrics = replace(metrics, draft_n=j.drafts.drafted, draft_n_accepted=j.drafts.accepted)
         self._cancelled += reason == "cancelled"
         self._release(j)
-        self._emit(j.handle, Finished(reason, "".join(j.pieces), metrics))
+        self._emit(j.handle, Finished(reason, "".join(j.pieces), metrics, stop=j.answer.stopped_by))
 
     def _fail(self, j: _Job, message: str) -> None:
         """Give up on a request; its sequence is cleared, since a failed decode may leave

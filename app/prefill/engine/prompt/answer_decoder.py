@@ -67,6 +67,11 @@ class AnswerDecoder:
             self.budget.saw(text, self._forced)
         return self._stops.feed(text)
 
+    @property
+    def stopped_by(self) -> str:
+        """The stop string that ended the answer ("" when none did)."""
+        return self._stops.matched
+
     def flush(self) -> str:
         """The end of the answer: text held back for a stop string that never came.
         A character cut off by the end is dropped, never shown as U+FFFD."""

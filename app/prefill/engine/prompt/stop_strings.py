@@ -15,6 +15,7 @@ class StopMatcher:
     def __init__(self, stops: Sequence[str]):
         self.stops = tuple(s for s in stops if s)
         self.held = ""
+        self.matched = ""  # the stop string that was hit ("" until one is)
 
     def feed(self, text: str) -> tuple[str, bool]:
         """Add decoded text; returns (text safe to show, whether a stop string was hit)."""
@@ -25,7 +26,7 @@ class StopMatcher:
         for s in self.stops:  # the earliest stop string wins, whichever is listed first
             i = buf.find(s)
             if i >= 0 and (cut < 0 or i < cut):
-                cut = i
+                cut, self.matched = i, s
         if cut >= 0:
             self.held = ""
             return buf[:cut], True

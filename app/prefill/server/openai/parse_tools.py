@@ -9,24 +9,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from prefill.engine.message import ToolCall
 from prefill.engine.request import ResponseFormat, Tool
+from prefill.server.core import ToolsAsked
 from prefill.server.errors import ApiError, bad_request
 
 MAX_TOOLS = 128
 MAX_SCHEMA_BYTES = 64 * 1024  # one tool's parameters, or a response format's schema
 NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}\Z")  # OpenAI's function names, with the dots and colons some clients use
-
-
-@dataclass(frozen=True)
-class ToolsAsked:
-    tools: tuple[Tool, ...] = ()
-    choice: str = "auto"
-    parallel: bool = True
-    response_format: ResponseFormat | None = None
 
 
 def parse_tool_fields(obj: dict[str, Any]) -> ToolsAsked:

@@ -1,4 +1,5 @@
-"""The door: every request body is checked here, once, and becomes a typed request.
+"""The door for OpenAI's bodies (chat and text completions): every one is checked here, once, and
+becomes the core's `GenerationRequest`.
 
 Anything malformed, unknown or unsupported becomes an `ApiError` with OpenAI's
 status and shape; code behind this module may trust what it gets.
@@ -6,64 +7,24 @@ status and shape; code behind this module may trust what it gets.
 
 from __future__ import annotations
 
-import json
-import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from prefill.engine.message import Message, Role
-from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, ChatRequest, TemplateOptions
+from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, TemplateOptions
 from prefill.engine.settings import ServeSampling
-from prefill.pool.memory import parse_duration
+from prefill.server.core import DEFAULTS, UNLIMITED, GenerationRequest
 from prefill.server.errors import ApiError, bad_request, model_not_found
+from prefill.server.fields import get_bool as _bool
+from prefill.server.fields import get_float as _float
+from prefill.server.fields import get_int as _int
+from prefill.server.fields import parse_json, requested_model
+from prefill.server.fields import unicode_text as _unicode
 from prefill.server.images import ImageRef, image_url_of
-from prefill.server.parse_tools import ToolsAsked, parse_tool_calls, parse_tool_fields
+from prefill.server.openai.parse_tools import parse_tool_calls, parse_tool_fields
 
 MAX_STOPS = 16
-UNLIMITED = 1 << 20  # no max_tokens: the schema's maximum; a slot's context is the real bound
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
                            "tool": "tool"}
-# Sampling when a request leaves a field out: llama.cpp's usual chain, without a repeat penalty
-# (OpenAI has none; frequency and presence penalties are the API's own).
-DEFAULTS = ServeSampling(repeat_penalty=1.0)
-
-
-@dataclass(frozen=True)
-class GenerationRequest:
-    """A chat or completion request, checked."""
-
-    kind: str  # "chat" or "completion"
-    model: str
-    messages: tuple[Message, ...] = ()  # chat
-    prompt: str = ""  # completion
-    stream: bool = False
-    include_usage: bool = False
-    sampling: ServeSampling = field(default_factory=lambda: DEFAULTS)
-    tools: ToolsAsked = field(default_factory=ToolsAsked)
-    images: tuple[ImageRef, ...] = ()  # chat: the image_url parts, unread (server/images.py reads them)
-    options: TemplateOptions = field(default_factory=TemplateOptions)  # chat: how a reasoning model thinks
-    compaction: str = "off"  # chat: "auto", summarise a conversation that would not fit (server/compaction.py)
-
-    @property
-    def chat_request(self) -> ChatRequest:
-        """A chat's turn as every backend takes it."""
-        t = self.tools
-        return ChatRequest(self.messages, self.sampling, options=self.options, tools=t.tools, tool_choice=t.choice,
-                           response_format=t.response_format, parallel_tool_calls=t.parallel)
-
-
-def parse_json(body: bytes) -> dict[str, Any]:
-    try:
-        obj = json.loads(body)
-    except json.JSONDecodeError as e:
-        raise bad_request(f"The body is not valid JSON: {e}.") from None
-    except RecursionError:
-        raise bad_request("The body's JSON is nested too deeply.") from None
-    except ValueError as e:  # not UTF-8, or an integer of thousands of digits
-        raise bad_request(f"The body is not JSON this server reads: {str(e)[:200]}.") from None
-    if not isinstance(obj, dict):
-        raise bad_request("The body must be a JSON object.")
-    return obj
 
 
 def parse_chat(obj: dict[str, Any], model_id: str) -> GenerationRequest:
@@ -138,27 +99,6 @@ def _model(obj: dict[str, Any], model_id: str) -> str:
     return model
 
 
-def requested_model(obj: dict[str, Any]) -> tuple[str, float | None]:
-    """The body's `model` and Ollama's `keep_alive` (how long the model stays loaded after this request:
-    seconds or a duration such as "10m"; negative: until unloaded; absent: the server's --ttl)."""
-    model = obj.get("model")
-    if not isinstance(model, str) or not model:
-        raise bad_request("'model' is required (see GET /v1/models).", "model")
-    raw = obj.get("keep_alive")
-    if raw is None:
-        return model, None
-    try:
-        if not isinstance(raw, str | int | float) or len(str(raw)) > 32:
-            raise ValueError
-        keep = parse_duration(raw)
-    except ValueError:
-        raise bad_request("'keep_alive' is a number of seconds or a duration such as \"10m\" (negative: keep the "
-                          "model loaded).", "keep_alive") from None
-    if keep != keep or abs(keep) > 10 ** 9:  # NaN, or past any sense
-        raise bad_request("'keep_alive' is out of range.", "keep_alive")
-    return model, keep
-
-
 def _message(m: Any, i: int, images: list[ImageRef]) -> Message:
     """One message; its image_url parts (a user's) are appended to `images`, to be read later."""
     param = f"messages[{i}]"
@@ -191,16 +131,6 @@ def _message(m: Any, i: int, images: list[ImageRef]) -> Message:
         return Message("tool", content, tool_call_id=_unicode(call_id, param), name=_unicode(name, param))
     calls = parse_tool_calls(m["tool_calls"], param) if role == "assistant" and m.get("tool_calls") else ()
     return Message(_ROLES[role], content, tool_calls=calls)
-
-
-def _unicode(text: str, param: str) -> str:
-    """The text, if it is valid Unicode: JSON can spell a lone surrogate (\\ud800) that no tokenizer takes."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise bad_request(f"'{param}' holds a lone surrogate (\\ud800-\\udfff), which is not valid Unicode.",
-                          param) from None
-    return text
 
 
 def _common(obj: dict[str, Any]) -> dict[str, Any]:
@@ -266,36 +196,4 @@ def _logit_bias(raw: Any) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(out))
 
 
-def _bool(obj: dict[str, Any], key: str, default: bool) -> bool:
-    v = obj.get(key, default)
-    if v is None:
-        return default
-    if not isinstance(v, bool):
-        raise bad_request(f"'{key}' must be true or false.", key)
-    return v
-
-
-def _int(obj: dict[str, Any], key: str, default: int | None, low: int | None) -> Any:
-    v = obj.get(key, default)
-    if v is None:
-        return default
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise bad_request(f"'{key}' must be an integer.", key)
-    if low is not None and v < low:
-        raise bad_request(f"'{key}' must be at least {low}.", key)
-    return v
-
-
-def _float(obj: dict[str, Any], key: str, default: float, low: float, high: float) -> float:
-    v = obj.get(key, default)
-    if v is None:
-        return default
-    # An integer is finite, and math.isfinite would overflow on one past a float's range.
-    if isinstance(v, bool) or not isinstance(v, int | float) or (isinstance(v, float) and not math.isfinite(v)):
-        raise bad_request(f"'{key}' must be a number.", key)
-    if not low <= v <= high:
-        raise bad_request(f"'{key}' must be between {low:g} and {high:g}.", key)
-    return float(v)
-
-
-__all__ = ["ApiError", "GenerationRequest", "parse_chat", "parse_completion", "parse_json"]
+__all__ = ["ApiError", "GenerationRequest", "parse_chat", "parse_completion", "parse_json", "requested_model"]

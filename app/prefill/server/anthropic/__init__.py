@@ -1,0 +1,1 @@
+"""Anthropic Messages: the parser, the replies and streams, the errors, the routes."""

@@ -1,0 +1,90 @@
+"""Reading a JSON request body, for every dialect: the body as an object, the model it names, and
+typed fields (true/false, integers, numbers in a range, valid Unicode), each fault a 400 `ApiError`
+naming the field. Each dialect's parser (openai/parse.py, anthropic/parse.py) builds on these.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from prefill.pool.memory import parse_duration
+from prefill.server.errors import bad_request
+
+
+def parse_json(body: bytes) -> dict[str, Any]:
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError as e:
+        raise bad_request(f"The body is not valid JSON: {e}.") from None
+    except RecursionError:
+        raise bad_request("The body's JSON is nested too deeply.") from None
+    except ValueError as e:  # not UTF-8, or an integer of thousands of digits
+        raise bad_request(f"The body is not JSON this server reads: {str(e)[:200]}.") from None
+    if not isinstance(obj, dict):
+        raise bad_request("The body must be a JSON object.")
+    return obj
+
+
+def requested_model(obj: dict[str, Any]) -> tuple[str, float | None]:
+    """The body's `model` and Ollama's `keep_alive` (how long the model stays loaded after this request:
+    seconds or a duration such as "10m"; negative: until unloaded; absent: the server's --ttl)."""
+    model = obj.get("model")
+    if not isinstance(model, str) or not model:
+        raise bad_request("'model' is required (see GET /v1/models).", "model")
+    raw = obj.get("keep_alive")
+    if raw is None:
+        return model, None
+    try:
+        if not isinstance(raw, str | int | float) or len(str(raw)) > 32:
+            raise ValueError
+        keep = parse_duration(raw)
+    except ValueError:
+        raise bad_request("'keep_alive' is a number of seconds or a duration such as \"10m\" (negative: keep the "
+                          "model loaded).", "keep_alive") from None
+    if keep != keep or abs(keep) > 10 ** 9:  # NaN, or past any sense
+        raise bad_request("'keep_alive' is out of range.", "keep_alive")
+    return model, keep
+
+
+def unicode_text(text: str, param: str) -> str:
+    """The text, if it is valid Unicode: JSON can spell a lone surrogate (\\ud800) that no tokenizer takes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise bad_request(f"'{param}' holds a lone surrogate (\\ud800-\\udfff), which is not valid Unicode.",
+                          param) from None
+    return text
+
+
+def get_bool(obj: dict[str, Any], key: str, default: bool) -> bool:
+    v = obj.get(key, default)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise bad_request(f"'{key}' must be true or false.", key)
+    return v
+
+
+def get_int(obj: dict[str, Any], key: str, default: int | None, low: int | None) -> Any:
+    v = obj.get(key, default)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise bad_request(f"'{key}' must be an integer.", key)
+    if low is not None and v < low:
+        raise bad_request(f"'{key}' must be at least {low}.", key)
+    return v
+
+
+def get_float(obj: dict[str, Any], key: str, default: float, low: float, high: float) -> float:
+    v = obj.get(key, default)
+    if v is None:
+        return default
+    # An integer is finite, and math.isfinite would overflow on one past a float's range.
+    if isinstance(v, bool) or not isinstance(v, int | float) or (isinstance(v, float) and not math.isfinite(v)):
+        raise bad_request(f"'{key}' must be a number.", key)
+    if not low <= v <= high:
+        raise bad_request(f"'{key}' must be between {low:g} and {high:g}.", key)
+    return float(v)

@@ -1,0 +1,80 @@
+"""OpenAI's replies from the core's events: a chat or text completion's SSE stream, or its one body."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from starlette.requests import Request
+
+from prefill.engine.batch.request import Failed, RequestHandle
+from prefill.engine.events import Finished, Token
+from prefill.engine.prompt.answer_split import AnswerSplit
+from prefill.server.errors import ApiError, server_error
+from prefill.server.generate import EventStream, disconnected
+from prefill.server.openai.shapes import SSE_DONE, Reply, sse
+
+
+async def stream_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
+                       splitter: AnswerSplit, include_usage: bool) -> AsyncIterator[str]:
+    """The SSE body: a first chunk, then the text, the last chunk with the finish reason,
+    the usage chunk when asked, then [DONE]. A failure is sent as an error event.
+
+    The text of all the tokens that arrived together goes in one chunk: nothing is held back,
+    but a loop (or a client) that fell behind catches up with one write instead of one per token.
+    """
+    try:
+        if reply.kind == "chat":
+            yield sse(reply.chunk(first=True))
+        n_calls = 0
+        async for events in stream.batches():
+            texts = [ev.text for ev in events if type(ev) is Token]
+            out = [reply.text_chunk(*splitter.split("".join(texts)))] if texts else []
+            end = events[-1]
+            if isinstance(end, Finished):
+                reasoning, content = splitter.finish("", end.reason)
+                out.append(reply.text_chunk(reasoning, content))
+            calls = splitter.new_calls()
+            if calls:
+                out.append(reply.tool_call_chunks(calls, n_calls))
+                n_calls += len(calls)
+            if isinstance(end, Finished):
+                out.append(sse(reply.chunk(reason=splitter.final_reason(end.reason), m=end.metrics)))
+                if include_usage:
+                    out.append(sse(reply.usage_chunk(end.metrics)))
+                out.append(SSE_DONE)
+            elif isinstance(end, Failed):
+                out.append(sse(server_error(end.message).body()))
+                out.append(SSE_DONE)
+            body = "".join(out)
+            if body:
+                yield body
+            if isinstance(end, (Finished, Failed)):
+                return
+    finally:
+        handle.cancel()  # a no-op once finished; frees the slot when the client went away
+
+
+async def full_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
+                     splitter: AnswerSplit, request: Request) -> dict[str, object]:
+    """The non-streamed body. A client that disconnects while waiting cancels the request."""
+    gone = asyncio.ensure_future(disconnected(request))
+    events = stream.batches()
+    try:
+        while True:
+            nxt = asyncio.ensure_future(anext(events))
+            await asyncio.wait({nxt, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if not nxt.done():
+                nxt.cancel()
+                await asyncio.gather(nxt, return_exceptions=True)  # the generator is at rest again
+                raise ApiError(499, "The client closed the request.")
+            for ev in nxt.result():
+                if isinstance(ev, Finished):
+                    reasoning, content = splitter.finish(ev.text, ev.reason)
+                    return reply.full(content, reasoning, ev.reason, ev.metrics, splitter.calls)
+                if isinstance(ev, Failed):
+                    raise server_error(ev.message)
+    finally:
+        gone.cancel()
+        handle.cancel()
+        await events.aclose()
