@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
 from prefill.commands.errors import CliError
-from prefill.commands.serve import pool_limits, split_aliases
+from prefill.commands.serve import pool_limits, split_aliases, stem_aliases
 from prefill.engine.settings import LoadSettings
+from prefill.pool.catalogue import ModelEntry
 
 CPU = LoadSettings(n_gpu_layers="none")
 
@@ -40,3 +42,11 @@ def test_aliases_and_the_model_id() -> None:
     assert split_aliases(["mine", "gpt-4o=a.gguf"]) == ("mine", (("gpt-4o", "a.gguf"),))
     with pytest.raises(CliError, match="NAME=ID"):
         split_aliases(["=a.gguf"])
+
+
+def test_a_folder_s_models_answer_to_their_names_without_gguf() -> None:
+    """The id --model FILE serves a model by (its name without .gguf) finds it in a folder too; a name
+    already taken by another model or an alias is left to it."""
+    models = [ModelEntry(n, Path(n), 1) for n in ("a.gguf", "b.gguf", "b")]
+    assert stem_aliases(models, ()) == (("a", "a.gguf"),)
+    assert stem_aliases(models, (("a", "b.gguf"),)) == ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -108,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     one = args.models_dir is None or args.model is not None  # --model alone: today's one-model server
     model = model_path(args) if one else None
     models = folder_models(args.models_dir, args.mmproj) if args.models_dir is not None else ()
+    aliases += stem_aliases(models, aliases)
     options = ServeOptions(
         model=model, settings=settings, host=args.host, port=args.port,
         parallel=args.parallel, api_key=args.api_key, cors_origins=tuple(args.cors_origin),
@@ -160,6 +162,19 @@ def split_aliases(given: list[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
         else:
             pairs.append((name, target))
     return model_id, tuple(pairs)
+
+
+def stem_aliases(models: Sequence[ModelEntry], given: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """Each file's name without .gguf as another name for it: the id `--model FILE` serves it by, so a
+    client written against the one-model server finds it in the folder too (unless a name is taken)."""
+    taken = {m.id for m in models} | {name for name, _ in given}
+    out = []
+    for m in models:
+        stem = m.id.removesuffix(".gguf")
+        if stem != m.id and stem not in taken:
+            taken.add(stem)
+            out.append((stem, m.id))
+    return tuple(out)
 
 
 def folder_models(folder: str, mmproj: str) -> list[ModelEntry]:
