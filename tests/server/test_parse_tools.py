@@ -80,3 +80,19 @@ def test_malformed_tool_fields_are_400_naming_the_field(fields: dict, param: str
     with pytest.raises(ApiError) as e:
         chat(**fields)
     assert e.value.status == 400 and e.value.param == param, e.value.message
+
+
+def test_a_schema_with_a_lone_surrogate_is_a_400_in_either_dialect() -> None:
+    """JSON can spell \\ud800, which no UTF-8 text holds: a tool's schema that does is refused in words, never
+    a 500 from encoding it (the Anthropic fuzz found it)."""
+    from prefill.server.anthropic.parse import parse_messages
+
+    schema = json.loads('{"type": "object", "properties": {"\\ud800": {"type": "string"}}}')
+    with pytest.raises(ApiError, match="lone surrogate") as openai_error:
+        parse_chat({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                    "tools": [{"type": "function", "function": {"name": "f", "parameters": schema}}]}, "m")
+    assert openai_error.value.status == 400
+    with pytest.raises(ApiError, match="lone surrogate") as anthropic_error:
+        parse_messages({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
+                        "tools": [{"name": "f", "input_schema": schema}]}, "m")
+    assert anthropic_error.value.status == 400

@@ -48,6 +48,17 @@ def requested_model(obj: dict[str, Any]) -> tuple[str, float | None]:
     return model, keep
 
 
+MAX_SCHEMA_BYTES = 64 * 1024  # one tool's parameters, or a response format's schema
+
+
+def schema_text(schema: dict[str, Any], where: str) -> str:
+    """A JSON schema as the text the model reads: valid Unicode, at most MAX_SCHEMA_BYTES."""
+    text = unicode_text(json.dumps(schema, ensure_ascii=False), where)
+    if len(text.encode("utf-8")) > MAX_SCHEMA_BYTES:
+        raise bad_request(f"{where} is over {MAX_SCHEMA_BYTES // 1024} KiB.", where)
+    return text
+
+
 def unicode_text(text: str, param: str) -> str:
     """The text, if it is valid Unicode: JSON can spell a lone surrogate (\\ud800) that no tokenizer takes."""
     try:

@@ -19,12 +19,11 @@ from prefill.engine.request import MAX_REASONING_BUDGET, TemplateOptions, Tool
 from prefill.engine.settings import ServeSampling
 from prefill.server.core import DEFAULTS, UNLIMITED, GenerationRequest, ToolsAsked
 from prefill.server.errors import bad_request
-from prefill.server.fields import get_bool, get_float, get_int, unicode_text
+from prefill.server.fields import get_bool, get_float, get_int, schema_text, unicode_text
 from prefill.server.images import ImageRef
 
 MAX_STOPS = 16
 MAX_TOOLS = 128
-MAX_SCHEMA_BYTES = 64 * 1024
 MAX_BLOCKS = 4096  # content blocks in one message
 NAME = re.compile(r"[A-Za-z0-9_-]{1,128}\Z")  # Anthropic's tool names
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
@@ -185,10 +184,7 @@ def _tool(t: Any, where: str) -> Tool:
         raise bad_request(f"{where}.description must be a string.", where)
     if not isinstance(schema, dict):
         raise bad_request(f"{where}.input_schema must be a JSON schema object.", where)
-    text = json.dumps(schema, ensure_ascii=False)
-    if len(text.encode("utf-8")) > MAX_SCHEMA_BYTES:
-        raise bad_request(f"{where}.input_schema is over {MAX_SCHEMA_BYTES // 1024} KiB.", where)
-    return Tool(name, unicode_text(description, where), unicode_text(text, where))
+    return Tool(name, unicode_text(description, where), schema_text(schema, f"{where}.input_schema"))
 
 
 def _choice(raw: Any, tools: list[Tool]) -> tuple[str, bool]:

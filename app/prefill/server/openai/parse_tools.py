@@ -15,9 +15,9 @@ from prefill.engine.message import ToolCall
 from prefill.engine.request import ResponseFormat, Tool
 from prefill.server.core import ToolsAsked
 from prefill.server.errors import ApiError, bad_request
+from prefill.server.fields import schema_text
 
 MAX_TOOLS = 128
-MAX_SCHEMA_BYTES = 64 * 1024  # one tool's parameters, or a response format's schema
 NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}\Z")  # OpenAI's function names, with the dots and colons some clients use
 
 
@@ -87,14 +87,7 @@ def _function(f: Any, where: str) -> Tool:
         params = {"type": "object", "properties": {}}
     if not isinstance(params, dict):
         raise bad_request(f"{where}.parameters must be a JSON schema object.", where)
-    return Tool(name, description, _schema_text(params, f"{where}.parameters"))
-
-
-def _schema_text(schema: dict[str, Any], where: str) -> str:
-    text = json.dumps(schema, ensure_ascii=False)
-    if len(text.encode("utf-8")) > MAX_SCHEMA_BYTES:
-        raise bad_request(f"{where} is over {MAX_SCHEMA_BYTES // 1024} KiB.", where)
-    return text
+    return Tool(name, description, schema_text(params, f"{where}.parameters"))
 
 
 def _choice(raw: Any, tools: tuple[Tool, ...], key: str) -> str:
@@ -130,7 +123,7 @@ def _response_format(raw: Any) -> ResponseFormat | None:
             raise bad_request("'response_format.json_schema.schema' must be a JSON schema object.", "response_format")
         name = spec.get("name", "") if isinstance(spec, dict) else ""
         name = name if isinstance(name, str) else ""
-        return ResponseFormat("json_schema", _schema_text(schema, "response_format"), name)
+        return ResponseFormat("json_schema", schema_text(schema, "response_format"), name)
     raise bad_request("'response_format.type' must be 'text', 'json_object' or 'json_schema'.", "response_format")
 
 
