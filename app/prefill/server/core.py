@@ -31,8 +31,8 @@ from prefill.server.access_log import note_tokens
 from prefill.server.compaction import compact
 from prefill.server.errors import bad_request
 from prefill.server.generate import EventStream, submit
-from prefill.server.images import ImageRef
-from prefill.server.state import ServedModel
+from prefill.server.images import ImageRef, attach_images
+from prefill.server.state import ServedModel, ServeState
 
 UNLIMITED = 1 << 20  # no max_tokens: the schema's maximum; a slot's context is the real bound
 # Sampling when a request leaves a field out: llama.cpp's usual chain, without a repeat penalty
@@ -164,3 +164,13 @@ def client_of(request: Request) -> str:
     header = request.headers.get("authorization", "")
     token = header[7:].strip() if header[:7].lower() == "bearer " else request.headers.get("x-api-key", "").strip()
     return "client:" + hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+async def with_images(served: ServedModel, state: ServeState, request: Request,
+                       req: GenerationRequest) -> GenerationRequest:
+    """The request with its images read and checked (refused in words for a model without a projector)."""
+    if not req.images:
+        return req
+    messages = await attach_images(req.messages, req.images, served.scheduler.projector is not None,
+                                   state.allow_remote_images, decoder=state.images, receive=request.receive)
+    return replace(req, messages=messages)

@@ -20,14 +20,14 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from prefill.engine.batch.request import BatchEvent, BatchRequest, RequestHandle
+from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, MetricsSnapshot, Token
 from prefill.engine.llama.grammar_sampler import Constraint
 from prefill.engine.prompt.thinking_budget import ThinkingLimit
 from prefill.engine.settings import ServeSampling
 from prefill.server.connections import closer
-from prefill.server.errors import busy, context_exceeded, unavailable
+from prefill.server.errors import ApiError, busy, context_exceeded, server_error, unavailable
 from prefill.server.loop_waker import LoopWaker
 
 log = logging.getLogger(__name__)
@@ -149,3 +149,28 @@ async def disconnected(request: Request) -> None:
     """Returns when the client disconnects (the body has been read, so nothing else arrives)."""
     while (await request.receive())["type"] != "http.disconnect":
         pass
+
+
+async def finished(handle: RequestHandle, stream: EventStream, request: Request) -> Finished:
+    """The request's `Finished`, for a whole (non-streamed) reply in any dialect. A client that disconnects
+    while waiting cancels the request (499); a `Failed` is a server error.
+    """
+    gone = asyncio.ensure_future(disconnected(request))
+    events = stream.batches()
+    try:
+        while True:
+            nxt = asyncio.ensure_future(anext(events))
+            await asyncio.wait({nxt, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if not nxt.done():
+                nxt.cancel()
+                await asyncio.gather(nxt, return_exceptions=True)  # the generator is at rest again
+                raise ApiError(499, "The client closed the request.")
+            for ev in nxt.result():
+                if isinstance(ev, Finished):
+                    return ev
+                if isinstance(ev, Failed):
+                    raise server_error(ev.message)
+    finally:
+        gone.cancel()
+        handle.cancel()
+        await events.aclose()

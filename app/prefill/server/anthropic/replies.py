@@ -4,7 +4,6 @@ message_delta with the stop reason and usage, message_stop; an error event when 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -18,8 +17,8 @@ from prefill.engine.events import Finished, MetricsSnapshot, Token
 from prefill.engine.message import ToolCall
 from prefill.server.anthropic.errors import anthropic_error
 from prefill.server.core import Generation
-from prefill.server.errors import ApiError, server_error
-from prefill.server.generate import disconnected
+from prefill.server.errors import server_error
+from prefill.server.generate import finished
 
 # the engine's finish reasons -> Anthropic's stop reasons; a full slot context ends the answer as max_tokens would
 _STOP = {"stop": "end_turn", "length": "max_tokens", "context_full": "max_tokens", "cancelled": "end_turn",
@@ -78,27 +77,10 @@ class MessageReply:
 
 async def full_reply(reply: MessageReply, gen: Generation, request: Request) -> dict[str, Any]:
     """The whole message. A client that disconnects while waiting cancels the request."""
-    gone = asyncio.ensure_future(disconnected(request))
-    events = gen.stream.batches()
-    try:
-        while True:
-            nxt = asyncio.ensure_future(anext(events))
-            await asyncio.wait({nxt, gone}, return_when=asyncio.FIRST_COMPLETED)
-            if not nxt.done():
-                nxt.cancel()
-                await asyncio.gather(nxt, return_exceptions=True)
-                raise ApiError(499, "The client closed the request.")
-            for ev in nxt.result():
-                if isinstance(ev, Finished):
-                    reasoning, content = gen.splitter.finish(ev.text, ev.reason)
-                    stop = reply.stop(ev, gen.splitter.final_reason(ev.reason))
-                    return reply.full(content, reasoning, gen.splitter.calls, stop, ev.metrics)
-                if isinstance(ev, Failed):
-                    raise server_error(ev.message)
-    finally:
-        gone.cancel()
-        gen.handle.cancel()
-        await events.aclose()
+    ev = await finished(gen.handle, gen.stream, request)
+    reasoning, content = gen.splitter.finish(ev.text, ev.reason)
+    stop = reply.stop(ev, gen.splitter.final_reason(ev.reason))
+    return reply.full(content, reasoning, gen.splitter.calls, stop, ev.metrics)
 
 
 class _Blocks:

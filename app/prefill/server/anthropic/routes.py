@@ -5,21 +5,18 @@ POST /v1/messages/count_tokens, exact (the model's own template and tokenizer), 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from prefill.server.anthropic.errors import anthropic_error
 from prefill.server.anthropic.parse import parse_messages
 from prefill.server.anthropic.replies import MessageReply, full_reply, stream_reply
-from prefill.server.core import GenerationRequest, build_prompt, start
+from prefill.server.core import build_prompt, start, with_images
 from prefill.server.cost_bounds import read_body
 from prefill.server.dialect import Dialect, DialectRoute
 from prefill.server.fields import parse_json, requested_model
 from prefill.server.generate import EventSourceResponse
-from prefill.server.images import attach_images
-from prefill.server.state import ServedModel, ServeState
+from prefill.server.state import ServeState
 
 
 async def messages(state: ServeState, request: Request) -> Response:
@@ -28,7 +25,7 @@ async def messages(state: ServeState, request: Request) -> Response:
     req = parse_messages(obj, name)  # the whole body checked before any model loads for it
     with await state.lease(name, keep_alive) as lease:
         served = state.served(lease.resident)
-        req = await _with_images(served, state, request, req)
+        req = await with_images(served, state, request, req)
         reply = MessageReply(lease.resident.id, req.sampling.stop)
         gen = await start(served, lease, request, req, reply.id)
     if req.stream:
@@ -42,19 +39,9 @@ async def count_tokens(state: ServeState, request: Request) -> Response:
     req = parse_messages(obj, name, counting=True)
     with await state.lease(name, keep_alive) as lease:
         served = state.served(lease.resident)
-        req = await _with_images(served, state, request, req)
+        req = await with_images(served, state, request, req)
         _, prompt = await build_prompt(served, req, req.chat_request)
     return JSONResponse({"input_tokens": len(prompt)})
-
-
-async def _with_images(served: ServedModel, state: ServeState, request: Request,
-                       req: GenerationRequest) -> GenerationRequest:
-    """The request with its images read and checked (refused in words for a model without a projector)."""
-    if not req.images:
-        return req
-    messages = await attach_images(req.messages, req.images, served.scheduler.projector is not None,
-                                   state.allow_remote_images, decoder=state.images, receive=request.receive)
-    return replace(req, messages=messages)
 
 
 DIALECT = Dialect("anthropic", (

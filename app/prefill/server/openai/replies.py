@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 from starlette.requests import Request
@@ -10,8 +9,8 @@ from starlette.requests import Request
 from prefill.engine.batch.request import Failed, RequestHandle
 from prefill.engine.events import Finished, Token
 from prefill.engine.prompt.answer_split import AnswerSplit
-from prefill.server.errors import ApiError, server_error
-from prefill.server.generate import EventStream, disconnected
+from prefill.server.errors import server_error
+from prefill.server.generate import EventStream, finished
 from prefill.server.openai.shapes import SSE_DONE, Reply, sse
 
 
@@ -58,23 +57,6 @@ async def stream_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
 async def full_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
                      splitter: AnswerSplit, request: Request) -> dict[str, object]:
     """The non-streamed body. A client that disconnects while waiting cancels the request."""
-    gone = asyncio.ensure_future(disconnected(request))
-    events = stream.batches()
-    try:
-        while True:
-            nxt = asyncio.ensure_future(anext(events))
-            await asyncio.wait({nxt, gone}, return_when=asyncio.FIRST_COMPLETED)
-            if not nxt.done():
-                nxt.cancel()
-                await asyncio.gather(nxt, return_exceptions=True)  # the generator is at rest again
-                raise ApiError(499, "The client closed the request.")
-            for ev in nxt.result():
-                if isinstance(ev, Finished):
-                    reasoning, content = splitter.finish(ev.text, ev.reason)
-                    return reply.full(content, reasoning, ev.reason, ev.metrics, splitter.calls)
-                if isinstance(ev, Failed):
-                    raise server_error(ev.message)
-    finally:
-        gone.cancel()
-        handle.cancel()
-        await events.aclose()
+    ev = await finished(handle, stream, request)
+    reasoning, content = splitter.finish(ev.text, ev.reason)
+    return reply.full(content, reasoning, ev.reason, ev.metrics, splitter.calls)

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from prefill.pool.pool import Lease
-from prefill.server.core import GenerationRequest, start
+from prefill.server.core import GenerationRequest, start, with_images
 from prefill.server.cost_bounds import read_body
 from prefill.server.dialect import Dialect, DialectRoute
 from prefill.server.generate import EventSourceResponse
-from prefill.server.images import attach_images
 from prefill.server.openai.parse import parse_chat, parse_completion, parse_json, requested_model
 from prefill.server.openai.replies import full_reply, stream_reply
 from prefill.server.openai.shapes import Reply
@@ -25,10 +22,7 @@ async def chat(state: ServeState, request: Request) -> Response:
     req = parse_chat(obj, name)  # the whole body checked before any model loads for it
     with await state.lease(name, keep_alive) as lease:
         served = state.served(lease.resident)
-        if req.images:  # read and checked before anything is rendered; refused first when they cannot be
-            messages = await attach_images(req.messages, req.images, served.scheduler.projector is not None,
-                                           state.allow_remote_images, decoder=state.images, receive=request.receive)
-            req = replace(req, messages=messages)
+        req = await with_images(served, state, request, req)  # read and checked before anything is rendered
         return await _answer(served, lease, state, request, req)
 
 
