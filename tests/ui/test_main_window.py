@@ -61,6 +61,16 @@ def test_stop_regenerate_edit_delete(app, qtbot, smollm2: Path) -> None:
     finally:
         history.close()
 
+    deleted = c.conversation_id
+    w.history.delete(deleted)  # the chat shown is deleted: the window holds none, and shows none
+    assert c.conversation_id is None and w.transcript.rows() == []
+    qtbot.waitUntil(lambda: w.store.pending() == 0)
+    history = HistoryStore(app.data / "history.sqlite3")
+    try:
+        assert deleted not in [conv.id for conv in history.list_conversations()]
+    finally:
+        history.close()
+
 
 def test_history_survives_reopening_and_search_finds_it(app, qtbot, smollm2: Path) -> None:
     w = app.open(small_settings())

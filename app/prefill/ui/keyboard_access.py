@@ -146,8 +146,6 @@ def name_widgets(window: QWidget, w: WindowParts) -> None:
                 button.setAccessibleName(button.text() or button.toolTip())
                 button.setAccessibleDescription(button.toolTip())
     w.model_combo.setAccessibleName("Model")
-    w.chat_view.setAccessibleName("Transcript (Page Up and Page Down scroll it)")
-    w.chat_view.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
     for area in w.sidebar.findChildren(QAbstractScrollArea):  # a Tab stop so the keys can scroll the figures
         if not area.accessibleName():
             area.setAccessibleName("The model's figures (arrow keys scroll)")

@@ -380,7 +380,7 @@ class MainWindow(QMainWindow):
 
     def _close_chat(self) -> None:
         """The chat shown was deleted: show none."""
-        self.controller.conversation_id = None
+        self.controller.close_chat()
         self.transcript.set_rows([])
         self.sidebar.show_answer({})
 

@@ -106,9 +106,9 @@ class ChatController(QObject):
     def conversation_id(self) -> int | None:
         return self.choices.conversation_id
 
-    @conversation_id.setter
-    def conversation_id(self, cid: int | None) -> None:
-        self.choices.conversation_id = cid
+    def close_chat(self) -> None:
+        """The chat held was deleted: hold none (the next message starts a new one)."""
+        self.choices.conversation_id = None
 
     @property
     def system_prompt(self) -> str:

@@ -73,6 +73,8 @@ class ChatView(QAbstractScrollArea):
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.viewport().setObjectName("chat-inner")
         self.verticalScrollBar().setSingleStep(40)
+        self.setAccessibleName("Transcript (Page Up and Page Down scroll it)")
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # a Tab stop: the keys scroll it
         self._heights = RowHeights()
         self._live: dict[int, MessageWidget] = {}
         self._seen: dict[int, int] = {}  # chunks of each live row already given to its widget
