@@ -115,6 +115,23 @@ def test_a_model_with_requests_in_flight_or_leased_or_pinned_is_never_unloaded()
     assert [s.state for s in pool.statuses()] == ["loaded", "not loaded", "loaded"]
 
 
+def test_a_resident_model_is_leased_without_waiting_and_one_not_loaded_is_left_to_acquire() -> None:
+    clock = Clock()
+    pool, loaded = make_pool(clock=clock, limits=PoolLimits(max_models=1))
+    assert pool.acquire_resident("a") is None and loaded["a"] == []  # never loads
+    pool.load("a")
+    clock.tick()
+    lease = pool.acquire_resident("a", keep_alive_s=0)
+    assert lease is not None and lease.load_ms == 0 and lease.resident.leases == 1
+    assert lease.resident.last_used == clock.now and lease.resident.keep_alive_s == 0
+    with pytest.raises(PoolFull):  # leased: the count's one place is not made free by unloading it
+        pool.load("b")
+    lease.release()
+    assert lease.resident.leases == 0
+    with pytest.raises(UnknownModel):
+        pool.acquire_resident("zzz")
+
+
 def test_a_model_larger_than_the_whole_budget_is_refused_in_words() -> None:
     pool, _ = make_pool(limits=PoolLimits(budget=GIB // 2))
     with pytest.raises(PoolFull, match="more than the whole memory budget"):

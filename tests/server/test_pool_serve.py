@@ -185,13 +185,14 @@ def test_a_stream_goes_on_token_for_token_while_other_models_load_under_a_budget
                      env={"HF_HUB_CACHE": str(tmp_path), "HF_HOME": str(tmp_path)})
     try:
         long = {"messages": ASK, "max_tokens": 4000, "temperature": 0, "extra_body": {"ignore_eos": True}}
-        alone = s.client().chat.completions.create(model="a.gguf", **long)  # type: ignore[call-overload]
+        slow = s.client(timeout=900)  # 4,000 tokens: seconds alone, minutes beside busy cores
+        alone = slow.chat.completions.create(model="a.gguf", **long)  # type: ignore[call-overload]
         pieces: list[str] = []
-        stream = s.client().chat.completions.create(model="a.gguf", stream=True, **long)  # type: ignore[call-overload]
+        stream = slow.chat.completions.create(model="a.gguf", stream=True, **long)  # type: ignore[call-overload]
         it = iter(stream)
         pieces.append(next(it).choices[0].delta.content or "")  # a is generating now
         for other in ("b.gguf", "c.gguf"):
-            s.client().chat.completions.create(model=other, messages=ASK, max_tokens=2)  # type: ignore[arg-type]
+            slow.chat.completions.create(model=other, messages=ASK, max_tokens=2)  # type: ignore[arg-type]
         held = {m["id"]: m for m in _get(s, "/models").json()["data"]}
         assert held["a.gguf"]["in_flight"] == 1, "the long answer ended before the others were asked"
         states = {k: v for k, v in _states(s).items() if not k.startswith("bundled:")}

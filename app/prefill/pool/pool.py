@@ -249,6 +249,24 @@ class ModelPool:
             self._notify()
         return Lease(resident, waited_ms, self._released)
 
+    def acquire_resident(self, name: str, keep_alive_s: float | None = None) -> Lease | None:
+        """`acquire` when the model is resident already, else None: it never waits for a load, so
+        an event loop may call it for the common case and hand only a load to a thread.
+
+        Raises:
+            UnknownModel: as `acquire`.
+        """
+        slot = self._slots[self.resolve(name).id]
+        with self._cv:
+            if self._closed or slot.state != "loaded" or slot.resident is None:
+                return None
+            slot.resident.leases += 1
+            slot.resident.last_used = self._clock()
+            if keep_alive_s is not None:
+                slot.resident.keep_alive_s = keep_alive_s
+            self._notify()
+            return Lease(slot.resident, 0.0, self._released)
+
     def load(self, name: str) -> Resident:
         """Make `name` resident (as `acquire`), leasing nothing: it may be unloaded once idle."""
         lease = self.acquire(name)

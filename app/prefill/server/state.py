@@ -90,8 +90,9 @@ class ServeState:
             ApiError: 404 for a name the pool does not know (listing those it does), 400 for a model
                 whose file is refused, 503 when no memory can be made for it, 500 for a failed load.
         """
-        try:
-            return await anyio.to_thread.run_sync(self.pool.acquire, name, keep_alive_s)
+        try:  # resident (the common case): no thread hop, which costs a request about a millisecond
+            return (self.pool.acquire_resident(name, keep_alive_s)
+                    or await anyio.to_thread.run_sync(self.pool.acquire, name, keep_alive_s))
         except EngineError as e:
             raise pool_error(e) from None
 
