@@ -58,7 +58,7 @@ class ToolsAsked:
 
 
 # --- out ------------------------------------------------------------------------------------
-def data_url(mime: str, data: bytes) -> str:
+def _data_url(mime: str, data: bytes) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
@@ -66,7 +66,7 @@ def encode_message(m: Message) -> dict[str, Any]:
     """A turn as OpenAI's API takes it (its thinking is not sent)."""
     out: dict[str, Any] = {"role": m.role, "content": m.content}
     if m.images:
-        images = [{"type": "image_url", "image_url": {"url": data_url(img.mime, img.data)}} for img in m.images]
+        images = [{"type": "image_url", "image_url": {"url": _data_url(img.mime, img.data)}} for img in m.images]
         out["content"] = [*images, *([{"type": "text", "text": m.content}] if m.content else [])]
     if m.role == "assistant" and m.tool_calls:
         out["tool_calls"] = [c.as_openai() for c in m.tool_calls]
