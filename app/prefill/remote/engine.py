@@ -63,7 +63,8 @@ from prefill.remote.errors import (
     size_text,
 )
 from prefill.remote.sse import SseTooLarge, sse_data, sse_lines
-from prefill.remote.tool_calls import CallAssembler, CallFault, openai_message, tool_fields
+from prefill.remote.tool_calls import CallAssembler, CallFault, tool_fields
+from prefill.wire.openai_chat import encode_message
 
 SNAPSHOT_EVERY_S = 0.25
 CONNECT_TIMEOUT_S = 10.0
@@ -199,7 +200,7 @@ class RemoteEngine:
         messages, sampling = request.messages, request.sampling
         return {
             "model": self.resolve_model(),
-            "messages": [openai_message(m) for m in messages],
+            "messages": [encode_message(m) for m in messages],
             "stream": True,
             "stream_options": {"include_usage": True},
             **sampling_fields(sampling),

@@ -1,8 +1,7 @@
 """Tools across the wire to an OpenAI-compatible server, both ways.
 
-Out: a request's tools, tool choice and response format, and its turns (an assistant's calls,
-a tool's result, a user's images as base64 `image_url` parts) in OpenAI's shape (`tool_fields`,
-`openai_message`).
+Out: the turns and the tools a request offers, in OpenAI's shape, written by the one OpenAI codec
+(`wire/openai_chat.py`, which Prefill's own server decodes with): `tool_fields`, `openai_message`.
 
 Back: `CallAssembler` puts the `delta.tool_calls` fragments of a stream together by `index`.
 Servers cut a call differently: OpenAI and vLLM send the id and name first, then the arguments
@@ -22,61 +21,34 @@ arguments together, a call's name and id, and the number of calls in one answer;
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefill.engine.message import Message, ToolCall, new_call_id
+from prefill.engine.message import ToolCall, new_call_id
 from prefill.engine.request import ChatRequest
 from prefill.remote.errors import size_text
+from prefill.wire.openai_chat import MAX_CALLS as MAX_CALLS
+from prefill.wire.openai_chat import ToolsAsked, encode_message, encode_tool_fields
 
 MAX_ARGUMENTS_BYTES = 2**20  # one call's arguments, its pieces joined (UTF-8 bytes)
 MAX_ALL_ARGUMENTS_BYTES = 8 * 2**20  # every call's of one answer (as much as a whole JSON body)
 MAX_NAME_CHARS = 1024  # a call's name, and its id
-MAX_CALLS = 1024  # calls in one answer (as many as Prefill's server takes back in one turn)
+# MAX_CALLS, the calls in one answer, is the codec's: as many as Prefill's server takes back in one turn.
 
 
 # --- out ------------------------------------------------------------------------------------
-def openai_message(m: Message) -> dict[str, Any]:
-    """A turn as OpenAI's API takes it: an assistant's calls under `tool_calls` (content null
-    when it wrote no text), a tool's result naming the call it answers, a turn's images as `image_url`
-    parts (base64 data: URLs) before its text, where the local engine shows them too."""
-    out: dict[str, Any] = {"role": m.role, "content": m.content}
-    if m.images:
-        images = [{"type": "image_url", "image_url": {"url": f"data:{img.mime};base64,"
-                                                             f"{base64.b64encode(img.data).decode('ascii')}"}}
-                  for img in m.images]
-        out["content"] = [*images, *([{"type": "text", "text": m.content}] if m.content else [])]
-    if m.role == "assistant" and m.tool_calls:
-        out["tool_calls"] = [c.as_openai() for c in m.tool_calls]
-        if not m.content:
-            out["content"] = None
-    elif m.role == "tool":
-        out["tool_call_id"] = m.tool_call_id
-        if m.name:  # OpenAI's own examples send it; templates that render a result by name read it
-            out["name"] = m.name
-    return out
-
-
 def tool_fields(request: ChatRequest) -> dict[str, Any]:
-    """The request's `tools` and `tool_choice` (none when it offers no tools: "none" sends neither,
-    so a server without tools still answers), and its `response_format`."""
-    out: dict[str, Any] = {}
-    if request.offered_tools:
-        out["tools"] = [t.as_openai() for t in request.offered_tools]
-        choice = request.tool_choice
-        out["tool_choice"] = choice if choice in ("auto", "required") else {
-            "type": "function", "function": {"name": choice}}
-    fmt = request.response_format
-    if fmt is not None and fmt.kind == "json_object":
-        out["response_format"] = {"type": "json_object"}
-    elif fmt is not None:
-        spec = {"name": fmt.name or "response", "schema": json.loads(fmt.schema), "strict": True}
-        out["response_format"] = {"type": "json_schema", "json_schema": spec}
-    return out
+    """The request's tools as the codec sends them: only those it offers ("none" offers none, so
+    neither tools nor a choice is sent and a server without tools still answers), and its
+    `response_format`."""
+    return encode_tool_fields(ToolsAsked(request.offered_tools, request.tool_choice, request.parallel_tool_calls,
+                                         request.response_format))
+
+
+openai_message = encode_message  # a turn as it is sent (the codec's), by the name callers know
 
 
 # --- back -----------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from prefill.engine.errors import EngineError, GrammarError, TemplateError
 from prefill.engine.message import Message, images_of
 from prefill.engine.prompt.answer_split import AnswerSplit
 from prefill.engine.prompt.model_chat import plain_reader
-from prefill.engine.request import ChatRequest, ResponseFormat, TemplateOptions, Tool
+from prefill.engine.request import ChatRequest, TemplateOptions
 from prefill.engine.settings import ServeSampling
 from prefill.engine.vision.prompt_images import tokenize_with_images
 from prefill.pool.pool import Lease
@@ -33,22 +33,12 @@ from prefill.server.errors import bad_request
 from prefill.server.generate import EventStream, submit
 from prefill.server.images import ImageRef, attach_images
 from prefill.server.state import ServedModel, ServeState
+from prefill.wire.openai_chat import ToolsAsked as ToolsAsked  # what every dialect's parser builds
 
 UNLIMITED = 1 << 20  # no max_tokens: the schema's maximum; a slot's context is the real bound
 # Sampling when a request leaves a field out: llama.cpp's usual chain, without a repeat penalty
 # (OpenAI has none; frequency and presence penalties are the API's own).
 DEFAULTS = ServeSampling(repeat_penalty=1.0)
-
-
-@dataclass(frozen=True)
-class ToolsAsked:
-    """What a request says about tools, in any dialect: the tools, the choice among them ("auto",
-    "none", "required" or a name), whether several calls may come at once, and a JSON answer's format."""
-
-    tools: tuple[Tool, ...] = ()
-    choice: str = "auto"
-    parallel: bool = True
-    response_format: ResponseFormat | None = None
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from prefill.engine.units import format_bytes
+from prefill.wire.checks import WireFault
 
 INVALID = "invalid_request_error"
 
@@ -30,6 +32,15 @@ class ApiError(Exception):
 
 def bad_request(message: str, param: str | None = None, code: str | None = None) -> ApiError:
     return ApiError(400, message, param=param, code=code)
+
+
+@contextmanager
+def wire_faults() -> Iterator[None]:
+    """A shared decoder's `WireFault` (wire/) as the 400 it is, in its words and naming its field."""
+    try:
+        yield
+    except WireFault as e:
+        raise bad_request(e.message, e.param) from None
 
 
 def unauthorized() -> ApiError:

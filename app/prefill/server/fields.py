@@ -1,6 +1,6 @@
 """Reading a JSON request body, for every dialect: the body as an object, the model it names, and
-typed fields (true/false, integers, numbers in a range, valid Unicode), each fault a 400 `ApiError`
-naming the field. Each dialect's parser (openai/parse.py, anthropic/parse.py) builds on these.
+typed fields (true/false, integers, numbers in a range, valid Unicode: wire/checks.py's checks), each
+fault a 400 `ApiError` naming the field. Each dialect's parser (openai/parse.py, anthropic/parse.py) builds on these.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import math
 from typing import Any
 
 from prefill.pool.memory import parse_duration
-from prefill.server.errors import bad_request
+from prefill.server.errors import bad_request, wire_faults
+from prefill.wire import checks
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
@@ -48,25 +49,16 @@ def requested_model(obj: dict[str, Any]) -> tuple[str, float | None]:
     return model, keep
 
 
-MAX_SCHEMA_BYTES = 64 * 1024  # one tool's parameters, or a response format's schema
-
-
 def schema_text(schema: dict[str, Any], where: str) -> str:
-    """A JSON schema as the text the model reads: valid Unicode, at most MAX_SCHEMA_BYTES."""
-    text = unicode_text(json.dumps(schema, ensure_ascii=False), where)
-    if len(text.encode("utf-8")) > MAX_SCHEMA_BYTES:
-        raise bad_request(f"{where} is over {MAX_SCHEMA_BYTES // 1024} KiB.", where)
-    return text
+    """A JSON schema as the text the model reads: valid Unicode, at most `checks.MAX_SCHEMA_BYTES`."""
+    with wire_faults():
+        return checks.schema_text(schema, where)
 
 
 def unicode_text(text: str, param: str) -> str:
     """The text, if it is valid Unicode: JSON can spell a lone surrogate (\\ud800) that no tokenizer takes."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise bad_request(f"'{param}' holds a lone surrogate (\\ud800-\\udfff), which is not valid Unicode.",
-                          param) from None
-    return text
+    with wire_faults():
+        return checks.unicode_text(text, param)
 
 
 def get_bool(obj: dict[str, Any], key: str, default: bool) -> bool:

@@ -1,6 +1,6 @@
 """Images in chat requests: OpenAI's `image_url` content parts, read and checked.
 
-`parse.py` takes each part's URL as it is (`image_url_of`); `attach_images` then refuses what
+The codec (`wire/openai_chat.py`) takes each part's URL as it is (an `ImageRef`); `attach_images` then refuses what
 cannot be served before anything costly (a model without a projector, more images than allowed, a
 remote URL when remote images are off), reads each image (a base64 `data:` URL, or a bounded
 fetch of an http(s) URL when the server allows it), and passes the bytes through the one image
@@ -25,7 +25,7 @@ import socket
 import threading
 from collections.abc import Coroutine, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -39,6 +39,7 @@ from prefill.engine.message import ImagePart, Message
 from prefill.engine.vision.errors import ImageRejected
 from prefill.engine.vision.image_door import DECODE_DEADLINE_S, MAX_BYTES, check_image
 from prefill.server.errors import ApiError, bad_request, busy
+from prefill.wire.openai_chat import ImageRef as ImageRef
 
 MAX_IMAGES = 8  # in one request
 IMAGE_BODY_BYTES = 32 * 1024 * 1024  # the body limit grows by this when the model reads images
@@ -52,31 +53,6 @@ _T = TypeVar("_T")
 
 NO_PROJECTOR = ("This model was loaded without its projector (an mmproj file), so it cannot read images: "
                 "start prefill serve with --mmproj FILE, or put the model's mmproj-….gguf beside it.")
-
-
-@dataclass(frozen=True)
-class ImageRef:
-    """An image a request's message asks for: where (`message`, `part`) and its URL, unread."""
-
-    message: int
-    part: int
-    url: str
-
-    @property
-    def param(self) -> str:
-        return f"messages[{self.message}].content[{self.part}]"
-
-
-def image_url_of(part: dict[str, Any], param: str) -> str:
-    """The URL of an `image_url` part (`{"type": "image_url", "image_url": {"url": ...}}`, or the URL as
-    a string), checked for shape only."""
-    value = part.get("image_url")
-    url = value.get("url") if isinstance(value, dict) else value
-    if not isinstance(url, str) or not url:
-        raise bad_request(f"{param}: an image_url part needs 'image_url': {{'url': ...}}.", param)
-    if isinstance(value, dict) and value.get("detail") not in (None, "auto", "low", "high"):
-        raise bad_request(f"{param}.image_url.detail must be auto, low or high.", param)
-    return url
 
 
 class ImageDecoder:

@@ -2,44 +2,37 @@
 becomes the core's `GenerationRequest`.
 
 Anything malformed, unknown or unsupported becomes an `ApiError` with OpenAI's
-status and shape; code behind this module may trust what it gets.
+status and shape; code behind this module may trust what it gets. The messages and the tool fields
+are decoded by the one OpenAI codec (`wire/openai_chat.py`), which `remote/` encodes with.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from prefill.engine.message import Message, Role
 from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, TemplateOptions
 from prefill.engine.settings import ServeSampling
 from prefill.server.core import DEFAULTS, UNLIMITED, GenerationRequest
-from prefill.server.errors import ApiError, bad_request, model_not_found
+from prefill.server.errors import ApiError, bad_request, model_not_found, wire_faults
 from prefill.server.fields import get_bool as _bool
 from prefill.server.fields import get_float as _float
 from prefill.server.fields import get_int as _int
 from prefill.server.fields import parse_json, requested_model
 from prefill.server.fields import unicode_text as _unicode
-from prefill.server.images import ImageRef, image_url_of
-from prefill.server.openai.parse_tools import parse_tool_calls, parse_tool_fields
+from prefill.server.openai.parse_tools import parse_tool_fields
+from prefill.wire.openai_chat import decode_messages
 
 MAX_STOPS = 16
-_ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
-                           "tool": "tool"}
 
 
 def parse_chat(obj: dict[str, Any], model_id: str) -> GenerationRequest:
     model = _model(obj, model_id)
-    raw = obj.get("messages")
-    if raw is None:
-        raise bad_request("'messages' is required.", "messages")
-    if not isinstance(raw, list) or not raw:
-        raise bad_request("'messages' must be a non-empty array.", "messages")
+    with wire_faults():
+        messages, images = decode_messages(obj.get("messages"))
     tools = parse_tool_fields(obj)
     if obj.get("logprobs"):
         raise bad_request("Log probabilities are not supported.", "logprobs")
-    images: list[ImageRef] = []
-    messages = tuple(_message(m, i, images) for i, m in enumerate(raw))
-    return GenerationRequest("chat", model, messages=messages, tools=tools, images=tuple(images),
+    return GenerationRequest("chat", model, messages=messages, tools=tools, images=images,
                              options=_reasoning(obj), compaction=compaction_mode(obj), **_common(obj))
 
 
@@ -97,40 +90,6 @@ def _model(obj: dict[str, Any], model_id: str) -> str:
     if model != model_id:
         raise model_not_found(model, [model_id])
     return model
-
-
-def _message(m: Any, i: int, images: list[ImageRef]) -> Message:
-    """One message; its image_url parts (a user's) are appended to `images`, to be read later."""
-    param = f"messages[{i}]"
-    if not isinstance(m, dict):
-        raise bad_request(f"{param} must be an object.", param)
-    role = m.get("role")
-    if not isinstance(role, str) or role not in _ROLES:  # a list or an object is unhashable
-        raise bad_request(f"{param}.role must be one of system, developer, user, assistant, tool.", param)
-    content = m.get("content")
-    if content is None and role == "assistant":
-        content = ""
-    if isinstance(content, list):
-        parts = []
-        for j, part in enumerate(content):
-            if isinstance(part, dict) and part.get("type") == "image_url" and role == "user":
-                images.append(ImageRef(i, j, image_url_of(part, f"{param}.content[{j}]")))
-                continue
-            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise bad_request(f"{param}.content: only text parts (and a user's image_url parts) are "
-                                  "supported.", param)
-            parts.append(part["text"])
-        content = "".join(parts)
-    if not isinstance(content, str):
-        raise bad_request(f"{param}.content must be a string or an array of content parts.", param)
-    content = _unicode(content, f"{param}.content")
-    if role == "tool":
-        call_id, name = m.get("tool_call_id", ""), m.get("name", "")
-        if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
-            raise bad_request(f"{param}: a tool message needs its 'tool_call_id'.", param)
-        return Message("tool", content, tool_call_id=_unicode(call_id, param), name=_unicode(name, param))
-    calls = parse_tool_calls(m["tool_calls"], param) if role == "assistant" and m.get("tool_calls") else ()
-    return Message(_ROLES[role], content, tool_calls=calls)
 
 
 def _common(obj: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from prefill.engine.events import MetricsSnapshot
-from prefill.engine.message import ToolCall
+from prefill.engine.message import Message, ToolCall
+from prefill.wire.openai_chat import call_fragments, encode_message
 
 # finish reasons of the engine -> OpenAI's; a full slot context ends the answer as max_tokens would
 _FINISH = {"stop": "stop", "length": "length", "context_full": "length", "cancelled": "stop",
@@ -91,11 +92,10 @@ class Reply:
              calls: Sequence[ToolCall] = ()) -> dict[str, object]:
         """The non-streamed response; with `calls`, the assistant's tool calls (finish reason "tool_calls")."""
         if self.kind == "chat":
-            message: dict[str, object] = {"role": "assistant", "content": content or (None if calls else "")}
+            message = encode_message(Message("assistant", content, tool_calls=tuple(calls)))
             if reasoning:
                 message["reasoning_content"] = reasoning
             if calls:
-                message["tool_calls"] = [c.as_openai() for c in calls]
                 reason = "tool_calls" if reason == "stop" else reason  # cut off after its calls: "length"
             choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason(reason)}
             body = self._head("chat.completion")
@@ -144,8 +144,7 @@ class Reply:
         first, then its arguments."""
         out = []
         for i, c in enumerate(calls, first_index):
-            head = {"index": i, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": ""}}
-            for part in (head, {"index": i, "function": {"arguments": c.arguments}}):
+            for part in call_fragments(c, i):
                 body = self._head("chat.completion.chunk")
                 body["choices"] = [{"index": 0, "delta": {"tool_calls": [part]}, "logprobs": None,
                                     "finish_reason": None}]
