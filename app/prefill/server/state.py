@@ -91,8 +91,8 @@ class ServeState:
                 whose file is refused, 503 when no memory can be made for it, 500 for a failed load.
         """
         try:  # resident (the common case): no thread hop, which costs a request about a millisecond
-            return (self.pool.acquire_resident(name, keep_alive_s)
-                    or await anyio.to_thread.run_sync(self.pool.acquire, name, keep_alive_s))
+            found = self.pool.acquire_resident(name, keep_alive_s)
+            return found if found is not None else await anyio.to_thread.run_sync(self.pool.acquire, name, keep_alive_s)
         except EngineError as e:
             raise pool_error(e) from None
 
