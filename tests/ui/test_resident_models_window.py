@@ -119,3 +119,30 @@ def test_the_memory_settings_apply_at_once_and_the_sidebar_sums_against_the_budg
     qtbot.waitUntil(lambda: " of " not in w.sidebar.text("memory"), timeout=10_000)
     assert loads == [smollm2.name, tiny_model.name]
     send(qtbot, w, "Still here?")  # the chat's model answers on
+
+
+def test_the_engine_thread_unloads_an_idle_model_once_its_time_to_live_runs_out(qtbot, tmp_path: Path) -> None:
+    from prefill.bench.tiny_model import write_tiny_llama
+    from prefill.engine.settings import LoadSettings
+    from prefill.ui.workers.engine_worker import EngineThread
+
+    a, b = (write_tiny_llama(tmp_path / f"{n}.gguf", n_vocab=4000, seed=i) for i, n in enumerate("ab"))
+    settings = LoadSettings(n_ctx=512, n_gpu_layers="none", n_threads=1)
+    thread = EngineThread()
+    worker = thread.worker
+    shown: list[ResidentModels] = []
+    loaded: list[object] = []
+    worker.residents_changed.connect(shown.append)  # on the engine thread: a list, not a waitSignal
+    worker.loaded.connect(loaded.append)
+    try:
+        worker.set_model_limits(0, 0, 2.0)  # two seconds idle
+        worker.load(str(a), settings)
+        qtbot.waitUntil(lambda: len(loaded) == 1, timeout=30_000)
+        worker.load(str(b), settings)
+        qtbot.waitUntil(lambda: len(loaded) == 2, timeout=30_000)
+        assert len(shown[-1].models) == 2  # a is idle now, its timer armed
+        qtbot.waitUntil(lambda: len(shown[-1].models) == 1, timeout=10_000)  # the timer fired on the engine thread
+        (kept,) = shown[-1].models
+        assert Path(kept.path) == b and kept.current
+    finally:
+        thread.stop()
