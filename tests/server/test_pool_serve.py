@@ -173,15 +173,19 @@ def test_a_stream_goes_on_token_for_token_while_other_models_load_under_a_budget
     from prefill.bench.tiny_model import write_tiny_llama
     from prefill.engine.settings import LoadSettings
     from prefill.pool.catalogue import entry_for_file
-    from prefill.pool.chat_model import ChatLoad
+    from prefill.pool.chat_model import ChatLoad, load_chat
 
     d = tmp_path / "three"
     d.mkdir()
     for i, name in enumerate(("a", "b", "c")):
         write_tiny_llama(d / f"{name}.gguf", n_vocab=4000, n_embd=256, n_ff=512, n_layer=4, seed=i)
-    size = ChatLoad(LoadSettings(n_ctx=4096, n_gpu_layers="none"), 1).estimate(entry_for_file(d / "a.gguf")).total
+    load = ChatLoad(LoadSettings(n_ctx=4096, n_gpu_layers="none"), 1)
+    size = load.estimate(entry_for_file(d / "a.gguf")).total
+    measured = load_chat(entry_for_file(d / "a.gguf"), load)  # what one takes once loaded, llama.cpp's figures
+    loaded = measured.memory.total
+    measured.close()
     s = start_server(None, "--models-dir", str(d), "--parallel", "1", "--ctx", "4096", "--ttl", "never",
-                     "--memory-budget", str(int(size * 2.5)),
+                     "--memory-budget", str(int(loaded * 1.5 + size)),  # two loaded fit, not three
                      env={"HF_HUB_CACHE": str(tmp_path), "HF_HOME": str(tmp_path)})
     try:
         long = {"messages": ASK, "max_tokens": 4000, "temperature": 0, "extra_body": {"ignore_eos": True}}

@@ -139,3 +139,64 @@ def test_other_load_settings_load_the_model_again(tiny_model: Path, loads: list[
         assert loads == [tiny_model.name, tiny_model.name] and len(session.residents.paths()) == 1
     finally:
         session.close()
+
+
+def test_lower_limits_unload_idle_models_at_once_never_the_chats(three: list[Path]) -> None:
+    one, two, three_ = three
+    shown: list[ResidentModels] = []
+    session = ChatSession(None, SessionEvents(residents=shown.append), budget=0)
+    try:
+        for path in (one, two, three_):
+            session.load(target(path))
+        session.load(target(two))  # two is the chat's again; one is the least recently used idle model
+        assert session.set_limits(0, 2, None) == [str(one)]  # the count: one goes
+        assert [Path(m.path).name for m in shown[-1].models] == ["two.gguf", "three.gguf"]
+        assert session.set_limits(1, 0, None) == [str(three_)]  # a budget nothing fits: every idle one goes
+        assert session.residents.paths() == [str(two)] and session.backend is not None  # the chat's stays
+        assert shown[-1].budget == 1 and [m.current for m in shown[-1].models] == [True]
+    finally:
+        session.close()
+
+
+def test_an_idle_model_goes_once_its_time_to_live_runs_out_never_the_chats_nor_a_pinned_one(
+        three: list[Path]) -> None:
+    one, two, three_ = three
+    now = [100.0]
+    session = ChatSession(budget=0, ttl_s=60, clock=lambda: now[0])
+    try:
+        session.load(target(one))
+        assert session.residents.next_expiry() is None  # the chat's own model has no time to live
+        now[0] = 110
+        session.load(target(two))  # one is idle from 110 on
+        now[0] = 120
+        session.load(target(three_))  # two idle from 120
+        assert session.pin_model(str(two))
+        assert session.residents.next_expiry() == 50  # one's, at 170; two is pinned
+        now[0] = 169
+        assert session.reap_idle() == []
+        now[0] = 170
+        assert session.reap_idle() == [str(one)]
+        now[0] = 10_000
+        assert session.reap_idle() == [] and session.residents.next_expiry() is None  # pinned, and the chat's
+        assert sorted(Path(p).name for p in session.residents.paths()) == ["three.gguf", "two.gguf"]
+        assert session.set_limits(0, 0, None) == [] and session.pin_model(str(two), False)  # unpinned at 10,000
+        now[0] = 10_010
+        assert session.set_limits(0, 0, 5) == [str(two)]  # a shorter time to live, in force at once
+    finally:
+        session.close()
+
+
+def test_the_compute_buffers_are_llama_cpps_own_figures(tiny_model: Path) -> None:
+    from prefill.pool.memory import logged_buffers
+
+    session = ChatSession(budget=0)
+    try:
+        session.load(target(tiny_model))
+        engine = session.backend
+        assert isinstance(engine, ChatEngine)
+        (m,) = session.resident_models().models
+        reported = logged_buffers(engine.runtime.context_log)
+        assert reported is not None and reported > 0
+        assert m.memory.compute_measured and m.memory.compute == reported and m.memory.how() == "measured"
+    finally:
+        session.close()

@@ -54,8 +54,12 @@ def test_resident_models_are_marked_with_their_memory_and_offer_unload_and_pin(q
     picker.set_residents(resident_models(a, a, c, pinned=c))
     combo = picker.combo
     assert [combo.itemData(i) for i in range(1, 4)] == [a, b, c]  # the library, then one opened from disk
-    assert combo.itemText(1) == "a  ● in memory, 128.0 MiB" and combo.itemText(2) == "b"
-    assert combo.itemText(3).endswith(", pinned")
+    assert combo.itemText(1) == "● a · 128.0 MiB" and combo.itemText(2) == "b"  # the dot first: never cut off
+    assert combo.itemText(3) == "● opened · 128.0 MiB · pinned"
+    hover = combo.itemData(1, Qt.ItemDataRole.ToolTipRole)
+    assert "weights 100.0 MiB, KV cache 20.0 MiB, compute buffers 8.0 MiB; estimated" in hover
+    assert "The chat's model" in hover and a in hover
+    assert "Pinned" in combo.itemData(3, Qt.ItemDataRole.ToolTipRole)
     assert picker.resident_menu(b) is None  # not in memory: nothing to unload
     own = picker.resident_menu(a)
     assert own is not None and not own.actions()[0].isEnabled()  # the chat's model
@@ -69,3 +73,19 @@ def test_resident_models_are_marked_with_their_memory_and_offer_unload_and_pin(q
     assert asked.args == [c, False]
     picker.set_residents(ResidentModels())
     assert [combo.itemText(i) for i in range(1, 3)] == ["a", "b"] and combo.findData(c) == -1
+
+
+def test_the_list_opens_wide_enough_for_the_longest_entry(qtbot) -> None:
+    picker = ModelPicker()
+    qtbot.addWidget(picker.combo)
+    long = "/m/local/Meta-Llama-3.1-70B-Instruct-abliterated-uncensored-Q4_K_M.gguf"
+    picker.set_library([long, "/m/local/a.gguf"])
+    picker.set_residents(resident_models(long, long, pinned=long))
+    text = picker.combo.itemText(1)
+    assert text.startswith("● ") and text.endswith(" · pinned")
+    view = picker.combo.view()
+    assert view.minimumWidth() >= view.fontMetrics().horizontalAdvance(text) > picker.combo.minimumWidth()
+    picker.show_current(long)
+    assert "In memory: 128.0 MiB" in picker.combo.toolTip()  # the picker itself says it for the model shown
+    picker.show_current("")
+    assert picker.combo.toolTip() == ""

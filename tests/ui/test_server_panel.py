@@ -13,6 +13,7 @@ from PySide6.QtGui import QGuiApplication
 from prefill.engine.batch.snapshot import BatchSnapshot, SlotSnapshot
 from prefill.engine.settings import LoadSettings
 from prefill.server.lifecycle import ServeOptions
+from prefill.server.served_slots import ServerSlots
 from prefill.ui.server.panel import ServerController, ServerPanel, SlotTableModel
 from prefill.ui.workers.engine_worker import EngineThread, EngineWorker
 
@@ -132,3 +133,63 @@ def test_snapshot_text(qtbot, engine_thread) -> None:
                                            queued=2, aggregate_tps=123.4, served=9))
     assert w.status.text() == "3 in flight · 2 queued · 123 tok/s in all · 9 served"
     assert w.slots.rowCount() == 1
+
+
+def two_models() -> ServerSlots:
+    from prefill.server.served_slots import ModelSlots
+
+    a = BatchSnapshot(slots=(SlotSnapshot(0, "decode", "#1", 3, 4, 7, 50.0), SlotSnapshot(1, "idle")),
+                      aggregate_tps=50.0, served=2)
+    b = BatchSnapshot(slots=(SlotSnapshot(0, "idle"),), queued=1, aggregate_tps=10.0, served=1)
+    return ServerSlots((ModelSlots("llama-<b>8b</b>", "loaded", 3 << 30, pinned=True, batch=a),
+                        ModelSlots("qwen", "loaded", 1 << 29, batch=b), ModelSlots("gemma", "loading")))
+
+
+def test_several_models_slots_are_listed_under_each_models_name_and_state(qtbot, qtmodeltester) -> None:
+    m = SlotTableModel()
+    m.set_server(two_models())
+    qtmodeltester.check(m)
+    shown = [m.data(m.index(r, 0)) for r in range(m.rowCount())]
+    assert shown == ["llama-<b>8b</b> · loaded · pinned · 3.0 GiB · 1 in flight", "0", "1",
+                     "qwen · loaded · 512.0 MiB · 1 in flight", "0", "gemma · loading"]
+    assert [m.is_heading(r) for r in range(m.rowCount())] == [True, False, False, True, False, True]
+    assert m.data(m.index(1, 1)) == "decode" and m.data(m.index(0, 1)) == ""
+    one = ServerSlots.of_one(BatchSnapshot(slots=(SlotSnapshot(0, "idle"),)))
+    m.set_server(one)  # one model: its slots alone, as before
+    assert m.rowCount() == 1 and not m.is_heading(0)
+
+
+def test_the_panel_spans_each_models_heading_and_sums_the_figures(qtbot, engine_thread) -> None:
+    controller = ServerController(engine_thread.worker)
+    w = ServerPanel(controller, lambda: None)
+    qtbot.addWidget(w)
+    controller.snapshot.emit(two_models())
+    assert w.status.text() == "3 models · 2 in flight · 1 queued · 60 tok/s in all · 3 served"
+    assert [w.table.columnSpan(r, 0) for r in range(w.slots.rowCount())] == [7, 1, 1, 7, 1, 7]
+    controller.snapshot.emit(BatchSnapshot(slots=(SlotSnapshot(0, "idle"),)))  # a server of one model
+    assert w.table.columnSpan(0, 0) == 1 and w.slots.rowCount() == 1
+
+
+@pytest.mark.model
+def test_a_server_of_two_models_reports_each_ones_slots(tmp_path: Path) -> None:
+    from prefill.bench.tiny_model import write_tiny_llama
+    from prefill.pool.catalogue import entry_for_file
+    from prefill.server.lifecycle import RunningServer
+    from prefill.server.served_slots import served_slots
+
+    a = write_tiny_llama(tmp_path / "a.gguf", n_vocab=4000, seed=1)
+    b = write_tiny_llama(tmp_path / "b.gguf", n_vocab=4000, seed=2)
+    c = write_tiny_llama(tmp_path / "c.gguf", n_vocab=4000, seed=3)
+    options = ServeOptions(None, LoadSettings(n_ctx=256, n_gpu_layers="none", n_threads=1), port=0, parallel=2,
+                           models=tuple(entry_for_file(p) for p in (a, b, c)), pinned=("a", "b"))
+    server = RunningServer.open(options)  # a and b loaded (pinned), c not
+    try:
+        view = served_slots(server.pool)
+        measured = [r.memory.compute_measured for r in server.pool.residents()]
+    finally:
+        server.pool.close()
+        server.sock.close()
+    assert [(m.id, m.state, m.pinned) for m in view.models] == [("a", "loaded", True), ("b", "loaded", True)]
+    assert all(m.batch is not None and len(m.batch.slots) == 2 and m.memory > 0 for m in view.models)
+    assert len(view.slots) == 4 and view.in_flight == 0
+    assert measured == [True, True]  # each batch context's compute buffers, as llama.cpp reported them

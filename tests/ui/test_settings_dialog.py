@@ -101,3 +101,24 @@ def test_cache_budget_use_and_clear(qtbot) -> None:
         d.findChild(QPushButton, "clear-cache").click()
     d.set_cache_usage(Usage(0, 0))
     assert d.cache_use.text() == "0.00 GB in 0 files"
+
+
+def test_the_memory_tab_sets_the_resident_models_limits(qtbot) -> None:
+    d = SettingsDialog(Settings())
+    qtbot.addWidget(d)
+    assert dict(LAYOUT)["Memory"] == ("memory.budget_mb", "memory.max_models", "memory.idle_minutes")
+    budget = d.editors["memory.budget_mb"].input
+    assert isinstance(budget, QComboBox)
+    assert [budget.itemText(i) for i in range(budget.count())] == [
+        "What this machine has, less a margin (default)", "No limit", "This many MiB:"]
+    assert Settings().memory.limits() == (None, 0, 3600.0)  # the machine's, any count, an hour idle
+    d.editors["memory.budget_mb"].set_value(12_288)
+    d.editors["memory.max_models"].input.setValue(2)
+    d.editors["memory.idle_minutes"].set_value("never")
+    new = d.result_settings()
+    assert (new.memory.budget_mb, new.memory.max_models, new.memory.idle_minutes) == (12_288, 2, "never")
+    assert new.memory.limits() == (12_288 << 20, 2, None)
+    d.editors["memory.budget_mb"].set_value(10)  # below the least a budget may be
+    assert not ok_enabled(d) and "Memory for models" in d.problem.text()
+    d.editors["memory.budget_mb"].set_value("none")
+    assert ok_enabled(d) and d.result_settings().memory.limits()[0] == 0

@@ -29,11 +29,13 @@ from prefill.commands.chat_tools import add_tool_options, check_tool_options, op
 from prefill.commands.docs import add_embed_option
 from prefill.commands.errors import CliError
 from prefill.commands.options import (
+    add_memory_options,
     add_model_options,
     add_sampling_options,
     add_speculative_option,
     chosen_projector,
     load_settings,
+    memory_limits,
     model_path,
     overflow_settings,
     sampling_settings,
@@ -70,6 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_model_options(p)
     add_sampling_options(p)
     add_speculative_option(p)
+    add_memory_options(p, "kept in memory", ttl_note="; never the model answering")
     p.add_argument("--system", default="", help="system prompt")
     p.add_argument("--prompt", action="append", default=[], help="a user turn to run without asking (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object per turn")
@@ -381,14 +384,16 @@ class _ChatDocs:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prefill.commands.chat_models import TerminalModels
+    from prefill.commands.chat_models import IdleReaper, TerminalModels
     from prefill.session.backends import LocalModel, Target
     from prefill.session.chat_session import ChatSession
 
     check_tool_options(args)
+    limits = memory_limits(args)
     images = _images(args)
     docs = _ChatDocs(args) if args.docs else None
-    session = ChatSession()
+    session = ChatSession(budget=limits.budget, max_models=limits.max_models, ttl_s=limits.ttl_s)
+    reaper = IdleReaper(session)
     target: Target
     asked = ""  # the remote model asked for
     if args.remote:
@@ -427,8 +432,10 @@ def run(args: argparse.Namespace) -> int:
                                     options=options, n_ctx=info.n_ctx)
         documents = docs.documents if docs is not None else None
         models = TerminalModels(session, settings, info)
-        turns = chat_turns(session, conversation, _prompts(args), not args.json,
+        turns = chat_turns(session, conversation, reaper.between(_prompts(args)), not args.json,
                            StopOnCtrlC() if interactive else None, tools, images, compactions, documents, models)
+        if limits.ttl_s is not None and not args.remote:
+            reaper.start()
         if args.remote:
             turns = keep_partial(turns, args.json)
         told = ""
@@ -451,6 +458,7 @@ def run(args: argparse.Namespace) -> int:
                     print(terminal_line(f"  [{src['n']}] {src['file']}{page}"), file=sys.stderr)
                 print(metrics_line(f.metrics), file=sys.stderr, flush=True)
     finally:
+        reaper.close()
         if tools is not None:
             tools.close()
         if docs is not None:

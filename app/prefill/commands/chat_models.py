@@ -3,16 +3,18 @@
 NAME is a model of the library as `prefill ls` names it (or its file's name, when only one is),
 a path to a .gguf file, or "bundled". The conversation goes on as it is: its messages are typed
 values, written in the new model's format at its next turn. The model left stays resident while
-the memory budget allows (`session/residents.py`), so switching back to it costs no load.
+the memory budget allows (`session/residents.py`), so switching back to it costs no load, until it
+has been idle for --ttl: `IdleReaper` unloads it then, on a thread of its own, only between turns.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from prefill.commands.terminal_text import terminal_line
 from prefill.engine.errors import EngineError
@@ -111,3 +113,55 @@ class TerminalModels:
 
     def say(self, text: str) -> None:
         print(terminal_line(text), file=self.out, flush=True)
+
+
+T = TypeVar("T")
+
+
+class IdleReaper:
+    """Unloads the chat's idle models whose time to live ran out, while the person types.
+
+    A thread of its own waits for the next model due (`Residents.next_expiry`) and unloads it with
+    the session's `reap_idle`, but only between turns: `between` hands the chat its prompts and holds
+    a lock from each prompt's arrival until the chat asks for the next, so no unload runs beside a
+    turn, a /model switch or a load (one thread uses a session at a time).
+    """
+
+    def __init__(self, session: ChatSession) -> None:
+        self.session = session
+        self.lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="prefill-chat-ttl", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def between(self, prompts: Iterable[T]) -> Iterator[T]:
+        """`prompts`, each held under the lock while the chat handles it; the reaper looks again after each."""
+        it = iter(prompts)
+        while True:
+            try:
+                prompt = next(it)  # the person types: the lock is free
+            except StopIteration:
+                return
+            with self.lock:
+                yield prompt
+            self._wake.set()  # what is resident, and since when, may have changed
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._closed:
+            with self.lock:
+                left = self.session.residents.next_expiry()
+            self._wake.wait(timeout=left)  # None: until a turn changes what is resident
+            self._wake.clear()
+            if self._closed:
+                return
+            with self.lock:
+                self.session.reap_idle()

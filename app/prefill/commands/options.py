@@ -117,6 +117,51 @@ def draft_max(value: str) -> int:
     return n
 
 
+def add_memory_options(p: argparse.ArgumentParser, loaded: str, ttl_note: str = "") -> None:
+    """--max-models, --memory-budget and --ttl: how many models stay loaded, in how much memory, and
+    how long an idle one stays (`prefill serve`'s pool, `prefill chat`'s resident models); read them
+    with `memory_limits`. `loaded`: what the models are ("loaded", "kept in memory")."""
+    p.add_argument("--max-models", type=int, default=0, metavar="N",
+                   help=f"models {loaded} at once, at most (default: as many as the memory budget holds)")
+    p.add_argument("--memory-budget", default="", metavar="SIZE",
+                   help=f"memory the models {loaded} may take together, e.g. 8G or 512M; 'none': no bound "
+                        "(default: this machine's available RAM, or free VRAM when layers are offloaded, less 10%%)")
+    p.add_argument("--ttl", default="60m", metavar="DURATION",
+                   help="unload a model idle this long, in seconds or as 30s, 10m, 1h; 'never' keeps them "
+                        f"(default 60m{ttl_note})")
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryLimits:
+    """--memory-budget, --max-models and --ttl as read: `budget` in bytes (None: not given, the
+    command's default; 0: no bound), `ttl_s` in seconds (None: never)."""
+
+    budget: int | None
+    max_models: int
+    ttl_s: float | None
+
+
+def memory_limits(args: argparse.Namespace) -> MemoryLimits:
+    """The values of `add_memory_options`' options, checked (a CliError names the option)."""
+    from prefill.pool.memory import parse_duration, parse_size
+
+    if args.max_models < 0:
+        raise CliError("--max-models must be 0 (no bound) or more")
+    try:
+        ttl: float | None = None if args.ttl in ("never", "none", "-1") else parse_duration(args.ttl)
+    except ValueError as e:
+        raise CliError(f"--ttl: {e}") from None
+    budget: int | None = None
+    if args.memory_budget in ("none", "0"):
+        budget = 0
+    elif args.memory_budget:
+        try:
+            budget = parse_size(args.memory_budget)
+        except ValueError as e:
+            raise CliError(f"--memory-budget: {e}") from None
+    return MemoryLimits(budget, args.max_models, ttl if ttl is None or ttl >= 0 else None)
+
+
 def chosen_projector(mmproj: str | None, model: Path) -> tuple[Path | None, str]:
     """The projector --mmproj asks for: its file, else the mmproj*.gguf beside `model` (None for
     "none" or none found), and how it was chosen, for the line on stderr that names it."""

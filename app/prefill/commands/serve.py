@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prefill.commands.errors import CliError
-from prefill.commands.options import add_model_options, chosen_projector, draft_max, load_settings, model_path
+from prefill.commands.options import (
+    add_memory_options,
+    add_model_options,
+    chosen_projector,
+    draft_max,
+    load_settings,
+    memory_limits,
+    model_path,
+)
 from prefill.commands.terminal_text import terminal_line
 from prefill.engine.speculation import DRAFT_MAX, Speculation
 from prefill.engine.units import format_bytes
@@ -34,14 +42,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--models-dir", nargs="?", const="", default=None, metavar="DIR",
                    help="serve every model `prefill ls --models-dir DIR` lists, by the names it gives them, "
                         "each loaded when a request asks for it (DIR left out: the model library)")
-    p.add_argument("--max-models", type=int, default=0, metavar="N",
-                   help="models loaded at once, at most (default: as many as the memory budget holds)")
-    p.add_argument("--memory-budget", default="", metavar="SIZE",
-                   help="memory the loaded models may take together, e.g. 8G or 512M; 'none': no bound (default: "
-                        "this machine's available RAM, or free VRAM when layers are offloaded, less 10%%)")
-    p.add_argument("--ttl", default="60m", metavar="DURATION",
-                   help="unload a model idle this long, in seconds or as 30s, 10m, 1h; 'never' keeps them "
-                        "(default 60m; a request's keep_alive overrides it; pinned models stay)")
+    add_memory_options(p, "loaded", ttl_note="; a request's keep_alive overrides it; pinned models stay")
     p.add_argument("--pin", action="append", default=[], metavar="NAME",
                    help="keep this model loaded: loaded at start, never unloaded for room or by the TTL "
                         "(repeatable)")
@@ -195,27 +196,14 @@ def pool_limits(args: argparse.Namespace, settings: LoadSettings, one_model: boo
     """--memory-budget, --max-models and --ttl as the pool takes them. `one_model` (--model alone): no
     budget unless one is given, so the one model loads as it always has (llama.cpp is its judge)."""
     from prefill.engine.llama.runtime import supports_gpu_offload
-    from prefill.pool.memory import default_budget, parse_duration, parse_size
+    from prefill.pool.memory import default_budget
     from prefill.pool.pool import PoolLimits
 
-    if args.max_models < 0:
-        raise CliError("--max-models must be 0 (no bound) or more")
-    try:
-        ttl = None if args.ttl in ("never", "none", "-1") else parse_duration(args.ttl)
-    except ValueError as e:
-        raise CliError(f"--ttl: {e}") from None
-    if args.memory_budget in ("none", "0"):
-        budget = 0
-    elif args.memory_budget:
-        try:
-            budget = parse_size(args.memory_budget)
-        except ValueError as e:
-            raise CliError(f"--memory-budget: {e}") from None
-    elif one_model:
-        budget = 0
-    else:
-        budget = default_budget(settings.n_gpu_layers != "none" and supports_gpu_offload())
-    return PoolLimits(budget, args.max_models, ttl if ttl is None or ttl >= 0 else None)
+    given = memory_limits(args)
+    budget = given.budget
+    if budget is None:
+        budget = 0 if one_model else default_budget(settings.n_gpu_layers != "none" and supports_gpu_offload())
+    return PoolLimits(budget, given.max_models, given.ttl_s)
 
 
 def limits_words(options: ServeOptions) -> str:

@@ -26,7 +26,7 @@ from prefill.engine.settings import LoadSettings
 from prefill.engine.speculation import Speculation
 from prefill.engine.vision.projector import Projector
 from prefill.pool.catalogue import Kind, ModelEntry
-from prefill.pool.memory import ModelMemory, estimate, measured
+from prefill.pool.memory import ModelMemory, estimate, logged_buffers, measured
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,8 @@ def load_chat(entry: ModelEntry, load: ChatLoad) -> ChatModel:
             scheduler.projector = Projector(entry.projector, scheduler.runtime)
         rt = scheduler.runtime
         rt.longest_token_bytes  # noqa: B018 -- read once here, part of the load: a server's first request bounds its prompt by it
-        memory = measured(rt.model_bytes(), rt.n_ctx, scheduler.model.bytes_per_cell, guess)
+        memory = measured(rt.model_bytes(), rt.n_ctx, scheduler.model.bytes_per_cell, guess,
+                          logged_buffers(rt.context_log))
         return ChatModel(scheduler, memory)
     except BaseException:
         scheduler.close()

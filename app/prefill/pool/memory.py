@@ -3,8 +3,16 @@
 Before a load the pool weighs the fit estimate (`engine/llama/memory_fit.py`: weights, KV cache
 and compute buffers from the GGUF header) against what the residents take; after it, a resident
 carries llama.cpp's own figures: `llama_model_size` for the weights and the KV cache's cells times
-their bytes (`engine/llama/kv_sizes.py`, llama.cpp's formula). The compute buffer stays the
-estimate (the batch context's load log is not kept), and says so (`compute_measured`).
+their bytes (`engine/llama/kv_sizes.py`, llama.cpp's formula), and its compute and output buffers
+as llama.cpp reported creating the context (`logged_buffers`).
+
+Why the compute buffers come from llama.cpp's log: its C API, as llama-cpp-python 0.3 binds it, has no
+call that returns them. `llama_state_get_size` is the size of the state a save writes (the KV cells in
+use, the logits), not the scheduler's buffers; `llama_memory_breakdown_print` only prints. What
+llama.cpp prints as it makes the context ("CPU compute buffer size = 13.01 MiB") is its own figure,
+kept in `LlamaRuntime.context_log` (the window's and the terminal's engines, the server's batch
+contexts). Where no such line is found (a build that words it otherwise) the compute buffers stay the
+fit estimate, and `compute_measured` is False so that every listing can say so.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ class ModelMemory:
     compute: int
     projector: int = 0
     measured: bool = False  # weights and KV from llama.cpp after the load (else all estimated)
+    compute_measured: bool = False  # the compute buffers as llama.cpp reported them (else the estimate)
 
     @property
     def total(self) -> int:
@@ -39,10 +48,16 @@ class ModelMemory:
 
     def as_dict(self) -> dict[str, object]:
         return {"total": self.total, "weights": self.weights, "kv": self.kv, "compute": self.compute,
-                "projector": self.projector, "measured": self.measured}
+                "projector": self.projector, "measured": self.measured, "compute_measured": self.compute_measured}
 
     def summary(self) -> str:
         return format_bytes(self.total)
+
+    def how(self) -> str:
+        """Which parts are measured, in words ("measured", "compute buffers estimated", "estimated")."""
+        if not self.measured:
+            return "estimated"
+        return "measured" if self.compute_measured else "compute buffers estimated"
 
 
 def estimate(path: Path, settings: LoadSettings, n_seq: int, projector: Path | None = None) -> ModelMemory:
@@ -55,10 +70,26 @@ def estimate(path: Path, settings: LoadSettings, n_seq: int, projector: Path | N
     return ModelMemory(e.weights, e.kv_cache, e.compute, _file_size(projector))
 
 
-def measured(weights: int, kv_cells: int, bytes_per_cell: int, guess: ModelMemory) -> ModelMemory:
+def measured(weights: int, kv_cells: int, bytes_per_cell: int, guess: ModelMemory,
+             compute: int | None = None) -> ModelMemory:
     """llama.cpp's figures after the load: `weights` (llama_model_size), the KV cache's cells times
-    their bytes; the compute buffers and the projector as estimated."""
-    return ModelMemory(weights, kv_cells * bytes_per_cell, guess.compute, guess.projector, measured=True)
+    their bytes, and `compute` (its compute and output buffers, `logged_buffers`; None: not reported,
+    the estimate stands); the projector as estimated (its file's size)."""
+    if compute is None:
+        return ModelMemory(weights, kv_cells * bytes_per_cell, guess.compute, guess.projector, measured=True)
+    return ModelMemory(weights, kv_cells * bytes_per_cell, compute, guess.projector, measured=True,
+                       compute_measured=True)
+
+
+# "CPU compute buffer size =    13.01 MiB", "CUDA0 compute buffer size = 4.50 MiB", "CPU  output buffer size = 0.12 MiB"
+_BUFFER = re.compile(r"\b(\w+)\s+(compute|output) buffer size\s*=\s*([\d.]+) MiB")
+
+
+def logged_buffers(load_log: str) -> int | None:
+    """The compute and output buffers llama.cpp reported making a context, in bytes, every device's
+    together; None when the log says nothing of them."""
+    found = [float(m.group(3)) for m in _BUFFER.finditer(load_log)]
+    return int(sum(found) * 2**20) if found else None
 
 
 def default_budget(on_gpu: bool, memory: MachineMemory | None = None) -> int:

@@ -29,6 +29,7 @@ from prefill.engine.message import Message
 from prefill.engine.request import ChatRequest
 from prefill.engine.speculation import Speculation
 from prefill.server.lifecycle import ExposureError, RunningServer, ServeOptions, check_exposure
+from prefill.server.served_slots import ServerSlots, served_slots
 from prefill.session.backends import (
     LocalModel,
     ServerSlot,
@@ -57,7 +58,8 @@ class SessionEvents:
 
     cache_note: Callable[[str], None] = _ignore  # a saved cache was discarded or not saved, and why
     disk_usage: Callable[[Usage], None] = _ignore  # the saved-cache folder changed
-    server_snapshot: Callable[[BatchSnapshot], None] | None = None  # the slots, live, while serving
+    # the server's models and their slots, live, while serving (on a decode thread: it must not block)
+    server_snapshot: Callable[[ServerSlots], None] | None = None
     serve_stopped: Callable[[], None] = _ignore  # the server stopped
     reload_failed: Callable[[str], None] = _ignore  # the model could not be loaded again after serving
     residents: Callable[[ResidentModels], None] = _ignore  # the local models in memory changed
@@ -75,12 +77,15 @@ class ChatSession:
     """What answers the conversation now, and what goes with it."""
 
     def __init__(self, disk: KvDiskCache | None = None, events: SessionEvents | None = None,
-                 budget: int | None = None, max_models: int = 0) -> None:
+                 budget: int | None = None, max_models: int = 0, ttl_s: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         """`budget`: bytes the resident local models may take (None: what the machine has, less a
-        margin; 0: no bound); `max_models`: how many at once (0: no bound; 1: today's one at a time)."""
+        margin; 0: no bound); `max_models`: how many at once (0: no bound; 1: today's one at a time);
+        `ttl_s`: an idle one is unloaded this long after its last use, by `reap_idle` (None: never);
+        `clock`: monotonic seconds, for those times (tests pass their own)."""
         self.disk = disk  # None: no saved caches (tests, the terminal)
         self.events = events or SessionEvents()
-        self.residents = Residents(budget, max_models, retire=self._retire)
+        self.residents = Residents(budget, max_models, retire=self._retire, clock=clock, ttl_s=ttl_s)
         self.backend: ChatBackend | None = None
         self.server: RunningServer | None = None  # while the model is served; the chat is then its slot
         self._local: LocalModel | None = None  # the model file loaded (to serve and reload it)
@@ -182,6 +187,22 @@ class ChatSession:
         self._report_residents()
         return done
 
+    def set_limits(self, budget: int | None, max_models: int, ttl_s: float | None) -> list[str]:
+        """New limits for the resident models (as the constructor takes them), in force at once: idle
+        models are unloaded until the rest fit (never the chat's, never a pinned one; their caches
+        saved). Returns the paths unloaded."""
+        gone = self.residents.set_limits(budget, max_models, ttl_s)
+        self._report_residents()
+        return gone
+
+    def reap_idle(self) -> list[str]:
+        """Unload the idle models whose time to live ran out (their caches saved); their paths. Only
+        when one went are the residents reported."""
+        gone = self.residents.reap()
+        if gone:
+            self._report_residents()
+        return gone
+
     def _speculate(self, engine: ChatEngine, target: LocalModel) -> None:
         """A resident taken again: its speculation as the target wants it (a draft loaded only if new)."""
         engine.speculation_note = ""
@@ -249,7 +270,8 @@ class ChatSession:
         self.backend = None
         self._report_residents()
         try:
-            server = RunningServer.open(options, on_snapshot=self.events.server_snapshot)
+            server = RunningServer.open(
+                options, on_snapshot=self._on_server_snapshot if self.events.server_snapshot is not None else None)
         except (EngineError, OSError, ValueError) as e:
             self._reload(local)
             raise ServeRefused(f"The server could not start: {e}") from None
@@ -266,6 +288,12 @@ class ChatSession:
         self._stop_server()
         if self._local is not None:
             self._reload(self._local)
+
+    def _on_server_snapshot(self, batch: BatchSnapshot) -> None:
+        """A scheduler of the server published its slots (on its decode thread): every model's, grouped."""
+        report, server = self.events.server_snapshot, self.server
+        if report is not None:
+            report(served_slots(server.pool) if server is not None else ServerSlots.of_one(batch))
 
     def _stop_server(self) -> None:
         server, self.server = self.server, None

@@ -37,6 +37,9 @@ from prefill.engine.speculation import Speculation, SpeculativeMode
 log = logging.getLogger(__name__)
 
 Theme = Literal["system", "light", "dark"]
+MemoryBudget = Literal["auto", "none"] | int  # MiB, or what this machine has, or no bound
+IdleMinutes = Literal["never"] | int
+MIB = 1 << 20
 
 
 def _field_of(section: type[Section], name: str) -> dataclasses.Field[Any]:
@@ -123,6 +126,38 @@ class UiSettings(Section):
 
 
 @dataclass(frozen=True)
+class MemorySettings(Section):
+    """How many local models the window keeps in memory at once, and for how long (session/residents.py;
+    `prefill chat` takes the same as --memory-budget, --max-models and --ttl)."""
+
+    NAME: ClassVar[str] = "memory"
+    budget_mb: MemoryBudget = field(
+        default="auto",
+        metadata=doc("Memory the local models kept in memory may take together, in MiB: auto = what this machine "
+                     "has (its free GPU memory when layers are offloaded, else its available RAM), less 10% "
+                     "(at least 512 MiB); none = no limit.", label="Memory for models", minimum=64,
+                     maximum=16_777_216),
+    )
+    max_models: int = field(
+        default=0,
+        metadata=doc("Local models kept in memory at once, the chat's included (0 = as many as the memory for "
+                     "models holds; 1 = one at a time).", label="Models in memory at once", minimum=0, maximum=64),
+    )
+    idle_minutes: IdleMinutes = field(
+        default=60,
+        metadata=doc("An idle model (not the chat's, not pinned) is unloaded this many minutes after it was last "
+                     "used; never = idle models stay.", label="Unload idle models", minimum=1, maximum=10_080),
+    )
+
+    def limits(self) -> tuple[int | None, int, float | None]:
+        """(budget, max_models, ttl_s) as `session.residents.Residents` takes them: the budget in bytes
+        (None: what this machine has, less a margin; 0: no bound), the time to live in seconds (None: never)."""
+        budget = None if self.budget_mb == "auto" else 0 if self.budget_mb == "none" else int(self.budget_mb) * MIB
+        ttl = None if self.idle_minutes == "never" else float(self.idle_minutes) * 60
+        return budget, self.max_models, ttl
+
+
+@dataclass(frozen=True)
 class HubSettings(Section):
     """Hugging Face access."""
 
@@ -155,6 +190,7 @@ SECTIONS: dict[str, type[Section]] = {
     "model": ModelSettings,
     "sampling": SamplingSettings,
     "ui": UiSettings,
+    "memory": MemorySettings,
     "hub": HubSettings,
 }
 
@@ -166,6 +202,7 @@ class Settings:
     model: ModelSettings = field(default_factory=ModelSettings)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     ui: UiSettings = field(default_factory=UiSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
     hub: HubSettings = field(default_factory=HubSettings)
     # A model file's path → its own values of PER_MODEL_FIELDS, those that differ from the model section's.
     per_model: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -1,8 +1,9 @@
 """What a change of settings does to the running window: each part that reads a setting subscribes to
 its keys (ui/wiring/settings_changes.py), and is called on the GUI thread when one of them changes.
 
-The engine worker takes the cache budget, the tool rounds and speculative decoding at once (on the
-engine thread, no reload: a draft model is loaded or freed beside the model); the theme is re-applied;
+The engine worker takes the cache budget, the tool rounds, speculative decoding and the resident models'
+limits at once (on the engine thread, no reload: a draft model is loaded or freed beside the model, idle
+models past the new limits are unloaded); the theme is re-applied;
 and only a change of a load setting as the loaded model takes it (its own, or the defaults) reloads
 the model (after the answer in progress, if one is).
 """
@@ -34,13 +35,15 @@ def send_speculation(worker: EngineWorker, model: ModelSettings) -> None:
 
 def follow_engine_settings(worker: EngineWorker, changes: SettingsChanges) -> None:
     """The engine worker takes, now and on each change: the saved-cache budget (and reports its use), the
-    tool rounds (read by the tool loop on the engine thread) and speculative decoding (for every model loaded)."""
+    tool rounds (read by the tool loop on the engine thread), speculative decoding (for every model loaded)
+    and the resident models' limits (memory, count, idle time: idle models past them go at once)."""
     changes.subscribe("model.kv_disk_budget_mb",
                       lambda new, _old: worker.set_cache_budget(new.model.kv_disk_budget_mb * MIB), now=True)
 
     changes.subscribe("ui.max_tool_rounds", lambda new, _old: worker.set_max_tool_rounds(new.ui.max_tool_rounds),
                       now=True)
     changes.subscribe(SPECULATION_KEYS, lambda new, _old: send_speculation(worker, new.model), now=True)
+    changes.subscribe("memory", lambda new, _old: worker.set_model_limits(*new.memory.limits()), now=True)
 
 
 def follow_theme(changes: SettingsChanges, follower: Callable[[], ThemeFollower | None],

@@ -44,6 +44,7 @@ LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Model", ("model.n_ctx", "model.n_gpu_layers", "model.flash_attn", "model.kv_type", "model.n_threads",
                "model.n_batch", "model.reasoning_budget", "model.overflow_policy", "model.kv_disk_budget_mb",
                "model.speculative", "model.draft_model_path", "model.draft_max")),
+    ("Memory", ("memory.budget_mb", "memory.max_models", "memory.idle_minutes")),
     ("Downloads", ("ui.models_dir", "hub.hf_token")),
     ("Appearance", ("ui.theme",)),
 )

@@ -61,6 +61,15 @@ FIELD_WORDS: dict[str, dict[str, str]] = {
         "on": "On",
         "off": "Off (no quantised KV cache, no speculation)",
     },
+    "memory.budget_mb": {
+        "auto": "What this machine has, less a margin (default)",
+        "none": "No limit",
+        COUNT: "This many MiB:",
+    },
+    "memory.idle_minutes": {
+        "never": "Never: idle models stay",
+        COUNT: "After this many minutes:",
+    },
 }
 RELOAD_NOTE = "changing this reloads the model"
 

@@ -156,9 +156,12 @@ def test_the_memory_line_sums_the_resident_models_against_the_budget(qtbot) -> N
     mib = 1 << 20
     sidebar.set_residents(ResidentModels((ResidentModel("/m/a.gguf", "A", ModelMemory(300 * mib, 200 * mib, 12 * mib),
                                                         False, True),
-                                          ResidentModel("/m/b.gguf", "B", ModelMemory(500 * mib, 0, 0), True, False)),
+                                          ResidentModel("/m/b.gguf", "B", ModelMemory(500 * mib, 0, 0, measured=True,
+                                                                                     compute_measured=True),
+                                                        True, False)),
                                          budget=8 << 30))
     assert sidebar.text("memory") == "2 models · 1012.0 MiB of 8.0 GiB"
-    assert "B: 500 MiB (pinned)" in sidebar.labels["memory"].toolTip()
+    tip = sidebar.labels["memory"].toolTip()
+    assert "B: 500.0 MiB, measured (pinned)" in tip and "A: 512.0 MiB, estimated (in use)" in tip  # which are guesses
     sidebar.set_residents(ResidentModels())
     assert sidebar.text("memory") == "—"

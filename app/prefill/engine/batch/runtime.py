@@ -88,6 +88,7 @@ class BatchRuntime(LlamaRuntime):
             raise ModelLoadError(f"llama.cpp could not create a context for {n_seq} sequences: "
                                  f"{context_error(settings, ctx_log)}")
         self.flash_attn_on = flash_attn_resolved(settings.flash_attn, ctx_log)
+        self.context_log = ctx_log  # this context's, not the minimal one's
         self.settings = settings
         self.n_seq = n_seq
         self.memory = llama_cpp.llama_get_memory(self.ctx)

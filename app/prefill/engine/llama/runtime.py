@@ -180,6 +180,7 @@ class LlamaRuntime:
             self.model = None
             raise ModelLoadError(f"llama.cpp could not create a context: {context_error(settings, ctx_log)}")
         self.load_log = load_log + ctx_log
+        self.context_log = ctx_log  # what llama.cpp said making the context: its buffers' sizes
         self.flash_attn_on = flash_attn_resolved(settings.flash_attn, ctx_log)
         self.memory = llama_cpp.llama_get_memory(self.ctx)
         model = self.model

@@ -1,8 +1,9 @@
 """The model picker: model files beside saved remote endpoints, and the ways to add either.
 
 It lists every model of the library (`set_paths`), marks those resident in memory with what they
-take (`set_residents`), and offers, on a right click on a resident one (in the list, or on the
-picker for the model shown), to unload it or pin it.
+take (`set_residents`: "● 1.2 GiB", the parts and whether llama.cpp measured them on hover), and
+offers, on a right click on a resident one (in the list, or on the picker for the model shown), to
+unload it or pin it. Its list opens as wide as its longest entry, so no mark is cut off.
 
 Signals:
     local_chosen(str): a model file's path.
@@ -33,6 +34,7 @@ OPEN_FILE = "<open>"
 ADD_REMOTE = "<remote>"
 EDIT_REMOTE = "edit:"  # item data: EDIT_REMOTE + the endpoint's name
 REMOTE = "endpoint:"  # item data: REMOTE + the endpoint's name
+IN_MEMORY = "●"  # a resident model's mark, before its memory
 
 
 def loaded_name(m: LoadedModel) -> str:
@@ -93,13 +95,25 @@ class ModelPicker(QObject):
         return next((m for m in self.residents.models if m.path == path), None)
 
     def label(self, path: str) -> str:
-        """An entry's text: the name a person reads, and, for a resident model, its memory."""
+        """An entry's text: the name a person reads; a resident model's starts with a dot (seen however
+        narrow the picker) and ends with its memory."""
         name = model_display_name(Path(path))
         m = self.resident(path)
         if m is None:
             return name
-        pin = ", pinned" if m.pinned else ""
-        return f"{name}  ● in memory, {format_bytes(m.memory.total)}{pin}"
+        return f"{IN_MEMORY} {name} · {format_bytes(m.memory.total)}{' · pinned' if m.pinned else ''}"
+
+    def hover(self, path: str) -> str:
+        """An entry's tooltip (plain text): for a resident model what it takes, part by part, and whether
+        llama.cpp measured it; then the file."""
+        m = self.resident(path)
+        if m is None:
+            return path
+        mem = m.memory
+        parts = f"weights {format_bytes(mem.weights)}, KV cache {format_bytes(mem.kv)}, compute buffers " \
+                f"{format_bytes(mem.compute)}" + (f", projector {format_bytes(mem.projector)}" if mem.projector else "")
+        state = "the chat's model" if m.current else "pinned: never unloaded for room" if m.pinned else "idle"
+        return f"In memory: {format_bytes(mem.total)} ({parts}; {mem.how()})\n{state[:1].upper()}{state[1:]}\n{path}"
 
     def resident_menu(self, path: str) -> QMenu | None:
         """The menu of a resident model (None for one not in memory): unload it, pin or unpin it."""
@@ -139,9 +153,9 @@ class ModelPicker(QObject):
         self.combo.clear()
         self.combo.addItem("Choose a model…", "")
         listed = list(dict.fromkeys([*self.library, *self.paths, *(m.path for m in self.residents.models)]))
-        for p in listed:  # a name a person reads; the file itself on hover
+        for p in listed:  # a name a person reads; the file itself (and its memory) on hover
             self.combo.addItem(self.label(p), p)
-            self.combo.setItemData(self.combo.count() - 1, tooltip(p), Qt.ItemDataRole.ToolTipRole)
+            self.combo.setItemData(self.combo.count() - 1, tooltip(self.hover(p)), Qt.ItemDataRole.ToolTipRole)
         for e in self.endpoints:
             self.combo.addItem(f"⇄ {e.name} · {e.model or 'its first model'}", REMOTE + e.name)
         self.combo.addItem("Open a .gguf file…", OPEN_FILE)
@@ -150,10 +164,26 @@ class ModelPicker(QObject):
             self.combo.addItem(f"Edit or remove {e.name}…", EDIT_REMOTE + e.name)
         self.combo.setCurrentIndex(max(self.combo.findData(current), 0))
         self.combo.blockSignals(False)
+        self._fit_popup()
+
+    def _fit_popup(self) -> None:
+        """The list opens as wide as its longest entry (the combo itself keeps its width in the toolbar)."""
+        view = self.combo.view()
+        metrics = view.fontMetrics()  # the view's own hint counts only what it has laid out
+        widest = max(metrics.horizontalAdvance(self.combo.itemText(i)) for i in range(self.combo.count()))
+        padding = 2 * metrics.averageCharWidth()  # the item's margins, either side
+        view.setMinimumWidth(widest + padding + view.verticalScrollBar().sizeHint().width() + 2 * view.frameWidth())
+        self._show_hover()
+
+    def _show_hover(self) -> None:
+        data = self.combo.currentData()
+        self.combo.setToolTip(tooltip(self.hover(data)) if isinstance(data, str) and data and
+                              not data.startswith((REMOTE, EDIT_REMOTE, "<")) else "")
 
     def show_current(self, data: str) -> None:
         """Select the entry of what is loaded (a path, or REMOTE + an endpoint's name)."""
         self.combo.setCurrentIndex(max(self.combo.findData(data), 0))
+        self._show_hover()
 
     def _on_combo_activated(self, index: int) -> None:
         data = self.combo.itemData(index)

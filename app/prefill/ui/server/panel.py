@@ -1,10 +1,11 @@
 """The window's switch for `prefill serve`, its address, and the slots at work, live.
 
 `ServerController` starts and stops the server off the GUI thread and turns the
-scheduler's snapshots into a signal; `SlotTableModel` holds the slots for a view;
-`ServerPanel` is the switch, the address with a copy button, the requests in flight
-and queued, the batch's aggregate rate, and the slots table. The window's chat is one of
-the slots: the engine worker serves the model it holds (`EngineWorker.serve`).
+schedulers' snapshots into a signal; `SlotTableModel` holds the slots for a view, under each
+model's name and state when the server holds several; `ServerPanel` is the switch, the address
+with a copy button, the requests in flight and queued, the aggregate rate, and the slots table.
+The window's chat is one of the slots: the engine worker serves the model it holds
+(`EngineWorker.serve`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QFont, QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -36,6 +37,7 @@ from PySide6.QtWidgets import (
 from prefill.engine.batch.runtime import MAX_SEQUENCES
 from prefill.engine.batch.snapshot import BatchSnapshot, SlotSnapshot
 from prefill.server.lifecycle import ServeOptions
+from prefill.server.served_slots import ModelSlots, ServerSlots
 from prefill.ui.widgets.plain_text import plain_label
 from prefill.ui.workers.engine_worker import EngineWorker
 
@@ -52,7 +54,8 @@ class ServerController(QObject):
         started(str): the base address (http://host:port), once listening.
         stopped(): the server has stopped; the chat has the model to itself again.
         failed(str): why it could not start, in words.
-        snapshot(object): a BatchSnapshot, a few times a second while requests run.
+        snapshot(object): a ServerSlots (each model, its state and its slots), a few times a second
+            while requests run.
     """
 
     started = Signal(str)
@@ -91,14 +94,16 @@ COLUMNS = ("Slot", "State", "Request", "Tokens", "KV cells", "tok/s", "Drafts ta
 
 class SlotTableModel(QAbstractTableModel):
     """One row per slot: state, request, tokens (prompt + generated), KV cells, decode rate, and
-    how many drafted tokens the model accepted of those it checked (speculative decoding)."""
+    how many drafted tokens the model accepted of those it checked (speculative decoding). When the
+    server holds several models, each model's slots follow a heading row: its name, its state, its
+    memory and its requests (`is_heading`; the view spans it across the columns)."""
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
-        self._slots: tuple[SlotSnapshot, ...] = ()
+        self._rows: tuple[ModelSlots | SlotSnapshot, ...] = ()
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
-        return 0 if parent.isValid() else len(self._slots)
+        return 0 if parent.isValid() else len(self._rows)
 
     def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(COLUMNS)
@@ -109,10 +114,25 @@ class SlotTableModel(QAbstractTableModel):
             return COLUMNS[section]
         return None
 
+    def is_heading(self, row: int) -> bool:
+        """Whether `row` names a model (its slots follow) rather than showing a slot."""
+        return 0 <= row < len(self._rows) and isinstance(self._rows[row], ModelSlots)
+
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):  # type: ignore[no-untyped-def]
-        if not index.isValid() or role != Qt.ItemDataRole.DisplayRole:
+        if not index.isValid():
             return None
-        s = self._slots[index.row()]
+        row = self._rows[index.row()]
+        if isinstance(row, ModelSlots):
+            if role == Qt.ItemDataRole.FontRole:
+                bold = QFont()
+                bold.setBold(True)
+                return bold
+            if role == Qt.ItemDataRole.DisplayRole:
+                return row.heading() if index.column() == 0 else ""
+            return None
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        s = row
         busy = s.state != "idle"
         values = (
             str(s.index), s.state, s.label if busy else "",
@@ -123,14 +143,32 @@ class SlotTableModel(QAbstractTableModel):
         return values[index.column()]
 
     def set_slots(self, slots: tuple[SlotSnapshot, ...]) -> None:
-        """Rows that changed emit dataChanged; a new slot count resets the model."""
-        if len(slots) != len(self._slots):
+        """One model's slots, without a heading."""
+        self._set_rows(slots)
+
+    def set_server(self, server: ServerSlots) -> None:
+        """The server's slots: under each model's heading when it holds several, else as they are."""
+        if len(server.models) > 1:
+            rows: list[ModelSlots | SlotSnapshot] = []
+            for m in server.models:
+                rows.append(m)
+                rows.extend(m.batch.slots if m.batch is not None else ())
+            self._set_rows(tuple(rows))
+        else:
+            self._set_rows(server.slots)
+
+    def _set_rows(self, rows: tuple[ModelSlots | SlotSnapshot, ...]) -> None:
+        """Rows that changed emit dataChanged; another count or order of headings resets the model."""
+        def shape(rs: tuple[ModelSlots | SlotSnapshot, ...]) -> list[str]:
+            return [r.id if isinstance(r, ModelSlots) else "" for r in rs]
+
+        if len(rows) != len(self._rows) or shape(rows) != shape(self._rows):
             self.beginResetModel()
-            self._slots = slots
+            self._rows = rows
             self.endResetModel()
             return
-        old, self._slots = self._slots, slots
-        for row, (a, b) in enumerate(zip(old, slots, strict=True)):
+        old, self._rows = self._rows, rows
+        for row, (a, b) in enumerate(zip(old, rows, strict=True)):
             if a != b:
                 self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
 
@@ -169,6 +207,7 @@ class ServerPanel(QWidget):
         self.table.setModel(self.slots)
         self.table.verticalHeader().hide()
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.slots.modelReset.connect(self._on_slots_reset)
 
         row = QHBoxLayout()
         row.addWidget(self.address, 1)
@@ -229,11 +268,21 @@ class ServerPanel(QWidget):
         self._set_off(message)
 
     @Slot(object)
-    def _on_controller_snapshot(self, snap: BatchSnapshot) -> None:
+    def _on_controller_snapshot(self, snap: ServerSlots | BatchSnapshot) -> None:
+        server = ServerSlots.of_one(snap) if isinstance(snap, BatchSnapshot) else snap
+        models = f"{len(server.models)} models · " if len(server.models) > 1 else ""
         self.status.setText(
-            f"{snap.in_flight} in flight · {snap.queued} queued · {snap.aggregate_tps:.0f} tok/s in all · "
-            f"{snap.served} served")
-        self.slots.set_slots(snap.slots)
+            f"{models}{server.in_flight} in flight · {server.queued} queued · {server.aggregate_tps:.0f} tok/s in "
+            f"all · {server.served} served")
+        self.slots.set_server(server)
+
+    @Slot()
+    def _on_slots_reset(self) -> None:
+        """A model's heading spans the table's width (its name and state are longer than a column)."""
+        self.table.clearSpans()
+        for row in range(self.slots.rowCount()):
+            if self.slots.is_heading(row):
+                self.table.setSpan(row, 0, 1, len(COLUMNS))
 
     def _set_off(self, text: str) -> None:
         self.url = ""

@@ -14,7 +14,7 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from prefill.engine.errors import ContextOverflow, EngineError, TemplateError
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 
 
 
+REAPER_MAX_MS = 2**31 - 1  # a QTimer's interval is a C int: a longer wait is armed again when it fires
+
+
 class TextBuffer:
     """Tokens' text from the worker to the GUI thread, swapped under a lock; the answer and the
     model's thinking kept apart."""
@@ -77,8 +80,10 @@ class EngineWorker(QObject):
 
     The GUI thread asks through the typed methods (`load`, `load_remote`, `cancel_load`, `generate`,
     `compact`, `unload`, `ask_count`, `serve`, `stop_serving`, `resume`, `set_cache_budget`, `clear_cache`,
-    `set_speculation`, `shutdown`); each queues one private request signal into the engine thread, where the
-    `ChatSession` (made there, so llama.cpp loads off the GUI thread) does the work. A few act at once,
+    `set_speculation`, `set_model_limits`, `unload_model`, `pin_model`, `shutdown`); each queues one
+    private request signal into the engine thread, where the `ChatSession` (made there, so llama.cpp
+    loads off the GUI thread) does the work. An idle model's time to live is kept by a timer on the
+    engine thread, armed after each change of the resident models. A few act at once,
     thread-safe, without a queue: `take_streamed`, `stop_answer`, `answer_tool`, `forget_approvals`.
 
     Signals:
@@ -89,7 +94,7 @@ class EngineWorker(QObject):
             (the model it replaced stays resident, idle).
         residents_changed(object): a session.residents.ResidentModels: the local models in memory,
             their memory, which is pinned and which is the chat's, and the budget (after a load, an
-            unload, a pin).
+            unload, a pin, new limits, an idle model's time to live running out).
         resident_refused(str): an unload by hand was refused (the chat's own model), in words.
         prefill_done(int, object): request id, PrefillDone.
         metrics(int, object): request id, MetricsSnapshot (a few times a second).
@@ -102,7 +107,8 @@ class EngineWorker(QObject):
         serving(str): the server's base address (http://host:port); the chat now runs in one of its slots.
         serve_failed(str): why the server could not start, in words (the chat goes on as before).
         serve_stopped(): the server stopped; the chat has the model to itself again.
-        server_snapshot(object): a BatchSnapshot, a few times a second while the server runs.
+        server_snapshot(object): a server.served_slots.ServerSlots (each model the server holds, its state
+            and its slots), a few times a second while the server runs.
         tool_asked(int, int, object): request id, question serial, ToolCall: the engine thread waits
             for `answer_tool(serial, decision)` (Stop answers DENY).
         tool_started(int, object): request id, ToolCallStarted (an approved call runs now).
@@ -160,6 +166,7 @@ class EngineWorker(QObject):
     _request_speculative = Signal(object)
     _request_unload_model = Signal(str)
     _request_pin_model = Signal(str, bool)
+    _request_model_limits = Signal(object)  # (budget, max_models, ttl_s): bytes past a Qt int
 
     def __init__(self, disk: KvDiskCache | None = None) -> None:
         super().__init__()
@@ -195,6 +202,12 @@ class EngineWorker(QObject):
         self._request_speculative.connect(self._on_request_speculative)
         self._request_unload_model.connect(self._on_request_unload_model)
         self._request_pin_model.connect(self._on_request_pin_model)
+        self._request_model_limits.connect(self._on_request_model_limits)
+        # Unloads an idle model whose time to live ran out; moves to the engine thread with the worker
+        # and is armed there, after each change of the residents, for the next one due.
+        self._reaper = QTimer(self)
+        self._reaper.setSingleShot(True)
+        self._reaper.timeout.connect(self._on_reaper_timeout)
 
     @property
     def session(self) -> ChatSession:
@@ -205,7 +218,7 @@ class EngineWorker(QObject):
             self._session = ChatSession(self.disk, SessionEvents(
                 cache_note=self.cache_note.emit, disk_usage=self.disk_cache.emit,
                 server_snapshot=self.server_snapshot.emit, serve_stopped=self.serve_stopped.emit,
-                reload_failed=self.load_failed.emit, residents=self.residents_changed.emit,
+                reload_failed=self.load_failed.emit, residents=self._on_session_residents,
             ))
         return self._session
 
@@ -300,6 +313,11 @@ class EngineWorker(QObject):
         """Pin a resident model (never unloaded to make room for another) or unpin it."""
         self._request_pin_model.emit(path, pinned)
 
+    def set_model_limits(self, budget: int | None, max_models: int, ttl_s: float | None) -> None:
+        """The resident models' limits (as `ChatSession` takes them), in force at once: idle models past
+        them are unloaded (never the chat's, queued behind a running answer); `residents_changed` follows."""
+        self._request_model_limits.emit((budget, max_models, ttl_s))
+
     def ask_count(self, tag: int, messages: list[Message]) -> None:
         """Count the prompt tokens of `messages`; only the newest count request is computed."""
         self._count_tag = tag
@@ -380,6 +398,28 @@ class EngineWorker(QObject):
     @Slot(str, bool)
     def _on_request_pin_model(self, path: str, pinned: bool) -> None:
         self.session.pin_model(path, pinned)
+
+    @Slot(object)
+    def _on_request_model_limits(self, limits: tuple[int | None, int, float | None]) -> None:
+        self.session.set_limits(*limits)
+
+    def _on_session_residents(self, shown: object) -> None:  # engine thread, from the session
+        self.residents_changed.emit(shown)
+        self._arm_reaper()
+
+    def _arm_reaper(self) -> None:
+        """The timer set for the next idle model's time to live (stopped when none will run out)."""
+        left = self._session.residents.next_expiry() if self._session is not None else None
+        if left is None:
+            self._reaper.stop()
+        else:  # a little late rather than early: the model is then past its time, not just short of it
+            self._reaper.start(min(int(left * 1000) + 50, REAPER_MAX_MS))
+
+    @Slot()
+    def _on_reaper_timeout(self) -> None:
+        if self._session is not None:
+            self._session.reap_idle()
+            self._arm_reaper()
 
     @Slot(object)
     def _on_request_serve(self, options: ServeOptions) -> None:

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
+from prefill.engine.units import format_bytes
 from prefill.session.loaded import LoadedModel
 from prefill.session.residents import ResidentModels
 from prefill.session.tool_loop import RoundTiming
@@ -270,10 +271,12 @@ class EngineSidebar(QWidget):
         self.warning.setVisible(bool(m.backend_warning))
 
     def set_residents(self, shown: ResidentModels) -> None:
-        """The memory line: the local models in memory and what they take against the budget."""
+        """The memory line: the local models in memory and what they take against the budget (llama.cpp's
+        figures once loaded; each model's tooltip line says which parts are estimates). Fed by the engine
+        worker's `residents_changed`, so the GUI thread never asks the model or the disk."""
         self.labels["memory"].setText(shown.line() if shown.models else "—")
-        names = "\n".join(f"{m.name}: {m.memory.total / MIB:,.0f} MiB{' (pinned)' if m.pinned else ''}"
-                          f"{' (in use)' if m.current else ''}" for m in shown.models)
+        names = "\n".join(f"{m.name}: {format_bytes(m.memory.total)}, {m.memory.how()}"
+                          f"{' (pinned)' if m.pinned else ''}{' (in use)' if m.current else ''}" for m in shown.models)
         self.labels["memory"].setToolTip(tooltip(f"{names}\n\n{FIGURES['memory'].tip}" if names
                                                  else FIGURES["memory"].tip))
 

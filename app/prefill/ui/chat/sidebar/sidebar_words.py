@@ -34,9 +34,10 @@ FIGURES: dict[str, Words] = {
     "backend": Words("Runs on", "Where llama.cpp runs the model's layers: on the CPU, or offloaded to a GPU "
                      "(how many of its layers, the device, and the GPU memory llama.cpp allocated)."),
     "memory": Words("In memory", "The local models kept in memory, so switching back to one costs no load, and "
-                    "what they take together against the budget (weights, KV caches, compute buffers). The least "
-                    "recently used idle one is unloaded when a new one needs the room; a pinned one never is. "
-                    "Right-click a model in the picker to unload or pin it."),
+                    "what they take together against the budget (weights, KV caches, compute buffers, as llama.cpp "
+                    "reported them once loaded). The least recently used idle one is unloaded when a new one needs "
+                    "the room or has been idle too long; a pinned one never is. Settings > Memory sets the budget, "
+                    "the count and the idle time; right-click a model in the picker to unload or pin it."),
     "vision": Words("Images", "Whether this model can read images: a vision model needs its projector, an "
                     "mmproj GGUF from the same repository, loaded beside it."),
     "format": Words("Chat format", "How the chat is written out for the model: its own chat template (from the "
