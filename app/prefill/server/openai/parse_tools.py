@@ -15,7 +15,7 @@ from prefill.engine.message import ToolCall
 from prefill.engine.request import ResponseFormat, Tool
 from prefill.server.core import ToolsAsked
 from prefill.server.errors import ApiError, bad_request
-from prefill.server.fields import schema_text
+from prefill.server.fields import schema_text, unicode_text
 
 MAX_TOOLS = 128
 NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}\Z")  # OpenAI's function names, with the dots and colons some clients use
@@ -57,7 +57,7 @@ def parse_tool_calls(raw: Any, param: str) -> tuple[ToolCall, ...]:
             args = json.dumps(args, ensure_ascii=False)
         if not isinstance(args, str) or not isinstance(call_id, str):
             raise bad_request(f"{where}: 'id' and 'function.arguments' must be strings.", where)
-        calls.append(ToolCall(call_id, name, args))
+        calls.append(ToolCall(unicode_text(call_id, where), name, unicode_text(args, f"{where}.function.arguments")))
     return tuple(calls)
 
 
