@@ -2,7 +2,7 @@
 SmolLM2, a chat whole and streamed alike, generate (templated, raw, load only), a JSON `format`, errors as
 {"error"} with their status, the doors and the key on the second port (--ollama-port); `think` and
 `keep_alive: 0` on a folder of scripted reasoning models; a tool round trip and a call cut short on the
-scripted caller."""
+scripted caller; a message's images on a tiny vision model."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import httpx2 as httpx
 import ollama
 import pytest
 
+from prefill.bench.tiny_vision import VisionShape, write_tiny_vision
 from tests.engine.budget_thinkers import FAMILIES, write_budget_thinker
 from tests.engine.vision.conftest import png
 from tests.engine.vocab_models import write_round_tripper
@@ -272,3 +273,24 @@ def test_a_call_cut_by_num_predict_leaves_no_markup_and_ends_the_same_both_ways(
         assert not any(m in content for m in MARKUP) and not any(m in text for m in MARKUP), (limit, content, text)
         assert whole.done_reason == last.done_reason == "length" and not whole.message.tool_calls and not calls
 
+
+
+@pytest.fixture(scope="module")
+def seeing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    model, _ = write_tiny_vision(tmp_path_factory.mktemp("ollama-vision"))
+    s = start_server(model, "--ctx", "1024", "--parallel", "1")  # the mmproj beside it is found
+    yield s
+    stop_server(s)
+
+
+def test_a_messages_images_are_read_and_counted_by_a_model_with_a_projector(seeing: Served) -> None:
+    c = ollama.Client(host=seeing.url, timeout=120)
+    assert "vision" in (c.show(seeing.model_id).capabilities or [])
+    image = base64.b64encode(png(64, 48, (220, 10, 10))).decode()
+    seen = c.chat(model=seeing.model_id, messages=[{"role": "user", "content": "what is it", "images": [image]}],
+                  options={**GREEDY, "num_predict": 4})
+    plain = c.chat(model=seeing.model_id, messages=[{"role": "user", "content": "what is it"}],
+                   options={**GREEDY, "num_predict": 4})
+    assert (seen.prompt_eval_count or 0) >= (plain.prompt_eval_count or 0) + VisionShape().n_patches
+    said = c.generate(model=seeing.model_id, prompt="what is it", images=[image], options={**GREEDY, "num_predict": 4})
+    assert said.prompt_eval_count == seen.prompt_eval_count  # the same turn, asked through /api/generate
