@@ -1,10 +1,11 @@
-"""What a dialect costs per token: the same streamed requests through `/v1/messages` (Anthropic) and
-`/v1/chat/completions` (OpenAI) on one `prefill serve`, compared in ABBA pairs.
+"""What a dialect costs per token: the same streamed requests through `/v1/messages` (Anthropic),
+`/api/chat` (Ollama's NDJSON) and `/v1/chat/completions` (OpenAI) on one `prefill serve`, compared in
+rounds whose order turns around each time (ABBA: OpenAI first, then last).
 
 Each run sends --requests streamed requests of --tokens tokens (temperature 0, the same prompts)
 one after another and reads every event; the figures per generated token are the server's CPU
-time (Linux's /proc) and the wall time. The headline is the median over pairs of Anthropic's over
-OpenAI's, which a machine whose speed swings within seconds survives. Prints one JSON object:
+time (Linux's /proc) and the wall time. The headline is each dialect's median over rounds of its
+figure over OpenAI's, which a machine whose speed swings within seconds survives. Prints one JSON object:
 
     python benchmarks/dialect_bench.py [--model bundled|tiny|PATH] [--pairs 6] [--requests 8] [--tokens 64]
 
@@ -56,11 +57,17 @@ def start(model: Path, threads: int) -> tuple[subprocess.Popen[str], str, str]:
     return proc, url, model_id
 
 
+DIALECTS = ("openai", "anthropic", "ollama")
+
+
 def body(dialect: str, model_id: str, n: int, tokens: int) -> tuple[str, dict[str, object]]:
     messages = [{"role": "user", "content": prompt_text(n)}]
     if dialect == "anthropic":
         return "/v1/messages", {"model": model_id, "max_tokens": tokens, "temperature": 0, "stream": True,
                                 "messages": messages}
+    if dialect == "ollama":
+        return "/api/chat", {"model": model_id, "stream": True, "messages": messages,
+                             "options": {"temperature": 0, "num_predict": tokens}}
     return "/v1/chat/completions", {"model": model_id, "max_tokens": tokens, "temperature": 0, "stream": True,
                                     "messages": messages, "stream_options": {"include_usage": True}}
 
@@ -68,6 +75,8 @@ def body(dialect: str, model_id: str, n: int, tokens: int) -> tuple[str, dict[st
 def output_tokens(dialect: str, text: str) -> int:
     """The answer's length as the stream's last usage says it."""
     for line in reversed(text.splitlines()):
+        if dialect == "ollama" and line.startswith("{"):
+            return int(json.loads(line)["eval_count"])
         if not line.startswith("data: {"):
             continue
         obj = json.loads(line[6:])
@@ -111,23 +120,25 @@ def main() -> int:
         proc, url, model_id = start(model, args.threads)
         try:
             with httpx.Client(timeout=300) as client:
-                for dialect in ("openai", "anthropic"):  # warm-up: the prompts' prefixes cached alike
+                for dialect in DIALECTS:  # warm-up: the prompts' prefixes cached alike
                     run(client, url, proc.pid, model_id, dialect, args.requests, args.tokens)
-                pairs: list[tuple[dict[str, float], dict[str, float]]] = []
-                for i in range(args.pairs):  # ABBA
-                    order = ("openai", "anthropic") if i % 2 == 0 else ("anthropic", "openai")
-                    got = {d: run(client, url, proc.pid, model_id, d, args.requests, args.tokens) for d in order}
-                    pairs.append((got["openai"], got["anthropic"]))
+                rounds: list[dict[str, dict[str, float]]] = []
+                for i in range(args.pairs):  # ABBA: the order turns around each round
+                    order = DIALECTS if i % 2 == 0 else DIALECTS[::-1]
+                    rounds.append({d: run(client, url, proc.pid, model_id, d, args.requests, args.tokens)
+                                   for d in order})
         finally:
             proc.terminate()
             proc.wait(30)
     out: dict[str, object] = {"model": model_id, "pairs": args.pairs, "requests": args.requests,
                               "tokens": args.tokens}
     for key in ("server_cpu_ms_per_token", "wall_ms_per_token"):
-        out[key] = {"openai": round(statistics.median(o[key] for o, _ in pairs), 3),
-                    "anthropic": round(statistics.median(a[key] for _, a in pairs), 3),
-                    "anthropic_over_openai": round(statistics.median(a[key] / o[key] for o, a in pairs if o[key]), 4)}
-    out["goal"] = "anthropic_over_openai <= 1.02"
+        figures: dict[str, float] = {d: round(statistics.median(r[d][key] for r in rounds), 3) for d in DIALECTS}
+        for d in DIALECTS[1:]:
+            figures[f"{d}_over_openai"] = round(statistics.median(r[d][key] / r["openai"][key] for r in rounds
+                                                                  if r["openai"][key]), 4)
+        out[key] = figures
+    out["goal"] = "anthropic_over_openai <= 1.02 and ollama_over_openai <= 1.02"
     print(json.dumps(out))
     return 0
 

@@ -236,10 +236,13 @@ def test_a_kind_is_checked_when_asked() -> None:
 def test_sizes_and_durations_as_flags_write_them() -> None:
     assert parse_size("8G") == 8 * GIB and parse_size("512M") == 512 << 20 and parse_size("1.5GiB") == 3 * GIB // 2
     assert parse_duration("10m") == 600 and parse_duration("30") == 30 and parse_duration(-1) == -1
+    # Go's form, as Ollama's clients send keep_alive
+    assert parse_duration("5m0s") == 300 and parse_duration("1h30m") == 5400 and parse_duration("-1m0s") == -60
     with pytest.raises(ValueError):
         parse_size("lots")
-    with pytest.raises(ValueError):
-        parse_duration("soon")
+    for bad in ("soon", "1h30", "m5"):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
 
 
 def test_a_kind_without_a_loader_is_listed_unusable_in_words() -> None:

@@ -28,6 +28,7 @@ class Served:
     key: str = "none"
     stderr: list[str] = field(default_factory=list)  # what it said on stderr so far (a line per request)
     reader: threading.Thread | None = None
+    out: queue.Queue[str] = field(default_factory=queue.Queue)  # what it printed on stdout after its first line
 
     @property
     def base(self) -> str:
@@ -72,7 +73,7 @@ def start_server(model: Path | None, *args: str, env: dict[str, str] | None = No
     assert " at http://" in line, line
     url = line.split(" at ")[1].split()[0].removesuffix("/v1")
     key = args[args.index("--api-key") + 1] if "--api-key" in args else "none"
-    return Served(proc, url, model.name.removesuffix(".gguf") if model is not None else "", key, said, reader)
+    return Served(proc, url, model.name.removesuffix(".gguf") if model is not None else "", key, said, reader, lines)
 
 
 def stop_server(s: Served) -> str:

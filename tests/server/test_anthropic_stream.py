@@ -7,30 +7,18 @@ from __future__ import annotations
 import asyncio
 import json
 
-from prefill.engine.batch.request import BatchRequest, Failed, RequestHandle
+from prefill.engine.batch.request import Failed, RequestHandle
 from prefill.engine.events import Finished, MetricsSnapshot, Token
 from prefill.engine.message import ToolCall
-from prefill.engine.prompt.model_chat import plain_reader
-from prefill.engine.settings import ServeSampling
 from prefill.server.anthropic.replies import MessageReply, stop_reason, stream_reply, usage
-from prefill.server.core import Generation
-from prefill.server.generate import EventStream
-from prefill.server.loop_waker import LoopWaker
+from tests.server.scripted_events import scripted_generation
 
 
 def _collect(events: list[object], stops: tuple[str, ...] = (),
              calls: list[ToolCall] | None = None) -> tuple[list[tuple[str, dict]], RequestHandle]:  # type: ignore[type-arg]
     async def main() -> tuple[str, RequestHandle]:
-        stream = EventStream(LoopWaker(asyncio.get_running_loop()))
-        handle = RequestHandle(BatchRequest((1,), ServeSampling(), stream.sink), lambda: None)
-        splitter = plain_reader()
-        if calls:
-            splitter.calls.extend(calls)  # as the reader takes them out of the answer
-        for ev in events:
-            stream.sink(ev)  # type: ignore[arg-type]
-        stream.waker.step_done(idle=True)
-        gen = Generation(handle, stream, splitter, prompt_tokens=12)
-        return "".join([b async for b in stream_reply(MessageReply("m", stops), gen)]), handle
+        gen = scripted_generation(events, calls or ())
+        return "".join([b async for b in stream_reply(MessageReply("m", stops), gen)]), gen.handle
 
     text, handle = asyncio.run(main())
     out = []

@@ -13,7 +13,9 @@ from tests.server.conftest import start_server, stop_server
 
 @pytest.mark.parametrize(("args", "words"), [
     (["--parallel", "0"], "--parallel"), (["--parallel", "65"], "--parallel"), (["--port", "70000"], "--port"),
-    (["--host", "10.1.2.3"], "api-key"),
+    (["--host", "10.1.2.3"], "api-key"), (["--ollama-port", "70000"], "--ollama-port"),
+    (["--port", "8123", "--ollama-port", "8123"], "--ollama-port"),
+    (["--host", "10.1.2.3", "--ollama-port", "11434"], "api-key"),  # the second port keeps the first's rule
 ])
 def test_bad_arguments_are_one_line_errors(tiny_model: Path, args: list[str], words: str) -> None:
     out = subprocess.run([sys.executable, "-m", "prefill", "serve", "--model", str(tiny_model), *args],

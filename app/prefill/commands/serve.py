@@ -51,6 +51,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; any other needs --api-key)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
+    p.add_argument("--ollama-port", type=int, default=None, metavar="PORT",
+                   help="also listen on PORT, on the same --host, for Ollama's clients (Ollama's is 11434): the "
+                        "same server, its /api/ routes where they look (default: the main port only)")
     p.add_argument("--parallel", type=int, default=4, help="requests decoded together (default 4)")
     p.add_argument("--api-key", default=os.environ.get("PREFILL_API_KEY", ""),
                    help="require 'Authorization: Bearer KEY' (default: $PREFILL_API_KEY; a key given here "
@@ -94,6 +97,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--parallel must be between 1 and 64")
     if not 0 <= args.port <= 65535:
         raise CliError("--port must be between 0 and 65535")
+    if args.ollama_port is not None and not 0 <= args.ollama_port <= 65535:
+        raise CliError("--ollama-port must be between 0 and 65535")
+    if args.ollama_port is not None and args.ollama_port == args.port != 0:
+        raise CliError("--ollama-port must differ from --port (Ollama's routes are on --port too)")
     try:
         check_exposure(args.host, args.api_key)  # before the model loads: fail fast
     except ExposureError as e:
@@ -118,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         mmproj=projector_path(args) if model is not None else None, allow_remote_images=args.allow_remote_images,
         model_id=model_id, speculation=speculation, models=tuple(models),
         limits=pool_limits(args, settings, one_model=args.models_dir is None), aliases=aliases, pinned=tuple(args.pin),
-        default_model=args.default_model,
+        default_model=args.default_model, ollama_port=args.ollama_port,
     )
     for m in models:
         if m.unusable:
@@ -135,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
             scheduler = None
             print(f"prefill: serving {len(server.pool.ids())} models at {server.url}/v1 "
                   f"({args.parallel} slots of {settings.n_ctx} tokens each; {limits_words(options)})", flush=True)
+        if server.ollama_url:
+            print(f"prefill: Ollama's API at {server.ollama_url} too (OLLAMA_HOST={server.ollama_url})", flush=True)
         note = getattr(scheduler, "speculation_note", "")
         if note:
             print(f"prefill: --speculative {terminal_line(args.speculative)} is off: {terminal_line(note)}",

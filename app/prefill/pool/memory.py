@@ -117,12 +117,15 @@ def parse_size(text: str) -> int:
 
 
 _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", re.IGNORECASE)
+# Go's form, as Ollama's clients write keep_alive: "5m0s", "1h30m", "-1m"
+_GO_DURATION = re.compile(r"^\s*(-?)((?:\d+(?:\.\d+)?(?:ms|s|m|h)){2,8})\s*$", re.IGNORECASE)
+_GO_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)", re.IGNORECASE)
 _SECONDS = {"ms": 0.001, "s": 1, "": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def parse_duration(text: str | float | int) -> float:
-    """Seconds from `600`, `10m`, `1.5h`, `30s` (a number alone is seconds; negative: forever, as
-    Ollama's keep_alive).
+    """Seconds from `600`, `10m`, `1.5h`, `30s`, or Go's `1h30m` and `5m0s` (a number alone is seconds;
+    negative: forever, as Ollama's keep_alive).
 
     Raises:
         ValueError: not a duration.
@@ -132,9 +135,13 @@ def parse_duration(text: str | float | int) -> float:
     if isinstance(text, int | float):
         return float(text)
     m = _DURATION.match(text)
-    if m is None:
+    if m is not None:
+        return float(m.group(1)) * _SECONDS[(m.group(2) or "").lower()]
+    go = _GO_DURATION.match(text)
+    if go is None:
         raise ValueError(f"{text!r} is not a duration (say 600, 30s, 10m or 1h)")
-    return float(m.group(1)) * _SECONDS[(m.group(2) or "").lower()]
+    seconds = sum(float(n) * _SECONDS[unit.lower()] for n, unit in _GO_PART.findall(go.group(2)))
+    return -seconds if go.group(1) else seconds
 
 
 def _file_size(path: Path | None) -> int:

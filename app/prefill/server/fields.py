@@ -61,33 +61,54 @@ def unicode_text(text: str, param: str) -> str:
         return checks.unicode_text(text, param)
 
 
-def get_bool(obj: dict[str, Any], key: str, default: bool) -> bool:
+def get_bool(obj: dict[str, Any], key: str, default: bool, within: str = "") -> bool:
+    """`obj[key]` as true or false; `within` names the object it is in ("options"), for the error."""
+    name = f"{within}.{key}" if within else key
     v = obj.get(key, default)
     if v is None:
         return default
     if not isinstance(v, bool):
-        raise bad_request(f"'{key}' must be true or false.", key)
+        raise bad_request(f"'{name}' must be true or false.", name)
     return v
 
 
-def get_int(obj: dict[str, Any], key: str, default: int | None, low: int | None) -> Any:
+def get_int(obj: dict[str, Any], key: str, default: int | None, low: int | None, within: str = "",
+            high: int | None = None) -> Any:
+    name = f"{within}.{key}" if within else key
     v = obj.get(key, default)
     if v is None:
         return default
     if isinstance(v, bool) or not isinstance(v, int):
-        raise bad_request(f"'{key}' must be an integer.", key)
+        raise bad_request(f"'{name}' must be an integer.", name)
     if low is not None and v < low:
-        raise bad_request(f"'{key}' must be at least {low}.", key)
+        raise bad_request(f"'{name}' must be at least {low}.", name)
+    if high is not None and v > high:
+        raise bad_request(f"'{name}' must be at most {high}.", name)
     return v
 
 
-def get_float(obj: dict[str, Any], key: str, default: float, low: float, high: float) -> float:
+def get_float(obj: dict[str, Any], key: str, default: float, low: float, high: float, within: str = "") -> float:
+    name = f"{within}.{key}" if within else key
     v = obj.get(key, default)
     if v is None:
         return default
     # An integer is finite, and math.isfinite would overflow on one past a float's range.
     if isinstance(v, bool) or not isinstance(v, int | float) or (isinstance(v, float) and not math.isfinite(v)):
-        raise bad_request(f"'{key}' must be a number.", key)
+        raise bad_request(f"'{name}' must be a number.", name)
     if not low <= v <= high:
-        raise bad_request(f"'{key}' must be between {low:g} and {high:g}.", key)
+        raise bad_request(f"'{name}' must be between {low:g} and {high:g}.", name)
     return float(v)
+
+
+MAX_STOPS = 16
+
+
+def stop_strings(raw: Any, param: str) -> tuple[str, ...]:
+    """Stop strings: one string or an array of at most MAX_STOPS, each valid Unicode; empty ones dropped."""
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or len(raw) > MAX_STOPS or not all(isinstance(s, str) for s in raw):
+        raise bad_request(f"'{param}' must be a string or an array of at most {MAX_STOPS} strings.", param)
+    return tuple(unicode_text(s, param) for s in raw if s)

@@ -117,12 +117,13 @@ class _Stalled(Exception):
 
 
 class EventSourceResponse(StreamingResponse):
-    """The SSE response of one request. A client that takes no data for `write_deadline_s` has
-    stopped reading: its request is cancelled (its slot is free at the scheduler's next step)
-    and its connection dropped, with whatever was buffered for it."""
+    """The streamed response of one request: SSE, or another `media_type` (Ollama's NDJSON). A client
+    that takes no data for `write_deadline_s` has stopped reading: its request is cancelled (its slot
+    is free at the scheduler's next step) and its connection dropped, with whatever was buffered for it."""
 
-    def __init__(self, body: AsyncIterator[str], handle: RequestHandle, write_deadline_s: float):
-        super().__init__(body, media_type="text/event-stream",
+    def __init__(self, body: AsyncIterator[str], handle: RequestHandle, write_deadline_s: float,
+                 media_type: str = "text/event-stream"):
+        super().__init__(body, media_type=media_type,
                          headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         self.handle = handle
         self.write_deadline_s = write_deadline_s

@@ -3,7 +3,9 @@
 The server holds a model pool (app/prefill/pool): `ServeOptions.model` alone is today's server (that
 one model, pinned, loaded before the socket is bound); `ServeOptions.models` is a catalogue (a models
 folder) whose models load when a request names them, within the pool's limits. The socket is bound
-before uvicorn starts, so port 0 works and the address printed is the real one.
+before uvicorn starts, so port 0 works and the address printed is the real one. `ollama_port` binds a
+second socket on the same host for the same app (Ollama's clients look at 11434); the same doors and
+key stand before it, and the same rule: another address than loopback only with a key.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class ServeOptions:
     aliases: tuple[tuple[str, str], ...] = ()  # (name, id): other names a request may use
     pinned: tuple[str, ...] = ()  # ids or aliases never unloaded but by hand (loaded at start)
     default_model: str = ""  # answers a request for a model the pool lacks ("" : a 404 listing them)
+    ollama_port: int | None = None  # a second socket on `host` for Ollama's clients (the same app; 0: a free port)
 
     def entries(self) -> list[ModelEntry]:
         """`model` (its id `model_id` or the file's stem, its projector `mmproj`) and then `models`."""
@@ -100,13 +103,16 @@ class RunningServer:
     and `stop` ends either. Build it with `RunningServer.open`.
     """
 
-    def __init__(self, options: ServeOptions, pool: ModelPool, sock: socket.socket):
+    def __init__(self, options: ServeOptions, pool: ModelPool, sock: socket.socket,
+                 ollama_sock: socket.socket | None = None):
         import uvicorn
 
         self.options = options
         self.pool = pool
         self.sock = sock
         self.url = url_of(sock)
+        self.ollama_sock = ollama_sock  # the same app on a second port, where Ollama's clients look
+        self.ollama_url = url_of(ollama_sock) if ollama_sock is not None else ""
         entries = options.entries()
         self.model_id = entries[0].id if options.model is not None else ""  # the one model of `--model`
         n_ctx = max((e.settings or options.settings).n_ctx for e in entries) if entries else options.settings.n_ctx
@@ -150,19 +156,27 @@ class RunningServer:
         # (5 ms by default, longer than a small model's step) for the loop to let go.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         pool = open_pool(options, on_snapshot)
+        socks: list[socket.socket] = []
         try:
-            return cls(options, pool, bind(options.host, options.port))
+            socks.append(bind(options.host, options.port))
+            if options.ollama_port is not None:
+                socks.append(bind(options.host, options.ollama_port))
+            return cls(options, pool, *socks)
         except BaseException:
+            for sock in socks:
+                sock.close()
             pool.close()
             raise
 
     def serve_forever(self) -> None:
         """Serve until interrupted (Ctrl+C) or stopped; frees every model at the end."""
+        socks = [self.sock] if self.ollama_sock is None else [self.sock, self.ollama_sock]
         try:
-            self._server.run(sockets=[self.sock])
+            self._server.run(sockets=socks)
         finally:
             self.pool.close()
-            self.sock.close()
+            for sock in socks:
+                sock.close()
 
     def start_thread(self) -> None:
         self._thread = threading.Thread(target=self.serve_forever, name="prefill-serve", daemon=True)

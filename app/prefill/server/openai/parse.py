@@ -14,15 +14,14 @@ from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, Temp
 from prefill.engine.settings import ServeSampling
 from prefill.server.core import DEFAULTS, UNLIMITED, GenerationRequest
 from prefill.server.errors import ApiError, bad_request, model_not_found, wire_faults
+from prefill.server.fields import MAX_STOPS, parse_json, requested_model, stop_strings
 from prefill.server.fields import get_bool as _bool
 from prefill.server.fields import get_float as _float
 from prefill.server.fields import get_int as _int
-from prefill.server.fields import parse_json, requested_model
 from prefill.server.fields import unicode_text as _unicode
 from prefill.server.openai.parse_tools import parse_tool_fields
 from prefill.wire.openai_chat import decode_messages
 
-MAX_STOPS = 16
 
 
 def parse_chat(obj: dict[str, Any], model_id: str) -> GenerationRequest:
@@ -104,15 +103,7 @@ def _common(obj: dict[str, Any]) -> dict[str, Any]:
     max_tokens = obj.get("max_completion_tokens")
     key = "max_completion_tokens" if max_tokens is not None else "max_tokens"
     limit = _int(obj, key, None, 1) if obj.get(key) is not None else None
-    stop = obj.get("stop")
-    if stop is None:
-        stops: tuple[str, ...] = ()
-    elif isinstance(stop, str):
-        stops = (_unicode(stop, "stop"),)
-    elif isinstance(stop, list) and len(stop) <= MAX_STOPS and all(isinstance(s, str) for s in stop):
-        stops = tuple(_unicode(s, "stop") for s in stop)
-    else:
-        raise bad_request(f"'stop' must be a string or an array of at most {MAX_STOPS} strings.", "stop")
+    stops = stop_strings(obj.get("stop"), "stop")
     seed = _int(obj, "seed", None, None) if obj.get("seed") is not None else None
     d = DEFAULTS
     try:
@@ -126,7 +117,7 @@ def _common(obj: dict[str, Any]) -> dict[str, Any]:
             presence_penalty=_float(obj, "presence_penalty", 0.0, -2.0, 2.0),
             seed=seed % 2**31 if seed is not None and seed >= 0 else -1,  # negative: random; 31-bit, as the schema
             max_tokens=limit or UNLIMITED,
-            stop=tuple(s for s in stops if s),
+            stop=stops,
             ignore_eos=_bool(obj, "ignore_eos", False),
             logit_bias=_logit_bias(obj.get("logit_bias")),
         )
@@ -155,4 +146,5 @@ def _logit_bias(raw: Any) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(out))
 
 
-__all__ = ["ApiError", "GenerationRequest", "parse_chat", "parse_completion", "parse_json", "requested_model"]
+__all__ = ["MAX_STOPS", "ApiError", "GenerationRequest", "parse_chat", "parse_completion", "parse_json",
+           "requested_model"]
