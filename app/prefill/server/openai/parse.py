@@ -23,7 +23,6 @@ from prefill.server.openai.parse_tools import parse_tool_fields
 from prefill.wire.openai_chat import decode_messages
 
 
-
 def parse_chat(obj: dict[str, Any], model_id: str) -> GenerationRequest:
     model = _model(obj, model_id)
     with wire_faults():
