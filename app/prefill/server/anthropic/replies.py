@@ -4,7 +4,6 @@ message_delta with the stop reason and usage, message_stop; an error event when 
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from prefill.server.anthropic.errors import anthropic_error
 from prefill.server.core import Generation
 from prefill.server.errors import server_error
 from prefill.server.generate import finished
+from prefill.server.generate import sse_event as event
 
 # the engine's finish reasons -> Anthropic's stop reasons; a full slot context ends the answer as max_tokens would
 _STOP = {"stop": "end_turn", "length": "max_tokens", "context_full": "max_tokens", "cancelled": "end_turn",
@@ -43,10 +43,6 @@ def usage(m: MetricsSnapshot) -> dict[str, int]:
 def tool_use(c: ToolCall) -> dict[str, Any]:
     args = c.arguments_object()
     return {"type": "tool_use", "id": c.id, "name": c.name, "input": args if isinstance(args, dict) else {}}
-
-
-def event(name: str, obj: dict[str, Any]) -> str:
-    return f"event: {name}\ndata: {json.dumps(obj, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
 @dataclass

@@ -15,7 +15,7 @@ from prefill.engine.message import ToolCall
 from prefill.engine.request import ResponseFormat, Tool
 from prefill.server.core import ToolsAsked
 from prefill.server.errors import ApiError, bad_request
-from prefill.server.fields import schema_text
+from prefill.server.fields import schema_text, unicode_text
 
 MAX_TOOLS = 128
 NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}\Z")  # OpenAI's function names, with the dots and colons some clients use
@@ -31,15 +31,15 @@ def parse_tool_fields(obj: dict[str, Any]) -> ToolsAsked:
         tools = tuple(_tool(t, f"tools[{i}]") for i, t in enumerate(_array(raw, "tools", MAX_TOOLS)))
     elif legacy is not None:
         fns = _array(legacy, "functions", MAX_TOOLS)
-        tools = tuple(_function(f, f"functions[{i}]") for i, f in enumerate(fns))
+        tools = tuple(function_tool(f, f"functions[{i}]") for i, f in enumerate(fns))
     if len({t.name for t in tools}) != len(tools):
         raise bad_request("Two tools have the same name.", "tools")
     choice_key = "tool_choice" if obj.get("tool_choice") is not None else "function_call"
-    choice = _choice(obj.get(choice_key), tools, choice_key)
+    choice = tool_choice(obj.get(choice_key), tools, choice_key)
     parallel = obj.get("parallel_tool_calls", True)
     if not isinstance(parallel, bool):
         raise bad_request("'parallel_tool_calls' must be true or false.", "parallel_tool_calls")
-    return ToolsAsked(tools, choice, parallel, _response_format(obj.get("response_format")))
+    return ToolsAsked(tools, choice, parallel, response_format(obj.get("response_format")))
 
 
 def parse_tool_calls(raw: Any, param: str) -> tuple[ToolCall, ...]:
@@ -72,10 +72,11 @@ def _array(raw: Any, param: str, limit: int) -> list[Any]:
 def _tool(t: Any, where: str) -> Tool:
     if not isinstance(t, dict) or t.get("type") != "function" or not isinstance(t.get("function"), dict):
         raise bad_request(f"{where} must be {{'type': 'function', 'function': {{...}}}}.", where)
-    return _function(t["function"], f"{where}.function")
+    return function_tool(t["function"], f"{where}.function")
 
 
-def _function(f: Any, where: str) -> Tool:
+def function_tool(f: Any, where: str) -> Tool:
+    """A function's name, description and parameters (Chat's `function` object, or a Responses tool)."""
     if not isinstance(f, dict):
         raise bad_request(f"{where} must be an object.", where)
     name, description, params = f.get("name"), f.get("description", ""), f.get("parameters")
@@ -87,10 +88,12 @@ def _function(f: Any, where: str) -> Tool:
         params = {"type": "object", "properties": {}}
     if not isinstance(params, dict):
         raise bad_request(f"{where}.parameters must be a JSON schema object.", where)
-    return Tool(name, description, schema_text(params, f"{where}.parameters"))
+    return Tool(name, unicode_text(description, f"{where}.description"), schema_text(params, f"{where}.parameters"))
 
 
-def _choice(raw: Any, tools: tuple[Tool, ...], key: str) -> str:
+def tool_choice(raw: Any, tools: tuple[Tool, ...], key: str, flat: bool = False) -> str:
+    """The core's choice: "auto", "none", "required" or a function's name. A named function is
+    {"type": "function", "function": {"name"}} (Chat), or with `flat` {"type": "function", "name"} (Responses)."""
     if raw is None:
         return "auto" if tools else "none"
     name = None
@@ -101,14 +104,16 @@ def _choice(raw: Any, tools: tuple[Tool, ...], key: str) -> str:
             return raw
         raise bad_request(f"'{key}' must be 'auto', 'none', 'required' or names one function.", key)
     if isinstance(raw, dict):
-        fn = raw.get("function") if key == "tool_choice" else raw
+        fn = raw.get("function") if key == "tool_choice" and not flat else raw
         name = fn.get("name") if isinstance(fn, dict) else None
     if not isinstance(name, str) or name not in {t.name for t in tools}:
         raise bad_request(f"'{key}' names a function that is not among the tools.", key)
     return name
 
 
-def _response_format(raw: Any) -> ResponseFormat | None:
+def response_format(raw: Any, param: str = "response_format", flat: bool = False) -> ResponseFormat | None:
+    """A JSON answer's format: {"type": "json_object"}, or "json_schema" with its schema under
+    `json_schema` (Chat's `response_format`), or beside the type with `flat` (Responses' `text.format`)."""
     if raw is None:
         return None
     kind = raw.get("type") if isinstance(raw, dict) else None
@@ -117,14 +122,16 @@ def _response_format(raw: Any) -> ResponseFormat | None:
     if kind == "json_object":
         return ResponseFormat("json_object")
     if kind == "json_schema":
-        spec = raw.get("json_schema")
+        spec = raw if flat else raw.get("json_schema")
         schema = spec.get("schema") if isinstance(spec, dict) else None
+        inner = param if flat else f"{param}.json_schema"
         if not isinstance(schema, dict):
-            raise bad_request("'response_format.json_schema.schema' must be a JSON schema object.", "response_format")
+            raise bad_request(f"'{inner}.schema' must be a JSON schema object.", param)
         name = spec.get("name", "") if isinstance(spec, dict) else ""
         name = name if isinstance(name, str) else ""
-        return ResponseFormat("json_schema", schema_text(schema, "response_format"), name)
-    raise bad_request("'response_format.type' must be 'text', 'json_object' or 'json_schema'.", "response_format")
+        return ResponseFormat("json_schema", schema_text(schema, param), name)
+    raise bad_request(f"'{param}.type' must be 'text', 'json_object' or 'json_schema'.", param)
 
 
-__all__ = ["ApiError", "ToolsAsked", "parse_tool_calls", "parse_tool_fields"]
+__all__ = ["ApiError", "ToolsAsked", "function_tool", "parse_tool_calls", "parse_tool_fields", "response_format",
+           "tool_choice"]
