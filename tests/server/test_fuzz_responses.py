@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from typing import Any
 
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from prefill.server.core import GenerationRequest
 from prefill.server.errors import ApiError
 from prefill.server.fields import parse_json
 from prefill.server.responses.parse import Ask, parse_responses
 from tests.json_fuzz import FUZZ, GONE, mutated
 from tests.json_fuzz import json_values as json_values_of
+from tests.server.request_texts import request_texts
 
 MODEL = "SmolLM2-135M-Instruct"
 PIXEL = ("data:image/png;base64,"
@@ -79,16 +78,6 @@ PATHS: list[tuple[Any, ...]] = [
 bodies = st.builds(mutated, st.just(_valid()), st.sampled_from(PATHS), st.just(GONE) | json_values)
 
 
-def _texts(req: GenerationRequest) -> Iterator[str]:
-    for m in req.messages:
-        yield from (m.content, m.tool_call_id, m.name)
-        for c in m.tool_calls:
-            yield from (c.id, c.name, c.arguments)
-    for t in req.tools.tools:
-        yield from (t.name, t.description, t.parameters)
-    yield from (ref.url for ref in req.images)
-
-
 def _door(obj: dict[str, Any]) -> Ask | None:
     try:
         ask = parse_responses(obj, MODEL)
@@ -98,7 +87,7 @@ def _door(obj: dict[str, Any]) -> Ask | None:
         return None
     for history in (None, KEPT):
         req = ask.request(history)
-        for text in _texts(req):
+        for text in request_texts(req):
             assert isinstance(text, str)
             text.encode("utf-8")
         assert req.messages and all(m.role in ("system", "user", "assistant", "tool") for m in req.messages)

@@ -40,10 +40,11 @@ def test_at_most_limit_are_kept_and_none_past_its_age(db_path: Path) -> None:
         log.save(f"resp_{n}", "o", [], {"n": n})
     assert log.count() == 3
     assert [log.get(f"resp_{n}", "o") is not None for n in range(5)] == [False, False, True, True, True]
-    now[0] += 99  # resp_2 was saved at 1003: now past 100 s
-    assert log.get("resp_2", "o") is None and log.get("resp_4", "o") is not None
+    now[0] += 99.5  # resp_2 was saved at 1003, resp_3 at 1004, resp_4 at 1005: the first two are past 100 s
+    assert [log.get(f"resp_{n}", "o") is not None for n in (2, 3, 4)] == [False, False, True]
+    assert log.count() == 3  # still in the file until the next save
     log.save("resp_5", "o", [], {})
-    assert log.count() == 2  # the old ones left at the next save
+    assert log.count() == 2  # resp_4 and resp_5
     log.close()
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from starlette.requests import Request
 
 from prefill.engine.batch.request import Failed
-from prefill.engine.events import Finished, MetricsSnapshot, Token
+from prefill.engine.events import Finished, MetricsSnapshot
 from prefill.engine.message import ToolCall
 from prefill.server.anthropic.errors import anthropic_error
 from prefill.server.core import Generation
@@ -129,14 +129,11 @@ async def stream_reply(reply: MessageReply, gen: Generation) -> AsyncIterator[st
         blocks = _Blocks()
         async for events in gen.stream.batches():
             out: list[str] = []
-            texts = [ev.text for ev in events if type(ev) is Token]
-            if texts:
-                blocks.text(*gen.splitter.split("".join(texts)), out)
-            end = events[-1]
-            if isinstance(end, Finished):
-                blocks.text(*gen.splitter.finish("", end.reason), out)
-            for c in gen.splitter.new_calls():
+            step = gen.read(events)
+            blocks.text(step.reasoning, step.content, out)
+            for c in step.calls:
                 blocks.call(c, out)
+            end = step.end
             if isinstance(end, Finished):
                 if blocks.index < 0:  # an empty answer is still one (empty) text block
                     blocks.write("text", {"type": "text_delta", "text": ""}, out)
@@ -149,7 +146,7 @@ async def stream_reply(reply: MessageReply, gen: Generation) -> AsyncIterator[st
                 out.append(event("error", anthropic_error(server_error(end.message))))
             if out:
                 yield "".join(out)
-            if isinstance(end, (Finished, Failed)):
+            if end is not None:
                 return
     finally:
         gen.handle.cancel()  # a no-op once finished; frees the slot when the client went away

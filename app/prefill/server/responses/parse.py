@@ -110,7 +110,7 @@ def parse_responses(obj: dict[str, Any], model: str) -> Ask:
         "tools": raw_tools, "truncation": truncation or "disabled",
         "text": {"format": _format_echo(tools.response_format)}, "user": user and unicode_text(user, "user"),
     }
-    return Ask(model, tuple(items), messages, images, unicode_text(instructions or "", "instructions"), tools,
+    return Ask(model, tuple(items), messages, tuple(images), unicode_text(instructions or "", "instructions"), tools,
                options, sampling, get_bool(obj, "stream", False), previous, get_bool(obj, "store", True),
                "auto" if truncation == "auto" else "off", echo)
 

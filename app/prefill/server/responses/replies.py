@@ -21,10 +21,9 @@ from typing import Any
 import anyio.to_thread
 from starlette.requests import Request
 
-from prefill.engine.batch.request import Failed
-from prefill.engine.events import Finished, MetricsSnapshot, Token
+from prefill.engine.events import Finished, MetricsSnapshot
 from prefill.engine.message import ToolCall
-from prefill.server.core import Generation
+from prefill.server.core import Generation, Step
 from prefill.server.generate import finished, sse_event
 
 CUT = ("length", "context_full")  # the engine's finish reasons that leave a response incomplete
@@ -175,11 +174,16 @@ class _Items:
         self.output[-1] = call_item(item_id, c)
         self.event("response.output_item.done", out, output_index=len(self.output) - 1, item=self.output[-1])
 
-    def pieces(self, reasoning: str, content: str, out: list[str]) -> None:
-        if reasoning:
-            self.write("reasoning", reasoning, out)
-        if content:
-            self.write("message", content, out)
+    def step(self, step: Step) -> list[str]:
+        """The events of a batch of the answer: its thinking, its text, the calls finished in it."""
+        out: list[str] = []
+        if step.reasoning:
+            self.write("reasoning", step.reasoning, out)
+        if step.content:
+            self.write("message", step.content, out)
+        for c in step.calls:
+            self.call(c, out)
+        return out
 
     def end(self, status: str, out: list[str]) -> None:
         """Close the last item; an answer with no message and no call still has its (empty) message."""
@@ -197,30 +201,24 @@ async def stream_reply(reply: ResponseReply, gen: Generation, keep: Keep | None 
         items.event("response.in_progress", head, response=reply.body("in_progress", []))
         yield "".join(head)
         async for events in gen.stream.batches():
-            out: list[str] = []
-            texts = [ev.text for ev in events if type(ev) is Token]
-            if texts:
-                items.pieces(*gen.splitter.split("".join(texts)), out)
-            end = events[-1]
-            if isinstance(end, Finished):
-                items.pieces(*gen.splitter.finish("", end.reason), out)
-            for c in gen.splitter.new_calls():
-                items.call(c, out)
-            if isinstance(end, Finished):
-                status = reply.status(end.reason)
+            step = gen.read(events)
+            out = items.step(step)
+            if step.end is None:
+                if out:
+                    yield "".join(out)
+                continue
+            if isinstance(step.end, Finished):
+                status = reply.status(step.end.reason)
                 items.end(status, out)
-                body = reply.body(status, items.output, end.reason,
-                                  await reply.usage(end.metrics, "".join(items.thinking).strip()))
+                body = reply.body(status, items.output, step.end.reason,
+                                  await reply.usage(step.end.metrics, "".join(items.thinking).strip()))
                 if keep is not None:
                     await keep(body)
-                items.event(f"response.{status}", out, response=body)
-            elif isinstance(end, Failed):
-                failed = reply.body("failed", items.output)
-                failed["error"] = {"code": "server_error", "message": end.message}
-                items.event("response.failed", out, response=failed)
-            if out:
-                yield "".join(out)
-            if isinstance(end, (Finished, Failed)):
-                return
+            else:  # Failed: nothing is kept
+                status, body = "failed", reply.body("failed", items.output)
+                body["error"] = {"code": "server_error", "message": step.end.message}
+            items.event(f"response.{status}", out, response=body)
+            yield "".join(out)
+            return
     finally:
         gen.handle.cancel()  # a no-op once finished; frees the slot when the client went away
