@@ -101,6 +101,7 @@ def _door(obj: dict[str, Any], counting: bool = False) -> GenerationRequest | No
 @example(mutated(_valid(), ("messages", 2, "content", 0, "tool_use_id"), "\udfff"))
 @example(mutated(_valid(), ("messages", 0, "role"), ["user"]))
 @example(mutated(_valid(), ("thinking", "budget_tokens"), True))
+@example(mutated(_valid(), ("messages", 0, "content", 1, "source", "data"), "\ud800"))
 @example(mutated(_valid(), ("messages", 1, "content", 1, "input"), {"city": "\ud800"}))
 def test_a_near_valid_message_is_a_request_or_a_4xx(body: dict[str, Any]) -> None:
     _door(body)

@@ -110,6 +110,7 @@ def _door(obj: dict[str, Any]) -> Ask | None:
 @example(mutated(_valid(), ("tools", 0, "description"), "\ud800"))
 @example(mutated(_valid(), ("text", "format", "name"), "\ud800"))
 @example(mutated(_valid(), ("user",), "\ud800"))
+@example(mutated(_valid(), ("input", 1, "content", 1, "image_url"), "\ud800"))
 @example(mutated(_valid(), ("previous_response_id",), "\ud800"))
 @example(mutated(_valid(), ("input", 3, "arguments"), {"city": "\ud800"}))
 def test_a_near_valid_body_is_a_request_or_a_4xx(body: dict[str, Any]) -> None:

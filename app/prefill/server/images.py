@@ -39,6 +39,7 @@ from prefill.engine.message import ImagePart, Message
 from prefill.engine.vision.errors import ImageRejected
 from prefill.engine.vision.image_door import DECODE_DEADLINE_S, MAX_BYTES, check_image
 from prefill.server.errors import ApiError, bad_request, busy
+from prefill.server.fields import unicode_text
 
 MAX_IMAGES = 8  # in one request
 IMAGE_BODY_BYTES = 32 * 1024 * 1024  # the body limit grows by this when the model reads images
@@ -76,7 +77,7 @@ def image_url_of(part: dict[str, Any], param: str) -> str:
         raise bad_request(f"{param}: an image_url part needs 'image_url': {{'url': ...}}.", param)
     if isinstance(value, dict) and value.get("detail") not in (None, "auto", "low", "high"):
         raise bad_request(f"{param}.image_url.detail must be auto, low or high.", param)
-    return url
+    return unicode_text(url, param)
 
 
 class ImageDecoder:

@@ -187,7 +187,7 @@ def _image_url(part: dict[str, Any], where: str) -> str:
                           "here).", where)
     if part.get("detail") not in (None, "auto", "low", "high", "original"):
         raise bad_request(f"{where}.detail must be auto, low or high.", where)
-    return url
+    return unicode_text(url, where)
 
 
 def _function_call(item: dict[str, Any], where: str) -> ToolCall:
