@@ -72,6 +72,9 @@ def test_a_response_whole_and_streamed_say_the_same(smol: Served) -> None:
     assert "".join(texts) == whole.output_text and final is not None and final.output_text == whole.output_text
     assert final.usage is not None and final.usage.output_tokens == whole.usage.output_tokens
     assert final.usage.input_tokens_details.cached_tokens > 0  # the same prompt again: from the prefix cache
+    with c.responses.stream(**ask) as stream:  # the SDK's own reading of the events into a response
+        built = stream.get_final_response()
+    assert built.output_text == whole.output_text and built.id != whole.id
 
 
 def test_the_stream_numbers_its_events_and_max_output_tokens_makes_it_incomplete(smol: Served) -> None:
@@ -244,6 +247,9 @@ def test_reasoning_effort_on_a_reasoning_model_whole_and_streamed(thinker: Serve
             final = ev.response
     assert {"response.reasoning_text.delta", "response.output_text.delta"} <= kinds
     assert final is not None and final.output[0].content[0].text == thought  # type: ignore[union-attr, index]
+    with c.responses.stream(**ask, reasoning={"effort": "high"}) as stream:
+        built = stream.get_final_response()
+    assert [i.type for i in built.output] == ["reasoning", "message"] and built.output_text == "It is 4!"
     assert final.usage.output_tokens_details.reasoning_tokens == whole.usage.output_tokens_details.reasoning_tokens  # type: ignore[union-attr]
     off = c.responses.create(**ask, reasoning={"effort": "none"})
     assert [i.type for i in off.output] == ["message"]  # the template closed the thinking: all of it is answer
