@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import signal
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx2 as httpx
 import pytest
@@ -87,6 +89,15 @@ def stop_server(s: Served) -> str:
     if s.reader is not None:
         s.reader.join(10)
     return "".join(s.stderr)
+
+
+def sse_events(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """A stream of named SSE events (Anthropic's, the Responses API's) as (name, data) pairs."""
+    out = []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.split("\n"))
+        out.append((lines["event"], json.loads(lines["data"])))
+    return out
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ thinking with a budget on a scripted reasoning model."""
 from __future__ import annotations
 
 import base64
-import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ from prefill.bench.tiny_vision import VisionShape, write_tiny_vision
 from prefill.engine.prompt.thinking_budget import NOTE
 from tests.engine.budget_thinkers import FAMILIES, write_budget_thinker
 from tests.engine.vision.conftest import png
-from tests.server.conftest import Served, start_server, stop_server
+from tests.server.conftest import Served, sse_events, start_server, stop_server
 
 pytestmark = pytest.mark.model
 
@@ -40,14 +39,6 @@ def smol(smollm2: Path) -> Iterator[Served]:
 def client(s: Served, **kw: object) -> anthropic.Anthropic:
     kw.setdefault("api_key", KEY)
     return anthropic.Anthropic(base_url=s.url, max_retries=0, timeout=60, **kw)  # type: ignore[arg-type]
-
-
-def sse_events(text: str) -> list[tuple[str, dict[str, object]]]:
-    out = []
-    for block in text.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.split("\n"))
-        out.append((lines["event"], json.loads(lines["data"])))
-    return out
 
 
 def test_a_message_whole_and_streamed_say_the_same(smol: Served) -> None:

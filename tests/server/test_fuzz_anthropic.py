@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from typing import Any
 
 from hypothesis import example, given
@@ -20,6 +19,7 @@ from prefill.server.errors import ApiError
 from prefill.server.fields import parse_json
 from tests.json_fuzz import FUZZ, GONE, mutated
 from tests.json_fuzz import json_values as json_values_of
+from tests.server.request_texts import request_texts
 
 MODEL = "SmolLM2-135M-Instruct"
 PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -74,17 +74,6 @@ PATHS: list[tuple[Any, ...]] = [
 bodies = st.builds(mutated, st.just(_valid()), st.sampled_from(PATHS), st.just(GONE) | json_values)
 
 
-def _texts(req: GenerationRequest) -> Iterator[str]:
-    for m in req.messages:
-        yield from (m.content, m.tool_call_id, m.name)
-        for c in m.tool_calls:
-            yield from (c.id, c.name, c.arguments)
-    for t in req.tools.tools:
-        yield from (t.name, t.description, t.parameters)
-    yield from req.sampling.stop
-    yield from (ref.url for ref in req.images)
-
-
 def _door(obj: dict[str, Any], counting: bool = False) -> GenerationRequest | None:
     try:
         req = parse_messages(obj, MODEL, counting)
@@ -94,7 +83,7 @@ def _door(obj: dict[str, Any], counting: bool = False) -> GenerationRequest | No
         assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
         json.dumps(body).encode("utf-8")
         return None
-    for text in _texts(req):
+    for text in request_texts(req):
         assert isinstance(text, str)
         text.encode("utf-8")
     s = req.sampling
@@ -112,6 +101,7 @@ def _door(obj: dict[str, Any], counting: bool = False) -> GenerationRequest | No
 @example(mutated(_valid(), ("messages", 2, "content", 0, "tool_use_id"), "\udfff"))
 @example(mutated(_valid(), ("messages", 0, "role"), ["user"]))
 @example(mutated(_valid(), ("thinking", "budget_tokens"), True))
+@example(mutated(_valid(), ("messages", 0, "content", 1, "source", "data"), "\ud800"))
 @example(mutated(_valid(), ("messages", 1, "content", 1, "input"), {"city": "\ud800"}))
 def test_a_near_valid_message_is_a_request_or_a_4xx(body: dict[str, Any]) -> None:
     _door(body)

@@ -9,6 +9,7 @@ import pytest
 
 from prefill.engine.message import ImagePart
 from prefill.store import HistoryStore, HistoryUnavailable, SchemaTooNew
+from prefill.store.api_responses import ResponseLog
 from prefill.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate, user_version
 
 # The schema as version 1 shipped it, written out here so later edits to the code
@@ -101,8 +102,32 @@ PRAGMA user_version = 5;
 )
 
 
+# Version 6 added a message's images.
+V6_DDL = (
+    V5_DDL.replace("PRAGMA user_version = 5;", "")
+    + """
+ALTER TABLE messages ADD COLUMN images TEXT NOT NULL DEFAULT '[]';
+PRAGMA user_version = 6;
+"""
+)
+
+
 def test_previous_version_is_migrated_with_its_rows(db_path: Path) -> None:
-    assert SCHEMA_VERSION == 6, "write the new previous version's DDL into this test"
+    assert SCHEMA_VERSION == 7, "write the new previous version's DDL into this test"
+    _old_database(db_path, V6_DDL)
+    log = ResponseLog(db_path)
+    log.save("resp_1", "o", [], {"id": "resp_1"})
+    assert log.get("resp_1", "o") is not None
+    log.close()
+    with HistoryStore(db_path) as store:
+        assert [m.content for m in store.messages(1)] == ["What is a quokka?", "A small marsupial."]
+        assert sorted(c.title for c in store.list_conversations()) == ["Empty", "Old chat"]  # the old ones alone
+    with sqlite3.connect(db_path) as raw:
+        assert user_version(raw) == SCHEMA_VERSION
+        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_version_5_gains_message_images(db_path: Path) -> None:
     _old_database(db_path, V5_DDL)
     png = _png()
     with HistoryStore(db_path) as store:

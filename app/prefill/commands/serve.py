@@ -81,6 +81,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--draft-max", type=draft_max, default=DRAFT_MAX, metavar="N",
                    help=f"with --speculative: the longest draft a slot checks in one step, 1 to 32 "
                         f"(default {DRAFT_MAX})")
+    p.add_argument("--max-stored-responses", type=int, default=1000, metavar="N",
+                   help="responses the Responses API keeps for previous_response_id and GET /v1/responses/ID, at "
+                        "most (the oldest go first; none older than 30 days; in the history's database, never "
+                        "shown as a chat); 0 keeps none (default 1000)")
     p.set_defaults(handler=run)
 
 
@@ -95,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
               "set PREFILL_API_KEY instead", file=sys.stderr)
     if not 1 <= args.parallel <= 64:
         raise CliError("--parallel must be between 1 and 64")
+    if args.max_stored_responses < 0:
+        raise CliError("--max-stored-responses must be 0 or more")
     if not 0 <= args.port <= 65535:
         raise CliError("--port must be between 0 and 65535")
     if args.ollama_port is not None and not 0 <= args.ollama_port <= 65535:
@@ -126,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         model_id=model_id, speculation=speculation, models=tuple(models),
         limits=pool_limits(args, settings, one_model=args.models_dir is None), aliases=aliases, pinned=tuple(args.pin),
         default_model=args.default_model, ollama_port=args.ollama_port,
+        max_stored_responses=args.max_stored_responses,
     )
     for m in models:
         if m.unusable:

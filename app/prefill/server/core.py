@@ -18,9 +18,10 @@ from dataclasses import dataclass, field, replace
 import anyio.to_thread
 from starlette.requests import Request
 
-from prefill.engine.batch.request import RequestHandle
+from prefill.engine.batch.request import BatchEvent, Failed, RequestHandle
 from prefill.engine.errors import EngineError, GrammarError, TemplateError
-from prefill.engine.message import Message, images_of
+from prefill.engine.events import Finished, Token
+from prefill.engine.message import Message, ToolCall, images_of
 from prefill.engine.prompt.answer_split import AnswerSplit
 from prefill.engine.prompt.model_chat import plain_reader
 from prefill.engine.request import ChatRequest, TemplateOptions
@@ -82,6 +83,28 @@ class Generation:
     splitter: AnswerSplit
     compacted: dict[str, object] | None = None
     prompt_tokens: int = 0  # the prompt's length, known before its prefill
+
+    def read(self, events: list[BatchEvent]) -> Step:
+        """What a batch of events (`stream.batches()`) says, split for a stream: the tokens' thinking and
+        answer, piled up (and what the reader held back, at the end), the calls finished in them, and
+        the end (`Finished` or `Failed`) if it came."""
+        texts = [ev.text for ev in events if type(ev) is Token]
+        reasoning, content = self.splitter.split("".join(texts)) if texts else ("", "")
+        end = events[-1]
+        if isinstance(end, Finished):
+            more_reasoning, more = self.splitter.finish("", end.reason)
+            reasoning, content = reasoning + more_reasoning, content + more
+        return Step(reasoning, content, self.splitter.new_calls(), end if isinstance(end, Finished | Failed) else None)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One batch of a streamed answer (`Generation.read`)."""
+
+    reasoning: str
+    content: str
+    calls: list[ToolCall]
+    end: Finished | Failed | None  # None: more to come
 
 
 async def start(served: ServedModel, lease: Lease, request: Request, req: GenerationRequest,

@@ -1,6 +1,6 @@
 """What a dialect gives the route table: its routes, and how it words an error.
 
-A dialect (openai/, anthropic/) is a folder that parses its bodies into the core's
+A dialect (openai/, anthropic/, responses/) is a folder that parses its bodies into the core's
 `GenerationRequest` (core.py) and writes its own replies, streams and errors. Adding one is its
 folder and a line in routes.py's `DIALECTS`; the doors (Host, Origin, content type, key, body and
 cost limits) are the app's and stand before every route.
@@ -27,7 +27,7 @@ def openai_error(err: ApiError) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class DialectRoute:
-    method: str  # GET or POST (GET answers HEAD too)
+    method: str  # GET, POST or DELETE (GET answers HEAD too)
     path: str  # Starlette's path syntax
     handler: Handler
 

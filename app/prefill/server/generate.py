@@ -10,6 +10,7 @@ before the scheduler's next step.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
@@ -112,6 +113,11 @@ def submit(scheduler: Submits, prompt: Sequence[int], sampling: ServeSampling, s
     return handle
 
 
+def sse_event(name: str, obj: object) -> str:
+    """One named SSE event (`event:` and `data:` lines), as Anthropic's and the Responses streams send them."""
+    return f"event: {name}\ndata: {json.dumps(obj, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+
 class _Stalled(Exception):
     """A write waited past its deadline: the client stopped reading."""
 
@@ -122,11 +128,12 @@ class EventSourceResponse(StreamingResponse):
     is free at the scheduler's next step) and its connection dropped, with whatever was buffered for it."""
 
     def __init__(self, body: AsyncIterator[str], handle: RequestHandle, write_deadline_s: float,
-                 media_type: str = "text/event-stream"):
+                 media_type: str = "text/event-stream", on_close: Callable[[], None] | None = None):
         super().__init__(body, media_type=media_type,
                          headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         self.handle = handle
         self.write_deadline_s = write_deadline_s
+        self.on_close = on_close  # called once the response has ended, however it ended
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def timed_send(message: Message) -> None:
@@ -144,6 +151,9 @@ class EventSourceResponse(StreamingResponse):
             close = closer(scope)
             if close is not None:
                 await close()
+        finally:
+            if self.on_close is not None:
+                self.on_close()
 
 
 async def disconnected(request: Request) -> None:

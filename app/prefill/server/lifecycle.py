@@ -29,6 +29,7 @@ from prefill.pool.pool import ModelPool, PoolLimits
 from prefill.server.browser_guard import allowed_hosts, is_loopback
 from prefill.server.connections import HEADER_DEADLINE_S, MAX_CONNECTIONS, guarded_protocol
 from prefill.server.generate import WRITE_DEADLINE_S
+from prefill.server.responses.storage import MAX_RESPONSES, ResponseStorage
 from prefill.server.routes import create_app
 from prefill.server.state import ServeState
 
@@ -63,6 +64,8 @@ class ServeOptions:
     pinned: tuple[str, ...] = ()  # ids or aliases never unloaded but by hand (loaded at start)
     default_model: str = ""  # answers a request for a model the pool lacks ("" : a 404 listing them)
     ollama_port: int | None = None  # a second socket on `host` for Ollama's clients (the same app; 0: a free port)
+    responses_db: Path | None = None  # where the Responses API keeps responses (None: the history's database)
+    max_stored_responses: int = MAX_RESPONSES  # kept at most, none older than 30 days (0: none kept)
 
     def entries(self) -> list[ModelEntry]:
         """`model` (its id `model_id` or the file's stem, its projector `mmproj`) and then `models`."""
@@ -121,7 +124,9 @@ class RunningServer:
             api_key=options.api_key, cors_origins=options.cors_origins, max_body=options.max_body,
             hosts=allowed_hosts(options.host, options.allowed_hosts), write_deadline_s=options.write_deadline_s,
             allow_remote_images=options.allow_remote_images,
+            responses=ResponseStorage(options.responses_db, options.max_stored_responses),
         )
+        self.state = state
         config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="off",
                                 timeout_graceful_shutdown=3, backlog=options.max_connections,
                                 http=guarded_protocol(options.header_deadline_s, options.max_connections))
@@ -175,6 +180,7 @@ class RunningServer:
             self._server.run(sockets=socks)
         finally:
             self.pool.close()
+            self.state.responses.close()
             for sock in socks:
                 sock.close()
 

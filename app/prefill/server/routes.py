@@ -2,8 +2,9 @@
 
 Routes: GET /v1/models (and /v1/models/{id}), each dialect's (`DIALECTS`, the route table: OpenAI's
 POST /v1/chat/completions and /v1/completions, Anthropic's POST /v1/messages and
-/v1/messages/count_tokens, Ollama's /api/chat, /api/generate, /api/tags, /api/ps, /api/show and
-/api/version), GET /models, POST /models/load and /models/unload (pool_routes.py),
+/v1/messages/count_tokens, OpenAI's Responses POST /v1/responses, GET and DELETE /v1/responses/{id},
+Ollama's /api/chat, /api/generate, /api/tags, /api/ps, /api/show and /api/version), GET /models,
+POST /models/load and /models/unload (pool_routes.py),
 GET /slots (the schedulers' snapshots), GET /health (open, for probes), GET and HEAD / (what is
 here: clients probe it). Any other path is a 404 that names it and lists these. A request names its
 model: it is leased from the pool (loaded first when it is not resident) from the moment its body is
@@ -37,12 +38,14 @@ from prefill.server.dialect import Dialect, Handler, openai_error
 from prefill.server.errors import ApiError, server_error, unauthorized
 from prefill.server.ollama import routes as ollama_routes
 from prefill.server.openai import routes as openai_routes
+from prefill.server.responses import routes as responses_routes
 from prefill.server.state import ServeState
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = ("/health",)
 # The route table: each dialect's routes (a new dialect is its folder and a line here).
-DIALECTS: tuple[Dialect, ...] = (openai_routes.DIALECT, anthropic_routes.DIALECT, ollama_routes.DIALECT)
+DIALECTS: tuple[Dialect, ...] = (openai_routes.DIALECT, anthropic_routes.DIALECT, responses_routes.DIALECT,
+                                 ollama_routes.DIALECT)
 ROUTES = ["GET /v1/models", "GET /v1/models/{id}", *(f"{r.method} {r.path}" for d in DIALECTS for r in d.routes),
           "GET /models", "POST /models/load", "POST /models/unload", "GET /slots", "GET /health", "GET /"]
 __all__ = ["DIALECTS", "ROUTES", "ServeState", "client_of", "create_app", "read_body"]
@@ -64,7 +67,7 @@ def create_app(state: ServeState) -> Starlette:
     middleware = [Middleware(BrowserGuard, hosts=state.hosts, origins=state.cors_origins, shape=error_shape)]
     if state.cors_origins:  # off unless asked for; outermost, so preflights need no key
         middleware.append(Middleware(CORSMiddleware, allow_origins=list(state.cors_origins),
-                                     allow_methods=["GET", "POST"],
+                                     allow_methods=["GET", "POST", "DELETE"],
                                      allow_headers=["Authorization", "Content-Type", "x-api-key", "anthropic-version",
                                                     "anthropic-beta"]))
     if state.api_key:

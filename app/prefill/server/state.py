@@ -25,6 +25,7 @@ from prefill.server.errors import ApiError, bad_request, model_not_found, server
 from prefill.server.generate import WRITE_DEADLINE_S
 from prefill.server.images import IMAGE_BODY_BYTES, ImageDecoder
 from prefill.server.loop_waker import LoopWaker
+from prefill.server.responses.storage import ResponseStorage
 
 RETRY_FULL_S = 5  # what a client refused for a full pool is told to wait
 
@@ -51,7 +52,7 @@ class ServedModel:
 
 @dataclass
 class ServeState:
-    """The pool and the doors' settings."""
+    """The pool, the doors' settings, and the Responses API's kept responses."""
 
     pool: ModelPool
     n_ctx: int  # a slot's context (the largest of the models'): what a body may need
@@ -63,6 +64,7 @@ class ServeState:
     allow_remote_images: bool = False  # fetch image_url parts' http(s) URLs (off: data: URLs only)
     write_deadline_s: float = WRITE_DEADLINE_S  # a stream's client that takes nothing this long is dropped
     created: int = field(default_factory=lambda: int(time.time()))
+    responses: ResponseStorage = field(default_factory=ResponseStorage)  # the Responses API's kept responses
     images: ImageDecoder = field(default_factory=ImageDecoder, init=False, repr=False)  # decodes, off the builds
     _builds: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(PROMPT_BUILDS), init=False,
                                        repr=False)

@@ -100,6 +100,26 @@ def _v6_message_images(conn: sqlite3.Connection) -> None:
     _run(conn, ["ALTER TABLE messages ADD COLUMN images TEXT NOT NULL DEFAULT '[]'"])
 
 
+def _v7_api_responses(conn: sqlite3.Connection) -> None:
+    """Version 7: responses the server's Responses API keeps (``store``), for ``previous_response_id``
+    and ``GET /v1/responses/{id}``. Private to the API: no chat, list or search reads this table.
+    ``owner`` is the hashed key the request came with; ``body`` the response as JSON, ``input`` its
+    input items (those of the responses it continued included)."""
+    _run(
+        conn,
+        [
+            """CREATE TABLE api_responses (
+                id TEXT PRIMARY KEY,
+                owner TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                input TEXT NOT NULL,
+                body TEXT NOT NULL
+            )""",
+            "CREATE INDEX api_responses_by_age ON api_responses (created_at)",
+        ],
+    )
+
+
 def new_uid() -> str:
     """Return a fresh conversation uid (a random UUID, as text)."""
     return str(uuid.uuid4())
@@ -112,6 +132,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _v4_conversation_uid,
     _v5_answer_versions,
     _v6_message_images,
+    _v7_api_responses,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -165,7 +165,7 @@ def image_url_of(part: dict[str, Any], param: str) -> str:
         raise WireFault(f"{param}: an image_url part needs 'image_url': {{'url': ...}}.", param)
     if isinstance(value, dict) and value.get("detail") not in (None, "auto", "low", "high"):
         raise WireFault(f"{param}.image_url.detail must be auto, low or high.", param)
-    return url
+    return unicode_text(url, param)
 
 
 def decode_tool_calls(raw: Any, param: str) -> tuple[ToolCall, ...]:

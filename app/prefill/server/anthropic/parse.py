@@ -121,9 +121,9 @@ def _image_url(source: Any, where: str) -> str:
         if media not in IMAGE_TYPES or not isinstance(data, str) or not data:
             raise bad_request(f"{where}.source: a base64 image needs 'media_type' ({', '.join(IMAGE_TYPES)}) and "
                               "'data'.", where)
-        return f"data:{media};base64,{data}"
+        return f"data:{media};base64,{unicode_text(data, where)}"
     if kind == "url" and isinstance(source.get("url"), str) and source["url"]:
-        return str(source["url"])
+        return unicode_text(source["url"], where)
     raise bad_request(f"{where}.source must be {{'type': 'base64', 'media_type', 'data'}} or "
                       "{'type': 'url', 'url'}.", where)
 

@@ -4,7 +4,6 @@ message_delta with the stop reason and usage, message_stop; an error event when 
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -13,12 +12,13 @@ from typing import Any
 from starlette.requests import Request
 
 from prefill.engine.batch.request import Failed
-from prefill.engine.events import Finished, MetricsSnapshot, Token
+from prefill.engine.events import Finished, MetricsSnapshot
 from prefill.engine.message import ToolCall
 from prefill.server.anthropic.errors import anthropic_error
 from prefill.server.core import Generation
 from prefill.server.errors import server_error
 from prefill.server.generate import finished
+from prefill.server.generate import sse_event as event
 
 # the engine's finish reasons -> Anthropic's stop reasons; a full slot context ends the answer as max_tokens would
 _STOP = {"stop": "end_turn", "length": "max_tokens", "context_full": "max_tokens", "cancelled": "end_turn",
@@ -43,10 +43,6 @@ def usage(m: MetricsSnapshot) -> dict[str, int]:
 def tool_use(c: ToolCall) -> dict[str, Any]:
     args = c.arguments_object()
     return {"type": "tool_use", "id": c.id, "name": c.name, "input": args if isinstance(args, dict) else {}}
-
-
-def event(name: str, obj: dict[str, Any]) -> str:
-    return f"event: {name}\ndata: {json.dumps(obj, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
 @dataclass
@@ -133,14 +129,11 @@ async def stream_reply(reply: MessageReply, gen: Generation) -> AsyncIterator[st
         blocks = _Blocks()
         async for events in gen.stream.batches():
             out: list[str] = []
-            texts = [ev.text for ev in events if type(ev) is Token]
-            if texts:
-                blocks.text(*gen.splitter.split("".join(texts)), out)
-            end = events[-1]
-            if isinstance(end, Finished):
-                blocks.text(*gen.splitter.finish("", end.reason), out)
-            for c in gen.splitter.new_calls():
+            step = gen.read(events)
+            blocks.text(step.reasoning, step.content, out)
+            for c in step.calls:
                 blocks.call(c, out)
+            end = step.end
             if isinstance(end, Finished):
                 if blocks.index < 0:  # an empty answer is still one (empty) text block
                     blocks.write("text", {"type": "text_delta", "text": ""}, out)
@@ -153,7 +146,7 @@ async def stream_reply(reply: MessageReply, gen: Generation) -> AsyncIterator[st
                 out.append(event("error", anthropic_error(server_error(end.message))))
             if out:
                 yield "".join(out)
-            if isinstance(end, (Finished, Failed)):
+            if end is not None:
                 return
     finally:
         gen.handle.cancel()  # a no-op once finished; frees the slot when the client went away

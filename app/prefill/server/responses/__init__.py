@@ -1,0 +1,1 @@
+"""OpenAI Responses: the parser, the replies and streams, the kept responses, the routes."""
