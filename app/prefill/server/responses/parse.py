@@ -26,7 +26,8 @@ from prefill.server.core import DEFAULTS, UNLIMITED, GenerationRequest, ToolsAsk
 from prefill.server.errors import bad_request
 from prefill.server.fields import get_bool, get_float, get_int, unicode_text
 from prefill.server.images import ImageRef
-from prefill.server.openai.parse_tools import MAX_TOOLS, NAME, function_tool, response_format, tool_choice
+from prefill.server.openai.parse_tools import function_tool, response_format, tool_choice
+from prefill.wire.openai_chat import MAX_TOOLS, NAME
 
 MAX_ITEMS = 4096  # input items, and parts in one message
 MAX_METADATA = 16  # OpenAI's: 16 keys of at most 64 characters, values of at most 512
