@@ -63,11 +63,12 @@ def test_a_model_by_id_the_root_and_a_named_404(smol: Served) -> None:
     auth = {"Authorization": f"Bearer {KEY}"}
     assert httpx.head(smol.url + "/", headers=auth, timeout=10).status_code == 200
     assert httpx.get(smol.url + "/", headers=auth, timeout=10).json()["models"] == [smol.model_id]
-    missing = httpx.post(smol.url + "/api/chat", headers=auth, json={}, timeout=10)  # Ollama's: not served (yet)
+    missing = httpx.post(smol.url + "/v1/audio/speech", headers=auth, json={}, timeout=10)  # no dialect serves it
     assert missing.status_code == 404
     message = missing.json()["error"]["message"]
-    assert "POST /api/chat" in message and "POST /v1/chat/completions" in message
+    assert "POST /v1/audio/speech" in message and "POST /v1/chat/completions" in message
     assert "POST /v1/messages" in message and "POST /v1/responses" in message  # each dialect's routes among them
+    assert "POST /api/chat" in message
 
 
 def test_each_request_has_one_access_line_without_body_or_key(smol: Served) -> None:
