@@ -24,7 +24,7 @@ from typing import Literal, Protocol
 from prefill.engine.errors import ModelLoadError
 from prefill.engine.gguf.header import GGUFError
 from prefill.engine.units import format_bytes
-from prefill.pool.catalogue import Kind, ModelEntry
+from prefill.pool.catalogue import KIND_NAMES, Kind, ModelEntry
 from prefill.pool.errors import ModelBusy, ModelUnusable, PoolClosed, PoolFull, UnknownModel, WrongKind
 from prefill.pool.memory import ModelMemory
 
@@ -104,7 +104,7 @@ class Resident:
             WrongKind: it is another kind of model.
         """
         if self.model.kind != kind:
-            raise WrongKind(f"the model {self.id!r} is a {self.model.kind} model; it does not serve {kind} requests")
+            raise WrongKind(self.id, self.model.kind, kind)
         return self.model
 
 
@@ -184,7 +184,7 @@ class ModelPool:
             if e.id in self._slots:
                 raise ValueError(f"two models are called {e.id!r}")
             if not e.unusable and e.kind not in self._loaders:
-                e = replace(e, unusable=f"it is an {e.kind} model, which this server does not load")
+                e = replace(e, unusable=f"it is {KIND_NAMES[e.kind]}, which this server does not load")
             self._slots[e.id] = _Slot(e, "unusable" if e.unusable else "not loaded", error=e.unusable)
         self._estimate_of = estimate
         self._estimates: dict[str, ModelMemory | None] = {}
@@ -228,18 +228,22 @@ class ModelPool:
             raise
 
     # --- acquire, load, unload ---------------------------------------------------------------
-    def acquire(self, name: str, keep_alive_s: float | None = None) -> Lease:
+    def acquire(self, name: str, keep_alive_s: float | None = None, kind: Kind | None = None) -> Lease:
         """Lease the model `name` names, loading it first if it is not resident (blocks meanwhile).
 
         `keep_alive_s` (Ollama's keep_alive): how long the model stays after this request; None
         keeps the pool's TTL, a negative value keeps it until unloaded by hand or for room, 0
-        unloads it as soon as it is idle.
+        unloads it as soon as it is idle. `kind`: what the request needs of the model; another
+        kind is refused before anything loads (its header said what it is).
 
         Raises:
             UnknownModel, ModelUnusable, PoolFull, PoolClosed: in words.
+            WrongKind: the model is not of `kind`.
             ModelLoadError: the load failed (the others keep serving).
         """
         entry = self.resolve(name)
+        if kind is not None and entry.kind != kind:
+            raise WrongKind(entry.id, entry.kind, kind)
         start = time.perf_counter()
         resident, waited = self._resident_or_load(entry)
         waited_ms = (time.perf_counter() - start) * 1000 if waited else 0.0

@@ -2,7 +2,8 @@
 
 Routes: GET /v1/models (and /v1/models/{id}), each dialect's (`DIALECTS`, the route table: OpenAI's
 POST /v1/chat/completions and /v1/completions, Anthropic's POST /v1/messages and
-/v1/messages/count_tokens), GET /models, POST /models/load and /models/unload (pool_routes.py),
+/v1/messages/count_tokens, POST /v1/embeddings and llama.cpp's POST /v1/rerank), GET /models,
+POST /models/load and /models/unload (pool_routes.py),
 GET /slots (the schedulers' snapshots), GET /health (open, for probes), GET and HEAD / (what is
 here: clients probe it). Any other path is a 404 that names it and lists these. A request names its
 model: it is leased from the pool (loaded first when it is not resident) from the moment its body is
@@ -33,6 +34,7 @@ from prefill.server.browser_guard import BrowserGuard
 from prefill.server.core import client_of
 from prefill.server.cost_bounds import read_body
 from prefill.server.dialect import Dialect, Handler, openai_error
+from prefill.server.embeddings import routes as embeddings_routes
 from prefill.server.errors import ApiError, server_error, unauthorized
 from prefill.server.openai import routes as openai_routes
 from prefill.server.state import ServeState
@@ -40,7 +42,7 @@ from prefill.server.state import ServeState
 log = logging.getLogger(__name__)
 OPEN_PATHS = ("/health",)
 # The route table: each dialect's routes (a new dialect is its folder and a line here).
-DIALECTS: tuple[Dialect, ...] = (openai_routes.DIALECT, anthropic_routes.DIALECT)
+DIALECTS: tuple[Dialect, ...] = (openai_routes.DIALECT, anthropic_routes.DIALECT, embeddings_routes.DIALECT)
 ROUTES = ["GET /v1/models", "GET /v1/models/{id}", *(f"{r.method} {r.path}" for d in DIALECTS for r in d.routes),
           "GET /models", "POST /models/load", "POST /models/unload", "GET /slots", "GET /health", "GET /"]
 __all__ = ["DIALECTS", "ROUTES", "ServeState", "client_of", "create_app", "read_body"]
