@@ -17,7 +17,7 @@ schedulers' own, and a large request's parts interleave with smaller requests'.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar, cast
@@ -36,6 +36,7 @@ from prefill.server.fields import unicode_text
 from prefill.server.state import ServeState
 
 Input = str | Sequence[int]  # a text, or token ids used as given (no framing added)
+Gone = Callable[[], Awaitable[bool]]  # whether the request's client has left
 T = TypeVar("T")
 
 
@@ -109,7 +110,7 @@ def check_inputs(inputs: Sequence[Input], param: str = "input") -> None:
 
 async def embed_inputs(state: ServeState, name: str, inputs: Sequence[Input], *, truncate: bool = False,
                        keep_alive_s: float | None = None, dimensions: int | None = None,
-                       normalize: bool = True) -> Embedded:
+                       normalize: bool = True, gone: Gone | None = None) -> Embedded:
     """One vector per input from the embedding model `name` names.
 
     Args:
@@ -120,6 +121,8 @@ async def embed_inputs(state: ServeState, name: str, inputs: Sequence[Input], *,
         keep_alive_s: how long the model stays loaded after this request (None: the server's TTL).
         dimensions: the size the client asks for; anything but the model's own is refused.
         normalize: unit-length vectors (OpenAI's and Ollama's are).
+        gone: whether the client has left (Starlette's `request.is_disconnected`), asked before each
+            part: the rest is not evaluated for nobody.
 
     Raises:
         ApiError: 400 for inputs past the bounds, an input too long (naming its length and the
@@ -138,6 +141,7 @@ async def embed_inputs(state: ServeState, name: str, inputs: Sequence[Input], *,
         _check_total(tokens)
         parts = []
         for at in range(0, len(tokens), EMBED_PART):
+            await _still_wanted(gone)
             part = tokens[at : at + EMBED_PART]
             parts.append(await _work(state, partial(model.embed, part, normalize=normalize), lease.resident.id))
         vectors = np.concatenate(parts) if parts else np.zeros((0, model.n_embd), np.float32)
@@ -146,8 +150,10 @@ async def embed_inputs(state: ServeState, name: str, inputs: Sequence[Input], *,
 
 
 async def rerank_documents(state: ServeState, name: str, query: str, documents: Sequence[str], *,
-                           truncate: bool = False, keep_alive_s: float | None = None) -> Reranked:
-    """Each document's relevance to `query`, from the reranking model `name` names.
+                           truncate: bool = False, keep_alive_s: float | None = None,
+                           gone: Gone | None = None) -> Reranked:
+    """Each document's relevance to `query`, from the reranking model `name` names (`truncate`,
+    `keep_alive_s` and `gone` as for `embed_inputs`).
 
     Raises:
         ApiError: 400 for documents past the bounds, a pair too long (unless `truncate`), a model that
@@ -165,6 +171,7 @@ async def rerank_documents(state: ServeState, name: str, query: str, documents: 
         _check_total(pairs)
         scores: list[float] = []
         for at in range(0, len(pairs), EMBED_PART):
+            await _still_wanted(gone)
             part = pairs[at : at + EMBED_PART]
             scores += await _work(state, partial(model.score, part), lease.resident.id)
     return Reranked(lease.resident.id, tuple(scores), tuple(len(p) for p in pairs), lease.load_ms,
@@ -177,6 +184,11 @@ async def _checked(inputs: Sequence[Input], param: str) -> None:
         check_inputs(inputs, param)
     else:
         await anyio.to_thread.run_sync(check_inputs, inputs, param)
+
+
+async def _still_wanted(gone: Gone | None) -> None:
+    if gone is not None and await gone():
+        raise ApiError(499, "The client closed the request.")
 
 
 def _model_of(lease: Lease) -> EmbeddingModel:

@@ -33,7 +33,7 @@ async def embeddings(state: ServeState, request: Request) -> Response:
     name, keep_alive = requested_model(obj)
     body = parse_embeddings(obj)  # the whole body checked before any model loads for it
     done = await embed_inputs(state, name, body.inputs, truncate=body.truncate, keep_alive_s=keep_alive,
-                              dimensions=body.dimensions)
+                              dimensions=body.dimensions, gone=request.is_disconnected)
     async with state.embed_turn():
         text = await anyio.to_thread.run_sync(embeddings_json, done, body.encoding_format)
     return Response(text, media_type="application/json")
@@ -44,7 +44,7 @@ async def rerank(state: ServeState, request: Request) -> Response:
     name, keep_alive = requested_model(obj)
     body = parse_rerank(obj)
     done = await rerank_documents(state, name, body.query, body.documents, truncate=body.truncate,
-                                  keep_alive_s=keep_alive)
+                                  keep_alive_s=keep_alive, gone=request.is_disconnected)
     return Response(rerank_json(done, body), media_type="application/json")
 
 
