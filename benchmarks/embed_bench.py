@@ -1,11 +1,14 @@
 """Embeddings per second for the bundled embedding model (all-MiniLM-L6-v2, `--model bundled-embed`):
-one input a call, and 32 inputs a call (one llama.cpp batch of 32 sequences).
+one input a call, and 32 inputs a call (one llama.cpp batch of 32 sequences), called directly
+(`EmbeddingModel.embed`) and over HTTP (`server_*`: POST /v1/embeddings of a `prefill serve --model
+bundled-embed` started in this process, one keep-alive connection, base64 vectors as the OpenAI SDK
+asks for them).
 
 Each input is a sentence of about 30 tokens, distinct per call so nothing is reused. Prints one
 JSON object (with `--json`; a line per figure otherwise): the median of `--reps` timed runs of
 `--calls` calls each, after a warm-up call.
 
-    python benchmarks/embed_bench.py --json [--reps 5] [--calls 20] [--threads 0] [--gpu-layers none]
+    python benchmarks/embed_bench.py --json [--reps 5] [--calls 20] [--threads 0] [--gpu-layers none] [--no-server]
 """
 
 from __future__ import annotations
@@ -48,6 +51,47 @@ def rate(model, per_call: int, calls: int, reps: int, start: int) -> tuple[float
     return statistics.median(rates), statistics.median(per_call_ms)
 
 
+def server_rate(url: str, model_id: str, per_call: int, calls: int, reps: int, start: int) -> tuple[float, float]:
+    """As `rate`, each call a POST /v1/embeddings."""
+    import httpx2 as httpx
+
+    rates, per_call_ms = [], []
+    n = start
+    with httpx.Client(base_url=url, timeout=120) as client:
+        def call(texts: list[str]) -> None:
+            r = client.post("/v1/embeddings", json={"model": model_id, "input": texts, "encoding_format": "base64"})
+            r.raise_for_status()
+            assert len(r.json()["data"]) == len(texts)
+
+        call([sentence(n + k) for k in range(per_call)])  # warm-up
+        for _ in range(reps):
+            batches = []
+            for _ in range(calls):
+                batches.append([sentence(n + k) for k in range(per_call)])
+                n += per_call
+            t = time.perf_counter()
+            for b in batches:
+                call(b)
+            dt = time.perf_counter() - t
+            rates.append(per_call * calls / dt)
+            per_call_ms.append(dt / calls * 1000)
+    return statistics.median(rates), statistics.median(per_call_ms)
+
+
+def serve_figures(path: Path, settings: object, calls: int, reps: int) -> dict[str, object]:
+    from prefill.server.lifecycle import RunningServer, ServeOptions
+
+    server = RunningServer.open(ServeOptions(model=path, settings=settings, port=0, model_id="minilm"))  # type: ignore[arg-type]
+    server.start_thread()
+    try:
+        one, one_ms = server_rate(server.url, "minilm", 1, calls, reps, 2_000_000)
+        many, many_ms = server_rate(server.url, "minilm", 32, max(1, calls // 4), reps, 3_000_000)
+    finally:
+        server.stop()
+    return {"server_embeddings_per_s_1": round(one, 1), "server_ms_per_call_1": round(one_ms, 2),
+            "server_embeddings_per_s_32": round(many, 1), "server_ms_per_call_32": round(many_ms, 2)}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -57,6 +101,7 @@ def main() -> int:
     p.add_argument("--gpu-layers", default="none", help="none, all, auto or a count")
     p.add_argument("--cache", type=Path, default=None,
                    help="where the converted GGUF is kept (default: a temporary folder)")
+    p.add_argument("--no-server", action="store_true", help="leave out the figures over HTTP")
     a = p.parse_args()
 
     from prefill.engine.embed.bundled import BUNDLED_EMBED_DIST, bundled_embed_path
@@ -91,6 +136,9 @@ def main() -> int:
             }
         finally:
             model.close()
+        if not a.no_server:
+            out |= serve_figures(path, settings, a.calls, a.reps)
+            out["server_overhead_ms_1"] = round(out["server_ms_per_call_1"] - out["ms_per_call_1"], 2)  # type: ignore[operator]
     if a.json:
         print(json.dumps(out))
     else:

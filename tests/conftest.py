@@ -24,7 +24,7 @@ from prefill.store import HistoryStore  # noqa: E402
 from tests.remote.fault_server import FaultServer  # noqa: E402
 from tests.store.conftest import ticking_clock  # noqa: E402
 
-pytest_plugins = ("tests.tiers", "tests.model_fixtures")
+pytest_plugins = ("tests.tiers", "tests.model_fixtures", "tests.embed_fixtures")
 
 GREEDY = SamplingSettings(temperature=0.0, max_tokens=48)
 

@@ -263,7 +263,37 @@ def test_an_embedding_model_s_header_makes_its_entry_an_embedding_one(tmp_path: 
     def pooled(w: GGUFWriter) -> None:
         w.add_pooling_type(PoolingType.MEAN)
 
+    def ranked(w: GGUFWriter) -> None:
+        w.add_pooling_type(PoolingType.RANK)
+
     chat = write_tiny_llama(tmp_path / "chat.gguf", n_vocab=400)
     embed = write_tiny_llama(tmp_path / "embed.gguf", n_vocab=400, edit=pooled)
-    kinds = [e.kind for e in checked([ModelEntry("chat", chat), ModelEntry("embed", embed)])]
-    assert kinds == ["chat", "embedding"]
+    rerank = write_tiny_llama(tmp_path / "rerank.gguf", n_vocab=400, edit=ranked)
+    kinds = [e.kind for e in checked([ModelEntry("chat", chat), ModelEntry("embed", embed),
+                                      ModelEntry("rerank", rerank)])]
+    assert kinds == ["chat", "embedding", "rerank"]
+
+
+def test_a_request_of_another_kind_is_refused_before_anything_loads() -> None:
+    loads: list[str] = []
+
+    def load(entry: ModelEntry) -> Scripted:
+        loads.append(entry.id)
+        return Scripted(entry, GIB, entry.kind)
+
+    entries = [ModelEntry("chat", Path("c.gguf")), ModelEntry("minilm", Path("m.gguf"), kind="embedding"),
+               ModelEntry("ranker", Path("r.gguf"), kind="rerank")]
+    pool = ModelPool(entries, {"chat": load, "embedding": load, "rerank": load}, lambda e: ModelMemory(GIB, 0, 0))
+    with pytest.raises(WrongKind, match="'minilm' is an embedding model; it does not serve chat requests") as e:
+        pool.acquire("minilm", kind="chat")
+    assert (e.value.model_id, e.value.kind, e.value.wanted) == ("minilm", "embedding", "chat")
+    with pytest.raises(WrongKind, match="'chat' is a chat model; it does not serve rerank requests"):
+        pool.acquire("chat", kind="rerank")
+    with pytest.raises(WrongKind, match="'ranker' is a reranking model"):
+        pool.acquire("ranker", kind="embedding")
+    assert loads == []
+    for name, kind in (("minilm", "embedding"), ("ranker", "rerank"), ("chat", "chat")):
+        with pool.acquire(name, kind=kind) as lease:  # type: ignore[arg-type]
+            assert lease.resident.kind == kind
+    pool.acquire("minilm").release()  # no kind asked: any (a load by hand)
+    assert loads == ["minilm", "ranker", "chat"]

@@ -83,7 +83,7 @@ def test_a_body_over_the_limit_is_413(server: Served) -> None:
 
 
 def test_unknown_paths_and_methods_are_openai_shaped(server: Served) -> None:
-    assert_openai_error(post(server, "/embeddings", {"model": server.model_id}), 404)
+    assert_openai_error(post(server, "/images/generations", {"model": server.model_id}), 404)
     r = httpx.get(server.base + "/chat/completions", headers={"Authorization": "Bearer x"})
     assert_openai_error(r, 405)
 

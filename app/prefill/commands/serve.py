@@ -13,6 +13,7 @@ from prefill.commands.errors import CliError
 from prefill.commands.options import (
     add_memory_options,
     add_model_options,
+    bundled_embed_file,
     chosen_projector,
     draft_max,
     load_settings,
@@ -39,6 +40,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "is loaded when asked for, and the least recently used idle one is unloaded when the memory "
                     "budget or --max-models would be passed (never one generating, queued or pinned).")
     add_model_options(p)
+    p.add_argument("--embed-model", action="append", default=[], metavar="PATH",
+                   help="an embedding or reranking GGUF served beside --model, loaded at start and kept loaded, for "
+                        "POST /v1/embeddings or /v1/rerank; bundled-embed is the bundled all-MiniLM-L6-v2 "
+                        "(repeatable)")
     p.add_argument("--models-dir", nargs="?", const="", default=None, metavar="DIR",
                    help="serve every model `prefill ls --models-dir DIR` lists, by the names it gives them, "
                         "each loaded when a request asks for it (DIR left out: the model library)")
@@ -89,6 +94,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from prefill.engine.embed.bundled import BUNDLED_EMBED_NAME, BUNDLED_EMBED_TITLE
     from prefill.pool.errors import PoolError
     from prefill.server.lifecycle import ExposureError, ServeOptions, check_exposure, serve
 
@@ -122,8 +128,15 @@ def run(args: argparse.Namespace) -> int:
     model_id, aliases = split_aliases(args.alias)
     one = args.models_dir is None or args.model is not None  # --model alone: today's one-model server
     model = model_path(args) if one else None
+    if model is not None and args.model == BUNDLED_EMBED_NAME and not model_id:
+        model_id = BUNDLED_EMBED_TITLE
     models = folder_models(args.models_dir, args.mmproj) if args.models_dir is not None else ()
+    main_id = model_id or (model.name.removesuffix(".gguf") if model is not None else "")
+    embed_models = companion_models(args.embed_model, {main_id})
     aliases += stem_aliases(models, aliases)
+    ids = {main_id} | {m.id for m in (*models, *embed_models)}
+    if BUNDLED_EMBED_NAME not in ids | {a for a, _ in aliases} and BUNDLED_EMBED_TITLE in ids:
+        aliases += ((BUNDLED_EMBED_NAME, BUNDLED_EMBED_TITLE),)  # the name it was asked for answers too
     options = ServeOptions(
         model=model, settings=settings, host=args.host, port=args.port,
         parallel=args.parallel, api_key=args.api_key, cors_origins=tuple(args.cors_origin),
@@ -132,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         model_id=model_id, speculation=speculation, models=tuple(models),
         limits=pool_limits(args, settings, one_model=args.models_dir is None), aliases=aliases, pinned=tuple(args.pin),
         default_model=args.default_model, ollama_port=args.ollama_port,
-        max_stored_responses=args.max_stored_responses,
+        max_stored_responses=args.max_stored_responses, embed_models=tuple(embed_models),
     )
     for m in models:
         if m.unusable:
@@ -140,17 +153,23 @@ def run(args: argparse.Namespace) -> int:
                   flush=True)
 
     def ready(server: RunningServer) -> None:
-        if server.model_id and not models:
+        scheduler = None
+        if server.model_id and not models and server.kind == "chat":
             scheduler = server.scheduler
             assert options.model is not None
             print(f"prefill: serving {terminal_line(options.model.name)} at {server.url}/v1 "
                   f"({args.parallel} slots of {scheduler.n_ctx_seq} tokens)", flush=True)
+        elif server.model_id and not models:
+            print(f"prefill: serving {terminal_line(server.model_id)} at {server.url}/v1 ({server.kind} model: "
+                  f"{'POST /v1/rerank' if server.kind == 'rerank' else 'POST /v1/embeddings'})", flush=True)
         else:
-            scheduler = None
             print(f"prefill: serving {len(server.pool.ids())} models at {server.url}/v1 "
                   f"({args.parallel} slots of {settings.n_ctx} tokens each; {limits_words(options)})", flush=True)
         if server.ollama_url:
             print(f"prefill: Ollama's API at {server.ollama_url} too (OLLAMA_HOST={server.ollama_url})", flush=True)
+        for m in embed_models:
+            print(f"prefill: {terminal_line(m.id)} ({m.kind} model) answers "
+                  f"{'POST /v1/rerank' if m.kind == 'rerank' else 'POST /v1/embeddings'}", file=sys.stderr, flush=True)
         note = getattr(scheduler, "speculation_note", "")
         if note:
             print(f"prefill: --speculative {terminal_line(args.speculative)} is off: {terminal_line(note)}",
@@ -165,6 +184,34 @@ def run(args: argparse.Namespace) -> int:
     except PoolError as e:  # an alias or pin that names no model, pinned models past the limits
         raise CliError(str(e)) from None
     return 0
+
+
+def companion_models(given: list[str], taken: set[str]) -> list[ModelEntry]:
+    """--embed-model's files as entries: each an embedding or reranking model (its header says which; a
+    chat model is refused in words), named by its file without .gguf (bundled-embed: all-MiniLM-L6-v2)."""
+    from prefill.engine.embed.bundled import BUNDLED_EMBED_NAME, BUNDLED_EMBED_TITLE
+    from prefill.pool.catalogue import checked, entry_for_file
+
+    out: list[ModelEntry] = []
+    for name in given:
+        if name == BUNDLED_EMBED_NAME:
+            entry = entry_for_file(bundled_embed_file(), BUNDLED_EMBED_TITLE)
+        else:
+            path = Path(name).expanduser()
+            if not path.is_file():
+                raise CliError(f"--embed-model {terminal_line(name)}: no such model file")
+            entry = entry_for_file(path)
+        entry = checked([entry])[0]
+        if entry.unusable:
+            raise CliError(f"--embed-model {terminal_line(name)}: {terminal_line(entry.unusable)}")
+        if entry.kind == "chat":
+            raise CliError(f"--embed-model {terminal_line(name)} is a chat model (its header names no pooling); "
+                           "give it as --model, and an embedding or reranking GGUF here")
+        if entry.id in taken or any(entry.id == m.id for m in out):
+            raise CliError(f"--embed-model {terminal_line(name)}: another model is already called "
+                           f"{terminal_line(entry.id)}")
+        out.append(entry)
+    return out
 
 
 def split_aliases(given: list[str]) -> tuple[str, tuple[tuple[str, str], ...]]:

@@ -15,12 +15,16 @@ from typing import Literal
 
 from prefill.engine.gguf.guard import read_model_header
 from prefill.engine.gguf.header import GGUFError
-from prefill.engine.gguf.model_kind import is_embedding_model
+from prefill.engine.gguf.model_kind import is_embedding_model, is_rerank_model
 from prefill.engine.settings import LoadSettings
 
-# What a resident model serves. "chat" is a BatchScheduler's slots; "embedding" (engine/embed, next)
-# gets a loader of its own, and the pool treats it as any other resident (memory, LRU, TTL, pins).
-Kind = Literal["chat", "embedding"]
+# What a resident model serves. "chat" is a BatchScheduler's slots; "embedding" (vectors) and "rerank"
+# (a score per document) are an engine/embed EmbeddingModel (pool/embed_model.py). Each kind has a
+# loader of its own, and the pool treats every resident alike (memory, LRU, TTL, pins).
+Kind = Literal["chat", "embedding", "rerank"]
+KIND_NAMES: dict[Kind, str] = {"chat": "a chat model", "embedding": "an embedding model",
+                               "rerank": "a reranking model"}
+
 
 @dataclass(frozen=True)
 class ModelEntry:
@@ -55,13 +59,17 @@ def entry_for_file(path: Path, model_id: str = "", projector: Path | None = None
 
 
 def checked(entries: Iterable[ModelEntry]) -> list[ModelEntry]:
-    """The entries, each usable one's header read through the guard: a refusal marks it unusable, and an
-    embedding model's header (a pooling, or attention that is not causal) makes it kind "embedding"."""
+    """The entries, each usable one's header read through the guard: a refusal marks it unusable; a
+    header that pools by rank (a classification head) makes it kind "rerank", and any other embedding
+    model's (a pooling, or attention that is not causal) kind "embedding"."""
     out = []
     for e in entries:
         if not e.unusable:
             try:
-                if is_embedding_model(read_model_header(e.path)):
+                header = read_model_header(e.path)
+                if is_rerank_model(header):
+                    e = replace(e, kind="rerank")
+                elif is_embedding_model(header):
                     e = replace(e, kind="embedding")
             except GGUFError as err:
                 e = replace(e, unusable=str(err))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from prefill.engine.errors import EngineError, ModelLoadError
+from prefill.pool.catalogue import KIND_NAMES, Kind
 
 
 class PoolError(EngineError):
@@ -40,7 +41,17 @@ class ModelBusy(PoolError):
 
 
 class WrongKind(PoolError):
-    """A request asked a model for what its kind does not do (a chat of an embedding model)."""
+    """A request asked a model for what its kind does not do (a chat of an embedding model).
+
+    Attributes:
+        model_id: the model asked for.
+        kind: what it is ("chat", "embedding", "rerank").
+        wanted: what the request needs of it.
+    """
+
+    def __init__(self, model_id: str, kind: Kind, wanted: Kind):
+        self.model_id, self.kind, self.wanted = model_id, kind, wanted
+        super().__init__(f"the model {model_id!r} is {KIND_NAMES[kind]}; it does not serve {wanted} requests")
 
 
 class PoolClosed(PoolError):

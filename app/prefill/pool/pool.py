@@ -24,7 +24,7 @@ from typing import Literal, Protocol
 from prefill.engine.errors import ModelLoadError
 from prefill.engine.gguf.header import GGUFError
 from prefill.engine.units import format_bytes
-from prefill.pool.catalogue import Kind, ModelEntry
+from prefill.pool.catalogue import KIND_NAMES, Kind, ModelEntry
 from prefill.pool.errors import ModelBusy, ModelUnusable, PoolClosed, PoolFull, UnknownModel, WrongKind
 from prefill.pool.memory import ModelMemory
 
@@ -104,7 +104,7 @@ class Resident:
             WrongKind: it is another kind of model.
         """
         if self.model.kind != kind:
-            raise WrongKind(f"the model {self.id!r} is a {self.model.kind} model; it does not serve {kind} requests")
+            raise WrongKind(self.id, self.model.kind, kind)
         return self.model
 
 
@@ -184,7 +184,7 @@ class ModelPool:
             if e.id in self._slots:
                 raise ValueError(f"two models are called {e.id!r}")
             if not e.unusable and e.kind not in self._loaders:
-                e = replace(e, unusable=f"it is an {e.kind} model, which this server does not load")
+                e = replace(e, unusable=f"it is {KIND_NAMES[e.kind]}, which this server does not load")
             self._slots[e.id] = _Slot(e, "unusable" if e.unusable else "not loaded", error=e.unusable)
         self._estimate_of = estimate
         self._estimates: dict[str, ModelMemory | None] = {}
@@ -228,18 +228,20 @@ class ModelPool:
             raise
 
     # --- acquire, load, unload ---------------------------------------------------------------
-    def acquire(self, name: str, keep_alive_s: float | None = None) -> Lease:
+    def acquire(self, name: str, keep_alive_s: float | None = None, kind: Kind | None = None) -> Lease:
         """Lease the model `name` names, loading it first if it is not resident (blocks meanwhile).
 
         `keep_alive_s` (Ollama's keep_alive): how long the model stays after this request; None
         keeps the pool's TTL, a negative value keeps it until unloaded by hand or for room, 0
-        unloads it as soon as it is idle.
+        unloads it as soon as it is idle. `kind`: what the request needs of the model; another
+        kind is refused before anything loads (its header said what it is).
 
         Raises:
             UnknownModel, ModelUnusable, PoolFull, PoolClosed: in words.
+            WrongKind: the model is not of `kind`.
             ModelLoadError: the load failed (the others keep serving).
         """
-        entry = self.resolve(name)
+        entry = self._entry_of_kind(name, kind)
         start = time.perf_counter()
         resident, waited = self._resident_or_load(entry)
         waited_ms = (time.perf_counter() - start) * 1000 if waited else 0.0
@@ -249,14 +251,15 @@ class ModelPool:
             self._notify()
         return Lease(resident, waited_ms, self._released)
 
-    def acquire_resident(self, name: str, keep_alive_s: float | None = None) -> Lease | None:
+    def acquire_resident(self, name: str, keep_alive_s: float | None = None, kind: Kind | None = None
+                         ) -> Lease | None:
         """`acquire` when the model is resident already, else None: it never waits for a load, so
         an event loop may call it for the common case and hand only a load to a thread.
 
         Raises:
-            UnknownModel: as `acquire`.
+            UnknownModel, WrongKind: as `acquire`.
         """
-        slot = self._slots[self.resolve(name).id]
+        slot = self._slots[self._entry_of_kind(name, kind).id]
         with self._cv:
             if self._closed or slot.state != "loaded" or slot.resident is None:
                 return None
@@ -266,6 +269,12 @@ class ModelPool:
                 slot.resident.keep_alive_s = keep_alive_s
             self._notify()
             return Lease(slot.resident, 0.0, self._released)
+
+    def _entry_of_kind(self, name: str, kind: Kind | None) -> ModelEntry:
+        entry = self.resolve(name)
+        if kind is not None and entry.kind != kind:
+            raise WrongKind(entry.id, entry.kind, kind)
+        return entry
 
     def load(self, name: str) -> Resident:
         """Make `name` resident (as `acquire`), leasing nothing: it may be unloaded once idle."""

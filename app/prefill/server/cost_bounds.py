@@ -34,6 +34,14 @@ PROMPT_BUILDS = 2  # prompts rendered and tokenized at once; the rest wait their
 # client 32 KiB sent.
 BODY_GRACE_S = 5.0
 BODY_MIN_BYTES_S = 32 * 1024
+# Embeddings and reranking (server/embeddings): one request's inputs, bounded before the model works on
+# them. The count and the body are checked before the model is leased (or loaded); the tokens once the
+# inputs are tokenized, before any is evaluated. The inputs are then evaluated EMBED_PART at a time, each
+# part a turn of its own on the server's one embedding turn, so a large request does not hold it whole.
+EMBED_MAX_INPUTS = 2048  # texts or token arrays in one request, documents in one rerank (OpenAI's bound)
+EMBED_MAX_TOKENS = 300_000  # tokens in one request, every input together (OpenAI's bound)
+EMBED_BODY_BYTES = 8 * 2**20  # 2,048 inputs of 4 KB: 256 s to arrive at the slowest pace allowed
+EMBED_PART = 64  # inputs evaluated in one turn: at most one llama.cpp batch (engine/embed MAX_SEQUENCES)
 
 
 def body_limit(n_ctx_seq: int) -> int:

@@ -23,9 +23,11 @@ from prefill.engine.batch.snapshot import BatchSnapshot
 from prefill.engine.settings import LoadSettings
 from prefill.engine.speculation import Speculation
 from prefill.pool import chat_model
-from prefill.pool.catalogue import ModelEntry, checked, entry_for_file
+from prefill.pool.catalogue import Kind, ModelEntry, checked, entry_for_file
 from prefill.pool.chat_model import ChatLoad, ChatModel, load_chat
-from prefill.pool.pool import ModelPool, PoolLimits
+from prefill.pool.embed_model import EmbedLoad, load_embedding
+from prefill.pool.memory import ModelMemory
+from prefill.pool.pool import Loader, ModelPool, PoolLimits
 from prefill.server.browser_guard import allowed_hosts, is_loopback
 from prefill.server.connections import HEADER_DEADLINE_S, MAX_CONNECTIONS, guarded_protocol
 from prefill.server.generate import WRITE_DEADLINE_S
@@ -66,11 +68,22 @@ class ServeOptions:
     ollama_port: int | None = None  # a second socket on `host` for Ollama's clients (the same app; 0: a free port)
     responses_db: Path | None = None  # where the Responses API keeps responses (None: the history's database)
     max_stored_responses: int = MAX_RESPONSES  # kept at most, none older than 30 days (0: none kept)
+    # embedding or reranking models served beside `model`, pinned and loaded at start (--embed-model)
+    embed_models: tuple[ModelEntry, ...] = ()
 
     def entries(self) -> list[ModelEntry]:
-        """`model` (its id `model_id` or the file's stem, its projector `mmproj`) and then `models`."""
+        """`model` (its id `model_id` or the file's stem, its projector `mmproj`), `embed_models`, then
+        `models` (a name given twice is the first one's)."""
         out = [] if self.model is None else [entry_for_file(self.model, self.model_id, self.mmproj)]
-        return out + [m for m in self.models if not out or m.id != out[0].id]
+        for m in (*self.embed_models, *self.models):
+            if all(m.id != o.id for o in out):
+                out.append(m)
+        return out
+
+    def started(self) -> list[str]:
+        """The ids loaded at start and pinned: `model`'s and the `embed_models`'."""
+        ids = [] if self.model is None else [self.entries()[0].id]
+        return ids + [m.id for m in self.embed_models]
 
 
 class ExposureError(ValueError):
@@ -132,6 +145,13 @@ class RunningServer:
                                 http=guarded_protocol(options.header_deadline_s, options.max_connections))
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
+
+    @property
+    def kind(self) -> Kind:
+        """What `options.model` serves: "chat", "embedding" or "rerank" (as its header says)."""
+        if not self.model_id:
+            raise ValueError("this server was started with a models folder, not one model")
+        return self.pool.resolve(self.model_id).kind
 
     @property
     def scheduler(self) -> BatchScheduler:
@@ -203,12 +223,17 @@ def open_pool(options: ServeOptions, on_snapshot: Callable[[BatchSnapshot], None
         ModelLoadError, PoolError, ValueError: as `RunningServer.open`.
     """
     load = ChatLoad(options.settings, options.parallel, options.max_queued, options.speculation, on_snapshot)
+    embed = EmbedLoad(options.settings)
     entries = checked(options.entries())
-    pinned = list(options.pinned)
-    if options.model is not None:
-        pinned.insert(0, entries[0].id)
-    pool = ModelPool(entries, {"chat": lambda e: load_chat(e, load)}, load.estimate, options.limits,
-                     dict(options.aliases), pinned, options.default_model)
+    pinned = [*options.started(), *options.pinned]
+
+    def estimate(entry: ModelEntry) -> ModelMemory:
+        return load.estimate(entry) if entry.kind == "chat" else embed.estimate(entry)
+
+    loaders: dict[Kind, Loader] = {"chat": lambda e: load_chat(e, load),
+                                   "embedding": lambda e: load_embedding(e, embed),
+                                   "rerank": lambda e: load_embedding(e, embed)}
+    pool = ModelPool(entries, loaders, estimate, options.limits, dict(options.aliases), pinned, options.default_model)
     try:
         for name in dict.fromkeys(pinned):
             pool.load(name)

@@ -8,13 +8,14 @@ slots, each marked with its model, and each model's snapshot under `models`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from prefill.engine.errors import EngineError
+from prefill.pool.embed_model import EmbedModel
 from prefill.pool.pool import ModelStatus, Resident
 from prefill.server.cost_bounds import read_body
 from prefill.server.errors import bad_request, model_not_found
@@ -31,6 +32,9 @@ def model_object(state: ServeState, st: ModelStatus, resident: Resident | None) 
     if resident is not None and resident.kind == "chat":
         served = state.served(resident)
         meta.update(n_ctx_seq=served.scheduler.n_ctx_seq, parallel=served.scheduler.n_slots)
+    elif resident is not None:  # an embedding or reranking model: its vectors' size and longest input
+        embed = cast(EmbedModel, resident.model).model
+        meta.update(n_embd=embed.n_embd, n_ctx=embed.n_ctx, pooling=embed.pooling)
     return {"id": st.id, "object": "model", "created": state.created, "owned_by": "prefill", "state": st.state,
             "kind": st.kind, "size": st.size, "memory": st.memory.total if st.memory else None, "meta": meta}
 
@@ -89,7 +93,7 @@ async def load(state: ServeState, request: Request) -> Response:
     obj, name, keep_alive = await _control_body(request)
     try:
         model_id = state.pool.id_of(name)  # no default model here: a load names what it loads
-        lease = await state.lease(model_id, keep_alive)
+        lease = await state.lease(model_id, keep_alive, kind=None)
         lease.release()
         if obj.get("pinned") is not None:
             state.pool.pin(model_id, bool(obj["pinned"]))

@@ -3,7 +3,8 @@
 Routes: GET /v1/models (and /v1/models/{id}), each dialect's (`DIALECTS`, the route table: OpenAI's
 POST /v1/chat/completions and /v1/completions, Anthropic's POST /v1/messages and
 /v1/messages/count_tokens, OpenAI's Responses POST /v1/responses, GET and DELETE /v1/responses/{id},
-Ollama's /api/chat, /api/generate, /api/tags, /api/ps, /api/show and /api/version), GET /models,
+Ollama's /api/chat, /api/generate, /api/tags, /api/ps, /api/show and /api/version, POST /v1/embeddings
+and llama.cpp's POST /v1/rerank), GET /models,
 POST /models/load and /models/unload (pool_routes.py),
 GET /slots (the schedulers' snapshots), GET /health (open, for probes), GET and HEAD / (what is
 here: clients probe it). Any other path is a 404 that names it and lists these. A request names its
@@ -35,6 +36,7 @@ from prefill.server.browser_guard import BrowserGuard
 from prefill.server.core import client_of
 from prefill.server.cost_bounds import read_body
 from prefill.server.dialect import Dialect, Handler, openai_error
+from prefill.server.embeddings import routes as embeddings_routes
 from prefill.server.errors import ApiError, server_error, unauthorized
 from prefill.server.ollama import routes as ollama_routes
 from prefill.server.openai import routes as openai_routes
@@ -45,7 +47,7 @@ log = logging.getLogger(__name__)
 OPEN_PATHS = ("/health",)
 # The route table: each dialect's routes (a new dialect is its folder and a line here).
 DIALECTS: tuple[Dialect, ...] = (openai_routes.DIALECT, anthropic_routes.DIALECT, responses_routes.DIALECT,
-                                 ollama_routes.DIALECT)
+                                 ollama_routes.DIALECT, embeddings_routes.DIALECT)
 ROUTES = ["GET /v1/models", "GET /v1/models/{id}", *(f"{r.method} {r.path}" for d in DIALECTS for r in d.routes),
           "GET /models", "POST /models/load", "POST /models/unload", "GET /slots", "GET /health", "GET /"]
 __all__ = ["DIALECTS", "ROUTES", "ServeState", "client_of", "create_app", "read_body"]

@@ -295,6 +295,18 @@ class EmbeddingModel:
         with self._call():
             return [len(t) for t in self._inputs(inputs, truncate=True, limit=None)]
 
+    def token_lists(self, inputs: Sequence[Input], truncate: bool = False) -> list[list[int]]:
+        """Each input as the tokens `embed` reads (texts framed, token lists as given), checked and,
+        with `truncate`, cut to `n_ctx`: `embed` of these is `embed` of the inputs, and their lengths
+        are what a caller counts as the tokens used.
+
+        Raises:
+            InputTooLong: an input is longer than `n_ctx` and `truncate` is off.
+            BadInput: an empty token list, or a token outside the vocabulary.
+        """
+        with self._call():
+            return self._inputs(inputs, truncate, self.n_ctx)
+
     def _check_open(self) -> None:
         if self.ctx is None or self._batch is None:
             raise EngineError(f"{self.name} has been closed")
@@ -380,18 +392,39 @@ class EmbeddingModel:
         Raises:
             InputTooLong: a pair is longer than `n_ctx` and `truncate` is off (the document is cut).
         """
+        return self.score(self.rerank_tokens(query, documents, truncate))
+
+    def rerank_tokens(self, query: str, documents: Sequence[str], truncate: bool = False) -> list[list[int]]:
+        """Each (query, document) pair as the tokens `score` reads, as `rerank` writes them.
+
+        Raises:
+            InputTooLong: a pair is longer than `n_ctx` and `truncate` is off (the document is cut).
+        """
+        self._check_reranker()
+        with self._call():
+            pairs = [self._pair(query, d) for d in documents]
+        for i, p in enumerate(pairs):
+            if len(p) > self.n_ctx:
+                if not truncate:
+                    raise InputTooLong(i, len(p), self.n_ctx)
+                pairs[i] = p[: self.n_ctx]
+        return pairs
+
+    def score(self, pairs: Sequence[Sequence[int]]) -> list[float]:
+        """The reranker's first output for each pair of `rerank_tokens` (each at most `n_ctx` tokens)."""
+        self._check_reranker()
+        rows = [list(p) for p in pairs]
+        if any(not p or len(p) > self.n_ctx or min(p) < 0 or max(p) >= self.n_vocab for p in rows):
+            raise BadInput(f"a pair is empty, longer than the {self.n_ctx} tokens this reranker reads, or holds "
+                           "a token outside its vocabulary")
+        with self._call():
+            scores = self._run(rows, self.n_embd)
+        return [float(s[0]) for s in scores]
+
+    def _check_reranker(self) -> None:
         if self.kind != "rerank":
             raise EngineError(f"{self.name} is an embedding model, not a reranker (its GGUF pools "
                               f"{self.pooling}, not rank)")
-        with self._call():
-            pairs = [self._pair(query, d) for d in documents]
-            for i, p in enumerate(pairs):
-                if len(p) > self.n_ctx:
-                    if not truncate:
-                        raise InputTooLong(i, len(p), self.n_ctx)
-                    pairs[i] = p[: self.n_ctx]
-            scores = self._run(pairs, self.n_embd)
-        return [float(s[0]) for s in scores]
 
     def _pair(self, query: str, document: str) -> list[int]:
         if self._rerank_template is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from prefill.engine.gguf.header import GGUFError, GGUFHeader
 
 POOLING_NONE = 0  # LLAMA_POOLING_TYPE_NONE: every token's output kept, as a chat model's
+POOLING_RANK = 4  # LLAMA_POOLING_TYPE_RANK: a reranker's classification head scores each input
 
 
 def is_causal(header: GGUFHeader) -> bool:
@@ -27,6 +28,11 @@ def pooling_of(header: GGUFHeader) -> int | None:
 def is_embedding_model(header: GGUFHeader) -> bool:
     pooling = pooling_of(header)
     return (pooling is not None and pooling != POOLING_NONE) or not is_causal(header)
+
+
+def is_rerank_model(header: GGUFHeader) -> bool:
+    """A reranker: its header pools by rank (a classification head over a query and document pair)."""
+    return pooling_of(header) == POOLING_RANK
 
 
 def check_chat_model(header: GGUFHeader, name: str) -> None:

@@ -1,5 +1,8 @@
 """The bundled all-MiniLM-L6-v2 package's checkpoint (installed with `make`, never downloaded by a
-test), and GGUFs converted from it once per run into a temporary folder."""
+test), and GGUFs converted from it once per run into a temporary folder: the embedding model as
+`bundled-embed` converts it, and a reranker made from it. A plugin of the root conftest, so the engine's,
+the pool's and the server's tests share one conversion. Converting needs no llama.cpp: a test that only
+reads these files' headers stays in the fast tier; one that loads them says so (`model`)."""
 
 from __future__ import annotations
 
@@ -20,9 +23,18 @@ def minilm_zip() -> Path:
 
 
 @pytest.fixture(scope="session")
-def minilm_gguf(tmp_path_factory: pytest.TempPathFactory, minilm_zip: Path) -> Path:
+def embed_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An XDG_CACHE_HOME whose prefill/converted folder holds `minilm_gguf`: a `prefill serve --model
+    bundled-embed` started with it finds the converted file there."""
+    return tmp_path_factory.mktemp("xdg-cache")
+
+
+@pytest.fixture(scope="session")
+def minilm_gguf(embed_cache_home: Path, minilm_zip: Path) -> Path:
     """The bundled model as `bundled-embed` converts it (into a temporary cache folder)."""
-    path = bundled_embed_path(tmp_path_factory.mktemp("embed-cache"))
+    folder = embed_cache_home / "prefill" / "converted"
+    folder.mkdir(parents=True)
+    path = bundled_embed_path(folder)
     assert path is not None
     return path
 
