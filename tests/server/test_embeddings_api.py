@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx2 as httpx
 import numpy as np
+import ollama
 import openai
 import pytest
 
@@ -248,3 +249,25 @@ def test_a_models_folder_lists_and_serves_its_embedding_and_reranking_models(
         assert states["minilm.gguf"] == states["reranker.gguf"] == "loaded" and states["tiny.gguf"] == "not loaded"
     finally:
         stop_server(s)
+
+
+def test_ollamas_embed_gives_the_same_vectors_and_its_own_fields(served: Served, local: EmbeddingModel) -> None:
+    c = ollama.Client(host=served.url, headers={"Authorization": f"Bearer {KEY}"})
+    got = c.embed(model=EMBED, input=TEXTS)
+    assert got.model == "all-MiniLM-L6-v2" and len(got.embeddings) == len(TEXTS)
+    assert (cosines(np.array(got.embeddings), local.embed(TEXTS)) >= 0.999).all()
+    assert got.prompt_eval_count == sum(local.count_tokens(TEXTS))
+    assert (got.total_duration or 0) > 0 and got.load_duration is not None
+    one = c.embed(model=EMBED, input=TEXTS[0])  # a text alone: one vector
+    assert len(one.embeddings) == 1 and np.allclose(one.embeddings[0], got.embeddings[0], atol=1e-5)
+    long = "word " * 2000
+    assert len(c.embed(model=EMBED, input=long).embeddings) == 1  # Ollama cuts by default
+    with pytest.raises(ollama.ResponseError) as e:
+        c.embed(model=EMBED, input=long, truncate=False)
+    assert e.value.status_code == 400 and "512" in e.value.error
+    with pytest.raises(ollama.ResponseError) as e:
+        c.embed(model="SmolLM2-135M-Instruct.Q4_1", input="hi")
+    assert e.value.status_code == 400 and "chat" in e.value.error
+    legacy = post(served, "/api/embeddings", {"model": EMBED, "prompt": TEXTS[1]}).json()
+    assert list(legacy) == ["embedding"] and np.allclose(legacy["embedding"], got.embeddings[1], atol=1e-5)
+

@@ -21,7 +21,7 @@ from prefill.server.ollama.errors import ollama_error
 from prefill.server.ollama.parse import load_only, parse_chat, parse_generate
 from tests.json_fuzz import FUZZ, GONE, mutated
 from tests.json_fuzz import json_values as json_values_of
-from tests.server.test_fuzz_anthropic import _texts as message_texts
+from tests.server.request_texts import request_texts as message_texts
 
 MODEL = "smollm2:latest"
 PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="

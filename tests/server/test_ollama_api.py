@@ -147,7 +147,9 @@ def test_errors_are_an_error_field_with_their_status(smol: tuple[Served, str]) -
     assert e.value.status_code == 400 and "2048" in e.value.error
     headers = {"Authorization": f"Bearer {KEY}"}
     r = httpx.post(url + "/api/embed", json={"model": s.model_id, "input": "hi"}, headers=headers, timeout=10)
-    assert r.status_code == 404 and list(r.json()) == ["error"] and "POST /api/embed" in r.json()["error"]
+    assert r.status_code == 400 and list(r.json()) == ["error"] and "is a chat model" in r.json()["error"]
+    r = httpx.post(url + "/api/pull", json={"model": "llama3.2"}, headers=headers, timeout=10)
+    assert r.status_code == 404 and list(r.json()) == ["error"] and "POST /api/pull" in r.json()["error"]
     r = httpx.post(url + "/api/chat", json={"model": s.model_id, "messages": "hi"}, headers=headers, timeout=10)
     assert r.status_code == 400 and r.json() == {"error": "'messages' must be an array."}
 

@@ -29,7 +29,7 @@ LOOP_PARSE_BYTES = 64 * 1024  # a body up to this size is parsed on the event lo
 
 
 async def embeddings(state: ServeState, request: Request) -> Response:
-    obj = await _parsed(await read_body(request, state.max_embed_body))
+    obj = await parsed_body(await read_body(request, state.max_embed_body))
     name, keep_alive = requested_model(obj)
     body = parse_embeddings(obj)  # the whole body checked before any model loads for it
     done = await embed_inputs(state, name, body.inputs, truncate=body.truncate, keep_alive_s=keep_alive,
@@ -40,7 +40,7 @@ async def embeddings(state: ServeState, request: Request) -> Response:
 
 
 async def rerank(state: ServeState, request: Request) -> Response:
-    obj = await _parsed(await read_body(request, state.max_embed_body))
+    obj = await parsed_body(await read_body(request, state.max_embed_body))
     name, keep_alive = requested_model(obj)
     body = parse_rerank(obj)
     done = await rerank_documents(state, name, body.query, body.documents, truncate=body.truncate,
@@ -48,7 +48,7 @@ async def rerank(state: ServeState, request: Request) -> Response:
     return Response(rerank_json(done, body), media_type="application/json")
 
 
-async def _parsed(body: bytes) -> dict[str, Any]:
+async def parsed_body(body: bytes) -> dict[str, Any]:
     """The body as JSON; a large one (megabytes of inputs: tens of milliseconds) parsed off the loop."""
     if len(body) <= LOOP_PARSE_BYTES:
         return parse_json(body)
@@ -58,19 +58,29 @@ async def _parsed(body: bytes) -> dict[str, Any]:
 def embeddings_json(done: Embedded, encoding: EncodingFormat) -> bytes:
     """OpenAI's list of embeddings: floats, or base64 of little-endian float32 (what the OpenAI SDK sends
     for and decodes by default)."""
-    rows = done.vectors.astype("<f4", copy=False)
-    if not np.isfinite(rows).all():
-        raise server_error(f"The model {done.model_id!r} gave a vector that is not finite (NaN or infinity).")
+    rows = finite_rows(done)
     if encoding == "base64":
         data: list[object] = [base64.b64encode(r.tobytes()).decode("ascii") for r in rows]
     else:
         data = rows.tolist()
-    return _dumps({
+    return dumps({
         "object": "list",
         "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(data)],
         "model": done.model_id,
         "usage": {"prompt_tokens": done.prompt_tokens, "total_tokens": done.prompt_tokens},
     })
+
+
+def finite_rows(done: Embedded) -> np.ndarray:
+    """The vectors as little-endian float32 rows, each finite (JSON has no NaN).
+
+    Raises:
+        ApiError: 500 naming the model that gave a NaN or an infinity.
+    """
+    rows = done.vectors.astype("<f4", copy=False)
+    if not np.isfinite(rows).all():
+        raise server_error(f"The model {done.model_id!r} gave a vector that is not finite (NaN or infinity).")
+    return rows
 
 
 def rerank_json(done: Reranked, body: RerankBody) -> bytes:
@@ -81,12 +91,12 @@ def rerank_json(done: Reranked, body: RerankBody) -> bytes:
         if body.return_documents:
             item["document"] = {"text": body.documents[i]}
         results.append(item)
-    return _dumps({"model": done.model_id, "object": "list",
+    return dumps({"model": done.model_id, "object": "list",
                    "usage": {"prompt_tokens": done.prompt_tokens, "total_tokens": done.prompt_tokens},
                    "results": results})
 
 
-def _dumps(obj: object) -> bytes:
+def dumps(obj: object) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 

@@ -1,8 +1,9 @@
 """Ollama's routes over the core: POST /api/chat and /api/generate (NDJSON streams unless `"stream":
-false`), GET /api/tags, GET /api/ps, POST /api/show, GET /api/version. Errors are `{"error": "..."}`
-with the status saying what kind. A model is named as the pool names it ("NAME:latest" too);
-`keep_alive` is the pool's own (how long the model stays once idle; 0: unloaded when its requests end),
-and a request without messages or prompt only loads the model, or with `keep_alive` 0 unloads it.
+false`), POST /api/embed and /api/embeddings (embed.py), GET /api/tags, GET /api/ps, POST /api/show, GET
+/api/version. Errors are `{"error": "..."}` with the status saying what kind. A model is named as the
+pool names it ("NAME:latest" too); `keep_alive` is the pool's own (how long the model stays once idle;
+0: unloaded when its requests end), and a request without messages or prompt only loads the model, or
+with `keep_alive` 0 unloads it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from prefill.server.dialect import Dialect, DialectRoute
 from prefill.server.errors import ApiError, bad_request
 from prefill.server.fields import get_bool, parse_json, requested_model
 from prefill.server.generate import EventSourceResponse
-from prefill.server.ollama import models
+from prefill.server.ollama import embed, models
 from prefill.server.ollama.errors import ollama_error
 from prefill.server.ollama.parse import load_only, parse_chat, parse_generate
 from prefill.server.ollama.replies import NDJSON, OllamaReply, full_reply, stream_reply
@@ -109,6 +110,8 @@ async def version(state: ServeState, request: Request) -> Response:
 DIALECT = Dialect("ollama", (
     DialectRoute("POST", "/api/chat", chat),
     DialectRoute("POST", "/api/generate", generate),
+    DialectRoute("POST", "/api/embed", embed.embed),
+    DialectRoute("POST", "/api/embeddings", embed.embeddings),
     DialectRoute("GET", "/api/tags", tags),
     DialectRoute("GET", "/api/ps", ps),
     DialectRoute("POST", "/api/show", show),
