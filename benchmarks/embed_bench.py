@@ -19,6 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
@@ -32,11 +33,13 @@ def sentence(i: int) -> str:
     return f"Sentence {i} is about the {' and the '.join(picked[:3])}, with {', '.join(picked[3:])}."
 
 
-def rate(model, per_call: int, calls: int, reps: int, start: int) -> tuple[float, float]:  # noqa: ANN001
-    """Median inputs per second over `reps` runs, and the median milliseconds per call."""
+def rate(embed: Callable[[list[str]], object], per_call: int, calls: int, reps: int, start: int
+         ) -> tuple[float, float]:
+    """Median inputs per second over `reps` runs of `calls` calls of `embed` (a model's, or a POST), and the
+    median milliseconds per call."""
     rates, per_call_ms = [], []
     n = start
-    model.embed([sentence(n + k) for k in range(per_call)])  # warm-up
+    embed([sentence(n + k) for k in range(per_call)])  # warm-up
     for _ in range(reps):
         batches = []
         for _ in range(calls):
@@ -44,7 +47,7 @@ def rate(model, per_call: int, calls: int, reps: int, start: int) -> tuple[float
             n += per_call
         t = time.perf_counter()
         for b in batches:
-            model.embed(b)
+            embed(b)
         dt = time.perf_counter() - t
         rates.append(per_call * calls / dt)
         per_call_ms.append(dt / calls * 1000)
@@ -55,27 +58,13 @@ def server_rate(url: str, model_id: str, per_call: int, calls: int, reps: int, s
     """As `rate`, each call a POST /v1/embeddings."""
     import httpx2 as httpx
 
-    rates, per_call_ms = [], []
-    n = start
     with httpx.Client(base_url=url, timeout=120) as client:
         def call(texts: list[str]) -> None:
             r = client.post("/v1/embeddings", json={"model": model_id, "input": texts, "encoding_format": "base64"})
             r.raise_for_status()
             assert len(r.json()["data"]) == len(texts)
 
-        call([sentence(n + k) for k in range(per_call)])  # warm-up
-        for _ in range(reps):
-            batches = []
-            for _ in range(calls):
-                batches.append([sentence(n + k) for k in range(per_call)])
-                n += per_call
-            t = time.perf_counter()
-            for b in batches:
-                call(b)
-            dt = time.perf_counter() - t
-            rates.append(per_call * calls / dt)
-            per_call_ms.append(dt / calls * 1000)
-    return statistics.median(rates), statistics.median(per_call_ms)
+        return rate(call, per_call, calls, reps, start)
 
 
 def serve_figures(path: Path, settings: object, calls: int, reps: int) -> dict[str, object]:
@@ -123,8 +112,8 @@ def main() -> int:
         load_s = time.perf_counter() - t
         try:
             tokens = statistics.mean(model.count_tokens([sentence(i) for i in range(64)]))
-            one, one_ms = rate(model, 1, a.calls, a.reps, 0)
-            many, many_ms = rate(model, 32, max(1, a.calls // 4), a.reps, 1_000_000)
+            one, one_ms = rate(model.embed, 1, a.calls, a.reps, 0)
+            many, many_ms = rate(model.embed, 32, max(1, a.calls // 4), a.reps, 1_000_000)
             out = {
                 "model": path.name, "n_embd": model.n_embd, "tokens_per_input": round(tokens, 1),
                 "threads": settings.prefill_threads, "gpu_layers": str(gpu),

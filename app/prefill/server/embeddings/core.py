@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar, cast
 
@@ -41,19 +41,17 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Embedded:
-    """What `embed_inputs` made.
+class _Made:
+    """What a call made, besides its result.
 
     Attributes:
-        model_id: the model that made them (the id, whatever name the request gave).
-        vectors: one row per input, in order: float32, unit length unless asked otherwise.
+        model_id: the model that made it (the id, whatever name the request gave).
         tokens: each input's tokens as the model read it (framing included, after any cut).
         load_ms: how long the request waited for the model to load (0 when it was resident).
         total_ms: the whole call, the load included.
     """
 
     model_id: str
-    vectors: np.ndarray
     tokens: tuple[int, ...]
     load_ms: float
     total_ms: float
@@ -64,19 +62,19 @@ class Embedded:
 
 
 @dataclass(frozen=True)
-class Reranked:
+class Embedded(_Made):
+    """What `embed_inputs` made: `vectors`, one row per input, in order: float32, unit length unless asked
+    otherwise."""
+
+    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+
+
+@dataclass(frozen=True)
+class Reranked(_Made):
     """What `rerank_documents` made: each document's score (the reranker's raw output, higher is more
-    relevant) and its pair's tokens, in the documents' order."""
+    relevant), in the documents' order."""
 
-    model_id: str
-    scores: tuple[float, ...]
-    tokens: tuple[int, ...]
-    load_ms: float
-    total_ms: float
-
-    @property
-    def prompt_tokens(self) -> int:
-        return sum(self.tokens)
+    scores: tuple[float, ...] = ()
 
     def ranked(self, top_n: int | None = None) -> list[tuple[int, float]]:
         """(index, score), the most relevant first (ties in the documents' order), `top_n` at most."""
@@ -145,8 +143,8 @@ async def embed_inputs(state: ServeState, name: str, inputs: Sequence[Input], *,
             part = tokens[at : at + EMBED_PART]
             parts.append(await _work(state, partial(model.embed, part, normalize=normalize), lease.resident.id))
         vectors = np.concatenate(parts) if parts else np.zeros((0, model.n_embd), np.float32)
-    return Embedded(lease.resident.id, vectors, tuple(len(t) for t in tokens), lease.load_ms,
-                    (time.perf_counter() - start) * 1000)
+    return Embedded(lease.resident.id, tuple(len(t) for t in tokens), lease.load_ms,
+                    (time.perf_counter() - start) * 1000, vectors=vectors)
 
 
 async def rerank_documents(state: ServeState, name: str, query: str, documents: Sequence[str], *,
@@ -174,8 +172,8 @@ async def rerank_documents(state: ServeState, name: str, query: str, documents: 
             await _still_wanted(gone)
             part = pairs[at : at + EMBED_PART]
             scores += await _work(state, partial(model.score, part), lease.resident.id)
-    return Reranked(lease.resident.id, tuple(scores), tuple(len(p) for p in pairs), lease.load_ms,
-                    (time.perf_counter() - start) * 1000)
+    return Reranked(lease.resident.id, tuple(len(p) for p in pairs), lease.load_ms,
+                    (time.perf_counter() - start) * 1000, scores=tuple(scores))
 
 
 async def _checked(inputs: Sequence[Input], param: str) -> None:
