@@ -13,6 +13,10 @@ box's speed swings up to 2x within seconds, which a ratio of medians over runs m
 does not survive. Prints one JSON object per model. Rerun with:
 
     python benchmarks/serve_bench.py [--threads N] [--client raw|openai] [--load-seconds 60]
+    python benchmarks/serve_bench.py --dialect [dialect_bench.py's options]
+
+`--dialect` runs dialect_bench.py instead: each dialect's cost per token (Messages, Responses, Ollama's
+/api/chat) against Chat Completions on the same requests.
 
 Goals: aggregate at 4 clients >= 0.9 x the lean loop; one client >= 0.95 x the engine.
 """
@@ -232,6 +236,12 @@ def main() -> int:
         from prefill.cli import main as cli_main
 
         return cli_main(argv)
+    if "--dialect" in sys.argv:  # each dialect's cost per token: dialect_bench.py, with the other options
+        sys.argv.remove("--dialect")
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from dialect_bench import main as dialect_main
+
+        return dialect_main()
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=0,
                     help="llama.cpp threads, the same on every side (default 0: Prefill's automatic choice)")

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from prefill.server.embeddings.core import Input
 from prefill.server.errors import bad_request
-from prefill.server.fields import get_bool, get_int
+from prefill.server.fields import get_bool, get_int, unicode_text
 
 EncodingFormat = Literal["float", "base64"]
 _INPUT_SHAPES = "a text, a list of texts, a list of token ids, or a list of lists of token ids"
@@ -64,6 +64,7 @@ def parse_rerank(obj: dict[str, Any]) -> RerankBody:
     query = obj.get("query")
     if not isinstance(query, str):
         raise bad_request("'query' is required: the text the documents are ranked against.", "query")
+    unicode_text(query, "query")
     docs = obj.get("documents")
     if not isinstance(docs, list):
         raise bad_request("'documents' is required: a list of texts to rank against the query.", "documents")
