@@ -50,3 +50,32 @@ def test_a_folder_s_models_answer_to_their_names_without_gguf() -> None:
     models = [ModelEntry(n, Path(n), 1) for n in ("a.gguf", "b.gguf", "b")]
     assert stem_aliases(models, ()) == (("a", "a.gguf"),)
     assert stem_aliases(models, (("a", "b.gguf"),)) == ()
+
+
+def test_a_folder_s_model_loads_with_the_settings_the_window_keeps_for_it(tmp_path: Path, capsys) -> None:
+    """What the person set for one model in the window (Settings → this model only) is what a load on
+    demand uses for it; the other models keep the server's flags."""
+    from prefill.bench.tiny_model import write_tiny_llama
+    from prefill.commands.own_settings import own_settings
+    from prefill.commands.serve import folder_models
+    from prefill.pool.chat_model import ChatLoad
+    from prefill.store.app_settings import Settings
+    from prefill.store.settings_file import SettingsFile
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for name in ("a", "b"):
+        write_tiny_llama(folder / f"{name}.gguf", n_vocab=256, n_embd=32, n_layer=1, n_ff=64)
+    kept = SettingsFile(tmp_path / "settings.json")
+    kept.save(Settings().with_model_overrides(str(folder / "a.gguf"), {"n_ctx": 512, "kv_type": "q8_0"}))
+    server = LoadSettings(n_gpu_layers="none", n_ctx=2048)
+    entries = {e.id: e for e in folder_models(str(folder), "auto", own_settings(server, kept))}
+    a, b = entries["a.gguf"], entries["b.gguf"]
+    assert a.settings is not None and (a.settings.n_ctx, a.settings.kv_type) == (512, "q8_0")
+    assert a.settings.n_gpu_layers == "none"  # the rest from the server's flags
+    assert b.settings is None and ChatLoad(server, 1).settings_for(b).n_ctx == 2048
+    assert ChatLoad(server, 1).settings_for(a).n_ctx == 512
+
+    (tmp_path / "unreadable").mkdir()  # a settings "file" that cannot be read: said, and nothing taken
+    none = own_settings(server, SettingsFile(tmp_path / "unreadable"))
+    assert none(folder / "a.gguf") is None and "per-model settings are not used" in capsys.readouterr().err

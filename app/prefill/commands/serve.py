@@ -20,6 +20,7 @@ from prefill.commands.options import (
     memory_limits,
     model_path,
 )
+from prefill.commands.own_settings import OwnSettings, own_settings
 from prefill.commands.terminal_text import terminal_line
 from prefill.engine.speculation import DRAFT_MAX, Speculation
 from prefill.engine.units import format_bytes
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     model = model_path(args) if one else None
     if model is not None and args.model == BUNDLED_EMBED_NAME and not model_id:
         model_id = BUNDLED_EMBED_TITLE
-    models = folder_models(args.models_dir, args.mmproj) if args.models_dir is not None else ()
+    models = folder_models(args.models_dir, args.mmproj, own_settings(settings)) if args.models_dir is not None else ()
     main_id = model_id or (model.name.removesuffix(".gguf") if model is not None else "")
     embed_models = companion_models(args.embed_model, {main_id})
     aliases += stem_aliases(models, aliases)
@@ -241,9 +242,10 @@ def stem_aliases(models: Sequence[ModelEntry], given: tuple[tuple[str, str], ...
     return tuple(out)
 
 
-def folder_models(folder: str, mmproj: str) -> list[ModelEntry]:
+def folder_models(folder: str, mmproj: str, own: OwnSettings | None = None) -> list[ModelEntry]:
     """The models `prefill ls --models-dir FOLDER` lists, named as it names them; unreadable ones unusable
-    (the pool's `checked` then reads each header at the guard, and tells embedding models apart)."""
+    (the pool's `checked` then reads each header at the guard, and tells embedding models apart). `own`:
+    a file's own load settings (the window's per-model ones), None for the server's."""
     from prefill.hub.library import ModelLibrary
     from prefill.hub.paths import default_models_dir
     from prefill.pool.catalogue import ModelEntry
@@ -251,7 +253,8 @@ def folder_models(folder: str, mmproj: str) -> list[ModelEntry]:
     path = Path(folder).expanduser() if folder else default_models_dir()
     if folder and not path.is_dir():
         raise CliError(f"--models-dir {terminal_line(folder)}: no such folder")
-    return [ModelEntry(m.name, m.path, m.size, None if mmproj == "none" else m.projector, unusable=m.error or "")
+    return [ModelEntry(m.name, m.path, m.size, None if mmproj == "none" else m.projector,
+                       settings=own(m.path) if own is not None else None, unusable=m.error or "")
             for m in ModelLibrary(path).models()]
 
 
