@@ -268,6 +268,9 @@ def test_ollamas_embed_gives_the_same_vectors_and_its_own_fields(served: Served,
     with pytest.raises(ollama.ResponseError) as e:
         c.embed(model="SmolLM2-135M-Instruct.Q4_1", input="hi")
     assert e.value.status_code == 400 and "chat" in e.value.error
+    assert c.show(EMBED).capabilities == ["embedding"] and c.show(RERANK).capabilities == []  # never offered to chat
+    assert c.embed(model=EMBED, input=[]).embeddings == []  # Ollama's answer to nothing: the model, no vector
+    assert post(served, "/api/embeddings", {"model": EMBED, "prompt": ""}).json() == {"embedding": []}
     legacy = post(served, "/api/embeddings", {"model": EMBED, "prompt": TEXTS[1]}).json()
     assert list(legacy) == ["embedding"] and np.allclose(legacy["embedding"], got.embeddings[1], atol=1e-5)
 

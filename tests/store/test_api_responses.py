@@ -63,3 +63,13 @@ def test_the_history_never_shows_a_kept_response(db_path: Path, store: HistorySt
     assert [c.id for c in store.list_conversations()] == [chat.id]
     assert log.count() == 1
     log.close()
+
+
+def test_all_kept_responses_together_stay_within_their_bytes(db_path: Path) -> None:
+    log = ResponseLog(db_path, max_bytes=3000, clock=ticking_clock())
+    for n in range(4):
+        log.save(f"resp_{n}", "o", [{"pad": "x" * 900}], {"n": n})  # about 930 bytes each
+    kept = [log.get(f"resp_{n}", "o") for n in range(4)]
+    assert [k is not None for k in kept] == [False, True, True, True]  # the oldest went first
+    assert kept[3] is not None and 900 < kept[3].size < 1000
+    log.close()

@@ -19,6 +19,7 @@ import anyio
 
 from prefill.engine.batch.request import Failed
 from prefill.engine.batch.scheduler import BatchScheduler
+from prefill.engine.errors import TemplateError
 from prefill.engine.events import Finished
 from prefill.engine.message import Message
 from prefill.engine.prompt.compaction import Summary, due, model_view, summary_request, system_with
@@ -26,7 +27,7 @@ from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.prompt.overflow import fit_messages
 from prefill.engine.request import ChatRequest
 from prefill.engine.settings import ServeSampling
-from prefill.server.errors import server_error
+from prefill.server.errors import bad_request, server_error
 from prefill.server.generate import EventStream, submit
 from prefill.server.loop_waker import LoopWaker
 
@@ -46,7 +47,10 @@ async def compact(scheduler: BatchScheduler, model: ModelChat, waker: LoopWaker,
     head, tail = _split(chat.messages)
     if not any(m.role == "assistant" for m in head) or not tail:
         return chat, None
-    before = len((await anyio.to_thread.run_sync(model.prompt, chat))[1])
+    try:  # a conversation too long to render (the sandbox's output or time) is the client's to shorten
+        before = len((await anyio.to_thread.run_sync(model.prompt, chat))[1])
+    except TemplateError as e:
+        raise bad_request(str(e), "messages") from None
     if not due("summarise", before + min(sampling.max_tokens, n_ctx // 4), n_ctx):
         return chat, None
     began = time.perf_counter()
@@ -57,7 +61,10 @@ async def compact(scheduler: BatchScheduler, model: ModelChat, waker: LoopWaker,
                               ask.sampling.max_tokens, "rolling_window")
         return model.prompt(ask.with_messages(fitted.messages))
 
-    text, prompt = await anyio.to_thread.run_sync(build)
+    try:
+        text, prompt = await anyio.to_thread.run_sync(build)
+    except TemplateError as e:
+        raise bad_request(str(e), "messages") from None
     stream = EventStream(waker, tokens=False)
     asked = replace(sampling, max_tokens=ask.sampling.max_tokens, temperature=ask.sampling.temperature,
                     stop=model.stops(ask.sampling))

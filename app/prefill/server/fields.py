@@ -14,9 +14,39 @@ from prefill.server.errors import bad_request, wire_faults
 from prefill.wire import checks
 
 
+class _NotANumber(ValueError):
+    """A number JSON cannot carry back: NaN, Infinity, or one past a float's range (1e999)."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotANumber(text)
+    return value
+
+
+def _no_constant(text: str) -> float:
+    raise _NotANumber(text)
+
+
+def finite_json(text: str | bytes) -> Any:
+    """JSON read as `json.loads` does, but a number JSON cannot carry back (NaN, Infinity, 1e999) is a
+    ValueError, as invalid JSON is."""
+    return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+
+
 def parse_json(body: bytes) -> dict[str, Any]:
+    """The body as a JSON object. Numbers JSON cannot carry back (NaN, Infinity, 1e999) are refused here:
+    a reply or a kept response that repeats one could not be written.
+
+    Raises:
+        ApiError: 400 in words.
+    """
     try:
-        obj = json.loads(body)
+        obj = finite_json(body)
+    except _NotANumber as e:
+        raise bad_request(f"The body holds the number {str(e)[:40]}, which JSON cannot carry back: send a finite "
+                          "number.") from None
     except json.JSONDecodeError as e:
         raise bad_request(f"The body is not valid JSON: {e}.") from None
     except RecursionError:

@@ -26,6 +26,7 @@ from prefill.store.history import default_history_path
 
 MAX_RESPONSES = 1000  # kept at most; the oldest go first
 MAX_AGE_S = 30 * 24 * 3600.0  # OpenAI keeps a stored response 30 days; so does this
+MAX_BYTES = 256 * 2**20  # all kept responses together (their JSON); the oldest go first
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class StoredResponse:
 
     body: dict[str, Any]
     input: list[Any]
+    size: int = 0  # bytes of its JSON as kept (input and body)
 
 
 class ResponseLog:
@@ -43,13 +45,15 @@ class ResponseLog:
         path: The database file (default: the history's, ``default_history_path()``).
         limit: Responses kept at most (0: none is kept).
         max_age_s: A response older than this is gone.
+        max_bytes: What all of them take together at most (their JSON); the oldest go first.
         clock: Seconds since the epoch; tests pass their own.
     """
 
     def __init__(self, path: Path | None = None, *, limit: int = MAX_RESPONSES, max_age_s: float = MAX_AGE_S,
-                 clock: Callable[[], float] = time.time):
+                 max_bytes: int = MAX_BYTES, clock: Callable[[], float] = time.time):
         self.path = path if path is not None else default_history_path()
         self.limit = limit
+        self.max_bytes = max_bytes
         self.max_age_s = max_age_s
         self._clock = clock
         self._conn: sqlite3.Connection | None = None
@@ -82,6 +86,9 @@ class ResponseLog:
             conn.execute("DELETE FROM api_responses WHERE created_at < ?", (now - self.max_age_s,))
             conn.execute("DELETE FROM api_responses WHERE id IN (SELECT id FROM api_responses "
                          "ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)", (self.limit,))
+            conn.execute("DELETE FROM api_responses WHERE id IN (SELECT id FROM (SELECT id, SUM(length(input) + "
+                         "length(body)) OVER (ORDER BY created_at DESC, rowid DESC) AS kept FROM api_responses) "
+                         "WHERE kept > ?)", (self.max_bytes,))
 
     def get(self, response_id: str, owner: str) -> StoredResponse | None:
         """The response `owner` kept under this id; None if there is none (or it is past its age)."""
@@ -89,7 +96,7 @@ class ResponseLog:
                                (response_id, owner, self._clock() - self.max_age_s)).fetchone()
         if row is None:
             return None
-        return StoredResponse(json.loads(row["body"]), json.loads(row["input"]))
+        return StoredResponse(json.loads(row["body"]), json.loads(row["input"]), len(row["input"]) + len(row["body"]))
 
     def delete(self, response_id: str, owner: str) -> bool:
         """Forget a response; False if `owner` kept none under this id."""

@@ -33,6 +33,12 @@ async def embed(state: ServeState, request: Request) -> Response:
     inputs = [raw] if isinstance(raw, str) else raw
     if not isinstance(inputs, list) or not all(isinstance(x, str) for x in inputs):
         raise bad_request("'input' is required: a text or a list of texts.", "input")
+    if not inputs:  # as Ollama answers it: the model loaded, no vector
+        with await state.lease(models.pool_name(state, name), keep_alive, kind="embedding") as lease:
+            return Response(dumps({"model": lease.resident.id, "embeddings": [],
+                                   "total_duration": int((time.perf_counter() - started) * 1e9),
+                                   "load_duration": int(lease.load_ms * 1e6), "prompt_eval_count": 0}),
+                            media_type="application/json")
     done = await embed_inputs(state, models.pool_name(state, name), inputs, truncate=get_bool(obj, "truncate", True),
                               keep_alive_s=keep_alive, dimensions=get_int(obj, "dimensions", None, 1),
                               gone=request.is_disconnected)
@@ -47,6 +53,9 @@ async def embeddings(state: ServeState, request: Request) -> Response:
     prompt = obj.get("prompt")
     if not isinstance(prompt, str):
         raise bad_request("'prompt' is required: the text to embed.", "prompt")
+    if not prompt:  # as Ollama answers it: no vector
+        (await state.lease(models.pool_name(state, name), keep_alive, kind="embedding")).release()
+        return Response(dumps({"embedding": []}), media_type="application/json")
     done = await embed_inputs(state, models.pool_name(state, name), [prompt], truncate=True,
                               keep_alive_s=keep_alive, gone=request.is_disconnected)
     return Response(dumps({"embedding": finite_rows(done)[0].tolist()}), media_type="application/json")

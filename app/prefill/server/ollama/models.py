@@ -173,8 +173,8 @@ async def ps(state: ServeState) -> dict[str, Any]:
 
 
 def capabilities(state: ServeState, entry: ModelEntry, f: HeaderFacts) -> list[str]:
-    if entry.kind == "embedding":
-        return ["embedding"]
+    if entry.kind != "chat":  # an embedding model, or a reranker (which Ollama has no word for): no chat
+        return ["embedding"] if entry.kind == "embedding" else []
     out = ["completion", "tools"]
     r = state.pool.resident(entry.id)
     if r is not None and r.kind == "chat":

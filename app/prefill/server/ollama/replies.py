@@ -24,6 +24,7 @@ from prefill.engine.batch.request import BatchEvent, Failed
 from prefill.engine.events import Finished, MetricsSnapshot, Token
 from prefill.engine.message import ToolCall
 from prefill.server.core import Generation
+from prefill.server.fields import finite_json
 from prefill.server.generate import finished
 
 NDJSON = "application/x-ndjson"
@@ -41,7 +42,12 @@ def line(obj: dict[str, Any]) -> str:
 
 
 def tool_call(c: ToolCall, index: int) -> dict[str, Any]:
-    args = c.arguments_object()
+    """A call as Ollama writes it: its arguments as an object ({} where the model wrote no JSON object, or
+    one holding NaN or 1e999, which no JSON line can carry)."""
+    try:
+        args = finite_json(c.arguments)
+    except ValueError:
+        args = {}
     return {"id": c.id, "function": {"index": index, "name": c.name,
                                      "arguments": args if isinstance(args, dict) else {}}}
 

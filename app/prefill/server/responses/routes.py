@@ -18,9 +18,12 @@ from prefill.server.responses.parse import parse_responses
 from prefill.server.responses.replies import Keep, ResponseReply, full_reply, stream_reply
 from prefill.server.state import ServeState
 
+MAX_KEPT_BYTES = 16 * 2**20  # a kept conversation's JSON that a request may go on from and keep again
+
 
 async def create(state: ServeState, request: Request) -> Response:
-    obj = parse_json(await read_body(request, state.max_body))
+    raw = await read_body(request, state.max_body)
+    obj = parse_json(raw)
     name, keep_alive = requested_model(obj)
     ask = parse_responses(obj, name)  # the whole body checked before any model loads for it
     owner = client_of(request)
@@ -29,6 +32,8 @@ async def create(state: ServeState, request: Request) -> Response:
         stored = await state.responses.get(ask.previous, owner)
         if stored is None:
             raise not_found(ask.previous, "previous_response_id")
+        if ask.store:
+            check_kept_growth(ask.previous, stored.size, len(raw))
         history = [*stored.input, *stored.body.get("output", [])]
     req = ask.request(history)
     # Leased until the reply is written, not only until it is submitted: the thinking's tokens are
@@ -73,6 +78,20 @@ async def delete(state: ServeState, request: Request) -> Response:
     if not _plain(response_id) or not await state.responses.delete(response_id, client_of(request)):
         raise not_found(response_id)
     return JSONResponse({"id": response_id, "object": "response", "deleted": True})
+
+
+def check_kept_growth(previous: str, kept: int, body: int, limit: int = MAX_KEPT_BYTES) -> None:
+    """A kept conversation of `kept` bytes goes on by a body of `body` bytes and is kept again (each step
+    keeps it whole): refused past `limit`, so no chain of requests grows the history database without end.
+
+    Raises:
+        ApiError: 400 `conversation_too_large`, saying how to go on.
+    """
+    if kept + body > limit:
+        raise ApiError(400, f"The conversation kept under {previous[:80]!r} holds {kept >> 20} MiB; one that goes "
+                            f"on past {limit >> 20} MiB is not kept again. Send \"store\": false to go on without "
+                            "keeping it, or start a new one.", param="previous_response_id",
+                       code="conversation_too_large")
 
 
 def not_found(response_id: str, param: str | None = None) -> ApiError:
