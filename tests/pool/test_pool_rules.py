@@ -297,3 +297,19 @@ def test_a_request_of_another_kind_is_refused_before_anything_loads() -> None:
             assert lease.resident.kind == kind
     pool.acquire("minilm").release()  # no kind asked: any (a load by hand)
     assert loads == ["minilm", "ranker", "chat"]
+
+
+def test_estimates_read_at_start_leave_statuses_nothing_to_read() -> None:
+    read: list[str] = []
+
+    def estimate(e: ModelEntry) -> ModelMemory:
+        read.append(e.id)
+        return ModelMemory(GIB, 0, 0)
+
+    entries = [ModelEntry(i, Path(f"/models/{i}.gguf"), GIB) for i in "ab"]
+    entries.append(ModelEntry("bad", Path("/models/bad.gguf"), 1, unusable="cut off"))
+    pool = ModelPool(entries, {"chat": lambda e: Scripted(e, GIB)}, estimate, clock=Clock())
+    pool.estimate_all()
+    assert read == ["a", "b"]  # each usable header once; the unusable one never
+    pool.statuses()
+    assert read == ["a", "b"]

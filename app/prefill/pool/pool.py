@@ -536,6 +536,13 @@ class ModelPool:
         if self._reaper is not None:
             self._reaper.join(5)
 
+    def estimate_all(self) -> None:
+        """Read every usable model's header for its estimate now (they are cached), so that `statuses`,
+        which an event loop may call, reads none later."""
+        for slot in self._slots.values():
+            if slot.state != "unusable":
+                self._estimate(slot.entry)
+
     def _estimate(self, entry: ModelEntry) -> ModelMemory | None:
         if entry.id not in self._estimates:
             try:

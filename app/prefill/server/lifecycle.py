@@ -235,6 +235,7 @@ def open_pool(options: ServeOptions, on_snapshot: Callable[[BatchSnapshot], None
                                    "rerank": lambda e: load_embedding(e, embed)}
     pool = ModelPool(entries, loaders, estimate, options.limits, dict(options.aliases), pinned, options.default_model)
     try:
+        pool.estimate_all()  # the headers read here, at start, not later on the event loop (statuses)
         for name in dict.fromkeys(pinned):
             pool.load(name)
     except BaseException:
