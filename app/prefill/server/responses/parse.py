@@ -140,7 +140,7 @@ def _read_items(items: list[Any], param: str, at: int) -> tuple[tuple[Message, .
             images.extend(ImageRef(at + len(out), j, url) for j, url in parts)
             out.append(message)
         elif kind == "function_call":
-            call = _function_call(item, where)
+            call = _function_call(item, where, kept=param == "previous_response_id")
             names[call.id] = call.name
             if out and out[-1].role == "assistant":
                 out[-1] = replace(out[-1], tool_calls=(*out[-1].tool_calls, call))
@@ -191,15 +191,18 @@ def _image_url(part: dict[str, Any], where: str) -> str:
     return unicode_text(url, where)
 
 
-def _function_call(item: dict[str, Any], where: str) -> ToolCall:
+def _function_call(item: dict[str, Any], where: str, kept: bool = False) -> ToolCall:
+    """A call item. One `kept` (this server's own output, read back for previous_response_id) may carry any
+    name the model wrote: the client cannot mend it, and refusing it would end the conversation."""
     call_id, name, args = item.get("call_id"), item.get("name"), item.get("arguments", "{}")
-    if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not NAME.match(name):
+    named = isinstance(name, str) and (bool(name) if kept else bool(NAME.match(name)))
+    if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not named:
         raise bad_request(f"{where}: a function_call item needs 'call_id' and a function's 'name'.", where)
     if isinstance(args, dict):
         args = json.dumps(args, ensure_ascii=False)
     if not isinstance(args, str):
         raise bad_request(f"{where}.arguments must be a string of JSON.", where)
-    return ToolCall(unicode_text(call_id, where), name, unicode_text(args, f"{where}.arguments"))
+    return ToolCall(unicode_text(call_id, where), unicode_text(name, where), unicode_text(args, f"{where}.arguments"))
 
 
 def _call_output(item: dict[str, Any], where: str, names: dict[str, str]) -> Message:
