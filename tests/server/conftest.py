@@ -36,8 +36,8 @@ class Served:
     def base(self) -> str:
         return self.url + "/v1"
 
-    def client(self, key: str | None = None, **kw: object) -> OpenAI:
-        return OpenAI(base_url=self.base, api_key=key or self.key, max_retries=0, timeout=60, **kw)
+    def client(self, key: str | None = None, timeout: float = 60, **kw: object) -> OpenAI:
+        return OpenAI(base_url=self.base, api_key=key or self.key, max_retries=0, timeout=timeout, **kw)
 
     def slots(self) -> dict[str, object]:
         headers = {"Authorization": f"Bearer {self.key}"}
