@@ -246,10 +246,7 @@ class ModelPool:
         resident, waited = self._resident_or_load(entry)
         waited_ms = (time.perf_counter() - start) * 1000 if waited else 0.0
         with self._cv:
-            if keep_alive_s is not None:
-                resident.keep_alive_s = keep_alive_s
-            self._notify()
-        return Lease(resident, waited_ms, self._released)
+            return self._lease(resident, keep_alive_s, waited_ms)
 
     def acquire_resident(self, name: str, keep_alive_s: float | None = None, kind: Kind | None = None
                          ) -> Lease | None:
@@ -263,12 +260,20 @@ class ModelPool:
         with self._cv:
             if self._closed or slot.state != "loaded" or slot.resident is None:
                 return None
-            slot.resident.leases += 1
-            slot.resident.last_used = self._clock()
-            if keep_alive_s is not None:
-                slot.resident.keep_alive_s = keep_alive_s
-            self._notify()
-            return Lease(slot.resident, 0.0, self._released)
+            self._take(slot.resident)
+            return self._lease(slot.resident, keep_alive_s, 0.0)
+
+    def _take(self, resident: Resident) -> None:
+        """Under the lock: one more lease on `resident`, now its last use."""
+        resident.leases += 1
+        resident.last_used = self._clock()
+
+    def _lease(self, resident: Resident, keep_alive_s: float | None, load_ms: float) -> Lease:
+        """Under the lock: the lease `_take` counted, with the request's keep_alive kept."""
+        if keep_alive_s is not None:
+            resident.keep_alive_s = keep_alive_s
+        self._notify()
+        return Lease(resident, load_ms, self._released)
 
     def _entry_of_kind(self, name: str, kind: Kind | None) -> ModelEntry:
         entry = self.resolve(name)
@@ -293,8 +298,7 @@ class ModelPool:
                     raise PoolClosed("the server is shutting down")
                 if slot.state == "loaded":
                     assert slot.resident is not None
-                    slot.resident.leases += 1
-                    slot.resident.last_used = self._clock()
+                    self._take(slot.resident)
                     return slot.resident, waited
                 if slot.state == "unusable":
                     raise ModelUnusable(entry.id, slot.error)
