@@ -5,7 +5,10 @@ llama-server is built once from the llama.cpp the installed llama-cpp-python ven
 each concurrency (default 1, 4 and 8 clients) and each client kind (raw `http.client` readers, which
 take the least CPU from the servers' cores, and the official `openai` client), `--pairs` ABBA pairs of
 runs, one on each server, every client streaming `--requests` requests of `--tokens` tokens
-(`ignore_eos`). The headline is the median of the pairs' ratios, Prefill ÷ llama-server, of the
+(`ignore_eos`). Each run's prompts are new to both servers (`--repeat-prompts` sends the same ones in
+every run, which measures a prompt cache rather than prefill: llama-server keeps past prompts in host
+memory, `--cache-ram`, and found every one of them again at 4 clients, where Prefill's per-slot cache
+prefilled each prompt anew). The headline is the median of the pairs' ratios, Prefill ÷ llama-server, of the
 aggregate tok/s; beside it TTFT and the gap between streamed chunks (p50/p95) and the CPU each server
 process spent per token.
 
@@ -46,6 +49,7 @@ from serve_bench import paired, process_cpu_s, ratios  # noqa: E402
 from prefill.bench.serve_load import run_load  # noqa: E402
 from prefill.hub.bundled import bundled_model_path  # noqa: E402
 
+PROMPTS_PER_RUN = 10_000  # prompt numbers each run may use (clients x requests); the warm-up's is below them
 SAMPLING = {"temperature": 0.7, "top_k": 40, "top_p": 0.95, "min_p": 0.05, "frequency_penalty": 0.0,
             "presence_penalty": 0.0}
 
@@ -55,6 +59,7 @@ class Server:
 
     def __init__(self, name: str, cmd: list[str], url: str, model_id: str, ready: str):
         self.name, self.url, self.model_id = name, url, model_id
+        self.runs = 0  # measured runs so far: the next one's prompts start past theirs
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                      env=dict(os.environ, PYTHONUNBUFFERED="1"))
         lines: queue.Queue[str] = queue.Queue()
@@ -104,9 +109,11 @@ def start_both(args: argparse.Namespace, model: Path) -> tuple[Server, Server]:
 
 
 def run(server: Server, clients: int, args: argparse.Namespace, raw: bool, figures: list[dict[str, object]]) -> float:
+    server.runs += 1
+    first = 1 if args.repeat_prompts else server.runs * PROMPTS_PER_RUN  # the n-th run on either side: the same prompts
     cpu0 = process_cpu_s(server.proc.pid)
     f = run_load(server.url + "/v1", server.model_id, clients, 3600, args.tokens, requests_per_client=args.requests,
-                 raw=raw, sampling=SAMPLING).figures()
+                 raw=raw, sampling=SAMPLING, first=first).figures()
     tokens = max(1, int(f["tokens"]))  # type: ignore[call-overload]
     f["server_cpu_ms_per_token"] = round((process_cpu_s(server.proc.pid) - cpu0) * 1000 / tokens, 3)
     figures.append(f)
@@ -160,6 +167,9 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=200, help="tokens per request")
     ap.add_argument("--requests", type=int, default=2, help="requests per client in a run")
     ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--repeat-prompts", action="store_true",
+                    help="every run sends the same prompts, so a server that caches prompts across its slots "
+                         "(llama-server's --cache-ram) reads them from there: by default each run's are new")
     ap.add_argument("--clients", default="1,4,8")
     ap.add_argument("--kinds", default="raw,openai", help="client kinds: raw, openai")
     ap.add_argument("--llama-server", default="", help="a llama-server to use instead of the cached build")
@@ -176,7 +186,8 @@ def main() -> int:
         for s in (llama, prefill):  # warm-up: the first request pays for lazy set-up on either side
             run_load(s.url + "/v1", s.model_id, 1, 600, 8, requests_per_client=1, raw=True, sampling=SAMPLING)
         result = {"model": model.name, "threads": args.threads, "parallel": args.parallel, "ctx_per_slot": args.ctx,
-                  "tokens": args.tokens, "requests_per_client": args.requests, "pairs": args.pairs,
+                  "tokens": args.tokens, "repeat_prompts": args.repeat_prompts,
+                  "requests_per_client": args.requests, "pairs": args.pairs,
                   "sampling": SAMPLING, "llama_server": props(llama.url),
                   "ratio_is": "prefill / llama-server", "runs": compare(args, llama, prefill)}
     finally:

@@ -179,15 +179,17 @@ class RawClient:
 
 def run_load(base_url: str, model: str, clients: int, duration_s: float, max_tokens: int,
              api_key: str = "none", requests_per_client: int = 0, raw: bool = False,
-             chunks_are_tokens: bool = False, sampling: dict[str, float] | None = None) -> LoadReport:
+             chunks_are_tokens: bool = False, sampling: dict[str, float] | None = None,
+             first: int = 1) -> LoadReport:
     """`clients` threads stream until `duration_s` has passed (or each sent `requests_per_client`);
     `raw`: with `RawClient` rather than the `openai` client; `sampling`: the request's sampling fields
-    (default: temperature 0.8)."""
+    (default: temperature 0.8); `first`: the first request's prompt number (`prompt_text`): a run that
+    must find none of its prompts cached from an earlier run on the same server starts past them."""
     from openai import OpenAI
 
     report = LoadReport(clients, duration_s)
     lock = threading.Lock()
-    counter = iter(range(1, 10**9))
+    counter = iter(range(first, 10**9))
     deadline = time.perf_counter() + duration_s
 
     def client_loop(idx: int) -> None:
