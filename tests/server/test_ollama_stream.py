@@ -41,6 +41,7 @@ def test_text_that_came_together_is_one_line_and_the_last_has_the_figures() -> N
     last = lines[-1]
     assert last["message"] == {"role": "assistant", "content": ""} and last["done_reason"] == "length"
     assert last["prompt_eval_count"] == 12 and last["eval_count"] == 3
+    assert last["prompt_eval_cached_count"] == 8  # of the 12, as Ollama's own field says
     assert last["prompt_eval_duration"] == 4_000_000 and last["load_duration"] == 1_500_000
     assert last["eval_duration"] == 30_000_000  # 3 tokens at 100 a second
     assert last["total_duration"] > 0

@@ -4,9 +4,11 @@ object; the last says done, why (`done_reason`: stop or length) and the figures.
 A chat's line carries `message` (`content`, `thinking` apart, `tool_calls` with their arguments as
 objects), a generate's `response` and `thinking`. The figures are the request's own, in nanoseconds:
 `total_duration` from its arrival to its end, `load_duration` its wait for the model's load,
-`prompt_eval_count` the prompt's tokens and `prompt_eval_duration` their prefill, `eval_count` the
-answer's tokens and `eval_duration` their decoding (the measured rate). A failure mid-stream is a line
-`{"error": "..."}`, which Ollama's clients raise.
+`prompt_eval_count` the prompt's tokens (the cached ones included, as Ollama counts them since it reads
+llama-server's figures), `prompt_eval_cached_count` those the prefix cache held and
+`prompt_eval_duration` the prefill of the rest, `eval_count` the answer's tokens and `eval_duration`
+their decoding (the measured rate). A failure mid-stream is a line `{"error": "..."}`, which Ollama's
+clients raise.
 """
 
 from __future__ import annotations
@@ -95,7 +97,8 @@ class OllamaReply:
         else:  # one token: from the prompt's end to it
             decode = max(0.0, m.ttft_ms - m.prefill_ms) * 1e6
         return {"total_duration": total, "load_duration": int(self.load_ms * 1e6),
-                "prompt_eval_count": m.prompt_tokens, "prompt_eval_duration": int(m.prefill_ms * 1e6),
+                "prompt_eval_count": m.prompt_tokens, "prompt_eval_cached_count": m.cached_tokens,
+                "prompt_eval_duration": int(m.prefill_ms * 1e6),
                 "eval_count": m.completion_tokens, "eval_duration": int(decode)}
 
     def loaded(self, reason: str) -> dict[str, Any]:
