@@ -130,8 +130,10 @@ def run(server: Server, clients: int, args: argparse.Namespace, raw: bool, figur
 
 
 class ChatSide:
-    """The window's path: the chat engine in this process, one request at a time, each a new chat (its
-    KV cache reset, as a prompt new to it), with the same prompts and sampling the servers get."""
+    """The window's path: the chat engine in this process, one request at a time, each a new chat with
+    the same prompts and sampling the servers get. Its KV cache is kept from one chat to the next, as the
+    window keeps it, so a new chat reads the prefix it shares with the last (the system prompt), as
+    llama-server's slot does."""
 
     def __init__(self, model: Path, args: argparse.Namespace):
         self.engine = ChatEngine.load(model, LoadSettings(n_ctx=args.ctx, n_gpu_layers="none",
@@ -148,8 +150,6 @@ class ChatSide:
             sampling = ServeSampling(temperature=SAMPLING["temperature"], top_k=int(SAMPLING["top_k"]),
                                      top_p=SAMPLING["top_p"], min_p=SAMPLING["min_p"], repeat_penalty=1.0,
                                      seed=n, max_tokens=args.tokens, ignore_eos=True)
-            if not args.repeat_prompts:
-                self.engine.reset_cache()
             out.start = time.perf_counter()
             for ev in self.engine.stream(ChatRequest.of([Message("user", prompt_text(n))], sampling)):
                 if type(ev) is Token:
