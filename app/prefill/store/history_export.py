@@ -106,8 +106,9 @@ def _sources(value: object) -> list[str]:
     for s in value:
         if not isinstance(s, dict) or not isinstance(s.get("n"), int):
             continue
-        file = s.get("file") if isinstance(s.get("file"), str) else ""
-        name = file.replace("\\", "/").rsplit("/", 1)[-1] or (s.get("title") if isinstance(s.get("title"), str) else "")
+        file, title = s.get("file"), s.get("title")
+        name = (file.replace("\\", "/").rsplit("/", 1)[-1] if isinstance(file, str) else "") or (
+            title if isinstance(title, str) else "")
         page = s.get("page")
         out.append(_line(f"[{s['n']}] {name}" + (f", page {page}" if isinstance(page, int) else "")))
     return out
