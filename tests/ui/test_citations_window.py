@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtWidgets import QApplication
 
 from prefill.documents.sources import NumberedSource, cited
 from prefill.session.documents import DocumentSource
@@ -163,6 +164,17 @@ def test_a_cited_answer_links_its_marks_opens_passages_and_keeps_its_sources(
     qtbot.waitUntil(lambda: widget2.passage is not None)
     assert widget2.passage.file_name.text() == "[2] notes.md"
     widget2.passage.close()
+    # By the keyboard, in the window's Tab order: the text's marks one by one, then on to its sources.
+    w2.activateWindow()  # back from the passage's window
+    qtbot.waitUntil(w2.isActiveWindow, timeout=5_000)
+    seg = widget2.body.segments[0]
+    w2.input.setFocus()
+    seg.setFocus(Qt.FocusReason.TabFocusReason)  # Tab arrives at the text (from wherever): on its first mark
+    assert seg.textCursor().selectedText() == "[1]"
+    qtbot.keyClick(seg, Qt.Key.Key_Tab)
+    assert seg.textCursor().selectedText() == "[2]"
+    qtbot.keyClick(seg, Qt.Key.Key_Tab)
+    assert QApplication.focusWidget() is widget2.source_list.buttons[0]
     # The conversation the next turn is asked from holds them too (the service's Said.sources).
     said = w2.controller.conversation().items[-1]
     assert [s.n for s in said.sources] == [1, 2]

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QObject, QSizeF, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QResizeEvent, QTextCursor
+from PySide6.QtGui import QFocusEvent, QResizeEvent, QTextCursor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QSizePolicy, QTextBrowser, QTextEdit, QToolButton, QWidget
 
 from prefill.ui.markdown.fold import Fold, fit, folded_words
@@ -108,6 +108,18 @@ class Segment(SafeBrowser):
             self.setLineWrapMode(QTextEdit.LineWrapMode.NoWrap)
         # The body folds, not each segment.
         self.stream = MarkdownStream(self.document(), palette, budget=None, cites=cites)
+
+    def focusInEvent(self, event: QFocusEvent) -> None:
+        # Prose with citation marks is a Tab stop (``MessageBody.set_citations``): arriving by Tab puts the
+        # keyboard on its first mark (Shift+Tab: its last), wherever a click left the cursor.
+        reason = event.reason()
+        super().focusInEvent(event)
+        if reason in (Qt.FocusReason.TabFocusReason, Qt.FocusReason.BacktabFocusReason) and self.stream.cites:
+            forward = reason == Qt.FocusReason.TabFocusReason
+            cursor = QTextCursor(self.document())
+            cursor.movePosition(QTextCursor.MoveOperation.Start if forward else QTextCursor.MoveOperation.End)
+            self.setTextCursor(cursor)
+            self.focusNextPrevChild(forward)
 
     def append(self, text: str) -> None:
         """Render more of its source (see ``MarkdownStream.append``), staying where it was scrolled to."""
