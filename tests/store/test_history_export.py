@@ -128,6 +128,18 @@ def test_markdown_is_readable(store: HistoryStore) -> None:
     assert "4\n\n*cut off*" in text
 
 
+def test_markdown_lists_an_answers_sources_under_it(store: HistoryStore) -> None:
+    chat = store.create_conversation()
+    store.add_message(chat.id, "user", "How tall is it?")
+    answer = store.begin_answer(chat.id)
+    sources = [{"n": 1, "file": "/docs/report.pdf", "page": 3, "text": "330 m."},
+               {"n": 2, "file": "C:\\notes\\tower.md", "page": None, "text": "Iron."}, "junk"]
+    store.finish_answer(answer, "It is 330 m tall [1][2].", "stop", {"ttft_ms": 5.0, "sources": sources})
+    text = to_markdown(store.export_conversations([chat.id]))
+    assert "*finished: stop · ttft_ms 5*\n\nSources:\n\n- [1] report.pdf, page 3\n- [2] tower.md\n" in text
+    assert '"text"' not in text  # the passages stay in the JSON export
+
+
 def test_markdown_of_several_chats_separates_them(store: HistoryStore) -> None:
     _fill(store)
     text = render(store.export_conversations(), "md", 0.0)

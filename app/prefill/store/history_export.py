@@ -86,11 +86,32 @@ def _message(m: ArchivedMessage) -> str:
         notes.append("cut off")
     if m.finish_reason:
         notes.append(f"finished: {m.finish_reason}")
-    if m.figures:
-        notes.append(_pairs(m.figures))
+    figures = dict(m.figures)
+    sources = figures.pop("sources", None)  # an answer's citations: listed under it, not as figures
+    if figures:
+        notes.append(_pairs(figures))
     if notes:
         parts.append(f"*{' · '.join(notes)}*\n")
+    listed = _sources(sources)
+    if listed:
+        parts.append("Sources:\n\n" + "\n".join(f"- {line}" for line in listed) + "\n")
     return "\n".join(parts)
+
+
+def _sources(value: object) -> list[str]:
+    """An answer's sources (its figures' "sources", as the window keeps them) as lines: "[1] report.pdf, page 3"."""
+    if not isinstance(value, list):
+        return []
+    out = []
+    for s in value:
+        if not isinstance(s, dict) or not isinstance(s.get("n"), int):
+            continue
+        file, title = s.get("file"), s.get("title")
+        name = (file.replace("\\", "/").rsplit("/", 1)[-1] if isinstance(file, str) else "") or (
+            title if isinstance(title, str) else "")
+        page = s.get("page")
+        out.append(_line(f"[{s['n']}] {name}" + (f", page {page}" if isinstance(page, int) else "")))
+    return out
 
 
 def _when(seconds: float) -> str:

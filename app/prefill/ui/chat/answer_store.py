@@ -4,7 +4,7 @@ The answer in flight and the engine worker's events for it are answering.py's; w
 the history, and when, is decided here. A question is kept as it is asked (`added`); the answer's
 message is made when its turn begins (`begin`: a new version of a stored answer needs none), written
 every half second while it streams (`answer_grew`, so a crash loses at most that), and written whole
-with its figures and tool calls when it ends (`answer_finished`). An answer that failed leaves no
+with its figures, tool calls and sources when it ends (`answer_finished`). An answer that failed leaves no
 message: a new one is deleted, a new version gives way to the version shown before it. A compaction's
 summary is kept as a "system" message holding {"compaction": …} figures (`summary_made`).
 
@@ -22,6 +22,7 @@ from prefill.engine.message import ToolCall
 from prefill.session.conversation import Compacted, Item, Said, Turn
 from prefill.session.tool_loop import ToolCallDone
 from prefill.store import MessageRecord
+from prefill.ui.chat.sources.cited import SOURCES_KEY, sources_figure
 from prefill.ui.workers.store_worker import OnError, StoreProxy, Then
 
 SAVE_EVERY_S = 0.5
@@ -159,11 +160,15 @@ def answer_figures(turn: Turn) -> dict[str, Any]:
 
 
 def stored_figures(turn: Turn) -> dict[str, Any]:
-    """An answer's figures as the history keeps them: the row's, and the turn's calls with their results
-    (the tool rows of a reopened chat come from them)."""
+    """An answer's figures as the history keeps them: the row's, the turn's calls with their results
+    (the tool rows of a reopened chat come from them), and the sources it cites."""
     figures = answer_figures(turn)
     calls = [{**done_figures(ev), "result": ev.text[:STORED_RESULT_CHARS]} for ev in turn.calls]
-    return {**figures, "tool_calls": calls} if calls else figures
+    if calls:
+        figures = {**figures, "tool_calls": calls}
+    if turn.sources:
+        figures = {**figures, SOURCES_KEY: sources_figure(turn.sources, turn.text)}
+    return figures
 
 
 def call_figures(call: ToolCall) -> dict[str, Any]:

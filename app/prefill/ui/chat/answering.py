@@ -3,13 +3,15 @@
 `AnswerRelay` starts an answer, moves its streamed text from the worker into its transcript row on
 a 30 ms timer (O(new text) a flush), and relays the worker's events tagged with its id (and only
 those) to the transcript, the sidebar and the history (`AnswerStore`). A tool call is a row of its
-own before the answer that streams after it.
+own before the answer that streams after it. When the answer ends, the sources it cites (its turn's
+`sources`, read from its words by `cite` where documents set it) go to its row and, with it, to the
+history.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -18,9 +20,11 @@ from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.engine.message import ToolCall
 from prefill.session.conversation import Turn
 from prefill.session.tool_loop import Decision, LoopFinished, ToolCallDone, ToolCallStarted
+from prefill.session.turn import Source
 from prefill.store.app_settings import Settings
 from prefill.ui.chat.answer_store import AnswerStore, answer_figures, call_figures, done_figures
 from prefill.ui.chat.sidebar.sidebar import EngineSidebar
+from prefill.ui.chat.sources.cited import cited_sources
 from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
 from prefill.ui.workers.engine_worker import EngineWorker
 
@@ -52,6 +56,10 @@ class Answering:
 class AnswerRelay(QObject):
     """Holds the answer in flight (`answering`, None: none) and relays the worker's events for it.
 
+    `cite` (None: nothing to cite) reads the sources an answer's words cite when it ends, as the
+    conversation service's `Conversation.cite` does (documents attached to the chat set it:
+    `ChatDocuments.cite`); without it, a turn's `sources` stand as whoever answered set them.
+
     Signals:
         started(): an answer began.
         notice(str): something the person should read (overflow, errors, the tool loop's end); "" clears it.
@@ -75,6 +83,7 @@ class AnswerRelay(QObject):
         self._settings = settings
         self._ids = itertools.count(1)
         self.answering: Answering | None = None
+        self.cite: Callable[[str], Sequence[Source]] | None = None
         self._timer = QTimer(self)
         self._timer.setInterval(FLUSH_MS)
         self._timer.timeout.connect(self.flush)
@@ -158,8 +167,12 @@ class AnswerRelay(QObject):
         self.flush()
         self._timer.stop()
         t.turn.finish(f)
+        if self.cite is not None:
+            t.turn.sources = tuple(self.cite(t.turn.text))
+        # As the history keeps them (a long passage: its part the answer relied on), so a reopened chat shows the same.
         self._model.update_row(t.row, content=f.text, reasoning=f.reasoning, streaming=False,
-                               figures=answer_figures(t.turn), finish_reason=f.reason)
+                               figures=answer_figures(t.turn), finish_reason=f.reason,
+                               sources=cited_sources(t.turn.sources, t.turn.text))
         self._sidebar.on_finished(f)
         self._answers.answer_finished(t.turn)  # with its calls (the tool rows of a reopened chat come from them)
         self._end()

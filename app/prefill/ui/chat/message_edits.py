@@ -78,7 +78,7 @@ class MessageEdits:
             a = new[0]
             self._model.update_row(at, content=a.content, reasoning=a.reasoning, figures=a.figures,
                                    finish_reason=a.finish_reason, version=a.version, versions=a.versions,
-                                   streaming=False)
+                                   sources=a.sources, streaming=False)
             return
         for _ in range(at - first + 1):
             self._model.remove_row(first)

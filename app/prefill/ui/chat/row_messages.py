@@ -38,7 +38,7 @@ def conversation_of(system: str, rows: Sequence[Row], **how: Any) -> Conversatio
         elif r.role == "assistant":
             head = 1 if system.strip() or summary else 0
             said = _with_calls(r, calls, head + since)
-            items += [Said(m) for m in said]
+            items += [Said(m, r.sources if m is said[-1] and m.role == "assistant" else ()) for m in said]
             since += len(said)
             calls = []
     return Conversation(system, items, **how)

@@ -2,7 +2,7 @@
 
 The store thread reads the messages and their images (`StoreProxy.read_messages`); the rows are
 built from them here, which costs the GUI thread no disk. What a file holds is checked here: a tool
-call kept with an answer that is not one is skipped.
+call kept with an answer that is not one is skipped (its sources: `sources/cited.py`).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from prefill.store import ConversationRecord, MessageRecord
+from prefill.ui.chat.sources.cited import SOURCES_KEY, stored_sources
 from prefill.ui.chat.transcript.summary_rows import stored_summary_row
 from prefill.ui.chat.transcript.transcript_model import Row
 from prefill.ui.workers.store_worker import StoredMessages
@@ -32,12 +33,15 @@ def rows_of(read: StoredMessages) -> tuple[ConversationRecord, list[Row]]:
 
 
 def message_rows(m: MessageRecord) -> list[Row]:
-    """One stored message as rows: an answer's tool calls first, then the message, showing its version."""
+    """One stored message as rows: an answer's tool calls first, then the message (with the sources it
+    cites), showing its version."""
     figures = dict(m.figures or {})
-    rows = stored_tool_rows(figures.pop("tool_calls", None), m.position) if m.role == "assistant" else []
+    answer = m.role == "assistant"
+    rows = stored_tool_rows(figures.pop("tool_calls", None), m.position) if answer else []
+    sources = stored_sources(figures.pop(SOURCES_KEY, None)) if answer else ()
     rows.append(Row(m.role, [m.content], figures, m.finish_reason or "", False, m.id,
                     [m.reasoning] if m.reasoning else [], position=m.position,
-                    version=m.version, versions=len(m.versions) + 1))
+                    version=m.version, versions=len(m.versions) + 1, sources=sources))
     return rows
 
 

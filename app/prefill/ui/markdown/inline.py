@@ -14,6 +14,11 @@ have to give up and retry from the next character:
 
 Every character of the source is escaped; the only markup is what this module
 writes: ``<code>``, ``<a>`` for http, https and mailto, ``<b>``, ``<i>`` and ``<s>``.
+
+An answer that cites sources has its marks ``[1]``, ``[1, 3]`` as links to ``cite:N`` (``cites``: the
+numbers that point at a source given); a mark that points at none stays text. A mark is read as
+``documents/sources.py`` reads it: not right after a letter or digit (``a[1]`` is an index), never
+inside code.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+CITE_SCHEME = "cite"  # a citation mark's link: cite:N opens source N
 
 _TRIGGER_RE = re.compile(r"\\[\\`*_{}\[\]()#+\-.!|~<>]|`+|!?\[|<(?:https?|mailto):|https?://")
 _LINK_TAIL_RE = re.compile(r"\((?P<url>(?:[^()\s]|\([^()\s]*\))*)(?:\s+\"[^\"\n]*\")?\)")
@@ -33,6 +39,8 @@ _AUTO_RE = re.compile(r"<(?P<url>(?:https?|mailto):[^<>\s]+)>")
 _BARE_RE = re.compile(r"https?://[^\s<>\"]*[^\s<>\"().,;:!?'*_\]]")
 _DELIM_RE = re.compile(r"\*+|_+|~+")
 _PLACEHOLDER_RE = re.compile("\x00(\\d+)\x00")
+_MARK_RE = re.compile(r"\d{1,3}(?: *, *\d{1,3})*\]")  # after the "[": bounded by the next non-digit
+_MARK_PARTS_RE = re.compile(r"(\d+)")
 _MARKUP_RE = re.compile(r"[\\`*_~\[<\x00]|https?://")  # what can start markup: text without any is only escaped
 
 
@@ -192,11 +200,13 @@ class InlineRenderer:
     Args:
         code_style: The CSS of ``<code>`` (background and font).
         link_colour: The colour of links.
+        cites: The source numbers an answer's marks may point at: those marks are ``cite:N`` links.
     """
 
-    def __init__(self, code_style: str, link_colour: str) -> None:
+    def __init__(self, code_style: str, link_colour: str, cites: frozenset[int] = frozenset()) -> None:
         self._code_style = code_style
         self._link_colour = link_colour
+        self._cites = cites
 
     def render(self, text: str, links: bool = True) -> str:
         """Inline markdown of one paragraph as HTML; newlines become breaks."""
@@ -264,12 +274,30 @@ class InlineRenderer:
             tails[close] = _LINK_TAIL_RE.match(text, close + 1)
         tail = tails[close]
         if tail is None:
-            return 0, None
+            return (0, None) if image else self._mark(text, start, links)
         label, url = text[label_start:close], tail.group("url")
         if not links or not is_safe_url(url):
             return tail.end(), html.escape(text[start:tail.end()], quote=False)
         shown = f"[image: {html.escape(label, quote=False)}]" if image else self.render(label, links=False)
         return tail.end(), self._anchor(url, shown, links)
+
+    def _mark(self, text: str, start: int, links: bool) -> tuple[int, str | None]:
+        """A citation mark at ``start`` ("[2]", "[1, 3]") with its numbers that point at a source as
+        ``cite:N`` links; (_, None) when it is no mark or points at no source."""
+        if not self._cites or not links or (start and (text[start - 1].isalnum() or text[start - 1] in "_[")):
+            return 0, None
+        m = _MARK_RE.match(text, start + 1)
+        if m is None:
+            return 0, None
+        parts = _MARK_PARTS_RE.split(m.group()[:-1])  # separators at even places, numbers at odd ones
+        if not any(int(p) in self._cites for p in parts[1::2]):
+            return 0, None
+        style = f"color:{self._link_colour}"
+        if len(parts) == 3:  # one number: the whole mark is the link
+            return m.end(), f'<a href="{CITE_SCHEME}:{int(parts[1])}" style="{style}">[{parts[1]}]</a>'
+        shown = [html.escape(p, quote=False) if i % 2 == 0 or int(p) not in self._cites
+                 else f'<a href="{CITE_SCHEME}:{int(p)}" style="{style}">{p}</a>' for i, p in enumerate(parts)]
+        return m.end(), "[" + "".join(shown) + "]"
 
     def _anchor(self, url: str, label_html: str | None, links: bool) -> str:
         shown = html.escape(url, quote=False) if label_html is None else label_html

@@ -3,7 +3,8 @@
 Model output is displayed, never executed. Every character of the source is
 escaped before it reaches the HTML; the only markup is what this module writes:
 paragraphs, headings, emphasis, code, lists, quotes, tables and links. Links are
-clickable only for http, https and mailto; images become links to their address
+clickable only for http, https and mailto (and an answer's citation marks, ``cite:N``,
+for the sources it was given: ``inline.py``); images become links to their address
 (no ``<img>`` is ever produced, so nothing is fetched). Fenced code blocks are
 coloured by Pygments with inline styles and get a ``copy:N`` link above them,
 N being the index of the block in the message, the same index as in
@@ -208,9 +209,14 @@ class BlockRenderer:
 
     Attributes:
         codes: The raw code of every fenced block rendered so far, in order.
+
+    Args:
+        cites: The source numbers an answer's citation marks may point at (``inline.py``).
     """
 
-    def __init__(self, palette: CodePalette | None = None, colour_code: bool = True) -> None:
+    def __init__(self, palette: CodePalette | None = None, colour_code: bool = True,
+                 cites: frozenset[int] = frozenset()) -> None:
+        self._cites = cites
         self.palette = palette or LIGHT_CODE
         self.codes: list[str] = []
         self._colour_code = colour_code
@@ -245,7 +251,7 @@ class BlockRenderer:
     def palette(self, palette: CodePalette) -> None:
         self._palette = palette
         code_style = f"background-color:{palette.inline_background}; font-family:{palette.mono_css}"
-        self._inline = InlineRenderer(code_style, palette.link)
+        self._inline = InlineRenderer(code_style, palette.link, self._cites)
 
     def _code(self, lines: list[str], fence: re.Match[str]) -> str:
         indent = len(fence.group(1))

@@ -56,12 +56,16 @@ class MarkdownStream:
         document: The document to render into; it is cleared.
         palette: Code and link colours (light by default); see ``theme.code_palette``.
         budget: What the shown part may cost (``fold.py``); None: all of it is shown.
+        cites: The source numbers the answer's citation marks may point at (links to ``cite:N``); a
+            change takes effect at the next ``set_text``.
     """
 
     def __init__(
-        self, document: QTextDocument, palette: CodePalette | None = None, budget: int | None = SHOWN_COST
+        self, document: QTextDocument, palette: CodePalette | None = None, budget: int | None = SHOWN_COST,
+        cites: frozenset[int] = frozenset(),
     ) -> None:
         self._document = document
+        self.cites = cites
         self._palette = palette or LIGHT_CODE
         self._budget = budget
         document.setUndoRedoEnabled(False)
@@ -184,7 +188,7 @@ class MarkdownStream:
         self._shown = MarkdownBuffer()  # what passed the fold
         self._fold = Fold(self._budget)
         self._splitter = BlockSplitter()
-        self._renderer = BlockRenderer(self._palette)
+        self._renderer = BlockRenderer(self._palette, cites=self.cites)
         self._tail_start = 0
         self._tail_run = 0  # characters shown since the tail's last line break
         self._finished = False

@@ -15,7 +15,8 @@ class CodePalette:
         foreground: Code text that has no token colour.
         inline_background: Background of ``inline code``.
         muted: Language label and table rules.
-        link: Links, the Copy link included.
+        link: Links, the Copy link and an answer's citation marks included.
+        mark: Behind the words of a cited passage that the answer relied on.
         mono_fonts: Font families for code, first found wins (macOS, Windows, Linux).
     """
 
@@ -25,6 +26,7 @@ class CodePalette:
     inline_background: str
     muted: str
     link: str
+    mark: str
     mono_fonts: tuple[str, ...] = ("Menlo", "Consolas", "DejaVu Sans Mono", "monospace")
 
     @property
@@ -33,5 +35,5 @@ class CodePalette:
         return ", ".join(f"'{family}'" if " " in family else family for family in self.mono_fonts)
 
 
-LIGHT_CODE = CodePalette("default", "#f6f8fa", "#1f2328", "#eaeef2", "#656d76", "#0969da")
-DARK_CODE = CodePalette("github-dark", "#161b22", "#e6edf3", "#343942", "#8d96a0", "#4493f8")
+LIGHT_CODE = CodePalette("default", "#f6f8fa", "#1f2328", "#eaeef2", "#656d76", "#0969da", "#fff1a8")
+DARK_CODE = CodePalette("github-dark", "#161b22", "#e6edf3", "#343942", "#8d96a0", "#4493f8", "#5c4b12")

@@ -144,7 +144,7 @@ QFrame#message-notice, QFrame#message-summary {{ background: transparent; border
 QFrame#message-user QTextBrowser, QFrame#message-assistant QTextBrowser,
 QFrame#message-notice QTextBrowser {{ background: transparent; border: none; }}
 QLabel#message-title {{ font-weight: 600; }}
-QLabel#message-figures {{ color: {c.muted}; }}
+QLabel#message-figures, QLabel#message-sources-title, QLabel#passage-note {{ color: {c.muted}; }}
 QGroupBox {{ background: {c.card}; border: 1px solid {c.border}; border-radius: 8px;
     margin-top: 14px; padding: 8px 6px 6px 6px; }}
 QGroupBox::title {{ subcontrol-origin: margin; left: 10px; padding: 0 4px;

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QObject, QSizeF, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QResizeEvent, QTextCursor
+from PySide6.QtGui import QFocusEvent, QResizeEvent, QTextCursor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QSizePolicy, QTextBrowser, QTextEdit, QToolButton, QWidget
 
 from prefill.ui.markdown.fold import Fold, fit, folded_words
@@ -98,14 +98,28 @@ class Segment(SafeBrowser):
         stream: Renders its part of the message's source into its document.
     """
 
-    def __init__(self, index: int, code: bool, palette: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, index: int, code: bool, palette: Any, parent: QWidget | None = None,
+                 cites: frozenset[int] = frozenset()) -> None:
         super().__init__(parent)
         self.index = index
         self.code = code
         if code:
             # The line stays whole; the bar under the block scrolls it, the pane keeps its width.
             self.setLineWrapMode(QTextEdit.LineWrapMode.NoWrap)
-        self.stream = MarkdownStream(self.document(), palette, budget=None)  # the body folds, not each segment
+        # The body folds, not each segment.
+        self.stream = MarkdownStream(self.document(), palette, budget=None, cites=cites)
+
+    def focusInEvent(self, event: QFocusEvent) -> None:
+        # Prose with citation marks is a Tab stop (``MessageBody.set_citations``): arriving by Tab puts the
+        # keyboard on its first mark (Shift+Tab: its last), wherever a click left the cursor.
+        reason = event.reason()
+        super().focusInEvent(event)
+        if reason in (Qt.FocusReason.TabFocusReason, Qt.FocusReason.BacktabFocusReason) and self.stream.cites:
+            forward = reason == Qt.FocusReason.TabFocusReason
+            cursor = QTextCursor(self.document())
+            cursor.movePosition(QTextCursor.MoveOperation.Start if forward else QTextCursor.MoveOperation.End)
+            self.setTextCursor(cursor)
+            self.focusNextPrevChild(forward)
 
     def append(self, text: str) -> None:
         """Render more of its source (see ``MarkdownStream.append``), staying where it was scrolled to."""
@@ -194,6 +208,7 @@ class MessageBody(QWidget):
         self._feeder.setSingleShot(True)
         self._feeder.setInterval(0)
         self._feeder.timeout.connect(self._feed_pending)
+        self._cites: frozenset[int] = frozenset()  # the sources an answer's marks point at
         self._add_segment(False)
 
     @property
@@ -249,6 +264,22 @@ class MessageBody(QWidget):
         """
         self._restart(text)
         self.finish()
+
+    def set_citations(self, cites: frozenset[int]) -> bool:
+        """The source numbers the text's citation marks point at (links to ``cite:N``; a mark pointing
+        at none stays text). Takes effect at the next ``set_text``; returns whether they changed."""
+        if cites == self._cites:
+            return False
+        self._cites = cites
+        for segment in self.segments:
+            segment.stream.cites = cites
+            segment.setFocusPolicy(self._focus_policy(segment.code))
+        return True
+
+    def _focus_policy(self, code: bool) -> Qt.FocusPolicy:
+        # Tab goes from button to button; the text takes the focus on a click (to select some of it). Prose
+        # with citation marks is a Tab stop too: Tab then steps through its marks, Enter opens one.
+        return Qt.FocusPolicy.StrongFocus if self._cites and not code else Qt.FocusPolicy.ClickFocus
 
     @property
     def rendering(self) -> bool:
@@ -330,9 +361,8 @@ class MessageBody(QWidget):
                 self.segments[0].hide()  # the text opened with a code block
                 self._place_from(0)
         # Made with its parent: made alone and then given one, it costs more the more segments there are.
-        segment = Segment(len(self.segments), code, self._palette, self)
-        # Tab goes from button to button; the text takes the focus on a click (to select some of it).
-        segment.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        segment = Segment(len(self.segments), code, self._palette, self, self._cites)
+        segment.setFocusPolicy(self._focus_policy(code))
         self._code_count += code
         segment.setAccessibleName(f"{self._name}, code block {self._code_count}" if code else self._name)
         # Slots that ask which segment sent: no closure per segment (fewer objects for the collector).

@@ -7,10 +7,14 @@ The text is a stack of segments (``message_segments``): prose wraps to the pane,
 block scrolls sideways on its own, so a long code line is neither cut off nor widens the chat. A text
 too long to show as rich text is folded; its "Show all" opens the whole of it as plain text
 (``full_text.FullTextViewer``). Copy always copies the whole text.
+
+An answer that cites sources shows its marks that point at one ([1], [2]…) as links, and lists the
+sources under its text (``ui/chat/sources``); a mark or a listed source opens its passage.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QTimer, QUrl, Signal
@@ -27,13 +31,16 @@ from PySide6.QtWidgets import (
 
 from prefill.engine.message import ImagePart
 from prefill.ui.chat.images.image_strip import ImageStrip, ImageThumbs
+from prefill.ui.chat.sources.cited import CitedSource
+from prefill.ui.chat.sources.passage_view import OpenPassage, PassageView
+from prefill.ui.chat.sources.source_list import SourceList
 from prefill.ui.chat.tools.tool_call_section import ToolCallSection
 from prefill.ui.chat.transcript.finish_words import finish_words
 from prefill.ui.chat.transcript.full_text import FullTextViewer, OpenViewer
 from prefill.ui.chat.transcript.inline_editor import InlineEditor
 from prefill.ui.chat.transcript.message_segments import MessageBody, SafeBrowser, Segment
 from prefill.ui.chat.transcript.thinking_section import ThinkingSection
-from prefill.ui.markdown.inline import SAFE_SCHEMES
+from prefill.ui.markdown.inline import CITE_SCHEME, SAFE_SCHEMES
 from prefill.ui.markdown.link_guard import open_link
 from prefill.ui.widgets.plain_text import plain_label
 
@@ -86,6 +93,10 @@ class MessageWidget(QFrame):
         self.body.link_clicked.connect(self._on_body_link_clicked)
         self.body.show_all.connect(self.show_all)
         self._viewer = OpenViewer()  # the whole text, while its viewer is open
+        self._palette = code_palette
+        self.sources: tuple[CitedSource, ...] = ()  # an answer's sources (`set_sources`)
+        self.source_list: SourceList | None = None  # made for the first answer that has sources
+        self._passage = OpenPassage()  # a cited passage, while its view is open
         self.title = plain_label(ROLE_TITLES.get(role, role))
         self.title.setObjectName("message-title")
         self.figures = plain_label()
@@ -289,6 +300,34 @@ class MessageWidget(QFrame):
         lay.insertWidget(lay.indexOf(self.body), strip)
         self.images = strip
 
+    def set_sources(self, sources: Sequence[CitedSource], render: bool = True) -> None:
+        """The sources an answer cites: its marks that point at one become links, and they are listed
+        under its text. `render`: show the marks now (False: the text is about to be set anyway)."""
+        self.sources = tuple(sources)
+        changed = self.body.set_citations(frozenset(s.n for s in self.sources))
+        if self.sources and self.source_list is None:
+            self.source_list = SourceList(self._palette)
+            self.source_list.opened.connect(self.open_source)
+            lay = self.layout()
+            assert isinstance(lay, QVBoxLayout)
+            lay.insertWidget(lay.indexOf(self.figures), self.source_list)
+        if self.source_list is not None:
+            self.source_list.set_sources(self.sources)
+        if changed and render and not self._streaming and self.body.text:
+            self.body.set_text(self.body.text)
+
+    def open_source(self, n: int) -> PassageView | None:
+        """Open the passage of source `n` (a mark or a listed source was clicked); None: no such source."""
+        source = next((s for s in self.sources if s.n == n), None)
+        if source is None:
+            return None
+        return self._passage.show(source, self.text(), self._palette, self.window())
+
+    @property
+    def passage(self) -> PassageView | None:
+        """The cited passage's view, while it is open."""
+        return self._passage.view
+
     def set_figures(self, figures: dict[str, Any], reason: str) -> None:
         if self.tool is not None:
             self.tool.set_call(figures, self._streaming)
@@ -327,6 +366,11 @@ class MessageWidget(QFrame):
             try:
                 QGuiApplication.clipboard().setText(blocks[int(url.path())])
             except (ValueError, IndexError):
+                pass
+        elif url.scheme() == CITE_SCHEME:
+            try:
+                self.open_source(int(url.path()))
+            except ValueError:
                 pass
         elif url.scheme() in SAFE_SCHEMES:
             open_link(self, segment.document(), url)

@@ -13,6 +13,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QPersistentModelIndex, Qt
 
 from prefill.engine.message import ImagePart
+from prefill.ui.chat.sources.cited import CitedSource
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -28,6 +29,7 @@ class Roles(IntEnum):
     VERSION = Qt.ItemDataRole.UserRole + 8  # which of an answer's versions is shown, 0 the first
     VERSIONS = Qt.ItemDataRole.UserRole + 9  # how many versions the answer has (1: never regenerated)
     IMAGES = Qt.ItemDataRole.UserRole + 10  # a user's message: the ImageParts it showed the model
+    SOURCES = Qt.ItemDataRole.UserRole + 11  # an answer: the sources it cites (CitedSource), by number
 
 
 @dataclass
@@ -43,6 +45,7 @@ class Row:
     version: int = 0  # of an answer's versions, the one shown
     versions: int = 1  # an answer's versions (Regenerate keeps every one)
     images: tuple[ImagePart, ...] = ()  # a user's message: what it showed the model, sent again each turn
+    sources: tuple[CitedSource, ...] = ()  # an answer: the sources its marks point at
     _joined: str | None = None
 
     @property
@@ -91,6 +94,8 @@ class TranscriptModel(QAbstractListModel):
             return r.versions
         if role == Roles.IMAGES:
             return r.images
+        if role == Roles.SOURCES:
+            return r.sources
         return None
 
     def roleNames(self) -> dict[int, QByteArray]:

@@ -241,6 +241,8 @@ class ChatView(QAbstractScrollArea):
                 else:
                     text, self._seen_thinking[row] = self.model.reasoning_since(row, 0)
                     w.set_reasoning(text)
+            if not roles or Roles.SOURCES in roles:  # before the text: a text set with them renders once
+                w.set_sources(r.sources, render=bool(roles) and Roles.CONTENT not in roles)
             if not roles or Roles.CONTENT in roles:
                 if r.streaming:
                     text, self._seen[row] = self.model.chunks_since(row, self._seen[row])
@@ -288,6 +290,8 @@ class ChatView(QAbstractScrollArea):
         text, n = self.model.chunks_since(row, 0)
         thinking, n_thinking = self.model.reasoning_since(row, 0)
         w.set_reasoning(thinking, from_history=not r.streaming)
+        if r.sources:
+            w.set_sources(r.sources, render=False)
         if r.streaming:
             w.append(text)
             w.set_streaming(True)
