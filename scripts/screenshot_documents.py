@@ -90,7 +90,7 @@ def inside(out: Path, folder: str) -> int:
 
     def adjust(s: object) -> object:
         return replace(s, sampling=replace(s.sampling, temperature=0.0, max_tokens=60),  # type: ignore
-                       model=replace(s.model, n_ctx=4096))  # type: ignore
+                       model=replace(s.model, n_ctx=2048))  # type: ignore
 
     shots = Shots(out, adjust, None, load_embedder=HeldOnce)
     w, shoot = shots.window, shots.shoot

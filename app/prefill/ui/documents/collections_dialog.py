@@ -38,8 +38,9 @@ def size_line(c: CollectionSummary) -> str:
 
 def file_line(f: FileRecord) -> str:
     name = Path(f.path).name
-    if f.state == "failed":
-        return f"{name} — not read: {f.problem}"
+    if f.state == "failed":  # the reader's sentence names the file first: not twice
+        problem = f.problem[len(name) + 1:].strip() if f.problem.startswith(f"{name}:") else f.problem
+        return f"{name} — not read: {problem}"
     pages = f"{f.pages} pages, " if f.pages else ""
     note = f" ({f.problem})" if f.problem else ""
     return f"{name} — {pages}{f.chunks} passage{'s' if f.chunks != 1 else ''}{note}"
