@@ -59,11 +59,12 @@ class Shots:
     """The window on the throw-away folders (inside Xvfb), and `shoot(name)` to save the screen as PNG.
 
     `adjust(settings)` returns the settings to open with (sampling for a steady picture, a theme…);
-    `mcp_config`: an mcp.json whose servers' tools the chat offers (None: no tools).
+    `mcp_config`: an mcp.json whose servers' tools the chat offers (None: no tools); `load_embedder`: the
+    documents' embedding model (None: the bundled one).
     """
 
     def __init__(self, out: Path, adjust: Callable[[Any], Any], bundled: Path | None, theme: str = "light",
-                 mcp_config: Path | None = None):
+                 mcp_config: Path | None = None, load_embedder: Callable[[], Any] | None = None):
         from PySide6.QtWidgets import QApplication
 
         from prefill.store import HistoryStore, SettingsFile
@@ -76,14 +77,19 @@ class Shots:
         self.app = QApplication(sys.argv[:1])
         settings_file = SettingsFile()
         settings = adjust(settings_file.load())
-        self.store = StoreProxy(Stores(HistoryStore(), settings_file))
+        history = HistoryStore()
+        self.store = StoreProxy(Stores(history, settings_file))
         self.engine = EngineThread()
         self.mcp = None
         if mcp_config is not None:  # MCP servers from this mcp.json, their tools offered in the chat
             from prefill.ui.workers.mcp_servers import McpServers
 
             self.mcp = McpServers(mcp_config)
-        self.window = MainWindow(settings, self.store, self.engine, bundled, apply_theme(self.app, theme), self.mcp)
+        from prefill.ui.workers.documents_worker import DocumentsThread
+
+        documents = DocumentsThread(history.path, load_embedder)
+        self.window = MainWindow(settings, self.store, self.engine, bundled, apply_theme(self.app, theme), self.mcp,
+                                 documents)
         self.window.resize(1380, 880)
         self.window.move(10, 10)
         self.window.show()
@@ -107,6 +113,7 @@ class Shots:
 
         QTimer.singleShot(limit_ms, self.app.quit)
         self.app.exec()
+        self.window.documents.close()
         self.engine.stop()
         self.store.stop()
         if self.mcp is not None:

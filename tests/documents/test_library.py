@@ -36,6 +36,26 @@ def test_add_list_search_remove(tmp_path: Path) -> None:
     lib.close()
 
 
+def test_forget_drops_a_file_or_a_folders_files_and_their_passages(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    (d / "sub").mkdir(parents=True)
+    (d / "a.md").write_text("# A\n\nThe kettle boils water.")
+    (d / "sub" / "b.md").write_text("# B\n\nThe toaster browns bread.")
+    (d / "sub" / "c.md").write_text("# C\n\nThe fridge keeps milk cold.")
+    (tmp_path / "d-other.md").write_text("# D\n\nA name that starts like the folder's.")
+    lib = DocumentLibrary(tmp_path / "documents.sqlite3")
+    lib.add("kitchen", [d, tmp_path / "d-other.md"], HashEmbedder(), count_words)
+    assert lib.forget("kitchen", [d / "sub"]) == 2
+    assert sorted(Path(f.path).name for f in lib.files("kitchen")) == ["a.md", "d-other.md"]
+    assert lib.forget("kitchen", [d / "a.md"]) == 1
+    assert [Path(f.path).name for f in lib.files("kitchen")] == ["d-other.md"]
+    assert [h.text for h in lib.search("kitchen", "toaster bread", HashEmbedder(), k=5)] == \
+        ["A name that starts like the folder's."]
+    with pytest.raises(CollectionNotFound):
+        lib.forget("pantry", [d])
+    lib.close()
+
+
 class _FakeModel:
     name = "fake.gguf"
     n_embd = 3

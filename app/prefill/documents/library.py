@@ -6,6 +6,7 @@ its `DocumentLibrary` on one thread (the window's on a pool job or a worker of i
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from prefill.documents.chunking import ChunkSizes, CountTokens
 from prefill.documents.index import (
     CollectionSummary,
     FileRecord,
+    forget_file,
     get_collection,
     list_collections,
     list_files,
@@ -62,6 +64,20 @@ class DocumentLibrary:
     def files(self, name: str) -> list[FileRecord]:
         """Raises CollectionNotFound."""
         return list_files(self._conn, get_collection(self._conn, name))
+
+    def forget(self, name: str, paths: Sequence[Path]) -> int:
+        """Drop from the collection each file named and every file under each folder named (the files stay
+        on disk); returns how many went. Raises CollectionNotFound."""
+        collection = get_collection(self._conn, name)
+        named = [str(p.expanduser().resolve()) for p in paths]
+        gone = 0
+        for rec in list_files(self._conn, collection):
+            if any(rec.path == n or rec.path.startswith(n.rstrip(os.sep) + os.sep) for n in named):
+                forget_file(self._conn, collection, rec.path)
+                gone += 1
+        if gone:
+            self._searcher.vectors.forget()
+        return gone
 
     def remove(self, name: str) -> None:
         """Raises CollectionNotFound."""

@@ -133,6 +133,11 @@ class ChatDocuments:
         """How the documents are read: None until the first question decides."""
         return "whole" if self._whole is not None else "retrieved" if self._too_big else None
 
+    @property
+    def offered(self) -> tuple[NumberedSource, ...]:
+        """The sources the last question was given (its answer may cite only these)."""
+        return tuple(self._offered)
+
     def attach(self, conversation: Conversation) -> None:
         """Have the conversation's answers cite these documents' sources."""
         conversation.cite = self.cite

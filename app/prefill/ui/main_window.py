@@ -35,6 +35,8 @@ from prefill.ui.chat.tools.chat_tools import ChatToolsButton
 from prefill.ui.chat.tools.tool_approval import ToolApprovalPanel
 from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
 from prefill.ui.chat.transcript.view import ChatView
+from prefill.ui.documents.index_panel import IndexPanel
+from prefill.ui.documents.room import DocumentsRoom
 from prefill.ui.history.conversation_list import ConversationList
 from prefill.ui.history.menu import HistoryMenu
 from prefill.ui.history.room import HistoryRoom
@@ -55,6 +57,7 @@ from prefill.ui.widgets.plain_text import plain_label
 from prefill.ui.widgets.theme import ThemeFollower, code_palette
 from prefill.ui.wiring.room_actions import RoomActions
 from prefill.ui.wiring.settings_changes import SettingsChanges
+from prefill.ui.workers.documents_worker import DocumentsThread
 from prefill.ui.workers.engine_worker import EngineThread
 from prefill.ui.workers.store_worker import StoreProxy
 
@@ -82,7 +85,8 @@ class MainWindow(QMainWindow):
     cache_usage_changed = Signal(object)
 
     def __init__(self, settings: Settings, store: StoreProxy, engine: EngineThread,
-                 bundled: Path | None, theme: str = "light", mcp: McpServers | None = None):
+                 bundled: Path | None, theme: str = "light", mcp: McpServers | None = None,
+                 documents: DocumentsThread | None = None):
         super().__init__()
         self.setWindowTitle("Prefill")
         self.settings_changes = SettingsChanges(settings, self)  # `settings` below; parts subscribe to theirs
@@ -123,6 +127,10 @@ class MainWindow(QMainWindow):
                                          lambda: self.loaded.source if self.loaded else "",
                                          mcp.offered if mcp is not None else None)
         self.images = attach_images(self.input, self.chat_view, self, self.show_notice)
+        # documents.sqlite3 beside the history; the thread starts when a document is first attached
+        self.index_panel = IndexPanel()
+        self.documents = DocumentsRoom(documents or DocumentsThread(store.history_path), self.controller.choices,
+                                       self.input, self.index_panel, engine.worker, self.show_notice, self)
 
         self.stack = QStackedWidget()
         self.stack.addWidget(self.welcome)
@@ -134,6 +142,7 @@ class MainWindow(QMainWindow):
         ml.addWidget(self.problem)
         ml.addWidget(self.notice)
         ml.addWidget(self.tool_approval)
+        ml.addWidget(self.index_panel)
         ml.addWidget(self.input)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.conversations)
@@ -484,6 +493,7 @@ class MainWindow(QMainWindow):
             self.models_page.close_jobs(2000)
         self.images.jobs.close(2000)
         self.library_listing.close(2000)
+        self.documents.close(3000)  # indexing stops after its batch in hand; what is done is kept
         if self.downloads is not None:
             self.downloads.close(wait=False)  # a download killed mid-way resumes on the next run
         self.settings = self.window_state_settings()

@@ -14,7 +14,7 @@ Store calls run in order, so a write asked before `begin_answer` came back still
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,8 +100,9 @@ class AnswerStore:
             a.last_save = now
             self.store.update_answer(a.answer_id, turn.text, turn.reasoning)
 
-    def answer_finished(self, turn: Turn) -> None:
-        """The turn ended: its answer written whole (with its figures and calls); a failed one leaves nothing."""
+    def answer_finished(self, turn: Turn, extra: Mapping[str, Any] | None = None) -> None:
+        """The turn ended: its answer written whole (with its figures and calls, and `extra` figures: what
+        the chat's documents did); a failed one leaves nothing."""
         a, self.answer = self.answer, None
         if a is None:
             return
@@ -112,6 +113,8 @@ class AnswerStore:
         text, reasoning = turn.text, turn.reasoning
         reason = f.reason if f is not None else "stop"
         figures = stored_figures(turn)
+        if figures and extra:
+            figures = {**figures, **extra}
 
         def finish() -> None:
             if a.answer_id is not None:

@@ -18,7 +18,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.engine.message import ToolCall
-from prefill.session.conversation import Turn
+from prefill.session.conversation import Conversation, Turn
+from prefill.session.document_chats import ChatDocs, Retrieved
 from prefill.session.tool_loop import Decision, LoopFinished, ToolCallDone, ToolCallStarted
 from prefill.session.turn import Source
 from prefill.store.app_settings import Settings
@@ -43,6 +44,7 @@ class Answering:
         budget: The thinking budget it is answered with (None: no limit).
         tool_rows: A running call's id: its transcript row.
         asked: The serial of the tool question shown now (0: none).
+        retrieved: What the chat's documents did for its question (None: the chat has none).
     """
 
     id: int
@@ -51,6 +53,7 @@ class Answering:
     budget: int | None
     tool_rows: dict[str, int] = field(default_factory=dict)
     asked: int = 0
+    retrieved: Retrieved | None = None
 
 
 class AnswerRelay(QObject):
@@ -95,9 +98,12 @@ class AnswerRelay(QObject):
         worker.tool_started.connect(self._on_worker_tool_started)
         worker.tool_done.connect(self._on_worker_tool_done)
         worker.tool_loop_finished.connect(self._on_worker_tool_loop_finished)
+        worker.retrieved.connect(self._on_worker_retrieved)
 
-    def start(self, turn: Turn, budget: int | None, version_of: Row | None = None) -> None:
-        """Answer `turn` in a new last row; `version_of`: a stored answer gets a new version (Regenerate)."""
+    def start(self, turn: Turn, budget: int | None, version_of: Row | None = None,
+              documents: tuple[Conversation, ChatDocs, int | None] | None = None) -> None:
+        """Answer `turn` in a new last row; `version_of`: a stored answer gets a new version (Regenerate);
+        `documents`: the chat as it stands, what it reads and its id: its question is asked through them."""
         answer = Row("assistant", [], streaming=True)
         if version_of is not None:
             answer.message_id, answer.position = version_of.message_id, version_of.position
@@ -111,8 +117,11 @@ class AnswerRelay(QObject):
         else:
             self._answers.begin(regenerating=version_of.message_id, shown=version_of.version)
         self._sidebar.set_budget(budget)
-        self._sidebar.begin_answer()
-        self._worker.generate(t.id, turn.request)
+        self._sidebar.begin_answer(documents is not None)
+        if documents is not None:
+            self._worker.generate_with_documents(t.id, *documents)
+        else:
+            self._worker.generate(t.id, turn.request)
         self._timer.start()
 
     def answer_tool(self, decision: Decision) -> None:
@@ -169,12 +178,18 @@ class AnswerRelay(QObject):
         t.turn.finish(f)
         if self.cite is not None:
             t.turn.sources = tuple(self.cite(t.turn.text))
+        figures = answer_figures(t.turn)
+        if t.retrieved is not None:
+            t.turn.sources = t.retrieved.cite(f.text)  # only marks that point at a source given
+            if t.retrieved.retrieval is not None:
+                figures["retrieval"] = t.retrieved.retrieval.as_dict()
         # As the history keeps them (a long passage: its part the answer relied on), so a reopened chat shows the same.
         self._model.update_row(t.row, content=f.text, reasoning=f.reasoning, streaming=False,
-                               figures=answer_figures(t.turn), finish_reason=f.reason,
+                               figures=figures, finish_reason=f.reason,
                                sources=cited_sources(t.turn.sources, t.turn.text))
         self._sidebar.on_finished(f)
-        self._answers.answer_finished(t.turn)  # with its calls (the tool rows of a reopened chat come from them)
+        # with its calls (the tool rows of a reopened chat come from them) and what retrieval did
+        self._answers.answer_finished(t.turn, {"retrieval": figures["retrieval"]} if "retrieval" in figures else None)
         self._end()
         if f.error:
             self.notice.emit(f.error)
@@ -244,6 +259,15 @@ class AnswerRelay(QObject):
         self._model.insert_row(at, row)
         t.row = at + 1  # the answer moved down one
         return at
+
+    def _on_worker_retrieved(self, request: int, retrieved: Retrieved) -> None:
+        t = self._current(request)
+        if t is None:
+            return
+        t.retrieved = retrieved
+        t.turn.request = retrieved.request  # what the model was asked, the documents in it
+        if retrieved.retrieval is not None:
+            self._sidebar.on_retrieval(retrieved.retrieval)
 
     def _on_worker_tool_loop_finished(self, request: int, end: LoopFinished) -> None:
         if self._current(request) is not None:

@@ -1,5 +1,5 @@
 """The open chat and how it is asked: its place in the history, its system prompt, its thinking
-switches and its tools, as they are kept with it (a conversation's stored settings)."""
+switches, its tools and its documents, as they are kept with it (a conversation's stored settings)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from prefill.engine.request import MAX_REASONING_BUDGET, TemplateOptions
+from prefill.session.document_chats import ChatDocs
 from prefill.store import ConversationRecord
 from prefill.store.app_settings import Settings
 from prefill.ui.chat.tools.chat_tools import ChatTools, stored_chat_tools
@@ -21,10 +22,12 @@ class ChatChoices(QObject):
     Signals:
         options_changed(object): the chat's TemplateOptions (thinking, effort, budget).
         chat_tools_changed(object): the chat's ChatTools (which tools it offers).
+        documents_changed(object): the chat's ChatDocs (what it reads), or None.
     """
 
     options_changed = Signal(object)
     chat_tools_changed = Signal(object)
+    documents_changed = Signal(object)
 
     def __init__(self, store: StoreProxy, parent: QObject | None = None):
         super().__init__(parent)
@@ -33,6 +36,7 @@ class ChatChoices(QObject):
         self.system_prompt = ""
         self.options = TemplateOptions()  # the thinking switch, effort and budget
         self.chat_tools = ChatTools()  # of the tools the app offers, the ones this chat offers
+        self.documents: ChatDocs | None = None  # what the chat reads (session/document_chats.py)
         self._stored: dict[str, Any] = {}  # the chat's settings, as last read or written
 
     def opened(self, conv: ConversationRecord) -> None:
@@ -41,13 +45,34 @@ class ChatChoices(QObject):
         self.set_options(stored_options(conv.settings))
         self._stored = dict(conv.settings) if isinstance(conv.settings, Mapping) else {}
         self._show_tools(stored_chat_tools(conv.settings))
+        self._show_documents(ChatDocs.stored(conv.settings))
 
     def made(self, conv: ConversationRecord, keep_tools: bool) -> None:
-        """A new chat is shown; `keep_tools`: the tool switches chosen before it carry over."""
+        """A new chat is shown; `keep_tools`: the tool switches and the documents chosen before it carry over
+        (the documents are kept with it at once)."""
         self.conversation_id, self.system_prompt = conv.id, conv.system_prompt
         self._stored = {}
         if not keep_tools:
             self._show_tools(ChatTools())
+            self._show_documents(None)
+        elif self.documents is not None:
+            self.set_documents(self.documents)
+
+    def set_documents(self, docs: ChatDocs | None) -> None:
+        """What this chat reads (None: no documents); kept with it at once."""
+        self._show_documents(docs)
+        cid = self.conversation_id
+        if cid is not None:
+            kept = {k: v for k, v in self._stored.items() if k != "documents"}
+            if docs is not None:
+                kept["documents"] = docs.as_dict()
+            self._stored = kept
+            self._store.set_conversation_settings(cid, kept)
+
+    def _show_documents(self, docs: ChatDocs | None) -> None:
+        if docs != self.documents:
+            self.documents = docs
+            self.documents_changed.emit(docs)
 
     def set_system_prompt(self, text: str) -> None:
         self.system_prompt = text
@@ -81,6 +106,8 @@ class ChatChoices(QObject):
                 "template": {"think": self.options.think, "reasoning_effort": self.options.reasoning_effort,
                              "reasoning_budget": self.options.reasoning_budget},
                 "tools": self.chat_tools.as_dict()}
+        if self.documents is not None:
+            used["documents"] = self.documents.as_dict()
         self._stored = used
         self._store.record_model(self.conversation_id, model_path, used)
 

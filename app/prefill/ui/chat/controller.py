@@ -21,6 +21,7 @@ from prefill.engine.events import Finished
 from prefill.engine.message import ImagePart, Message
 from prefill.engine.request import TemplateOptions, Tool
 from prefill.session.conversation import Conversation, Said
+from prefill.session.document_chats import question_of
 from prefill.session.tool_loop import Decision
 from prefill.store.app_settings import Settings
 from prefill.ui.chat.answer_store import AnswerStore
@@ -176,9 +177,17 @@ class ChatController(QObject):
         budget = options.reasoning_budget
         if budget is None:
             budget = s.model_for(self.model_path()).thinking_budget()
-        turn = self.conversation(replace(options, reasoning_budget=budget)).again()
+        options = replace(options, reasoning_budget=budget)
+        turn = self.conversation(options).again()
         self.choices.record_model(self.model_path(), s)
-        self.relay.start(turn, budget, version_of)
+        docs = self.choices.documents
+        asked = self.conversation(options) if docs is not None else None
+        if docs is not None and asked is not None and question_of(asked) is not None:
+            # The question goes through the chat's documents on the engine thread (session/document_chats.py),
+            # as the terminal asks it: whole where they fit, else with the passages retrieved for it.
+            self.relay.start(turn, budget, version_of, documents=(asked, docs, self.conversation_id))
+        else:
+            self.relay.start(turn, budget, version_of)
 
     def stop(self) -> None:
         if self.busy:

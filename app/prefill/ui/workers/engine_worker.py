@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from prefill.session.backends import Target
     from prefill.session.capabilities import ChatBackend
     from prefill.session.chat_session import ChatSession
+    from prefill.session.conversation import Conversation
+    from prefill.session.document_chats import ChatDocs, DocumentChats
 
 
 
@@ -79,12 +81,13 @@ class EngineWorker(QObject):
     """Relays between the GUI thread and the session that owns the model; lives on the engine thread.
 
     The GUI thread asks through the typed methods (`load`, `load_remote`, `cancel_load`, `generate`,
-    `compact`, `unload`, `ask_count`, `serve`, `stop_serving`, `resume`, `set_cache_budget`, `clear_cache`,
-    `set_speculation`, `set_model_limits`, `unload_model`, `pin_model`, `shutdown`); each queues one
-    private request signal into the engine thread, where the `ChatSession` (made there, so llama.cpp
-    loads off the GUI thread) does the work. An idle model's time to live is kept by a timer on the
-    engine thread, armed after each change of the resident models. A few act at once,
-    thread-safe, without a queue: `take_streamed`, `stop_answer`, `answer_tool`, `forget_approvals`.
+    `generate_with_documents`, `compact`, `unload`, `ask_count`, `serve`, `stop_serving`, `resume`,
+    `set_cache_budget`, `clear_cache`, `set_speculation`, `set_model_limits`, `unload_model`, `pin_model`,
+    `shutdown`); each queues one private request signal into the engine thread, where the `ChatSession`
+    (made there, so llama.cpp loads off the GUI thread) does the work. An idle model's time to live is
+    kept by a timer on the engine thread, armed after each change of the resident models. A few act at once,
+    thread-safe, without a queue: `take_streamed`, `stop_answer`, `answer_tool`, `forget_approvals`,
+    `use_tools`, `use_documents`.
 
     Signals:
         load_progress(float): 0..1 while a model loads.
@@ -119,6 +122,8 @@ class EngineWorker(QObject):
             in words; speculation is off there.
         compacted(int, object): request id, the compaction.Summary the model wrote (`compact`).
         compaction_failed(int, str): request id, why no summary was made, in words (the chat is as it was).
+        retrieved(int, object): request id, a document_chats.Retrieved: what the chat's documents did for
+            the question (before its answer streams), and the sources the answer may cite.
 
     A request with tools (and a `tool_runner` set) runs the tool loop (`session/tool_loop.py`) on the
     engine thread: per round the model's answer streams into the buffer as usual; `finished` comes
@@ -148,6 +153,7 @@ class EngineWorker(QObject):
     speculation_refused = Signal(str)
     compacted = Signal(int, object)
     compaction_failed = Signal(int, str)
+    retrieved = Signal(int, object)
     residents_changed = Signal(object)
     resident_refused = Signal(str)
 
@@ -156,6 +162,7 @@ class EngineWorker(QObject):
     _request_serve = Signal(object)
     _request_stop_serving = Signal()
     _request_generate = Signal(int, object)
+    _request_documents = Signal(int, object, object)
     _request_compact = Signal(int, object, int)
     _request_count = Signal(int, object)
     _request_unload = Signal()
@@ -188,10 +195,12 @@ class EngineWorker(QObject):
         # Speculative decoding: what a load asks for (GUI thread), and what the engine has (engine thread).
         self.speculation: Speculation | None = None
         self._speculating: Speculation | None = None
+        self.documents: DocumentChats | None = None  # the chats' documents (set from the GUI thread once)
         self._request_load.connect(self._on_request_load)
         self._request_serve.connect(self._on_request_serve)
         self._request_stop_serving.connect(self._on_request_stop_serving)
         self._request_generate.connect(self._on_request_generate)
+        self._request_documents.connect(self._on_request_documents)
         self._request_compact.connect(self._on_request_compact)
         self._request_count.connect(self._on_request_count)
         self._request_unload.connect(self._on_request_unload)
@@ -275,6 +284,20 @@ class EngineWorker(QObject):
         self.buffer.take_both()  # nothing stale from an earlier answer
         self.cancel.clear()
         self._request_generate.emit(request_id, request)
+
+    def generate_with_documents(self, request_id: int, conversation: Conversation, docs: ChatDocs,
+                                chat: int | None = None) -> None:
+        """Answer the question `conversation` ends with through the chat's documents (`use_documents`): whole
+        where they fit, else with passages retrieved for it, on the engine thread (it counts tokens with the
+        model and may wait for the collection's indexing); `retrieved` comes first, then as `generate`.
+        `chat`: the chat's history id (each decides for itself whether its documents fit whole)."""
+        self.buffer.take_both()
+        self.cancel.clear()
+        self._request_documents.emit(request_id, conversation, (docs, chat))
+
+    def use_documents(self, chats: DocumentChats | None) -> None:
+        """What asks the chats' documents from now on (None: none)."""
+        self.documents = chats
 
     def compact(self, request_id: int, request: ChatRequest, n_ctx: int) -> None:
         """Have the model summarise `request`'s conversation in a context of `n_ctx` (the summary
@@ -486,6 +509,8 @@ class EngineWorker(QObject):
 
     @Slot()
     def _on_request_shutdown(self) -> None:
+        if self.documents is not None:
+            self.documents.close()
         self.session.close()
         QThread.currentThread().quit()
 
@@ -547,6 +572,29 @@ class EngineWorker(QObject):
         except EngineError as e:
             self.failed.emit(request_id, f"Generation failed: {e}")
         self._report_kv()
+
+    @Slot(int, object, object)
+    def _on_request_documents(self, request_id: int, conversation: Conversation,
+                              asked: tuple[ChatDocs, int | None]) -> None:
+        from prefill.session.document_chats import DocumentsUnavailable
+
+        if self.engine is None:
+            self.failed.emit(request_id, "No model is loaded yet.")
+            return
+        if self.documents is None:
+            self.failed.emit(request_id, "Documents are not available in this window.")
+            return
+        try:
+            docs, chat = asked
+            turn, retrieved = self.documents.ask(docs, conversation, self.session.count_tokens, self.cancel, chat)
+        except DocumentsUnavailable as e:
+            self.failed.emit(request_id, str(e))
+            return
+        except (EngineError, ValueError) as e:  # counting the prompt's tokens
+            self.failed.emit(request_id, f"The question could not be asked with the documents: {e}")
+            return
+        self.retrieved.emit(request_id, retrieved)
+        self._on_request_generate(request_id, turn.request)
 
     @Slot(int, object, int)
     def _on_request_compact(self, request_id: int, request: ChatRequest, n_ctx: int) -> None:

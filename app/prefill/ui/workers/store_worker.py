@@ -143,6 +143,11 @@ class StoreProxy(QObject):
         self._close.connect(self._worker.close)
         self._thread.start()
 
+    @property
+    def history_path(self) -> Path:
+        """Where the history file is (a name only: nothing is read)."""
+        return self._worker.stores.history.path
+
     def _call(self, fn: Callable[[Stores], R], then: Then[R] = None, error: OnError = None) -> int:
         """Run `fn(stores)` on the store thread; every typed method below is built on it (a new request
         is a new method here, so the store's callers stay typed)."""

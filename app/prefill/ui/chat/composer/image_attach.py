@@ -18,9 +18,10 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 
 from prefill.engine.vision.errors import ImageRejected, ImagesNeedProjector
 from prefill.session.loaded import LoadedModel
+from prefill.ui.chat.composer.document_sources import offered
 from prefill.ui.chat.composer.input_box import InputBox
 from prefill.ui.chat.images.image_jobs import Admitted, admit_file, admit_qimage
-from prefill.ui.chat.images.image_sources import ImageSource, image_sources
+from prefill.ui.chat.images.image_sources import ImageSource
 from prefill.ui.chat.images.image_strip import ImageThumbs
 from prefill.ui.chat.transcript.view import ChatView
 from prefill.ui.workers.pool_jobs import PoolJobs
@@ -105,15 +106,18 @@ class ImageAttacher(QObject):
             raise error  # a fault of Prefill's own: never swallowed
         self.refused.emit(f"The image was not attached: {error}. Your message is kept.")
 
-    # --- a drop anywhere on the window ---------------------------------------------------------------
+    # --- a drop anywhere on the window: its images here, its documents to the box's documents_offered ------
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.window and isinstance(event, QDragEnterEvent | QDropEvent):
-            found = image_sources(event.mimeData())
-            if not found:
+            images, documents = offered(event.mimeData())
+            if not images and not documents:
                 return False
             event.acceptProposedAction()
             if isinstance(event, QDropEvent) and event.type() == QEvent.Type.Drop:
-                self.offer(found)
+                if documents:
+                    self.box.documents_offered.emit(documents)
+                if images:
+                    self.offer(images)
             return True
         return False
 

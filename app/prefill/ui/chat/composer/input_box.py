@@ -8,7 +8,7 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QToolButton, QVBoxLayout, QWidget
 
 from prefill.engine.message import ImagePart
-from prefill.ui.chat.images.image_sources import image_sources
+from prefill.ui.chat.composer.document_sources import offered
 from prefill.ui.chat.images.image_strip import ImageStrip, ImageThumbs
 from prefill.ui.chat.transcript.submit_edit import SubmitEdit
 from prefill.ui.widgets.plain_text import plain_label, tooltip
@@ -16,6 +16,7 @@ from prefill.ui.widgets.plain_text import plain_label, tooltip
 
 class _Editor(SubmitEdit):
     images_offered = Signal(object)  # a list of image sources pasted or dropped (`image_sources`)
+    documents_offered = Signal(object)  # a list of files and folders pasted or dropped (`document_sources`)
 
     def keyPressEvent(self, e: QKeyEvent) -> None:
         if e.key() == Qt.Key.Key_Tab and e.modifiers() & Qt.KeyboardModifier.ControlModifier:
@@ -23,14 +24,18 @@ class _Editor(SubmitEdit):
             return
         super().keyPressEvent(e)
 
-    # --- images pasted (Ctrl+V) or dropped on the box: offered, never inserted as text ---------------
+    # --- images and documents pasted (Ctrl+V) or dropped on the box: offered, never inserted as text ----
     def canInsertFromMimeData(self, source: QMimeData) -> bool:
-        return bool(image_sources(source)) or super().canInsertFromMimeData(source)
+        images, documents = offered(source)
+        return bool(images or documents) or super().canInsertFromMimeData(source)
 
     def insertFromMimeData(self, source: QMimeData) -> None:
-        found = image_sources(source)
-        if found:
-            self.images_offered.emit(found)
+        images, documents = offered(source)
+        if documents:
+            self.documents_offered.emit(documents)
+        if images:
+            self.images_offered.emit(images)
+        if images or documents:
             return
         super().insertFromMimeData(source)
 
@@ -42,6 +47,8 @@ class InputBox(QWidget):
         text_changed(str): for the live token count.
         images_offered(object): images pasted or dropped on the box (a list of `image_sources`).
         attach_clicked(): the attach button, to choose image files.
+        documents_offered(object): files and folders pasted or dropped on the box or the window, to read
+            in this chat (a list of paths).
     """
 
     send = Signal(str)
@@ -49,6 +56,7 @@ class InputBox(QWidget):
     text_changed = Signal(str)
     images_offered = Signal(object)
     attach_clicked = Signal()
+    documents_offered = Signal(object)
 
     def __init__(self) -> None:
         super().__init__()
@@ -72,7 +80,9 @@ class InputBox(QWidget):
         self.attach.setToolTip("Attach images (or paste them, or drop them on the window)")
         self.attach.clicked.connect(self.attach_clicked)
         self.editor.images_offered.connect(self.images_offered)
-        row = QHBoxLayout()
+        self.editor.documents_offered.connect(self.documents_offered)
+        self.row = QHBoxLayout()
+        row = self.row
         row.addWidget(self.attach)
         row.addWidget(self.count, 1)
         row.addWidget(self.button)
@@ -115,6 +125,16 @@ class InputBox(QWidget):
         lay = self.layout()
         assert isinstance(lay, QVBoxLayout)
         lay.insertWidget(0, self.strip)
+
+    def add_strip(self, strip: QWidget) -> None:
+        """A row above the text (the chat's documents), under the images' thumbnails."""
+        lay = self.layout()
+        assert isinstance(lay, QVBoxLayout)
+        lay.insertWidget(lay.indexOf(self.editor), strip)
+
+    def add_button(self, button: QWidget) -> None:
+        """A button beside the image attach button (the documents')."""
+        self.row.insertWidget(self.row.indexOf(self.attach) + 1, button)
 
     def add_image(self, part: ImagePart) -> None:
         self.images.append(part)

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.engine.units import format_bytes
+from prefill.session.documents import Retrieval
 from prefill.session.loaded import LoadedModel
 from prefill.session.residents import ResidentModels
 from prefill.session.tool_loop import RoundTiming
@@ -38,6 +39,7 @@ from prefill.ui.widgets.theme import kv_bar_style
 MIB = 1024 * 1024
 WIDE = 360  # px: from this width on, a figure stands beside its label
 SPECULATION_KEYS = ("spec-drafts", "spec-step", "spec-rate", "spec-exact")
+DOCUMENT_KEYS = ("docs-how", "docs-tokens", "docs-embed", "docs-search")
 SPECULATION_TIPS = {key: FIGURES[key].tip for key in SPECULATION_KEYS}
 ANSWER_KEYS = ("ttft", "ttfa", "prefill", "decode", "itl", "tokens", "prompt", "reused", "evaluated", "restored",
                "images")
@@ -74,6 +76,21 @@ def stored_budget(figures: Mapping[str, Any]) -> int | None:
     """The thinking budget kept with an answer's figures (None: none held, or not a number of tokens)."""
     budget = figures.get("reasoning_budget")
     return budget if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 0 else None
+
+
+def stored_retrieval(d: Any) -> Retrieval | None:
+    """What retrieval did, as an answer's figures keep it (checked: the history may come from anywhere)."""
+    if not isinstance(d, Mapping) or d.get("mode") not in ("whole", "retrieved"):
+        return None
+
+    def number(key: str) -> float:
+        v = d.get(key)
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else 0.0
+
+    skipped = d.get("skipped")
+    return Retrieval(d["mode"], int(number("documents")), int(number("passages")), int(number("tokens")),
+                     int(number("budget")), number("embed_ms"), number("search_ms"),
+                     tuple(s for s in skipped if isinstance(s, str)) if isinstance(skipped, list) else ())
 
 
 def exactness(drift: float) -> str:
@@ -165,6 +182,20 @@ class EngineSidebar(QWidget):
         self.plot.setToolTip(tooltip(FIGURES["plot"].tip))
         sf.addRow(self.plot)
         lay.addWidget(speed_box)
+
+        # Shown for a chat with documents: what they did for its last question, apart from the prefill.
+        self.documents_box = self._group("documents")
+        self.documents_box.setObjectName("documents-box")
+        df = _form(self.documents_box)
+        for key in DOCUMENT_KEYS:
+            self._figure(df, key, "—")
+        self.documents_note = plain_label()
+        self.documents_note.setObjectName("documents-note")
+        self.documents_note.setWordWrap(True)
+        self.documents_note.hide()
+        df.addRow(self.documents_note)
+        self.documents_box.hide()
+        lay.addWidget(self.documents_box)
 
         # Shown while an answer's drafts run, and kept after it until the next answer.
         self.speculation_box = self._group("speculation")
@@ -285,8 +316,13 @@ class EngineSidebar(QWidget):
         """The thinking budget of the answer coming (None: no limit): its thinking is counted against it."""
         self.budget = budget
 
-    def begin_answer(self) -> None:
+    def begin_answer(self, documents: bool = False) -> None:
+        """An answer is coming; `documents`: its question goes through the chat's documents."""
         self._clear("…")
+        if documents:
+            for key in DOCUMENT_KEYS:
+                self.labels[key].setText("…")
+            self.documents_box.show()
 
     def show_answer(self, figures: Mapping[str, Any]) -> None:
         """The open chat's last answer, from its stored figures; none (a new chat): every figure cleared.
@@ -296,6 +332,26 @@ class EngineSidebar(QWidget):
         self.budget = stored_budget(figures)
         if figures:
             self._show(stored_snapshot(figures))
+        stored = stored_retrieval(figures.get("retrieval"))
+        if stored is not None:
+            self.on_retrieval(stored)
+
+    def on_retrieval(self, r: Retrieval) -> None:
+        """What the chat's documents did for the question, apart from the prefill (session/documents.py)."""
+        if r.mode == "whole":
+            plural = "s" if r.documents != 1 else ""
+            self.labels["docs-how"].setText(f"whole: {r.documents} document{plural}, kept for the next question")
+            self.labels["docs-embed"].setText("— (nothing searched)")
+            self.labels["docs-search"].setText("— (nothing searched)")
+        else:
+            plural = "s" if r.passages != 1 else ""
+            self.labels["docs-how"].setText(f"searched: {r.passages} passage{plural} found for this question")
+            self.labels["docs-embed"].setText(f"{r.embed_ms:.1f} ms")
+            self.labels["docs-search"].setText(f"{r.search_ms:.1f} ms")
+        self.labels["docs-tokens"].setText(f"{r.tokens:,} of {r.budget:,} tokens")
+        self.documents_note.setText("\n".join(f"not read: {s}" for s in r.skipped))
+        self.documents_note.setVisible(bool(r.skipped))
+        self.documents_box.show()
 
     def _clear(self, mark: str) -> None:
         """An answer's figures show `mark` ("…" one is coming, "—" none) and its tools "—"; the plot,
@@ -307,6 +363,8 @@ class EngineSidebar(QWidget):
         self.cache_note.hide()
         self.strip.reset()
         self.speculation_box.hide()
+        self.documents_box.hide()
+        self.documents_note.hide()
 
     def on_prefill(self, p: PrefillDone) -> None:
         if self.remote and not p.prompt_tokens:  # a remote reports its prompt in `usage`, at the end

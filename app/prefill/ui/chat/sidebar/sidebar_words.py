@@ -24,6 +24,9 @@ GROUPS: dict[str, Words] = {
                 "values its attention layers worked out, so earlier text is not worked out again for each new "
                 "word. Each token takes one slot (a KV cell); the context size is how many slots there are."),
     "speed": Words("Speed", "How long you waited and how fast the answer was written."),
+    "documents": Words("Documents", "What the chat's documents did for the last question, apart from reading "
+                       "the prompt: whether they went in whole or passages were searched for it, how long those "
+                       "are, and what the search cost."),
     "speculation": Words("Guessing ahead", "Speculative decoding: a few tokens are guessed ahead and the model "
                          "checks the guesses all at once."),
 }
@@ -73,6 +76,16 @@ FIGURES: dict[str, Words] = {
     "plot": Words("", "Writing speed while the answer was written, in tokens per second, against the seconds "
                   "since you sent the message (a new point four times a second). The line starts at the first "
                   "token; before it the model was reading your message."),
+    "docs-how": Words("How they were read", "Whole: every document fits in half the context left free, so each "
+                      "goes in whole under the system prompt and stays in the model's memory for the next "
+                      "question.\nSearched: they do not fit, so the passages that best answer each question are "
+                      "found (by meaning and by words) and given to the model before it."),
+    "docs-tokens": Words("Their length", "Tokens the documents or passages take in the prompt (the citing rule and "
+                         "their labels included), of the budget they were allowed: half the context left free."),
+    "docs-embed": Words("Embedding the question", "Time the embedding model took to turn the question into a "
+                        "vector, to find passages close to it in meaning (none when the documents went in whole)."),
+    "docs-search": Words("Searching", "Time the search took: passages close in meaning and passages sharing its "
+                         "words, ranked together (none when the documents went in whole)."),
     "spec-drafts": Words("Guessed / accepted", "Speculative decoding guesses a few tokens ahead and has the model "
                          "check the guesses all at once.\nDrafted: tokens guessed so far. Accepted: the guesses "
                          "the model agreed with, which it then did not have to work out one by one. The "

@@ -1,0 +1,207 @@
+"""The documents room wires itself: the message box's Documents button, drops and pastes of files and
+folders, the chat's chips, the indexing bar, the collections dialog, and the engine worker's questions.
+
+What a chat reads (`ChatDocs`) is one of the chat's choices, kept with the conversation (`ChatChoices`
+stores it; reopening the chat shows its chips again). Attaching indexes on the documents thread
+(`DocumentsThread`), with progress here; asking goes through `ChatDocuments` on the engine thread (the
+controller hands the question over, `EngineWorker.generate_with_documents`), exactly as the terminal asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFileDialog, QMenu, QToolButton, QWidget
+
+from prefill.documents.readers import KNOWN_SUFFIXES
+from prefill.session.document_chats import ChatDocs, unique_paths
+from prefill.ui.chat.chat_choices import ChatChoices
+from prefill.ui.chat.composer.document_chips import DocumentChips
+from prefill.ui.chat.composer.input_box import InputBox
+from prefill.ui.documents.collections_dialog import CollectionsDialog
+from prefill.ui.documents.index_panel import IndexPanel
+from prefill.ui.workers.documents_worker import DocumentsThread, IndexDone
+from prefill.ui.workers.engine_worker import EngineWorker
+
+FILE_FILTER = "Documents (" + " ".join(f"*{s}" for s in sorted(KNOWN_SUFFIXES)) + ");;All files (*)"
+
+
+class DocumentsRoom(QObject):
+    """The chat's documents in the window.
+
+    Args:
+        documents: The documents thread (index jobs, collections, and the chats' side for the engine).
+        choices: The open chat's choices: its documents are one.
+        box: The message box (its Documents button, its drops and pastes, the chips above its text).
+        panel: The indexing bar.
+        engine: The engine worker: it asks the questions through the documents.
+        notice: Says something in the window.
+        window: The dialogs' parent.
+
+    Signals:
+        indexed(object): an index job ended (its IndexDone), after the bar showed it.
+        index_failed(str): an index job could not run, and why (shown on the bar).
+        removed(str): a collection was removed from the index.
+    """
+
+    indexed = Signal(object)
+    index_failed = Signal(str)
+    removed = Signal(str)
+
+    def __init__(self, documents: DocumentsThread, choices: ChatChoices, box: InputBox, panel: IndexPanel,
+                 engine: EngineWorker, notice: Callable[[str], None], window: QWidget):
+        super().__init__(window)
+        self.documents, self.choices, self.box, self.panel = documents, choices, box, panel
+        self.notice, self.window = notice, window
+        self.dialog: CollectionsDialog | None = None
+        self.jobs: dict[int, str] = {}  # jobs running: their collection
+        self.last_done: IndexDone | None = None
+        self.chips = DocumentChips()
+        box.add_strip(self.chips)
+        self.button = QToolButton()
+        self.button.setObjectName("documents-button")
+        self.button.setText("Documents")
+        self.button.setAccessibleName("Documents")
+        self.button.setToolTip("Attach files or a folder to this chat, or read a collection (or drop them on the "
+                               "window)")
+        self.button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(self.button)
+        self.attach_files_action = QAction("Attach files…", menu)
+        self.attach_folder_action = QAction("Attach a folder…", menu)
+        self.collections_action = QAction("Collections…", menu)
+        for a in (self.attach_files_action, self.attach_folder_action, self.collections_action):
+            menu.addAction(a)
+        self.button.setMenu(menu)
+        box.add_button(self.button)
+        self.attach_files_action.triggered.connect(self.choose_files)
+        self.attach_folder_action.triggered.connect(self.choose_folder)
+        self.collections_action.triggered.connect(self.open_collections)
+        box.documents_offered.connect(self.attach)
+        choices.documents_changed.connect(self.chips.show_documents)
+        self.chips.removed.connect(self.detach)
+        signals = documents.signals
+        signals.progress.connect(panel.on_progress)
+        signals.indexed.connect(self._on_worker_indexed)
+        signals.index_failed.connect(self._on_worker_index_failed)
+        signals.failed.connect(notice)
+        signals.removed.connect(self._on_worker_removed)
+        panel.stop_requested.connect(self.stop)
+        engine.use_documents(documents.chats)
+
+    # --- the chat's own documents -----------------------------------------------------------------------
+    def choose_files(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self.window, "Attach documents", str(Path.home()), FILE_FILTER)
+        self.attach(paths)
+
+    def choose_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self.window, "Attach a folder", str(Path.home()))
+        if folder:
+            self.attach([folder])
+
+    def attach(self, paths: list[str]) -> None:
+        """Give the open chat these files and folders (each once) and index them; a job stopped before
+        goes on where it was, unchanged files skipped by their hash."""
+        if not paths:
+            return
+        current = self.choices.documents
+        if current is not None and current.shared:
+            self.notice(f"This chat reads the collection {current.collection}: remove its chip to attach files "
+                        "of the chat's own, or add a folder to the collection (Documents > Collections…).")
+            return
+        docs = current.adding(paths) if current is not None else ChatDocs.own(paths)
+        self.choices.set_documents(docs)
+        added = list(unique_paths(paths))
+        names = [Path(p).name for p in added]
+        self.index(docs.collection, added, ", ".join(names) if len(names) <= 3 else f"{len(names)} files and folders")
+
+    def index(self, collection: str, paths: list[str], what: str) -> int:
+        job = self.documents.worker.index(collection, [Path(p) for p in paths])
+        self.jobs[job] = collection
+        self.panel.begin(job, what)
+        return job
+
+    def detach(self, key: str) -> None:
+        """A chip's ×: that file or folder leaves the chat (and its passages the chat's own collection); a
+        collection's chip: the chat stops reading it."""
+        current = self.choices.documents
+        if current is None:
+            return
+        if current.shared or key == current.collection:
+            self.choices.set_documents(None)
+            return
+        left = current.without(key)
+        if left.paths:  # queued after any job running, so what that job adds of it goes too
+            self.documents.worker.forget(current.collection, [Path(key)])
+            self.choices.set_documents(left)
+        else:
+            self._stop_jobs(current.collection)
+            self.documents.worker.remove_collection(current.collection)
+            self.choices.set_documents(None)
+
+    def stop(self) -> None:
+        """Stop indexing (every job) after the batch in hand; what is done is kept."""
+        self.panel.stopping()
+        self.documents.worker.stop()
+
+    def _stop_jobs(self, collection: str) -> None:
+        for job, name in self.jobs.items():
+            if name == collection:
+                self.documents.worker.stop(job)
+
+    def _on_worker_indexed(self, job: int, done: IndexDone) -> None:
+        self.jobs.pop(job, None)
+        self.last_done = done
+        self.panel.on_done(job, done)
+        if self.dialog is not None:
+            self.dialog.refresh()
+        self.indexed.emit(done)
+
+    def _on_worker_index_failed(self, job: int, why: str) -> None:
+        self.jobs.pop(job, None)
+        self.panel.on_failed(job, why)
+        self.index_failed.emit(why)
+
+    def _on_worker_removed(self, name: str) -> None:
+        current = self.choices.documents
+        if current is not None and current.shared and current.collection == name:
+            self.choices.set_documents(None)  # its collection is gone: the chat reads nothing now
+        self.removed.emit(name)
+
+    @property
+    def indexing(self) -> bool:
+        return bool(self.jobs)
+
+    # --- collections -------------------------------------------------------------------------------------
+    def open_collections(self) -> CollectionsDialog:
+        """The collections dialog (one, kept): their sizes, files and embedding model."""
+        if self.dialog is None:
+            self.dialog = CollectionsDialog(self.documents.worker, self.window)
+            self.dialog.use_requested.connect(self.use_collection)
+            self.dialog.index_requested.connect(self.index_collection)
+            self.dialog.notice.connect(self.notice)
+        self.dialog.refresh()
+        self.dialog.show()
+        self.dialog.raise_()
+        return self.dialog
+
+    def use_collection(self, name: str) -> None:
+        """The open chat reads collection `name` (in place of any files of its own)."""
+        if not name:
+            return
+        current = self.choices.documents
+        if current is not None and not current.shared and current.paths:
+            self.notice(f"This chat now reads the collection {name} in place of its own documents.")
+        self.choices.set_documents(ChatDocs.named(name))
+
+    def index_collection(self, name: str, folder: str) -> None:
+        """Index `folder` into collection `name` (made when missing); a chat without documents reads it."""
+        self.index(name, [folder], f"{Path(folder).name} into {name}")
+        if self.choices.documents is None:
+            self.choices.set_documents(ChatDocs.named(name))
+
+    def close(self, timeout_ms: int = 3000) -> bool:
+        """Stop indexing, close the index and the embedding model (on quit)."""
+        return self.documents.stop(timeout_ms)
