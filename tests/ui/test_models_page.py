@@ -475,3 +475,13 @@ def test_models_is_a_tab_of_the_main_window(app, qtbot, tmp_path: Path, monkeypa
     assert w.splitter.isVisible()
     w.open_models()
     assert w.tabs.currentIndex() == MODELS and w.models_page is page
+
+
+def test_a_gated_repository_points_to_the_token_field_in_settings(
+        qtbot, page: ModelsPage, hub: FakeHub, tmp_path: Path) -> None:  # noqa: F811
+    add_repo(hub, "meta/Gated-GGUF", {"g-Q4_0.gguf": tiny_bytes(tmp_path, "g")}, gated=True)
+    open_repo(qtbot, page, "meta/Gated-GGUF")
+    download(qtbot, page, "g-Q4_0.gguf")
+    qtbot.waitUntil(lambda: "is gated" in page.message.text(), timeout=WAIT)
+    said = page.message.text()
+    assert "Settings › Downloads › Hugging Face token" in said and "HF_TOKEN" not in said, said

@@ -41,6 +41,7 @@ from prefill.ui.history.room import HistoryRoom
 from prefill.ui.keyboard_access import install_focus_order
 from prefill.ui.models.loading import ModelLoading
 from prefill.ui.models.main_tabs import MainTabs, build_models_page
+from prefill.ui.models.models_folder import usable_at_start
 from prefill.ui.models.picker import ModelPicker, loaded_name
 from prefill.ui.models.room import LibraryListing, wire_model_choice, wire_residents
 from prefill.ui.panels import PanelToggles, StatusLabel, ask_export_chat, set_toolbar_icons
@@ -85,6 +86,7 @@ class MainWindow(QMainWindow):
                  bundled: Path | None, theme: str = "light", mcp: McpServers | None = None):
         super().__init__()
         self.setWindowTitle("Prefill")
+        settings, folder_notice = usable_at_start(settings)  # a Models folder that cannot be used: the default
         self.settings_changes = SettingsChanges(settings, self)  # `settings` below; parts subscribe to theirs
         self.store, self.engine, self.bundled = store, engine, bundled
         self.theme = theme
@@ -108,6 +110,7 @@ class MainWindow(QMainWindow):
         self.notice.setObjectName("notice")
         self.notice.setWordWrap(True)
         self.notice.hide()
+        self._notice_lasting = False  # the notice shown holds until replaced (else a load, a switch clear it)
         # What keeps failing (the history, the settings file) stays in view until fixed,
         # apart from the notices a chat replaces.
         self.problem = plain_label()
@@ -152,6 +155,8 @@ class MainWindow(QMainWindow):
         self._restore_geometry()
         self.stack.setCurrentWidget(self.welcome)
         self.focus_order = install_focus_order(self, self)
+        if folder_notice:
+            self.show_notice(folder_notice, lasting=True)
 
     @property
     def settings(self) -> Settings:
@@ -243,6 +248,7 @@ class MainWindow(QMainWindow):
                                 self.controller.busy_changed, self.load_model, self)
         # What a load changes across the rooms.
         self.loading.started.connect(self.sidebar.set_loading)
+        self.loading.started.connect(lambda _name: self.clear_passing_notice())  # "Load a model first"…
         self.loading.loaded.connect(self._on_loading_loaded)
         self.loading.failed.connect(self._on_loading_failed)
         self.loading.cancelled.connect(lambda: self.sidebar.set_model(None, "Loading was cancelled."))
@@ -298,7 +304,7 @@ class MainWindow(QMainWindow):
 
     def _on_loading_loaded(self, m: LoadedModel) -> None:
         self.sidebar.set_model(m, name=loaded_name(m))
-        self.images.set_model(m)
+        self.images.set_model(m, loaded_name(m))
         self.setWindowTitle(f"{loaded_name(m)} — Prefill")
         self.reasoning_action.setVisible(self.reasoning_controls.set_model(m))
         self.stack.setCurrentWidget(self.chat_view)
@@ -329,7 +335,7 @@ class MainWindow(QMainWindow):
         self.models_page, self.downloads = build_models_page(lambda: self.settings, code_palette(self.theme), self)
         self.models_page.load_requested.connect(self.load_model)
         self.models_page.load_requested.connect(lambda _path: self.tabs.show_chat())
-        self.models_page.fit_compared.connect(self.show_notice)
+        self.models_page.fit_compared.connect(self.models_page.show_message)  # the page's business, not the chat's
         self.models_page.library_panel.refreshed.connect(self.library_listing.refresh)  # a download, an import
         self.model_loaded.connect(self.models_page.compare_loaded)
         return self.models_page
@@ -362,9 +368,18 @@ class MainWindow(QMainWindow):
         """The Server dock (None until Serve is first pressed: the HTTP stack loads then)."""
         return self.server.dock
 
-    def show_notice(self, text: str) -> None:
+    def show_notice(self, text: str, lasting: bool = False) -> None:
+        """A sentence under the chat ("" hides it). One not `lasting` tells of the moment, and goes when
+        the moment does: a load, a chat switch or an answer clears it; a `lasting` one (what start-up
+        found) stays until another replaces it or an answer starts."""
         self.notice.setText(text)
         self.notice.setVisible(bool(text))
+        self._notice_lasting = lasting and bool(text)
+
+    def clear_passing_notice(self) -> None:
+        """Hide the notice unless it is a lasting one: what it said no longer holds."""
+        if not self._notice_lasting:
+            self.show_notice("")
 
     def show_problem(self, text: str) -> None:
         """A fault of the history or the settings file: kept in view, each sentence once."""
@@ -385,6 +400,7 @@ class MainWindow(QMainWindow):
         self.sidebar.show_answer({})
 
     def _on_controller_conversation_opened(self, cid: int) -> None:
+        self.clear_passing_notice()  # "Exported…", an answer's note: about the chat shown before
         self.sidebar.show_answer(last_answer_figures(self.transcript))  # this chat's last answer, not the last run
         self.chat_view.set_system_prompt(self.controller.system_prompt)
         if self.loaded is not None:
