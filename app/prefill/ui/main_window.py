@@ -465,8 +465,9 @@ class MainWindow(QMainWindow):
         ui = self.settings.ui
         if ui.window_geometry:
             self.restoreGeometry(QByteArray.fromBase64(ui.window_geometry.encode()))
-        else:
-            self.resize(1280, 800)
+        else:  # the first start: a roomy window, within a small laptop's screen
+            screen = self.screen().availableGeometry()
+            self.resize(min(1280, screen.width()), min(800, screen.height()))
         self.panels.restore(ui.splitter_states)  # the positions, and the panels hidden
 
     def window_state_settings(self) -> Settings:
