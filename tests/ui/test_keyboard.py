@@ -200,7 +200,7 @@ def test_tab_visits_every_part_in_order_and_every_stop_has_a_name(app, qtbot, sm
     assert all(x in stops for x in wanted)
     assert [stops.index(x) for x in wanted] == sorted(stops.index(x) for x in wanted)  # the parts in order
     bar = w.findChild(QToolBar)
-    toolbar = [bar.widgetForAction(a) for a in (w.models_action, w.serve_action, w.system_action, w.settings_action,
+    toolbar = [bar.widgetForAction(a) for a in (w.serve_action, w.system_action, w.settings_action,
                                                  w.shortcuts_action)]
     assert all(x in stops for x in toolbar)
     assert stops.index(w.model_combo) < stops.index(toolbar[0]) < stops.index(w.conversations.search)

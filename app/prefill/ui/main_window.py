@@ -189,8 +189,8 @@ class MainWindow(QMainWindow):
         bar.addSeparator()
         self.system_action = QAction("System prompt…", self)
         self.settings_action = QAction("Settings…", self)
-        self.models_action = QAction("Models…", self)
-        bar.addAction(self.models_action)
+        # The Models tab is the one entry to the Models page; the action is its shortcut (Ctrl+Shift+M).
+        self.models_action = QAction("Models", self)
         self.serve_action = QAction("Serve", self)
         self.serve_action.setCheckable(True)
         self.serve_action.setToolTip("Serve the loaded model over an OpenAI-compatible API, with its slots live")
