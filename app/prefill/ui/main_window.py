@@ -201,6 +201,9 @@ class MainWindow(QMainWindow):
         bar.addAction(self.system_action)
         bar.addAction(self.settings_action)
         self.history_menu = HistoryMenu(self, self.store, lambda: self.controller.conversation_id)
+        # Named for what it does: chats out to files and back in (and, first, compacting the open chat).
+        self.history_menu.button.setText("Export/Import")
+        self.history_menu.button.setAccessibleName("Export or import chats; compact this chat")
         bar.addWidget(self.history_menu.button)
         # The chat's own action, first in its menu: the model summarises the earlier turns (compaction_rows).
         self.compact_action = QAction("Compact this chat (summarise the earlier turns)", self)
