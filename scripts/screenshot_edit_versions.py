@@ -64,8 +64,8 @@ def inside(out: Path) -> int:
         QTimer.singleShot(600, lambda: (shoot("edit-versions-older.png", window_only=True), small()))
 
     def small() -> None:
-        w.serve_action.setChecked(True)
         w.resize(900, 600)
+        w.serve_action.setChecked(True)
         QTimer.singleShot(800, lambda: (shoot("serve-900x600.png", window_only=True), shots.app.quit()))
 
     w.model_loaded.connect(lambda _m: step())
