@@ -129,7 +129,9 @@ def test_an_export_without_versions_imports() -> None:
     ({"versions": [{"content": "a"}], "version": 2}, "version: expected a whole number from 0 to 1, found 2"),
     ({"versions": [{"content": "a"}], "version": True}, "version: expected a whole number from 0 to 1"),
     ({"versions": [], "version": -1}, "expected a whole number from 0 to 0, found -1"),
-    ({"role": "user", "versions": [{"content": "a"}]}, "only an answer has versions, not a user message"),
+    ({"role": "system", "versions": [{"content": "a"}]}, "only an answer or a question has versions, not a system"),
+    ({"role": "user", "versions": [{"content": "a", "later": [{"role": "tool", "content": "x", "created_at": 1}]}]},
+     "versions[0].later[0].role: expected one of system, user, assistant"),
     ({"versions": [{"content": "a"}] * 1000}, "messages[0].versions: more than 999 entries"),
 ])
 def test_a_malformed_versions_field_is_refused_with_where_it_is(change: dict, words: str) -> None:

@@ -103,6 +103,31 @@ def test_export_and_import_carry_the_images(store: HistoryStore, tmp_path: Path)
         assert [p.name for p in (tmp_path / "other" / "images").iterdir()] == [image.digest]
 
 
+def test_edit_keeps_the_later_turns_images_on_the_old_version_and_exports_them(
+        store: HistoryStore, tmp_path: Path) -> None:
+    later = png((7, 8, 9))
+    chat = store.create_conversation()
+    question = store.add_message(chat.id, "user", "first")
+    store.add_message(chat.id, "assistant", "one")
+    store.add_message(chat.id, "user", "look", images=[later])
+    store.add_message(chat.id, "assistant", "red")
+    store.edit_message(question.id, "first, edited")  # the image's turn is kept on the old version
+    store.sweep_images()
+    assert [p.name for p in (store.path.parent / "images").iterdir()] == [later.digest]
+    exported = tmp_path / "out.json"
+    exported.write_text(render(store.export_conversations(), "json", 0.0))
+    doc = json.loads(exported.read_text())
+    assert list(doc["images"]) == [later.digest]
+    assert doc["conversations"][0]["messages"][0]["versions"][0]["later"][1]["images"] == [later.digest]
+    with HistoryStore(tmp_path / "other" / "history.sqlite3", clock=ticking_clock()) as other:
+        other.import_conversations(list(read_import_file(exported).conversations))
+        (conv,) = other.list_conversations()
+        other.show_version(other.messages(conv.id)[0].id, 0)
+        shown = other.messages(conv.id)
+        assert [m.content for m in shown] == ["first", "one", "look", "red"]
+        assert other.message_images(shown[2]) == (later,)
+
+
 def _doc_with(images: dict[str, object], named: list[str]) -> dict[str, object]:
     return {"format": "prefill-history", "version": 1, "exported_at": 0, "images": images,
             "conversations": [{"id": "u1", "title": "t", "created_at": 1, "updated_at": 1, "messages": [

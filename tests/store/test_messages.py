@@ -83,14 +83,23 @@ def test_title_from_text(text: str, expected: str) -> None:
     assert len(title) <= 48
 
 
-def test_edit_replaces_text_and_drops_what_followed(store: HistoryStore) -> None:
+def test_edit_keeps_the_old_words_and_what_followed_as_a_version(store: HistoryStore) -> None:
     conv_id, ids = _chat(store, "q1", "a1", "q2", "a2")
     other_id, other_ids = _chat(store, "other q", "other a")
     edited = store.edit_message(ids[0], "q1 edited")
-    assert edited.content == "q1 edited"
-    assert [m.id for m in store.messages(conv_id)] == [ids[0]]
-    assert store.message(ids[0]).content == "q1 edited"
+    assert (edited.content, edited.version, [v.content for v in edited.all_versions()]) == (
+        "q1 edited", 1, ["q1", "q1 edited"])
+    assert [m.id for m in store.messages(conv_id)] == [ids[0]]  # the new version has nothing after it yet
+    assert [t.content for t in edited.versions[0].later] == ["a1", "q2", "a2"]  # kept with the old words
     assert [m.id for m in store.messages(other_id)] == other_ids
+    store.add_message(conv_id, "assistant", "a1 again")
+    back = store.show_version(ids[0], 0)  # paged back: the old words, and their turns as messages again
+    assert back.content == "q1" and back.version == 0
+    assert [(m.role, m.content) for m in store.messages(conv_id)] == [
+        ("user", "q1"), ("assistant", "a1"), ("user", "q2"), ("assistant", "a2")]
+    assert [t.content for t in back.versions[0].later] == ["a1 again"]  # and the new branch kept in turn
+    store.show_version(ids[0], 1)
+    assert [m.content for m in store.messages(conv_id)] == ["q1 edited", "a1 again"]
 
 
 def test_edit_then_new_messages_follow_in_order(store: HistoryStore) -> None:

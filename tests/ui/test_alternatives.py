@@ -1,8 +1,10 @@
-"""Alternatives and branches in the real window: an answer's versions paged in place, edit in place,
-Branch from here (its prefix reused), delete with Undo."""
+"""Alternatives and branches in the real window: an answer's versions paged in place, edit in place (the
+words before and the turns after them kept as a version of the question), Branch from here (its prefix
+reused), delete with Undo."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -11,6 +13,8 @@ from PySide6.QtWidgets import QPlainTextEdit
 from prefill.engine.local.kv_disk import KvDiskCache
 from prefill.engine.request import ChatRequest
 from prefill.store import HistoryStore
+from prefill.store.history_export import write_export
+from prefill.store.history_import import read_import_file
 from prefill.ui.main_window import MainWindow
 from tests.ui.conftest import ANSWER_TIMEOUT, load, send, small_settings
 
@@ -218,3 +222,60 @@ def test_undo_is_withdrawn_when_the_chat_is_deleted(app, qtbot, smollm2: Path) -
     assert not w.chat_view.toast.isVisible() and w.transcript.rowCount() == 0
     qtbot.waitUntil(lambda: w.store.pending() == 0)
     assert not w.problem.isVisible()  # the message went with its chat: nothing to report
+
+
+def test_edit_keeps_the_later_turns_on_the_old_version_over_a_restart_and_in_an_export(
+        app, qtbot, smollm2: Path, tmp_path: Path) -> None:
+    w = app.open(small_settings(max_tokens=4))
+    load(qtbot, w, smollm2)
+    c = w.controller
+    first = send(qtbot, w, "Name a fruit.").text
+    send(qtbot, w, "Name another.")
+    before = [(r.role, r.content) for r in w.transcript.rows()]
+    assert [role for role, _ in before] == ["user", "assistant", "user", "assistant"]
+    with qtbot.waitSignal(c.answer_finished, timeout=ANSWER_TIMEOUT):
+        w.message_actions._on_view_edit_saved(0, "Name a colour.")  # the middle question, edited and saved
+    rows = w.transcript.rows()
+    assert [(r.role, r.content) for r in rows][:1] == [("user", "Name a colour.")] and len(rows) == 2
+    assert (rows[0].version, rows[0].versions) == (1, 2)
+    qtbot.waitUntil(lambda: w.chat_view.live_widget(0) is not None, timeout=10_000)
+    assert w.chat_view.live_widget(0).version_label.text() == "2 / 2"
+    edited = [(r.role, r.content) for r in rows]
+
+    with qtbot.waitSignal(c.conversation_opened, timeout=10_000):  # ‹: the old words, their turns after them
+        w.message_actions.run("older", 0)
+    assert [(r.role, r.content) for r in w.transcript.rows()] == before
+    assert w.transcript.row(1).content == first and w.transcript.row(0).versions == 2
+    qtbot.waitUntil(lambda: w.chat_view.live_widget(0) is not None, timeout=10_000)
+    assert w.chat_view.live_widget(0).version_label.text() == "1 / 2"
+    with qtbot.waitSignal(c.conversation_opened, timeout=10_000):  # ›: the new words and their answer
+        w.message_actions.run("newer", 0)
+    assert [(r.role, r.content) for r in w.transcript.rows()] == edited
+    cid = c.conversation_id
+    qtbot.waitUntil(lambda: w.store.pending() == 0)
+    app.close(w)
+
+    w2 = app.open()  # a restart: the same file read by a new window
+    with qtbot.waitSignal(w2.controller.conversation_opened, timeout=10_000):
+        w2.controller.open_conversation(cid)
+    assert [(r.role, r.content) for r in w2.transcript.rows()] == edited
+    with qtbot.waitSignal(w2.controller.conversation_opened, timeout=10_000):
+        w2.message_actions.run("older", 0)
+    assert [(r.role, r.content) for r in w2.transcript.rows()] == before
+    qtbot.waitUntil(lambda: w2.store.pending() == 0)
+    app.close(w2)
+
+    with HistoryStore(app.data / "history.sqlite3") as history:  # an export holds both versions, and back
+        out = tmp_path / "chats.json"
+        write_export(out, history.export_conversations([cid]), "json")
+        question = json.loads(out.read_text("utf-8"))["conversations"][0]["messages"][0]
+        assert question["content"] == "Name a fruit." and question["version"] == 0
+        kept = question["versions"][0]
+        assert kept["content"] == "Name a colour." and [t["role"] for t in kept["later"]] == ["assistant"]
+        history.delete_conversation(cid)
+        history.import_conversations(read_import_file(out).conversations)
+        (conv,) = history.list_conversations()
+        assert [(m.role, m.content) for m in history.messages(conv.id)] == before
+        question_id = history.messages(conv.id)[0].id
+        history.show_version(question_id, 1)
+        assert [(m.role, m.content) for m in history.messages(conv.id)] == edited

@@ -16,6 +16,7 @@ from prefill.bench.tiny_vision import write_tiny_vision
 from prefill.engine.events import PrefillDone
 from prefill.engine.local.kv_disk import KvDiskCache
 from prefill.ui.main_window import MainWindow
+from prefill.ui.models.picker import loaded_name
 from tests.ui.conftest import ANSWER_TIMEOUT, load, small_settings
 
 ATTACH_TIMEOUT = 10_000
@@ -155,3 +156,7 @@ def test_a_model_without_its_projector_says_which_file_images_need(app, qtbot, t
     w.images.attach_files([str(_png(tmp_path / "x.png", (1, 2, 3)))])
     assert "projector" in w.notice.text() and "mmproj" in w.notice.text()
     assert w.input.images == [] and w.input.editor.toPlainText() == "typed"
+    # the model as the window names it (model.gguf is generic: the file's general.name, read for a person),
+    # and no command-line flag
+    assert w.notice.text().startswith(f"{loaded_name(w.loaded)} cannot see images")
+    assert "--mmproj" not in w.notice.text() and "Models page" in w.notice.text()

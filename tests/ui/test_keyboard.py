@@ -200,7 +200,7 @@ def test_tab_visits_every_part_in_order_and_every_stop_has_a_name(app, qtbot, sm
     assert all(x in stops for x in wanted)
     assert [stops.index(x) for x in wanted] == sorted(stops.index(x) for x in wanted)  # the parts in order
     bar = w.findChild(QToolBar)
-    toolbar = [bar.widgetForAction(a) for a in (w.models_action, w.serve_action, w.system_action, w.settings_action,
+    toolbar = [bar.widgetForAction(a) for a in (w.serve_action, w.system_action, w.settings_action,
                                                  w.shortcuts_action)]
     assert all(x in stops for x in toolbar)
     assert stops.index(w.model_combo) < stops.index(toolbar[0]) < stops.index(w.conversations.search)
@@ -217,8 +217,9 @@ def test_toolbar_actions_take_tab_and_are_named(app, qtbot) -> None:
     _active(qtbot, w)
     stops = _walk(qtbot, w.input.editor)
     by_name = {_named(s): s for s in stops}
-    for name in ("Models", "Serve", "System prompt", "Settings", "Shortcuts", "Model", "Send"):
+    for name in ("Serve", "System prompt", "Settings", "Shortcuts", "Model", "Send"):
         assert name in by_name, name
+    assert "Models" not in by_name  # the Models tab is the one way there (and Ctrl+Shift+M)
     # The stop after the toolbar's last button (the sidebar's toggle, at its right end) is the chat list's search box.
     assert stops.index(by_name["Shortcuts"]) < stops.index(by_name["Figures"])
     assert stops.index(w.conversations.search) == stops.index(by_name["Figures"]) + 1

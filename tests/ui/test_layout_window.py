@@ -1,7 +1,7 @@
 """The window's layout holds: the side panels shown and hidden by button and shortcut and remembered
 across a restart, the chat column's width the same before, while and after a model loads, icons on
-every tool bar action, nothing in the tool bar's overflow at 900 px, and the chat's system prompt
-shown above its messages."""
+every tool bar action, nothing in the tool bar's overflow at 900 px, the chat's system prompt
+shown above its messages, and the Server panel opening inside the window, which fits 900×600 with it."""
 
 from __future__ import annotations
 
@@ -134,3 +134,41 @@ def test_a_theme_switch_redraws_the_panel_icons_and_the_muted_row(qtbot, app) ->
         assert _icon_ink(w.panels.actions["chats"]) > light_ink  # light ink on the dark tool bar
     finally:
         apply_theme(qapp, "light")
+
+
+def _inside(w: MainWindow, part) -> bool:
+    """`part` is shown whole inside the window, at no less than its smallest size."""
+    from PySide6.QtCore import QRect
+
+    at = part.mapTo(w, part.rect().topLeft())
+    hint = part.minimumSizeHint()
+    return (part.isVisible() and w.rect().contains(QRect(at, part.size()))
+            and part.height() >= hint.height() and part.width() >= hint.width())
+
+
+def test_serve_opens_inside_the_window_and_the_window_fits_900x600_with_it(qtbot, app, tmp_path,
+                                                                          monkeypatch) -> None:
+    from dataclasses import replace
+
+    from PySide6.QtCore import QSize
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the Models page opens without the network
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    s = small_settings()
+    w = app.open(replace(s, ui=replace(s.ui, models_dir=str(tmp_path / "models"))))
+    w.resize(1280, 720)
+    qtbot.waitUntil(lambda: w.size() == QSize(1280, 720))
+    w.open_models()  # the Models page's panes: the tallest thing the window shows
+    w.serve_action.setChecked(True)
+    qtbot.waitUntil(lambda: w.server_dock is not None and w.server_dock.isVisible() and w.server_dock.height() > 0)
+    assert w.size() == QSize(1280, 720)  # the Server panel opened inside the window: it did not grow
+    for tab in (w.tabs.show_models, w.tabs.show_chat):
+        tab()
+        hint = w.minimumSizeHint()
+        assert hint.width() <= 900 and hint.height() <= 600, hint
+        assert w.minimumSize().width() <= 900 and w.minimumSize().height() <= 600, w.minimumSize()
+    w.resize(900, 600)
+    qtbot.waitUntil(lambda: w.size() == QSize(900, 600))
+    qtbot.waitUntil(lambda: _inside(w, w.server_dock) and _inside(w, w.input), timeout=2000)  # nothing cut off
+    w.tabs.show_models()
+    qtbot.waitUntil(lambda: _inside(w, w.server_dock) and w.size() == QSize(900, 600), timeout=2000)

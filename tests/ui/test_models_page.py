@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QMessageBox, QToolBar
 
 from prefill.engine.llama.hardware import GpuMemory, MachineMemory
 from prefill.engine.llama.memory_fit import Fit
@@ -469,9 +469,20 @@ def test_models_is_a_tab_of_the_main_window(app, qtbot, tmp_path: Path, monkeypa
     assert w.tabs.currentIndex() == MODELS and not w.splitter.isVisible()
     press()
     assert w.tabs.currentIndex() == CHAT and w.splitter.isVisible() and not page.isVisible()
-    w.models_action.trigger()  # the toolbar's Models, the same way
+    assert w.models_action not in w.findChild(QToolBar).actions()  # one entry: the tab (and its shortcut)
+    w.models_action.trigger()  # the shortcut's action, the same way
     assert w.models_page is page and page.isVisible()
     w.tabs.setCurrentIndex(CHAT)  # a click on the Chat tab
     assert w.splitter.isVisible()
     w.open_models()
     assert w.tabs.currentIndex() == MODELS and w.models_page is page
+
+
+def test_a_gated_repository_points_to_the_token_field_in_settings(
+        qtbot, page: ModelsPage, hub: FakeHub, tmp_path: Path) -> None:  # noqa: F811
+    add_repo(hub, "meta/Gated-GGUF", {"g-Q4_0.gguf": tiny_bytes(tmp_path, "g")}, gated=True)
+    open_repo(qtbot, page, "meta/Gated-GGUF")
+    download(qtbot, page, "g-Q4_0.gguf")
+    qtbot.waitUntil(lambda: "is gated" in page.message.text(), timeout=WAIT)
+    said = page.message.text()
+    assert "Settings › Downloads › Hugging Face token" in said and "HF_TOKEN" not in said, said

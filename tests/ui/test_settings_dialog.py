@@ -122,3 +122,20 @@ def test_the_memory_tab_sets_the_resident_models_limits(qtbot) -> None:
     assert not ok_enabled(d) and "Memory for models" in d.problem.text()
     d.editors["memory.budget_mb"].set_value("none")
     assert ok_enabled(d) and d.result_settings().memory.limits()[0] == 0
+
+
+def test_a_models_folder_that_cannot_be_made_is_refused_inline(qtbot, tmp_path) -> None:
+    d = SettingsDialog(Settings())
+    qtbot.addWidget(d)
+    folder = d.editors["ui.models_dir"]
+    folder.input.setText("/proc/prefill-models")  # a place no folder can be made in
+    d.accept()
+    assert d.result() != d.DialogCode.Accepted  # OK pressed: still open, the fault said beside the field
+    assert "cannot hold models" in folder.fault.text() and "cannot be created there" in folder.fault.text()
+    assert "Models folder" in d.problem.text() and not d.problem.isHidden()
+    assert not (tmp_path / "new").exists()
+    folder.input.setText(str(tmp_path / "new" / "models"))  # a folder that can be made: made on OK
+    assert folder.fault.text() == ""
+    d.accept()
+    assert d.result() == d.DialogCode.Accepted and (tmp_path / "new" / "models").is_dir()
+    assert d.result_settings().ui.models_dir == str(tmp_path / "new" / "models")

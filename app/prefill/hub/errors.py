@@ -6,6 +6,8 @@ the CLI word them further (a next step), they never need to parse them.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prefill.engine.units import format_bytes
 
 
@@ -71,6 +73,20 @@ class UnsafeFileName(HubError):
     def __init__(self, name: str, why: str):
         self.name = name
         super().__init__(f"refusing the file name {name!r}: {why}")
+
+
+class ModelsDirUnusable(HubError):
+    """The models folder chosen cannot hold the library: it cannot be created, is not a folder, or
+    nothing can be written in it.
+
+    Attributes:
+        path: The folder.
+        why: What is wrong with it, in words.
+    """
+
+    def __init__(self, path: Path, why: str):
+        self.path, self.why = path, why
+        super().__init__(f"the models folder {path} cannot be used: {why}")
 
 
 class NoSuchModel(HubError):

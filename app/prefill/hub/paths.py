@@ -8,13 +8,16 @@ models folder.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import tempfile
 import unicodedata
 from pathlib import Path, PurePosixPath
 
 from platformdirs import user_data_dir
 
-from prefill.hub.errors import UnsafeFileName
+from prefill.hub.errors import ModelsDirUnusable, UnsafeFileName
 
 PARTIAL_DIR = ".partial"  # downloads in progress: never listed as models
 IMPORTED_DIR = "local"  # models imported from elsewhere on this machine
@@ -33,6 +36,51 @@ _BIDI_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u20
 def default_models_dir() -> Path:
     """The default models folder: the platform's user data folder for Prefill, then `models`."""
     return Path(user_data_dir("prefill", appauthor=False)) / "models"
+
+
+def check_models_dir(path: Path, create: bool = True) -> Path:
+    """Make sure `path` can hold the model library and return it.
+
+    With `create`, the folder is made (with its parents) when missing and a file is written in it and
+    removed; without, nothing is written: the folder, or the nearest folder above it that exists, must
+    be a folder this process may write in (a quick check while a person types a path).
+
+    Raises:
+        ModelsDirUnusable: It cannot be created, is not a folder, or cannot be written in, in words.
+    """
+    path = path.expanduser()
+    if not path.is_absolute():
+        raise ModelsDirUnusable(path, "give the whole path, from the top of the disk")
+    if not create:
+        existing = next((p for p in (path, *path.parents) if p.exists()), None)
+        if existing is not None and not existing.is_dir():
+            raise ModelsDirUnusable(path, f"{existing} is a file, not a folder")
+        if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+            raise ModelsDirUnusable(path, f"this account may not write in {existing}")
+        return path
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ModelsDirUnusable(path, "it is a file, not a folder") from None
+    except OSError as e:
+        raise ModelsDirUnusable(path, f"it cannot be created there: {_os_words(e)}") from None
+    if not path.is_dir():
+        raise ModelsDirUnusable(path, "it is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=path, prefix=".prefill-check-"):
+            pass
+    except OSError as e:
+        raise ModelsDirUnusable(path, f"nothing can be written in it: {_os_words(e)}") from None
+    return path
+
+
+def _os_words(e: OSError) -> str:
+    """What the system said, as a person reads it."""
+    words = {errno.ENOENT: "the system keeps that place for itself (no folder can be made in it)",
+             errno.EACCES: "this account may not write there", errno.EPERM: "this account may not write there",
+             errno.EROFS: "the disk there is read-only", errno.ENOSPC: "the disk is full",
+             errno.ENOTDIR: "a part of the path is a file, not a folder"}
+    return words.get(e.errno or 0, e.strerror or str(e))
 
 
 def check_repo_id(repo_id: str) -> str:

@@ -21,9 +21,11 @@ from prefill.store.records import (
     MESSAGE_COLUMNS,
     AnswerVersion,
     ImageRef,
+    KeptTurn,
     Role,
     conversation_from_row,
     images_to_json,
+    kept_image_refs,
     message_from_row,
     to_json,
     versions_to_json,
@@ -47,6 +49,7 @@ class ArchivedMessage:
     versions: tuple[AnswerVersion, ...] = ()
     version: int = 0
     images: tuple[ImagePart, ...] = ()  # a user's message: the images it showed, bytes and all
+    kept_images: tuple[ImagePart, ...] = ()  # the images of the turns its other versions keep (`later`)
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,8 @@ def read_archive(
                 versions=m.versions,
                 version=m.version,
                 images=load_images(m.images) if load_images is not None and m.images else (),
+                kept_images=load_images(kept) if load_images is not None and (kept := kept_image_refs(m.versions))
+                else (),
             )
             for m in map(message_from_row, rows)
         )
@@ -200,7 +205,7 @@ def to_document(
     Images are kept once in ``images`` (by digest: base64 bytes, type and size) and named by digest
     from the messages that show them; a file without images has neither key, as before them."""
     conversations = list(conversations)
-    images = {i.digest: i for conv in conversations for m in conv.messages for i in m.images}
+    images = {i.digest: i for conv in conversations for m in conv.messages for i in (*m.images, *m.kept_images)}
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -223,8 +228,9 @@ def to_document(
                         "finish_reason": m.finish_reason,
                         "figures": dict(m.figures),
                         "complete": m.complete,
-                        # Only an answer regenerated has them: older Prefills read the rest alike.
-                        **({"versions": [v.as_dict() for v in m.versions], "version": m.version}
+                        # Only an answer regenerated or a question edited has them (a question's other
+                        # versions hold the turns that followed them, "later"): older Prefills read the rest alike.
+                        **({"versions": [_exported_version(v) for v in m.versions], "version": m.version}
                            if m.versions else {}),
                         **({"images": [i.digest for i in m.images]} if m.images else {}),
                     }
@@ -237,3 +243,20 @@ def to_document(
                             "data": base64.b64encode(i.data).decode("ascii")} for d, i in images.items()}}
            if images else {}),
     }
+
+
+def _exported_version(v: AnswerVersion) -> dict[str, Any]:
+    """A version as the export writes it: the turns a question's version keeps name their images by
+    digest, as messages do."""
+    out = v.as_dict()
+    if v.later:
+        out["later"] = [_exported_turn(t) for t in v.later]
+    return out
+
+
+def _exported_turn(t: KeptTurn) -> dict[str, Any]:
+    out = t.as_dict()
+    del out["versions"], out["version"], out["images"]
+    return {**out, **({"versions": [_exported_version(v) for v in t.versions], "version": t.version}
+                      if t.versions else {}),
+            **({"images": [i.digest for i in t.images]} if t.images else {})}

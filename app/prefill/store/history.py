@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Self
 
@@ -33,14 +34,17 @@ from prefill.store.records import (
     MESSAGE_COLUMNS,
     AnswerVersion,
     ConversationRecord,
+    KeptTurn,
     MessageRecord,
     check_role,
     conversation_from_row,
     images_from_json,
     images_to_json,
+    kept_image_refs,
     message_from_row,
     title_from_text,
     to_json,
+    versions_from_json,
     versions_to_json,
 )
 from prefill.store.schema import new_uid
@@ -235,14 +239,19 @@ class HistoryStore:
             return self._message(conn, message_id)
 
     def edit_message(self, message_id: int, content: str) -> MessageRecord:
-        """Replace a message's text and delete every message after it in its chat.
-
-        The answer to an edited question is generated anew, so what followed is dropped.
+        """Give a question new words as a new version of it: the words it had and every message after
+        it are kept as its version before (paged back with ``show_version``); it shows the new words,
+        with nothing after it yet (the answer to them is generated anew). A message of another role
+        has its text replaced, and what followed it is dropped.
 
         Raises:
             MessageNotFound: No such message.
         """
         with db.transaction(self._db) as conn:
+            message = self._message(conn, message_id)
+            if message.role == "user":
+                every = [*self._kept_shown(conn, message), AnswerVersion(content)][-MAX_VERSIONS:]
+                return self._show_question(conn, message, every, len(every) - 1)
             self._delete_after(conn, message_id)
             conn.execute(
                 "UPDATE messages SET content = ?, complete = 1 WHERE id = ?", (content, message_id)
@@ -269,6 +278,10 @@ class HistoryStore:
         chat still shows stays); return how many went."""
         used = {ref.digest for (text,) in self._db.execute("SELECT images FROM messages WHERE images != '[]'")
                 for ref in images_from_json(text)}
+        # and the images of the turns a question's other versions keep
+        used |= {ref.digest for (text,) in self._db.execute("SELECT versions FROM messages WHERE versions LIKE"
+                                                            " '%\"later\"%'")
+                 for ref in kept_image_refs(versions_from_json(text))}
         return self.images.sweep(used)
 
     def delete_messages_after(self, message_id: int) -> int:
@@ -350,10 +363,12 @@ class HistoryStore:
         return record
 
     def show_version(self, message_id: int, index: int, drop_shown: bool = False) -> MessageRecord:
-        """Show another version of an answer (its place among them all, clamped to those there are).
+        """Show another version of a message (its place among them all, clamped to those there are).
+        A question's version comes back with the turns that followed it, and the turns after the one
+        shown now are kept with that one.
 
         Args:
-            message_id: The answer.
+            message_id: The answer or question.
             index: The version to show, 0 the first.
             drop_shown: Forget the version shown now (an answer that failed), unless it is the only one.
                 ``index`` counts without it.
@@ -363,10 +378,41 @@ class HistoryStore:
         """
         with db.transaction(self._db) as conn:
             message = self._message(conn, message_id)
+            if message.role == "user":
+                return self._show_question(conn, message, self._kept_shown(conn, message), index)
             every = message.all_versions()
             if drop_shown and len(every) > 1:
                 del every[message.version]
             return self._show(conn, message_id, every, index)
+
+    def _kept_shown(self, conn: sqlite3.Connection, message: MessageRecord) -> list[AnswerVersion]:
+        """A question's versions, the one shown holding the messages after it (which go from the chat)."""
+        after = conn.execute(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? AND position > ? ORDER BY position",
+            (message.conversation_id, message.position),
+        )
+        later = tuple(KeptTurn.of(message_from_row(row)) for row in after)
+        self._delete_after(conn, message.id)
+        every = message.all_versions()
+        every[message.version] = replace(every[message.version], later=later)
+        return every
+
+    def _show_question(
+        self, conn: sqlite3.Connection, message: MessageRecord, every: list[AnswerVersion], index: int
+    ) -> MessageRecord:
+        """Show a question's version `index` and put back the turns kept with it (`_kept_shown` first)."""
+        index = min(max(0, index), len(every) - 1)
+        later = every[index].later
+        every[index] = replace(every[index], later=())
+        record = self._show(conn, message.id, every, index)
+        conn.executemany(
+            "INSERT INTO messages (conversation_id, position, role, content, created_at, finish_reason, figures,"
+            " complete, reasoning, versions, version, images) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(message.conversation_id, message.position + 1 + n, t.role, t.content, t.created_at, t.finish_reason,
+              to_json(t.figures), int(t.complete), t.reasoning, versions_to_json(t.versions), t.version,
+              images_to_json(t.images)) for n, t in enumerate(later)],
+        )
+        return record
 
     def branch_conversation(self, message_id: int) -> ConversationRecord:
         """Make a chat of this message's chat up to and including it, titled "Branch of <title>".
@@ -422,7 +468,7 @@ class HistoryStore:
     def _with_images(self, conversations: Iterable[ArchivedConversation]) -> Iterator[ArchivedConversation]:
         for conv in conversations:
             for m in conv.messages:
-                for image in m.images:
+                for image in (*m.images, *m.kept_images):
                     self.images.put(image)
             yield conv
 

@@ -81,7 +81,7 @@ def _message(m: ArchivedMessage) -> str:
         parts.append(m.content.strip() + "\n")
     notes = []
     if m.versions:  # the one shown; the others are in the JSON export
-        notes.append(f"answer {m.version + 1} of {len(m.versions) + 1}")
+        notes.append(f"{'answer' if m.role == 'assistant' else 'version'} {m.version + 1} of {len(m.versions) + 1}")
     if not m.complete:
         notes.append("cut off")
     if m.finish_reason:

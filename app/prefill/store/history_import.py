@@ -41,9 +41,12 @@ from prefill.store.archive_images import BadImage, export_images, message_images
 from prefill.store.errors import ImportRejected
 from prefill.store.records import (
     DEFAULT_TITLE,
+    MAX_KEPT_DEPTH,
     MAX_VERSIONS,
     ROLES,
     AnswerVersion,
+    ImageRef,
+    KeptTurn,
     check_role,
     title_from_text,
     to_json,
@@ -498,17 +501,8 @@ def _prefill_message(obj: dict[str, Any], where: str, images: dict[str, ImagePar
     if role not in ROLES:
         _fail(f"{where}.role", f"expected one of {', '.join(ROLES)}, found {role!r}")
     shown = _version(obj, where)
-    versions: tuple[AnswerVersion, ...] = ()
-    version = 0
-    if "versions" in obj or "version" in obj:  # an answer's other versions: exports before them have none
-        if role != "assistant":
-            _fail(f"{where}.versions", f"only an answer has versions, not a {role} message")
-        raw = _list(obj.get("versions"), f"{where}.versions", MAX_VERSIONS - 1)
-        versions = tuple(_version(_object(v, f"{where}.versions[{n}]"), f"{where}.versions[{n}]")
-                         for n, v in enumerate(raw))
-        version = obj.get("version", 0)
-        if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= len(versions):
-            _fail(f"{where}.version", f"expected a whole number from 0 to {len(versions)}, found {version!r}")
+    kept: list[ImagePart] = []  # the images of the turns its versions keep
+    versions, version = _versions_of(obj, role, where, images, kept, 0)
     return ArchivedMessage(
         role=check_role(role),
         content=shown.content,
@@ -520,7 +514,25 @@ def _prefill_message(obj: dict[str, Any], where: str, images: dict[str, ImagePar
         versions=versions,
         version=version,
         images=_images_of(obj, where, images),
+        kept_images=tuple(kept),
     )
+
+
+def _versions_of(obj: dict[str, Any], role: str, where: str, images: dict[str, ImagePart], kept: list[ImagePart],
+                 depth: int) -> tuple[tuple[AnswerVersion, ...], int]:
+    """A message's other versions and where the shown one stands: an answer's (exports before them have
+    none), or a question's, each with the turns that followed it (`later`)."""
+    if "versions" not in obj and "version" not in obj:
+        return (), 0
+    if role not in ("assistant", "user"):
+        _fail(f"{where}.versions", f"only an answer or a question has versions, not a {role} message")
+    raw = _list(obj.get("versions"), f"{where}.versions", MAX_VERSIONS - 1)
+    versions = tuple(_version(_object(v, f"{where}.versions[{n}]"), f"{where}.versions[{n}]", images, kept, depth)
+                     for n, v in enumerate(raw))
+    version = obj.get("version", 0)
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= len(versions):
+        _fail(f"{where}.version", f"expected a whole number from 0 to {len(versions)}, found {version!r}")
+    return versions, version
 
 
 def _images_of(obj: dict[str, Any], where: str, images: dict[str, ImagePart]) -> tuple[ImagePart, ...]:
@@ -530,18 +542,43 @@ def _images_of(obj: dict[str, Any], where: str, images: dict[str, ImagePart]) ->
         raise _Bad(str(e)) from None
 
 
-def _version(obj: dict[str, Any], where: str) -> AnswerVersion:
-    """What a message and each of an answer's versions hold: its text, thinking, end and figures."""
+def _version(obj: dict[str, Any], where: str, images: dict[str, ImagePart] | None = None,
+             kept: list[ImagePart] | None = None, depth: int = 0) -> AnswerVersion:
+    """What a message and each of its versions hold: its text, thinking, end and figures; a question's
+    version not shown, the turns that followed it (`later`)."""
     complete = obj.get("complete", True)
     if not isinstance(complete, bool):
         _fail(f"{where}.complete", f"expected true or false, found {_kind(complete)}")
+    later: tuple[KeptTurn, ...] = ()
+    if images is not None and kept is not None and "later" in obj:
+        if depth >= MAX_KEPT_DEPTH:
+            _fail(f"{where}.later", f"versions nested more than {MAX_KEPT_DEPTH} levels deep")
+        raw = _list(obj["later"], f"{where}.later", MAX_MESSAGES)
+        later = tuple(_kept_turn(_object(t, f"{where}.later[{n}]"), f"{where}.later[{n}]", images, kept, depth + 1)
+                      for n, t in enumerate(raw))
     return AnswerVersion(
         content=_text(obj, "content", where, MAX_TEXT_CHARS),
         reasoning=_text(obj, "reasoning", where, MAX_TEXT_CHARS, ""),
         finish_reason=_optional_text(obj, "finish_reason", where, MAX_LINE_CHARS),
         figures=_mapping(obj, "figures", where, MAX_FIGURES_CHARS),
         complete=complete,
+        later=later,
     )
+
+
+def _kept_turn(obj: dict[str, Any], where: str, images: dict[str, ImagePart], kept: list[ImagePart],
+               depth: int) -> KeptTurn:
+    """One of the turns a question's version keeps: a message as the export writes one."""
+    role = _text(obj, "role", where, MAX_LINE_CHARS)
+    if role not in ROLES:
+        _fail(f"{where}.role", f"expected one of {', '.join(ROLES)}, found {role!r}")
+    shown = _version(obj, where)
+    versions, version = _versions_of(obj, role, where, images, kept, depth)
+    parts = _images_of(obj, where, images)
+    kept.extend(parts)
+    return KeptTurn(check_role(role), shown.content, _time(obj, "created_at", where), shown.reasoning,
+                    shown.finish_reason, shown.figures, shown.complete, versions, version,
+                    tuple(ImageRef.of(p) for p in parts))
 
 
 # --- llama.cpp web UI ---------------------------------------------------------------------

@@ -46,14 +46,18 @@ class ConversationRecord:
 
 @dataclass(frozen=True)
 class AnswerVersion:
-    """One answer to a question, kept beside the one shown (Regenerate keeps every answer).
+    """One version of a message, kept beside the one shown: an answer's (Regenerate keeps every answer)
+    or a question's (an edit keeps the words it replaced, with the turns that followed them).
 
     Attributes:
-        content: The answer's text.
+        content: The text.
         reasoning: Its thinking ("" = none).
         finish_reason: Why it ended, None if unknown.
         figures: Its figures, its tool calls ("tool_calls") included.
         complete: False for an answer cut off by a crash.
+        later: A question's version not shown: the turns that followed it, as they were (its branch of
+            the chat); they come back as messages when it is shown again. () for the one shown and for
+            an answer's versions.
     """
 
     content: str
@@ -61,11 +65,48 @@ class AnswerVersion:
     finish_reason: str | None = None
     figures: Mapping[str, Any] = field(default_factory=dict, hash=False)
     complete: bool = True
+    later: tuple[KeptTurn, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """The version as a JSON object (the column's and the export's shape)."""
         return {"content": self.content, "reasoning": self.reasoning, "finish_reason": self.finish_reason,
-                "figures": dict(self.figures), "complete": self.complete}
+                "figures": dict(self.figures), "complete": self.complete,
+                **({"later": [t.as_dict() for t in self.later]} if self.later else {})}
+
+
+@dataclass(frozen=True)
+class KeptTurn:
+    """A message kept inside a question's other version: one of the turns that followed it (a
+    `MessageRecord` without its row, its versions and images as they were).
+
+    Attributes are those of `MessageRecord` of the same names.
+    """
+
+    role: Role
+    content: str
+    created_at: float
+    reasoning: str = ""
+    finish_reason: str | None = None
+    figures: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    complete: bool = True
+    versions: tuple[AnswerVersion, ...] = ()
+    version: int = 0
+    images: tuple[ImageRef, ...] = ()
+
+    @classmethod
+    def of(cls, m: MessageRecord) -> KeptTurn:
+        return cls(m.role, m.content, m.created_at, m.reasoning, m.finish_reason, m.figures, m.complete,
+                   m.versions, m.version, m.images)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "content": self.content, "created_at": self.created_at,
+                "reasoning": self.reasoning, "finish_reason": self.finish_reason, "figures": dict(self.figures),
+                "complete": self.complete, "versions": [v.as_dict() for v in self.versions],
+                "version": self.version, "images": [i.as_dict() for i in self.images]}
+
+    def image_refs(self) -> list[ImageRef]:
+        """Its images and those of every turn kept inside its own versions."""
+        return [*self.images, *(r for v in self.versions for t in v.later for r in t.image_refs())]
 
 
 @dataclass(frozen=True)
@@ -156,6 +197,7 @@ MESSAGE_COLUMNS = (
     " reasoning, versions, version, images"
 )
 MAX_VERSIONS = 1000  # of one answer: paging past this many is not a use anyone has
+MAX_KEPT_DEPTH = 64  # versions kept inside turns kept inside versions…: a question edited inside an edited branch
 
 
 def check_role(role: str) -> Role:
@@ -210,19 +252,51 @@ def _json_list(text: str | None) -> list[Any]:
 def versions_from_json(text: str | None) -> tuple[AnswerVersion, ...]:
     """Decode the ``versions`` column; an entry that is not a version is left out (the column is ours,
     written by ``versions_to_json``, so that is a damaged file, not a shape to honour)."""
+    return _versions(_json_list(text), 0)
+
+
+def _versions(raw: list[Any], depth: int) -> tuple[AnswerVersion, ...]:
     out = []
-    for v in _json_list(text)[:MAX_VERSIONS]:
+    for v in raw[:MAX_VERSIONS]:
         if not isinstance(v, dict) or not isinstance(v.get("content"), str):
             continue
-        reason, figures = v.get("finish_reason"), v.get("figures")
+        reason, figures, later = v.get("finish_reason"), v.get("figures"), v.get("later")
         out.append(AnswerVersion(
             v["content"],
             v["reasoning"] if isinstance(v.get("reasoning"), str) else "",
             reason if isinstance(reason, str) else None,
             figures if isinstance(figures, dict) else {},
             v["complete"] if isinstance(v.get("complete"), bool) else True,
+            _kept_turns(later, depth + 1) if isinstance(later, list) and depth < MAX_KEPT_DEPTH else (),
         ))
     return tuple(out)
+
+
+def _kept_turns(raw: list[Any], depth: int) -> tuple[KeptTurn, ...]:
+    out = []
+    for t in raw:
+        if not isinstance(t, dict) or t.get("role") not in ROLES or not isinstance(t.get("content"), str):
+            continue
+        when, reason, figures = t.get("created_at"), t.get("finish_reason"), t.get("figures")
+        versions = _versions(t["versions"], depth) if isinstance(t.get("versions"), list) else ()
+        version = t.get("version")
+        out.append(KeptTurn(
+            t["role"], t["content"],
+            float(when) if isinstance(when, int | float) and not isinstance(when, bool) else 0.0,
+            t["reasoning"] if isinstance(t.get("reasoning"), str) else "",
+            reason if isinstance(reason, str) else None,
+            figures if isinstance(figures, dict) else {},
+            t["complete"] if isinstance(t.get("complete"), bool) else True,
+            versions,
+            min(max(0, version), len(versions)) if isinstance(version, int) and not isinstance(version, bool) else 0,
+            _image_refs(t["images"]) if isinstance(t.get("images"), list) else (),
+        ))
+    return tuple(out)
+
+
+def kept_image_refs(versions: Sequence[AnswerVersion]) -> list[ImageRef]:
+    """The images of every turn kept inside these versions (at any depth)."""
+    return [r for v in versions for t in v.later for r in t.image_refs()]
 
 
 def images_to_json(images: Sequence[ImageRef]) -> str:
@@ -235,8 +309,12 @@ DIGEST = re.compile(r"[0-9a-f]{64}")  # an image's SHA-256 in hex: its name in i
 
 def images_from_json(text: str | None) -> tuple[ImageRef, ...]:
     """Decode the ``images`` column; an entry that is not a reference is left out (a damaged file)."""
+    return _image_refs(_json_list(text))
+
+
+def _image_refs(raw: list[Any]) -> tuple[ImageRef, ...]:
     out = []
-    for v in _json_list(text):
+    for v in raw:
         if not isinstance(v, dict) or not isinstance(v.get("digest"), str) or not DIGEST.fullmatch(v["digest"]):
             continue
         numbers: list[Any] = [v.get(k) for k in ("width", "height", "size")]

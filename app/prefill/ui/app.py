@@ -65,7 +65,10 @@ def build_window(
     engine = EngineThread(disk)
     window = MainWindow(start.settings, store, engine, bundled, theme, mcp)
     if start.notice:  # an unreadable file stays unsaved all session: keep saying so
-        (window.show_notice if start.writable else window.show_problem)(start.notice)
+        if start.writable:
+            window.show_notice(start.notice, lasting=True)
+        else:
+            window.show_problem(start.notice)
     if start.repaired:
         store.save_settings(start.settings)  # the next start reads a clean file
     return window, store, engine
@@ -147,7 +150,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     def reopen(unfinished: str | None) -> None:
         path, notice = model_to_open(model, settings.model.last_model_path, unfinished)
         if notice:
-            window.show_notice(notice)
+            window.show_notice(notice, lasting=True)  # about the load it starts: kept through it
         if path:
             window.load_model(path)
 

@@ -43,6 +43,7 @@ from prefill.ui.history.room import HistoryRoom
 from prefill.ui.keyboard_access import install_focus_order
 from prefill.ui.models.loading import ModelLoading
 from prefill.ui.models.main_tabs import MainTabs, build_models_page
+from prefill.ui.models.models_folder import usable_at_start
 from prefill.ui.models.picker import ModelPicker, loaded_name
 from prefill.ui.models.room import LibraryListing, wire_model_choice, wire_residents
 from prefill.ui.panels import PanelToggles, StatusLabel, ask_export_chat, set_toolbar_icons
@@ -89,6 +90,7 @@ class MainWindow(QMainWindow):
                  documents: DocumentsThread | None = None):
         super().__init__()
         self.setWindowTitle("Prefill")
+        settings, folder_notice = usable_at_start(settings)  # a Models folder that cannot be used: the default
         self.settings_changes = SettingsChanges(settings, self)  # `settings` below; parts subscribe to theirs
         self.store, self.engine, self.bundled = store, engine, bundled
         self.theme = theme
@@ -112,6 +114,7 @@ class MainWindow(QMainWindow):
         self.notice.setObjectName("notice")
         self.notice.setWordWrap(True)
         self.notice.hide()
+        self._notice_lasting = False  # the notice shown holds until replaced (else a load, a switch clear it)
         # What keeps failing (the history, the settings file) stays in view until fixed,
         # apart from the notices a chat replaces.
         self.problem = plain_label()
@@ -161,6 +164,8 @@ class MainWindow(QMainWindow):
         self._restore_geometry()
         self.stack.setCurrentWidget(self.welcome)
         self.focus_order = install_focus_order(self, self)
+        if folder_notice:
+            self.show_notice(folder_notice, lasting=True)
 
     @property
     def settings(self) -> Settings:
@@ -193,8 +198,8 @@ class MainWindow(QMainWindow):
         bar.addSeparator()
         self.system_action = QAction("System prompt…", self)
         self.settings_action = QAction("Settings…", self)
-        self.models_action = QAction("Models…", self)
-        bar.addAction(self.models_action)
+        # The Models tab is the one entry to the Models page; the action is its shortcut (Ctrl+Shift+M).
+        self.models_action = QAction("Models", self)
         self.serve_action = QAction("Serve", self)
         self.serve_action.setCheckable(True)
         self.serve_action.setToolTip("Serve the loaded model over an OpenAI-compatible API, with its slots live")
@@ -205,6 +210,9 @@ class MainWindow(QMainWindow):
         bar.addAction(self.system_action)
         bar.addAction(self.settings_action)
         self.history_menu = HistoryMenu(self, self.store, lambda: self.controller.conversation_id)
+        # Named for what it does: chats out to files and back in (and, first, compacting the open chat).
+        self.history_menu.button.setText("Export/Import")
+        self.history_menu.button.setAccessibleName("Export or import chats; compact this chat")
         bar.addWidget(self.history_menu.button)
         # The chat's own action, first in its menu: the model summarises the earlier turns (compaction_rows).
         self.compact_action = QAction("Compact this chat (summarise the earlier turns)", self)
@@ -252,6 +260,7 @@ class MainWindow(QMainWindow):
                                 self.controller.busy_changed, self.load_model, self)
         # What a load changes across the rooms.
         self.loading.started.connect(self.sidebar.set_loading)
+        self.loading.started.connect(lambda _name: self.clear_passing_notice())  # "Load a model first"…
         self.loading.loaded.connect(self._on_loading_loaded)
         self.loading.failed.connect(self._on_loading_failed)
         self.loading.cancelled.connect(lambda: self.sidebar.set_model(None, "Loading was cancelled."))
@@ -307,7 +316,7 @@ class MainWindow(QMainWindow):
 
     def _on_loading_loaded(self, m: LoadedModel) -> None:
         self.sidebar.set_model(m, name=loaded_name(m))
-        self.images.set_model(m)
+        self.images.set_model(m, loaded_name(m))
         self.setWindowTitle(f"{loaded_name(m)} — Prefill")
         self.reasoning_action.setVisible(self.reasoning_controls.set_model(m))
         self.stack.setCurrentWidget(self.chat_view)
@@ -338,7 +347,7 @@ class MainWindow(QMainWindow):
         self.models_page, self.downloads = build_models_page(lambda: self.settings, code_palette(self.theme), self)
         self.models_page.load_requested.connect(self.load_model)
         self.models_page.load_requested.connect(lambda _path: self.tabs.show_chat())
-        self.models_page.fit_compared.connect(self.show_notice)
+        self.models_page.fit_compared.connect(self.models_page.show_message)  # the page's business, not the chat's
         self.models_page.library_panel.refreshed.connect(self.library_listing.refresh)  # a download, an import
         self.model_loaded.connect(self.models_page.compare_loaded)
         return self.models_page
@@ -371,9 +380,18 @@ class MainWindow(QMainWindow):
         """The Server dock (None until Serve is first pressed: the HTTP stack loads then)."""
         return self.server.dock
 
-    def show_notice(self, text: str) -> None:
+    def show_notice(self, text: str, lasting: bool = False) -> None:
+        """A sentence under the chat ("" hides it). One not `lasting` tells of the moment, and goes when
+        the moment does: a load, a chat switch or an answer clears it; a `lasting` one (what start-up
+        found) stays until another replaces it or an answer starts."""
         self.notice.setText(text)
         self.notice.setVisible(bool(text))
+        self._notice_lasting = lasting and bool(text)
+
+    def clear_passing_notice(self) -> None:
+        """Hide the notice unless it is a lasting one: what it said no longer holds."""
+        if not self._notice_lasting:
+            self.show_notice("")
 
     def show_problem(self, text: str) -> None:
         """A fault of the history or the settings file: kept in view, each sentence once."""
@@ -394,6 +412,7 @@ class MainWindow(QMainWindow):
         self.sidebar.show_answer({})
 
     def _on_controller_conversation_opened(self, cid: int) -> None:
+        self.clear_passing_notice()  # "Exported…", an answer's note: about the chat shown before
         self.sidebar.show_answer(last_answer_figures(self.transcript))  # this chat's last answer, not the last run
         self.chat_view.set_system_prompt(self.controller.system_prompt)
         if self.loaded is not None:
@@ -458,8 +477,9 @@ class MainWindow(QMainWindow):
         ui = self.settings.ui
         if ui.window_geometry:
             self.restoreGeometry(QByteArray.fromBase64(ui.window_geometry.encode()))
-        else:
-            self.resize(1280, 800)
+        else:  # the first start: a roomy window, within a small laptop's screen
+            screen = self.screen().availableGeometry()
+            self.resize(min(1280, screen.width()), min(800, screen.height()))
         self.panels.restore(ui.splitter_states)  # the positions, and the panels hidden
 
     def window_state_settings(self) -> Settings:

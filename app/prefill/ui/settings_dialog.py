@@ -34,6 +34,7 @@ from prefill.engine.setting_fields import hints
 from prefill.hub.model_names import model_display_name
 from prefill.session.loaded import LoadedModel
 from prefill.store.app_settings import PER_MODEL_FIELDS, RELOAD_FIELDS, SECTIONS, ModelSettings, Settings
+from prefill.ui.models.models_folder import folder_problem
 from prefill.ui.settings_editors import RELOAD_NOTE, FieldEditor, range_text, side_by_side
 from prefill.ui.widgets.plain_text import plain_label, tooltip
 
@@ -177,8 +178,9 @@ class SettingsDialog(QDialog):
         new = self.original.with_values(values)
         return new.with_model_overrides(self.model_path, own)
 
-    def check(self) -> str:
-        """Why the edited settings cannot be used, in words ("" when they can); the field at fault says it too."""
+    def check(self, create_folders: bool = False) -> str:
+        """Why the edited settings cannot be used, in words ("" when they can); the field at fault says it too.
+        `create_folders`: the Models folder is made now and written in (OK), else only looked at."""
         for each in self.editors.values():
             each.show_fault("")
         try:
@@ -188,10 +190,18 @@ class SettingsDialog(QDialog):
             if editor is not None:
                 editor.show_fault(f"{e.reason[:1].upper()}{e.reason[1:]}.")
             return f"{editor.label if editor else e.key}: {e.reason}."
+        folder = self.editors["ui.models_dir"]
+        problem = folder_problem(str(folder.value()), create_folders)
+        if problem:
+            folder.show_fault(problem)
+            return f"{folder.label}: {problem[:1].lower()}{problem[1:]}"
         return ""
 
     def accept(self) -> None:
-        if not self.check():
+        problem = self.check(create_folders=True)
+        self.problem.setText(problem)
+        self.problem.setVisible(bool(problem))
+        if not problem:
             super().accept()
 
     def set_cache_usage(self, usage: Usage | None) -> None:

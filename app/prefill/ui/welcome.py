@@ -42,9 +42,8 @@ class Welcome(QWidget):
         open_button.clicked.connect(self.open_file)
         lay.addWidget(open_button, 0, Qt.AlignmentFlag.AlignCenter)
         more = rich_label(
-            "Other models: search and download GGUF models from the Hugging Face hub in "
-            "<b>Models…</b> on the toolbar (or <code>prefill get REPO --quant Q4_K_M</code>), "
-            "or open any .gguf you have."
+            "Other models: search and download GGUF models from the Hugging Face hub in the "
+            "<b>Models</b> tab above, or open any .gguf you have."
         )
         more.setWordWrap(True)
         more.setAlignment(Qt.AlignmentFlag.AlignCenter)

@@ -56,7 +56,7 @@ def test_figures_and_finish_reasons_in_words(qtbot) -> None:
     s = sidebar_of(qtbot)
     s.begin_answer()
     s.on_metrics(M)
-    assert s.text("kv") == "114 of 4,096 slots · 2.0 of 96 MiB"
+    assert s.text("kv") == "114 of 4,096 cells · 2.0 of 96 MiB"
     assert s.text("itl") == "48.0 / 70.0 ms"
     s.on_finished(Finished("length", "x", M))
     assert s.text("tokens") == f"40 tokens · {finish_words('length')}"

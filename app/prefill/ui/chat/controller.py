@@ -87,6 +87,8 @@ class ChatController(QObject):
         self.opening.made.connect(self.conversations_changed)
         self.opening.opened.connect(self.conversation_opened)
         self.opening.row_requested.connect(self.row_requested)
+        self._when_idle: Callable[[], None] | None = None  # asked during an answer: done once it has ended
+        self.busy_changed.connect(self._on_busy_changed)
 
     @property
     def answering(self) -> Answering | None:
@@ -127,9 +129,14 @@ class ChatController(QObject):
 
     def new_conversation(self, then: Callable[[int], None] | None = None,
                          error: Callable[[Exception], None] | None = None) -> None:
-        if not self.busy:
-            self.pending.commit()
-            self.opening.new(then, error)
+        """Start a new chat and show it (`then` gets its id). During an answer (Ctrl+N, New chat), the
+        answer is stopped first, kept as stopped in its chat, and the new chat opens once it has ended."""
+        if self.busy:
+            self._when_idle = lambda: self.new_conversation(then, error)
+            self.stop()
+            return
+        self.pending.commit()
+        self.opening.new(then, error)
 
     def conversation(self, options: TemplateOptions | None = None) -> Conversation:
         """The chat shown, as the conversation service holds it, asked as the settings say now (`options`:
@@ -193,6 +200,11 @@ class ChatController(QObject):
         if self.busy:
             self.worker.stop_answer()  # a question waiting is answered DENY, a running tool is told
             self.relay.settle_question()
+
+    def _on_busy_changed(self, busy: bool) -> None:
+        if not busy and self._when_idle is not None:
+            then, self._when_idle = self._when_idle, None
+            then()
 
     def _on_relay_ended(self) -> None:
         self.busy_changed.emit(False)

@@ -1,5 +1,6 @@
 """What can be done to a message of the chat shown, in the window and in the history: regenerate an
-answer, page through its versions, branch a new chat from it, retry a question, edit one, delete one."""
+answer, page through its versions (or an edited question's, each with the turns that followed it),
+branch a new chat from it, retry a question, edit one (a new version: nothing is lost), delete one."""
 
 from __future__ import annotations
 
@@ -59,14 +60,23 @@ class MessageEdits:
         self._chat.generate(version_of=old)
 
     def page(self, row: int, step: int) -> None:
-        """Show another version of the answer at `row` (-1 the one before, +1 the one after)."""
+        """Show another version of the answer or edited question at `row` (-1 the one before, +1 the one
+        after); a question's version comes back with the turns that followed it."""
         r = self._model.row(row) if 0 <= row < self._model.rowCount() else None
-        if self._chat.busy or r is None or r.role != "assistant" or r.message_id < 0:
+        if self._chat.busy or r is None or r.role not in ("assistant", "user") or r.message_id < 0:
             return
         to = r.version + step
-        if 0 <= to < r.versions:
-            self._pending.commit()
+        if not 0 <= to < r.versions:
+            return
+        self._pending.commit()
+        if r.role == "assistant":
             self._store.show_version(r.message_id, to, then=self.show_answer)
+            return
+
+        def shown(record: MessageRecord) -> None:  # the turns after it changed: the chat is read again
+            self._chat.open_conversation(record.conversation_id, record.id)
+
+        self._store.show_version(r.message_id, to, then=shown)
 
     def show_answer(self, record: MessageRecord) -> None:
         """Put a stored answer's shown version (and its tool rows) in place of the rows it has now."""
@@ -108,18 +118,26 @@ class MessageEdits:
         self._chat.generate()
 
     def edit(self, row: int, text: str) -> None:
-        """Replace a user message; the answer after it is generated anew. A summary is edited in place."""
+        """Give a user message new words as a new version of it (‹ 2 / 2 ›): the words before and the
+        turns after them are kept as its version before, and the answer is generated anew. A summary
+        is edited in place."""
         if 0 <= row < self._model.rowCount() and self._model.row(row).role == SUMMARY:
             self._compaction.edit(row, text)
             return
         if self._chat.busy or not self._chat.complete or self._model.row(row).role != "user" or not text.strip():
             return
+        r = self._model.row(row)
+        if r.message_id < 0:  # its row in the history is on its way: edit once it is there
+            def again() -> None:
+                if row < self._model.rowCount() and self._model.row(row).message_id >= 0:
+                    self.edit(row, text)
+
+            self._store.after_pending(again)
+            return
         self._pending.commit()
-        mid = self._model.row(row).message_id
         self._model.remove_from(row + 1)
-        self._model.update_row(row, content=text)
-        if mid >= 0:
-            self._store.edit_message(mid, text)
+        self._model.update_row(row, content=text, version=r.versions, versions=r.versions + 1)
+        self._store.edit_message(r.message_id, text)
         self._chat.generate()
 
     def delete(self, row: int) -> None:

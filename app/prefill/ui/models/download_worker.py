@@ -31,6 +31,7 @@ from prefill.hub.client import HubClient
 from prefill.hub.manager import DownloadEvent, DownloadManager, JobState
 from prefill.hub.quants import ModelFiles
 from prefill.hub.transfer import RetryPolicy
+from prefill.ui.models.hub_words import hub_error_text
 from prefill.ui.widgets.plain_text import tooltip
 
 _COLUMNS = ("Model", "State", "Progress", "Speed", "Time left", "")
@@ -205,7 +206,7 @@ class DownloadQueuePanel(QWidget):
         if e.state == JobState.DONE:
             self.finished.emit(e)
         elif e.state == JobState.FAILED and e.error is not None:
-            self.error.emit(f"Downloading {e.model.name} failed: {e.error}.")
+            self.error.emit(f"Downloading {e.model.name} failed: {hub_error_text(e.error)}.")
         self.state_changed.emit(e)
 
     def _add_row(self, key: tuple[str, str], e: DownloadEvent) -> None:

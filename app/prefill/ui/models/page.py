@@ -52,6 +52,7 @@ from prefill.ui.markdown.rich_text import CodePalette
 from prefill.ui.models import repo_files
 from prefill.ui.models.card_view import CardView
 from prefill.ui.models.download_worker import DownloadQueuePanel, DownloadWorker
+from prefill.ui.models.hub_words import hub_error_text
 from prefill.ui.models.library_panel import LibraryPanel
 from prefill.ui.models.suggestions_panel import SuggestionsPanel
 from prefill.ui.widgets.plain_text import plain_label
@@ -350,7 +351,7 @@ class ModelsPage(QWidget):
 
     def _on_hub_failed(self, job: int, which: str, what: str, e: Exception) -> None:
         if job == getattr(self, which):
-            self.show_message(f"{what}: {e}.")
+            self.show_message(f"{what}: {hub_error_text(e)}.")
 
     # --- downloads and loads ---------------------------------------------------------------
     def selected_model(self) -> ModelFiles | None:

@@ -46,6 +46,9 @@ class ServerRoom(QObject):
             self._window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock)
             self.dock.visibilityChanged.connect(self._serve.setChecked)
         self.dock.setVisible(shown)
+        if shown:  # a third of the window at most: the chat keeps the room it needs
+            height = max(self.dock.minimumSizeHint().height(), self._window.height() // 3)
+            self._window.resizeDocks([self.dock], [height], Qt.Orientation.Vertical)
 
     def _on_worker_serving(self, url: str) -> None:
         self._notice(f"Serving this model at {url}/v1. This chat is now one of the server's requests: "

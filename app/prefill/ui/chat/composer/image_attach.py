@@ -4,7 +4,7 @@
 (`image_jobs`), and puts what passes in the input box with its thumbnail; a refusal is a notice
 in words, and the typed text is never touched. A model loaded without its projector cannot see
 images: the button is off with a tooltip saying why, and an image offered anyway is refused with
-the engine's own `ImagesNeedProjector` sentence.
+that sentence (`no_projector_words`: the model as the window names it, and no command-line flag).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from PySide6.QtCore import QEvent, QObject, Signal
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QImage
 from PySide6.QtWidgets import QFileDialog, QWidget
 
-from prefill.engine.vision.errors import ImageRejected, ImagesNeedProjector
+from prefill.engine.vision.errors import ImageRejected
 from prefill.session.loaded import LoadedModel
 from prefill.ui.chat.composer.document_sources import offered
 from prefill.ui.chat.composer.input_box import InputBox
@@ -40,7 +40,7 @@ class ImageAttacher(QObject):
     def __init__(self, box: InputBox, jobs: PoolJobs, thumbs: ImageThumbs, window: QWidget):
         super().__init__(window)
         self.box, self.jobs, self.thumbs, self.window = box, jobs, thumbs, window
-        self.why_not = str(ImagesNeedProjector())  # "": the model answering can see images
+        self.why_not = no_projector_words()  # "": the model answering can see images
         self._pending = 0  # images on the pool, not in the box yet
         box.use_thumbs(thumbs)
         box.images_offered.connect(self.offer)
@@ -49,14 +49,15 @@ class ImageAttacher(QObject):
         window.installEventFilter(self)
         self._set_allowed()
 
-    def set_model(self, loaded: LoadedModel | None) -> None:
-        """What answers now: a local model sees images only with its projector; a remote decides itself."""
+    def set_model(self, loaded: LoadedModel | None, name: str = "") -> None:
+        """What answers now: a local model sees images only with its projector; a remote decides itself.
+        `name`: the model as the window names it."""
         if loaded is None:
-            self.why_not = str(ImagesNeedProjector())
+            self.why_not = no_projector_words()
         elif loaded.remote or loaded.projector:
             self.why_not = ""
         else:
-            self.why_not = str(ImagesNeedProjector(loaded.name))
+            self.why_not = no_projector_words(name)
         self._set_allowed()
 
     def _set_allowed(self) -> None:
@@ -120,6 +121,14 @@ class ImageAttacher(QObject):
                     self.offer(images)
             return True
         return False
+
+
+def no_projector_words(name: str = "") -> str:
+    """Why images cannot be attached: the window's words for `ImagesNeedProjector` (no raw general.name,
+    no command-line flag)."""
+    who = name or "This model"
+    return (f"{who} cannot see images: it was loaded without its projector (an mmproj-….gguf file from its "
+            "repository). Download the model again on the Models page, which brings its projector, then load it.")
 
 
 def attach_images(box: InputBox, view: ChatView, window: QWidget, notice: Callable[[str], None]) -> ImageAttacher:

@@ -467,7 +467,7 @@ class EngineSidebar(QWidget):
         self.kv_bar.setValue(int(frac * 1000))
         self.kv_bar.setStyleSheet(kv_bar_style(frac, self.theme))
         self.labels["kv"].setText(
-            f"{m.kv_used:,} of {m.kv_total:,} slots · {m.kv_bytes / MIB:.1f} of {m.kv_bytes_total / MIB:.0f} MiB"
+            f"{m.kv_used:,} of {m.kv_total:,} cells · {m.kv_bytes / MIB:.1f} of {m.kv_bytes_total / MIB:.0f} MiB"
         )
 
 

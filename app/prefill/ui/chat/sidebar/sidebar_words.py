@@ -22,7 +22,8 @@ GROUPS: dict[str, Words] = {
                     "about ¾ of an English word on average."),
     "kv": Words("Memory for this chat", "The KV cache: for every token of the chat the model keeps the keys and "
                 "values its attention layers worked out, so earlier text is not worked out again for each new "
-                "word. Each token takes one slot (a KV cell); the context size is how many slots there are."),
+                "word. Each token takes one memory cell (a KV cell); the context size is how many cells there are. "
+                "(The server's slots are something else: requests decoded together.)"),
     "speed": Words("Speed", "How long you waited and how fast the answer was written."),
     "documents": Words("Documents", "What the chat's documents did for the last question, apart from reading "
                        "the prompt: whether they went in whole or passages were searched for it, how long those "

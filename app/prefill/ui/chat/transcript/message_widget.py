@@ -71,6 +71,8 @@ ACTION_TIPS = {
     "branch": "Start a new chat from here, with the messages up to this one",
     "older": "Show the answer before this one", "newer": "Show the next answer",
 }
+QUESTION_TIPS = {"older": "Show the words before this edit, with the turns that followed them",
+                 "newer": "Show the next version of this message, with the turns that followed it"}
 
 
 class MessageWidget(QFrame):
@@ -129,6 +131,7 @@ class MessageWidget(QFrame):
         actions = ["copy", "branch", "delete"]
         if role == "user":
             actions[1:1] = ["edit", "retry"]  # retry: shown only on a question left without an answer
+            actions[0:0] = ["older", "newer"]  # ‹ 1 / 2 ›: shown once an edit has kept the words before
         elif role == "assistant":
             actions[0:0] = ["older", "newer"]  # ‹ 2 / 3 ›: shown once an answer has versions
             actions.insert(3, "regenerate")
@@ -141,8 +144,9 @@ class MessageWidget(QFrame):
             b.setText({"older": "‹", "newer": "›"}.get(name, name.capitalize()))
             b.setAutoRaise(True)
             b.setObjectName(f"message-{name}")
-            b.setToolTip(ACTION_TIPS[name])
-            b.setAccessibleName(ACTION_TIPS[name])
+            tip = QUESTION_TIPS.get(name, ACTION_TIPS[name]) if role == "user" else ACTION_TIPS[name]
+            b.setToolTip(tip)
+            b.setAccessibleName(tip)
             b.clicked.connect(lambda _=False, n=name: self.action.emit(n, self))
             if name in ("older", "newer", "retry"):
                 bar.addWidget(b)
@@ -245,13 +249,14 @@ class MessageWidget(QFrame):
         self.set_versions(self._version, self._versions)
 
     def set_versions(self, version: int, versions: int) -> None:
-        """An answer's pager: ‹ version+1 / versions ›, shown once it has more than one."""
+        """An answer's or an edited question's pager: ‹ version+1 / versions ›, shown once it has more than one."""
         if "older" not in self.buttons:
             return
         self._version, self._versions = version, versions
         shown = versions > 1
         self.version_label.setText(f"{version + 1} / {versions}")
-        self.version_label.setAccessibleName(f"Answer {version + 1} of {versions}")
+        what = "Version" if self.role == "user" else "Answer"
+        self.version_label.setAccessibleName(f"{what} {version + 1} of {versions}")
         for name in ("older", "newer"):
             self.buttons[name].setVisible(shown)
         self.version_label.setVisible(shown)
