@@ -110,6 +110,23 @@ def test_a_missing_path_is_refused_in_words(data_home: Path, capsys: pytest.Capt
     assert "no file or folder at /no/such/place" in capsys.readouterr().err
 
 
+def test_add_without_paths_looks_at_the_collections_own_folders_again(data_home: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _folder(tmp_path)
+    assert main(["docs", "add", "nature", str(folder)]) == 0
+    (folder / "tea.txt").write_text("Black tea is withered, rolled and oxidised before drying.\n")
+    (folder / "owls.md").unlink()
+    capsys.readouterr()
+    assert main(["docs", "add", "nature"]) == 0
+    err = capsys.readouterr().err
+    assert "nature: 1 indexed" in err and "1 removed" in err
+    assert main(["docs", "search", "nature", "barn owl mice", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)["results"]
+    assert found and not any("owl" in r["text"] for r in found) and any("oxidised" in r["text"] for r in found)
+    assert main(["docs", "add", "other"]) == 1
+    assert "no document collection named 'other'" in capsys.readouterr().err
+
+
 def test_the_progress_line_rewrites_itself_on_a_terminal() -> None:
     class Tty(io.StringIO):
         def isatty(self) -> bool:

@@ -97,6 +97,11 @@ class DocumentsTurn:
 
 
 def _query(c: ToolCall) -> str | None:
+    """The call's `query`; a small model that names its argument otherwise has its first text taken."""
     args = c.arguments_object()
-    query = args.get("query") if isinstance(args, dict) else None
+    if not isinstance(args, dict):
+        return None
+    query = args.get("query")
+    if not isinstance(query, str):
+        query = next((v for v in args.values() if isinstance(v, str)), None)
     return query if isinstance(query, str) and query.strip() else None
