@@ -25,6 +25,7 @@ TOOL_NAME = "search_documents"
 TOOL_PASSAGES = 5  # passages one search by the model returns, at most
 MAX_SEARCH_ROUNDS = 3  # answers in which the model may search; in the next the tool is withdrawn
 NO_PASSAGE = "No passage of the collection answers that query."
+NO_ROOM = "Passages were found, but none fits the room left in the context: answer from those given before."
 Count = Callable[[str], int]
 
 
@@ -73,7 +74,7 @@ class DocumentsTurn:
             else:
                 found = [p for p in await self.search.find(query, CANDIDATES) if p.chunk_id not in self._seen]
                 numbered = await anyio.to_thread.run_sync(number_passages, found[:TOOL_PASSAGES], count, share)
-                text = sources_block(self._give(numbered, found)) or NO_PASSAGE
+                text = sources_block(self._give(numbered, found)) or (NO_ROOM if found else NO_PASSAGE)
             out.append(Message("tool", text, tool_call_id=c.id, name=c.name))
         return out
 
