@@ -4,6 +4,7 @@ test_docs_model.py."""
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -125,6 +126,20 @@ def test_add_without_paths_looks_at_the_collections_own_folders_again(data_home:
     assert found and not any("owl" in r["text"] for r in found) and any("oxidised" in r["text"] for r in found)
     assert main(["docs", "add", "other"]) == 1
     assert "no document collection named 'other'" in capsys.readouterr().err
+
+
+def test_a_named_collection_whose_folder_changed_is_indexed_again_for_a_chat(data_home: Path, tmp_path: Path) -> None:
+    from prefill.commands.chat import _ChatDocs
+
+    folder = _folder(tmp_path)
+    assert main(["docs", "add", "nature", str(folder)]) == 0
+    (folder / "owls.md").unlink()
+    docs = _ChatDocs(argparse.Namespace(docs=["nature"], embed_model="test"))
+    try:
+        docs._prepare()  # before the first search
+        assert sorted(Path(f.path).name for f in docs.library.files("nature")) == ["junk.txt", "tea.txt"]
+    finally:
+        docs.close()
 
 
 def test_the_progress_line_rewrites_itself_on_a_terminal() -> None:
