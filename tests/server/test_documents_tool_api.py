@@ -1,5 +1,6 @@
-"""The `search_documents` tool through `prefill serve`, with a scripted model that calls it and, once a result
-holding "Sunny" is in the conversation, answers citing [1]: the server answers the call with the passages
+"""The `search_documents` tool through `prefill serve`, with a scripted model that calls it (query="Oslo")
+and, once a result holding "Sunny" is in the conversation, answers citing [1]: the server answers the call
+with the passages
 its search finds, the model goes on, and the client gets one answer with its `sources`, in Chat Completions
 (whole and streamed), Messages and Ollama's chat. The collection is indexed with a hashed bag-of-words
 embedder the pool does not have, so the server searches it by its words."""
@@ -36,7 +37,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, P
     lib = DocumentLibrary(docs / "documents.sqlite3")
     lib.add("notes", [folder], HashEmbedder(), count_words)
     lib.close()
-    model = write_round_tripper(tmp_path_factory.mktemp("searcher") / "searcher.gguf", NAME, answer=ANSWER)
+    model = write_round_tripper(tmp_path_factory.mktemp("searcher") / "searcher.gguf", NAME, answer=ANSWER,
+                                key=("query",))
     s = start_server(model, "--parallel", "1", "--ctx", "1024", "--docs-dir", str(docs))
     yield s, folder.resolve()
     stop_server(s)
