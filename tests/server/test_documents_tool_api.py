@@ -1,9 +1,8 @@
 """The `search_documents` tool through `prefill serve`, with a scripted model that calls it (query="Oslo")
 and, once a result holding "Sunny" is in the conversation, answers citing [1]: the server answers the call
-with the passages
-its search finds, the model goes on, and the client gets one answer with its `sources`, in Chat Completions
-(whole and streamed), Messages and Ollama's chat. The collection is indexed with a hashed bag-of-words
-embedder the pool does not have, so the server searches it by its words."""
+with the passages its search finds, the model goes on, and the client gets one answer with its `sources`,
+in Chat Completions (whole and streamed), Messages and Ollama's chat. The collection is indexed with a
+hashed bag-of-words embedder the pool does not have, so the server searches it by its words."""
 
 from __future__ import annotations
 
