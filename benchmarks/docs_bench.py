@@ -5,7 +5,12 @@
                alone, words alone (FTS5 bm25) and both fused (reciprocal rank): recall@5 (the answering
                sentence, in its file and on its page, among the first five passages) and MRR over the first 10;
                both_words_0.5 fuses with a rank by words counting half one by vectors; both_k10 and both_k60
-               with the fusion's constant at 10 and 60 in place of search.RRF_K (2).
+               with the fusion's constant at 10 and 60 in place of search.RRF_K (2); both_rerank takes the
+               fused search's first 20 (search.py's candidates, as the server does) and reorders them by
+               the reranker's scores (`rerank_ms`: its time a question, p50 and p95). The reranker is a GGUF
+               given with --reranker, or by default the bundled MiniLM converted with a made-up, seeded
+               classification head (`reranker` in the JSON says which): its column then shows the cost
+               of reranking, not a reranker's quality.
   index        the corpus's indexing: files, pages and passages a second (reading, cutting, embedding, storing).
   big_pdf      a generated PDF of --pages pages (about 250 words a page) indexed in a child process: its pages
                and passages a second, and that process's peak resident memory (VmHWM, reset first) against
@@ -19,7 +24,7 @@
 The embedding model is the bundled all-MiniLM-L6-v2 (engine/embed) where it loads, else a deterministic
 bag-of-words hash (`embedder` in the JSON says which; quality figures with the hash say little).
 Rerun: python benchmarks/docs_bench.py [--json] [--pages 2000] [--chunks 10000,100000] [--embedder auto|hash]
-       [--big-embedder same|hash] [--chunk-tokens 200] [--sqlite-vec]
+       [--big-embedder same|hash] [--chunk-tokens 200] [--sqlite-vec] [--reranker made-up|none|PATH.gguf]
 With --json the last line is one JSON object.
 """
 
@@ -91,7 +96,34 @@ def _norm(s: str) -> str:
     return " ".join(s.split())
 
 
-def quality(embedder, count, folder: Path, chunk_tokens: int = 200) -> dict:  # noqa: ANN001
+def make_reranker(choice: str, folder: Path):  # noqa: ANN201
+    """(an EmbeddingModel that reranks, what it is), or (None, why not)."""
+    if choice == "none":
+        return None, "none"
+    try:
+        from prefill.engine.embed.model import EmbeddingModel
+    except ImportError as exc:
+        return None, f"engine/embed is not here ({exc})"
+    if choice != "made-up":
+        return EmbeddingModel.load(Path(choice)), Path(choice).name
+    from prefill.engine.embed.bert_gguf import RankHead, convert_bert
+    from prefill.engine.embed.bundled import bundled_embed_source
+
+    source = bundled_embed_source()
+    if source is None:
+        return None, "the bundled embedding model is not installed"
+    rng = np.random.default_rng(7)
+    head = RankHead(rng.normal(0, 384 ** -0.5, (1, 384)).astype(np.float32), np.array([0.25], dtype=np.float32))
+    path = convert_bert(source, folder / "made-up-rank.gguf", "made-up-rank", rank_head=head)
+    return EmbeddingModel.load(path), "bundled MiniLM with a made-up classification head (cost only)"
+
+
+def _rank_of(q, found: list) -> int | None:  # noqa: ANN001
+    return next((i + 1 for i, p in enumerate(found) if Path(p.file).name == q.file
+                 and _norm(q.passage) in _norm(p.text) and (q.page is None or p.page == q.page)), None)
+
+
+def quality(embedder, count, folder: Path, chunk_tokens: int = 200, reranker=None) -> dict:  # noqa: ANN001
     questions = write_corpus(folder / "corpus")
     conn = open_index(folder / "q.sqlite3")
     t0 = time.perf_counter()
@@ -110,14 +142,30 @@ def quality(embedder, count, folder: Path, chunk_tokens: int = 200) -> dict:  # 
         hits5, rr, misses = 0, 0.0, []
         for q in questions:
             found = s.search("corpus", q.question, embedder, k=10, mode=mode, words_weight=weight, rrf_k=rrf_k)
-            rank = next((i + 1 for i, p in enumerate(found) if Path(p.file).name == q.file
-                         and _norm(q.passage) in _norm(p.text) and (q.page is None or p.page == q.page)), None)
+            rank = _rank_of(q, found)
             hits5 += rank is not None and rank <= 5
             rr += 1.0 / rank if rank else 0.0
             if rank is None or rank > 5:
                 misses.append(q.question)
         out[name] = {"recall_at_5": round(hits5 / len(questions), 3), "mrr": round(rr / len(questions), 3),
                      "missed": misses[:5]}
+    if reranker is not None:
+        hits5, rr, misses, times = 0, 0.0, [], []
+        for q in questions:
+            found = s.search("corpus", q.question, embedder, k=20, mode="both")
+            t = time.perf_counter()
+            scores = reranker.rerank(q.question, [p.text for p in found], truncate=True)
+            times.append((time.perf_counter() - t) * 1000)
+            order = sorted(range(len(found)), key=lambda i: (-scores[i], i))
+            rank = _rank_of(q, [found[i] for i in order][:10])
+            hits5 += rank is not None and rank <= 5
+            rr += 1.0 / rank if rank else 0.0
+            if rank is None or rank > 5:
+                misses.append(q.question)
+        times.sort()
+        out["both_rerank"] = {"recall_at_5": round(hits5 / len(questions), 3), "mrr": round(rr / len(questions), 3),
+                              "missed": misses[:5], "rerank_ms": {"p50": round(statistics.median(times), 1),
+                                                                  "p95": round(times[int(0.95 * len(times)) - 1], 1)}}
     return out
 
 
@@ -230,6 +278,8 @@ def main() -> None:
     ap.add_argument("--chunk-tokens", type=int, default=200, help="passage size for the quality run (overlap: a fifth)")
     ap.add_argument("--big-embedder", choices=["same", "hash"], default="same",
                     help="the big PDF's embedder: the same, or the hash (reading, cutting, storing)")
+    ap.add_argument("--reranker", default="made-up", metavar="made-up|none|PATH",
+                    help="the both_rerank column's reranking GGUF (default: MiniLM with a made-up head: cost only)")
     ap.add_argument("--big-pdf-child", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.big_pdf_child:
@@ -239,7 +289,8 @@ def main() -> None:
     result: dict = {"embedder": what, "cores": os.cpu_count(), "vector_backend": ""}
     with tempfile.TemporaryDirectory() as d:
         folder = Path(d)
-        result["quality"] = quality(embedder, count, folder, a.chunk_tokens)
+        reranker, result["reranker"] = make_reranker(a.reranker, folder)
+        result["quality"] = quality(embedder, count, folder, a.chunk_tokens, reranker)
         t = time.perf_counter()
         for _ in range(10):
             embedder.embed(["how many solar panels power the pumps"])

@@ -4,6 +4,7 @@ test_docs_model.py."""
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -108,6 +109,37 @@ def test_ctrl_c_stops_indexing_and_a_rerun_goes_on(data_home: Path, tmp_path: Pa
 def test_a_missing_path_is_refused_in_words(data_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["docs", "add", "x", "/no/such/place"]) == 1
     assert "no file or folder at /no/such/place" in capsys.readouterr().err
+
+
+def test_add_without_paths_looks_at_the_collections_own_folders_again(data_home: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _folder(tmp_path)
+    assert main(["docs", "add", "nature", str(folder)]) == 0
+    (folder / "tea.txt").write_text("Black tea is withered, rolled and oxidised before drying.\n")
+    (folder / "owls.md").unlink()
+    capsys.readouterr()
+    assert main(["docs", "add", "nature"]) == 0
+    err = capsys.readouterr().err
+    assert "nature: 1 indexed" in err and "1 removed" in err
+    assert main(["docs", "search", "nature", "barn owl mice", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)["results"]
+    assert found and not any("owl" in r["text"] for r in found) and any("oxidised" in r["text"] for r in found)
+    assert main(["docs", "add", "other"]) == 1
+    assert "no document collection named 'other'" in capsys.readouterr().err
+
+
+def test_a_named_collection_whose_folder_changed_is_indexed_again_for_a_chat(data_home: Path, tmp_path: Path) -> None:
+    from prefill.commands.chat import _ChatDocs
+
+    folder = _folder(tmp_path)
+    assert main(["docs", "add", "nature", str(folder)]) == 0
+    (folder / "owls.md").unlink()
+    docs = _ChatDocs(argparse.Namespace(docs=["nature"], embed_model="test"))
+    try:
+        docs._prepare()  # before the first search
+        assert sorted(Path(f.path).name for f in docs.library.files("nature")) == ["junk.txt", "tea.txt"]
+    finally:
+        docs.close()
 
 
 def test_the_progress_line_rewrites_itself_on_a_terminal() -> None:

@@ -290,10 +290,13 @@ CALL_PIECES = ("<", "tool", "_call", '>{"', "name", '":"', "weather", '","', "ar
                "Os", "lo", '"}}', "</", "t", "ool", "_c", "all", ">")
 
 
-def _call_chain(v: Vocab, name: tuple[str, ...]) -> list[int]:
-    """The generation prompt's last token, the pieces of weather(city="Oslo") named `name`, <|im_end|>."""
+def _call_chain(v: Vocab, name: tuple[str, ...], key: tuple[str, ...] = ("city",)) -> list[int]:
+    """The generation prompt's last token, the pieces of weather(city="Oslo") named `name` (its argument
+    named by the pieces of `key`), <|im_end|>."""
     i = CALL_PIECES.index("weather")
     pieces = (*CALL_PIECES[:i], *name, *CALL_PIECES[i + 1 :])
+    j = pieces.index("city")
+    pieces = (*pieces[:j], *key, *pieces[j + 1 :])
     return [v.tokenize("<|im_start|>assistant\n")[-1], *(v.token(p) for p in pieces), v.token("<|im_end|>")]
 
 
@@ -311,7 +314,7 @@ def write_caller(path: Path, name: tuple[str, ...] = ("weather",)) -> Path:
 
 
 def write_round_tripper(path: Path, name: tuple[str, ...] = ("weather",), marker: str = "Sunny",
-                        answer: str = "It is sunny in Oslo.") -> Path:
+                        answer: str = "It is sunny in Oslo.", key: tuple[str, ...] = ("city",)) -> Path:
     """`write_caller`'s model, except that once a tool's result holding `marker` ("Sunny, 21 °C") is in
     the conversation, it answers `answer` in plain text instead of calling, so a tool round trip ends
     by itself. A result without the marker gets the call again. The marker's last token is the one
@@ -320,7 +323,7 @@ def write_round_tripper(path: Path, name: tuple[str, ...] = ("weather",), marker
     vocabs = vocab_dir()
     v = Vocab(vocabs / "ggml-vocab-qwen2.gguf")
     try:
-        chain = _call_chain(v, name)
+        chain = _call_chain(v, name, key)
         after = [chain[0], *v.tokenize(answer, special=False), chain[-1]]
         shared = set(after[1:-1]) & set(chain)
         assert not shared, f"{answer!r} shares tokens with the call: {shared}"

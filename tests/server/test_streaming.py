@@ -12,6 +12,7 @@ from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.prompt.model_chat import plain_reader
 from prefill.engine.settings import ServeSampling
 from prefill.server import loop_waker
+from prefill.server.core import Generation
 from prefill.server.generate import EventStream
 from prefill.server.loop_waker import LoopWaker
 from prefill.server.openai.replies import stream_reply
@@ -144,7 +145,8 @@ def _collect(events: list[object]) -> tuple[list[str], RequestHandle]:
         for ev in events:  # all there before the response reads any: they pile up
             stream.sink(ev)  # type: ignore[arg-type]
         stream.waker.step_done(idle=True)
-        return [b async for b in stream_reply(Reply("chat", "m"), handle, stream, plain_reader(), True)], handle
+        gen = Generation(handle, stream, plain_reader())
+        return [b async for b in stream_reply(Reply("chat", "m"), gen, True)], handle
 
     return asyncio.run(main())
 

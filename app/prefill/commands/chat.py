@@ -373,6 +373,8 @@ class _ChatDocs:
         self.embedder = load_embedder(self._spec)
         if self.paths:
             index_paths(self.library, self.collection, self.paths, self.embedder)
+        elif self.library.changes(self.collection):  # a named collection whose folders changed: indexed again
+            index_paths(self.library, self.collection, [], self.embedder)
         return self.embedder
 
     def close(self) -> None:

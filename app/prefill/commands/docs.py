@@ -45,9 +45,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                             parser_class=type(p))
     add = docs.add_parser("add", help="index files and folders into a collection (made when missing)",
                           description="Index files and folders into the collection NAME. Ctrl-C stops after the "
-                                      "file in hand; the same command again goes on where it stopped.")
+                                      "file in hand; the same command again goes on where it stopped. The "
+                                      "collection keeps its paths: without PATH, they are looked at again (changed "
+                                      "and new files indexed, files gone removed).")
     add.add_argument("name", metavar="NAME", help="the collection")
-    add.add_argument("paths", metavar="PATH", nargs="+", help="a file or a folder (its files of known kinds)")
+    add.add_argument("paths", metavar="PATH", nargs="*",
+                     help="a file or a folder (its files of known kinds); none: the collection's own paths again")
     add.add_argument("--force", action="store_true", help="read every file again, changed or not")
     add_embed_option(add)
     add.set_defaults(handler=run_add)
@@ -130,8 +133,9 @@ class ProgressLine:
 
 def index_paths(library: DocumentLibrary, name: str, paths: Sequence[Path], embedder: ModelEmbedder,
                 force: bool = False, out: TextIO | None = None) -> IndexReport:
-    """Index `paths` into `name` with the progress line; Ctrl-C stops after the file in hand. What it did is
-    said on stderr: each file that could not be read on a line of its own."""
+    """Index `paths` into `name` with the progress line (no paths: the collection's own again, its files
+    gone removed); Ctrl-C stops after the file in hand. What it did is said on stderr: each file that could
+    not be read on a line of its own."""
     out = out or sys.stderr
     missing = [p for p in paths if not p.expanduser().exists()]
     if missing:
@@ -139,8 +143,11 @@ def index_paths(library: DocumentLibrary, name: str, paths: Sequence[Path], embe
     line = ProgressLine(out)
     with StopOnCtrlC() as stop:
         try:
-            report = library.add(name, list(paths), embedder, embedder.count_tokens, progress=line,
-                                 cancel=stop.cancel, force=force)
+            if paths:
+                report = library.add(name, list(paths), embedder, embedder.count_tokens, progress=line,
+                                     cancel=stop.cancel, force=force)
+            else:
+                report = library.refresh(name, embedder, embedder.count_tokens, progress=line, cancel=stop.cancel)
         finally:
             line.end()
     # a file that failed before and is unchanged is skipped: it is said again, as not readable
@@ -171,6 +178,15 @@ def run_add(args: argparse.Namespace) -> int:
         raise CliError("a collection needs a name")
     library = open_library()
     try:
+        if not args.paths:
+            try:
+                kept = library.roots(args.name)
+            except CollectionNotFound as e:
+                raise CliError(f"{e}; give the files or folders to make it from") from e
+            if not kept:
+                raise CliError(f"the collection {terminal_line(args.name)} keeps no paths to look at again (it was "
+                               "made by an older Prefill): give its files or folders once")
+
         def work(embedder: ModelEmbedder) -> int:
             report = index_paths(library, args.name, [Path(p) for p in args.paths], embedder, args.force)
             if report.cancelled:

@@ -87,6 +87,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--draft-max", type=draft_max, default=DRAFT_MAX, metavar="N",
                    help=f"with --speculative: the longest draft a slot checks in one step, 1 to 32 "
                         f"(default {DRAFT_MAX})")
+    p.add_argument("--docs-dir", type=Path, default=None, metavar="DIR",
+                   help="the folder whose documents.sqlite3 holds the document collections a request may name "
+                        "(\"documents\": NAME) (default: the one `prefill docs` uses, beside the history)")
     p.add_argument("--max-stored-responses", type=int, default=1000, metavar="N",
                    help="responses the Responses API keeps for previous_response_id and GET /v1/responses/ID, at "
                         "most (the oldest go first; none older than 30 days; in the history's database, never "
@@ -97,6 +100,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from prefill.engine.embed.bundled import BUNDLED_EMBED_NAME, BUNDLED_EMBED_TITLE
     from prefill.pool.errors import PoolError
+    from prefill.server.documents.library import docs_index_in
     from prefill.server.lifecycle import ExposureError, ServeOptions, check_exposure, serve
 
     if args.api_key_file is not None:
@@ -147,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
         limits=pool_limits(args, settings, one_model=args.models_dir is None), aliases=aliases, pinned=tuple(args.pin),
         default_model=args.default_model, ollama_port=args.ollama_port,
         max_stored_responses=args.max_stored_responses, embed_models=tuple(embed_models),
+        docs_index=docs_index_in(args.docs_dir.expanduser()) if args.docs_dir is not None else None,
     )
     for m in models:
         if m.unusable:

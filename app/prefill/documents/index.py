@@ -5,7 +5,8 @@ writes for minutes (a transaction per file) and would hold the history's one wri
 meanwhile; the index can be large, and can be deleted and rebuilt from the files without touching a chat.
 
 Tables: `collections` (name, the embedding model's id and vector size), `files` (path, content hash,
-mtime, state `indexed` or `failed`, the problem in words), `chunks` (text, page, character span, heading
+mtime, state `indexed` or `failed`, the problem in words), `roots` (the files and folders a collection was
+made from, which `watch` looks under for changes), `chunks` (text, page, character span, heading
 path), `chunks_fts` (FTS5 over their text and headings, kept by triggers) and `vectors` (one float32 blob
 per chunk, normalised). Vectors are searched by numpy over the collection's matrix held in memory, or by
 sqlite-vec's `vec_distance_cosine` when asked and the extension loads (see `vectors`).
@@ -71,6 +72,11 @@ END;
 CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, text, heading) VALUES ('delete', old.id, old.text, old.heading);
 END;
+CREATE TABLE IF NOT EXISTS roots (
+    collection_id INTEGER NOT NULL REFERENCES collections(id) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    UNIQUE (collection_id, path)
+);
 CREATE TABLE IF NOT EXISTS vectors (
     chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
     embedding BLOB NOT NULL
@@ -189,6 +195,7 @@ def remove_collection(conn: sqlite3.Connection, name: str) -> None:
     with transaction(conn):
         _delete_chunks(conn, "file_id IN (SELECT id FROM files WHERE collection_id = ?)", (c.id,))
         conn.execute("DELETE FROM files WHERE collection_id = ?", (c.id,))
+        conn.execute("DELETE FROM roots WHERE collection_id = ?", (c.id,))
         conn.execute("DELETE FROM collections WHERE id = ?", (c.id,))
 
 

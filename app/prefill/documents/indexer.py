@@ -258,6 +258,9 @@ def _index_one(conn: sqlite3.Connection, collection: Collection, path: Path, emb
         _store(conn, collection, key, "", 0, 0.0, "failed", problem, "", 0, [], [])
         return FileOutcome(key, "failed", problem)
     if old is not None and old.sha256 == digest and not force:
+        if (old.size, old.mtime) != (st.st_size, st.st_mtime):  # touched, not changed: `watch` sees it as it is
+            conn.execute("UPDATE files SET size = ?, mtime = ? WHERE collection_id = ? AND path = ?",
+                         (st.st_size, st.st_mtime, collection.id, key))
         return FileOutcome(key, "skipped", old.problem, old.pages, old.chunks)
     t0 = time.monotonic()
     try:

@@ -15,6 +15,7 @@ from prefill.documents.chunking import ChunkSizes, CountTokens
 from prefill.documents.index import (
     CollectionSummary,
     FileRecord,
+    ensure_collection,
     forget_file,
     get_collection,
     list_collections,
@@ -25,6 +26,7 @@ from prefill.documents.index import (
 from prefill.documents.indexer import Embedder, IndexProgress, IndexReport, index_files
 from prefill.documents.readers import ReadLimits
 from prefill.documents.search import Mode, Passage, Searcher
+from prefill.documents.watch import Changes, changes, refresh, remember_roots, roots
 
 
 class DocumentLibrary:
@@ -54,9 +56,28 @@ class DocumentLibrary:
             sizes: ChunkSizes = ChunkSizes(), limits: ReadLimits = ReadLimits(),
             progress: Callable[[IndexProgress], None] | None = None, cancel: threading.Event | None = None,
             force: bool = False) -> IndexReport:
-        """Index files and folders into the collection `name` (made when missing); see `index_files`."""
+        """Index files and folders into the collection `name` (made when missing); see `index_files`. The
+        paths are kept as the collection's roots, which `changes` and `refresh` look under."""
+        remember_roots(self._conn, ensure_collection(self._conn, name), list(paths))
         return index_files(self._conn, name, paths, embedder, count_tokens, sizes=sizes, limits=limits,
                            progress=progress, cancel=cancel, force=force)
+
+    def roots(self, name: str) -> list[Path]:
+        """The files and folders the collection was made from. Raises CollectionNotFound."""
+        return roots(self._conn, get_collection(self._conn, name))
+
+    def changes(self, name: str) -> Changes:
+        """What changed under the collection's roots since it was indexed, by size and time (nothing is
+        read). Raises CollectionNotFound."""
+        return changes(self._conn, get_collection(self._conn, name))
+
+    def refresh(self, name: str, embedder: Embedder, count_tokens: CountTokens, *,
+                progress: Callable[[IndexProgress], None] | None = None,
+                cancel: threading.Event | None = None) -> IndexReport:
+        """Index the collection's roots again: changed and new files read, unchanged ones skipped by hash,
+        files gone deleted with their passages (see `watch`). Raises CollectionNotFound."""
+        return refresh(self._conn, get_collection(self._conn, name), embedder, count_tokens, progress=progress,
+                       cancel=cancel)
 
     def collections(self) -> list[CollectionSummary]:
         return list_collections(self._conn)

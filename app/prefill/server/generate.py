@@ -122,12 +122,19 @@ class _Stalled(Exception):
     """A write waited past its deadline: the client stopped reading."""
 
 
+class Cancels(Protocol):
+    """What a response cancels when its client stops reading: a request's handle, or a `Generation`
+    (the answer it has in hand)."""
+
+    def cancel(self) -> None: ...
+
+
 class EventSourceResponse(StreamingResponse):
     """The streamed response of one request: SSE, or another `media_type` (Ollama's NDJSON). A client
     that takes no data for `write_deadline_s` has stopped reading: its request is cancelled (its slot
     is free at the scheduler's next step) and its connection dropped, with whatever was buffered for it."""
 
-    def __init__(self, body: AsyncIterator[str], handle: RequestHandle, write_deadline_s: float,
+    def __init__(self, body: AsyncIterator[str], handle: Cancels, write_deadline_s: float,
                  media_type: str = "text/event-stream", on_close: Callable[[], None] | None = None):
         super().__init__(body, media_type=media_type,
                          headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

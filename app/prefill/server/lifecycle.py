@@ -30,6 +30,7 @@ from prefill.pool.memory import ModelMemory
 from prefill.pool.pool import Loader, ModelPool, PoolLimits
 from prefill.server.browser_guard import allowed_hosts, is_loopback
 from prefill.server.connections import HEADER_DEADLINE_S, MAX_CONNECTIONS, guarded_protocol
+from prefill.server.documents.library import ServerDocuments, default_docs_index
 from prefill.server.generate import WRITE_DEADLINE_S
 from prefill.server.responses.storage import MAX_RESPONSES, ResponseStorage
 from prefill.server.routes import create_app
@@ -70,6 +71,7 @@ class ServeOptions:
     max_stored_responses: int = MAX_RESPONSES  # kept at most, none older than 30 days (0: none kept)
     # embedding or reranking models served beside `model`, pinned and loaded at start (--embed-model)
     embed_models: tuple[ModelEntry, ...] = ()
+    docs_index: Path | None = None  # the document collections requests may name (None: `prefill docs`'s index)
 
     def entries(self) -> list[ModelEntry]:
         """`model` (its id `model_id` or the file's stem, its projector `mmproj`), `embed_models`, then
@@ -138,6 +140,7 @@ class RunningServer:
             hosts=allowed_hosts(options.host, options.allowed_hosts), write_deadline_s=options.write_deadline_s,
             allow_remote_images=options.allow_remote_images,
             responses=ResponseStorage(options.responses_db, options.max_stored_responses),
+            documents=ServerDocuments(options.docs_index or default_docs_index()),
         )
         self.state = state
         config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="off",
@@ -201,6 +204,8 @@ class RunningServer:
         finally:
             self.pool.close()
             self.state.responses.close()
+            if self.state.documents is not None:
+                self.state.documents.close()
             for sock in socks:
                 sock.close()
 

@@ -23,6 +23,7 @@ from prefill.pool.errors import ModelBusy, ModelUnusable, PoolClosed, PoolFull, 
 from prefill.pool.pool import Lease, ModelPool, Resident
 from prefill.server.browser_guard import LOOPBACK_NAMES
 from prefill.server.cost_bounds import EMBED_BODY_BYTES, PROMPT_BUILDS, PromptBounds, body_limit
+from prefill.server.documents.library import ServerDocuments
 from prefill.server.errors import ApiError, bad_request, model_not_found, server_error, unavailable
 from prefill.server.generate import WRITE_DEADLINE_S
 from prefill.server.images import IMAGE_BODY_BYTES, ImageDecoder
@@ -54,7 +55,7 @@ class ServedModel:
 
 @dataclass
 class ServeState:
-    """The pool, the doors' settings, and the Responses API's kept responses."""
+    """The pool, the doors' settings, the Responses API's kept responses and the document collections."""
 
     pool: ModelPool
     n_ctx: int  # a slot's context (the largest of the models'): what a body may need
@@ -68,6 +69,7 @@ class ServeState:
     write_deadline_s: float = WRITE_DEADLINE_S  # a stream's client that takes nothing this long is dropped
     created: int = field(default_factory=lambda: int(time.time()))
     responses: ResponseStorage = field(default_factory=ResponseStorage)  # the Responses API's kept responses
+    documents: ServerDocuments | None = None  # the document collections requests may name (None: none)
     images: ImageDecoder = field(default_factory=ImageDecoder, init=False, repr=False)  # decodes, off the builds
     _builds: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(PROMPT_BUILDS), init=False,
                                        repr=False)

@@ -18,6 +18,7 @@ from prefill.engine.message import Message, ToolCall
 from prefill.engine.request import MAX_REASONING_BUDGET, TemplateOptions, Tool
 from prefill.engine.settings import ServeSampling
 from prefill.server.core import DEFAULTS, UNLIMITED, GenerationRequest, ToolsAsked
+from prefill.server.documents.field import documents_field
 from prefill.server.errors import bad_request
 from prefill.server.fields import get_bool, get_float, get_int, schema_text, unicode_text
 from prefill.server.images import ImageRef
@@ -50,7 +51,7 @@ def parse_messages(obj: dict[str, Any], model: str, counting: bool = False) -> G
     stream = get_bool(obj, "stream", False) if not counting else False
     return GenerationRequest("chat", model, messages=tuple(messages), stream=stream,
                              sampling=_sampling(obj, limit), tools=tools, images=tuple(images),
-                             options=_thinking(obj.get("thinking")))
+                             options=_thinking(obj.get("thinking")), documents=documents_field(obj))
 
 
 def _system(raw: Any) -> str:

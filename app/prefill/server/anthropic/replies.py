@@ -17,7 +17,6 @@ from prefill.engine.message import ToolCall
 from prefill.server.anthropic.errors import anthropic_error
 from prefill.server.core import Generation
 from prefill.server.errors import server_error
-from prefill.server.generate import finished
 from prefill.server.generate import sse_event as event
 
 # the engine's finish reasons -> Anthropic's stop reasons; a full slot context ends the answer as max_tokens would
@@ -72,11 +71,12 @@ class MessageReply:
 
 
 async def full_reply(reply: MessageReply, gen: Generation, request: Request) -> dict[str, Any]:
-    """The whole message. A client that disconnects while waiting cancels the request."""
-    ev = await finished(gen.handle, gen.stream, request)
-    reasoning, content = gen.splitter.finish(ev.text, ev.reason)
-    stop = reply.stop(ev, gen.splitter.final_reason(ev.reason))
-    return reply.full(content, reasoning, gen.splitter.calls, stop, ev.metrics)
+    """The whole message (with documents, its `sources`). A client that disconnects while waiting cancels
+    the request."""
+    done = await gen.whole(request)
+    body = reply.full(done.content, done.reasoning, done.calls, reply.stop(done.end, done.reason), done.end.metrics)
+    body.update(gen.extension())
+    return body
 
 
 class _Blocks:
@@ -121,13 +121,13 @@ class _Blocks:
 
 
 async def stream_reply(reply: MessageReply, gen: Generation) -> AsyncIterator[str]:
-    """The SSE body of a streamed message."""
+    """The SSE body of a streamed message (with documents, `message_delta` carries the `sources`)."""
     try:
         start = {**reply.head(), "content": [], "stop_reason": None, "stop_sequence": None,
                  "usage": {"input_tokens": gen.prompt_tokens, "output_tokens": 0}}
         yield event("message_start", {"type": "message_start", "message": start}) + event("ping", {"type": "ping"})
         blocks = _Blocks()
-        async for events in gen.stream.batches():
+        async for events in gen.batches():
             out: list[str] = []
             step = gen.read(events)
             blocks.text(step.reasoning, step.content, out)
@@ -138,9 +138,9 @@ async def stream_reply(reply: MessageReply, gen: Generation) -> AsyncIterator[st
                 if blocks.index < 0:  # an empty answer is still one (empty) text block
                     blocks.write("text", {"type": "text_delta", "text": ""}, out)
                 blocks.close(out)
-                delta = reply.stop(end, gen.splitter.final_reason(end.reason))
+                delta = reply.stop(end, gen.final_reason(end.reason))
                 out.append(event("message_delta", {"type": "message_delta", "delta": delta,
-                                                   "usage": usage(end.metrics)}))
+                                                   "usage": usage(end.metrics), **gen.extension()}))
                 out.append(event("message_stop", {"type": "message_stop"}))
             elif isinstance(end, Failed):
                 out.append(event("error", anthropic_error(server_error(end.message))))
@@ -149,4 +149,4 @@ async def stream_reply(reply: MessageReply, gen: Generation) -> AsyncIterator[st
             if end is not None:
                 return
     finally:
-        gen.handle.cancel()  # a no-op once finished; frees the slot when the client went away
+        gen.cancel()  # a no-op once finished; frees the slot when the client went away

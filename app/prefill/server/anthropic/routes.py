@@ -27,9 +27,9 @@ async def messages(state: ServeState, request: Request) -> Response:
         served = state.served(lease.resident)
         req = await with_images(served, state, request, req)
         reply = MessageReply(lease.resident.id, req.sampling.stop)
-        gen = await start(served, lease, request, req, reply.id)
+        gen = await start(served, lease, request, req, reply.id, state)
     if req.stream:
-        return EventSourceResponse(stream_reply(reply, gen), gen.handle, state.write_deadline_s)
+        return EventSourceResponse(stream_reply(reply, gen), gen, state.write_deadline_s)
     return JSONResponse(await full_reply(reply, gen, request))
 
 

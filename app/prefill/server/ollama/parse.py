@@ -23,6 +23,7 @@ from prefill.engine.message import Message, Role, ToolCall
 from prefill.engine.request import REASONING_EFFORTS, ResponseFormat, TemplateOptions
 from prefill.engine.settings import ServeSampling
 from prefill.server.core import DEFAULTS, UNLIMITED, GenerationRequest, ToolsAsked
+from prefill.server.documents.field import documents_field
 from prefill.server.errors import bad_request
 from prefill.server.fields import get_bool, get_float, get_int, schema_text, stop_strings, unicode_text
 from prefill.server.images import ImageRef
@@ -98,7 +99,7 @@ def _request(obj: dict[str, Any], model: str, kind: str, messages: tuple[Message
     return GenerationRequest(kind, model, messages=messages, prompt=prompt, stream=get_bool(obj, "stream", True),
                              sampling=_sampling(obj.get("options")),
                              tools=replace(tools, response_format=_format(obj.get("format"))),
-                             images=tuple(images), options=_think(obj.get("think")))
+                             images=tuple(images), options=_think(obj.get("think")), documents=documents_field(obj))
 
 
 def _text(obj: dict[str, Any], key: str) -> str:

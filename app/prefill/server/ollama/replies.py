@@ -22,12 +22,11 @@ from typing import Any
 
 from starlette.requests import Request
 
-from prefill.engine.batch.request import BatchEvent, Failed
-from prefill.engine.events import Finished, MetricsSnapshot, Token
+from prefill.engine.batch.request import Failed
+from prefill.engine.events import Finished, MetricsSnapshot
 from prefill.engine.message import ToolCall
-from prefill.server.core import Generation
+from prefill.server.core import Generation, Step
 from prefill.server.fields import finite_json
-from prefill.server.generate import finished
 
 NDJSON = "application/x-ndjson"
 # the engine's finish reasons -> Ollama's; a full slot context ends the answer as num_predict would
@@ -109,38 +108,36 @@ class OllamaReply:
 
 
 async def full_reply(reply: OllamaReply, gen: Generation, request: Request) -> dict[str, Any]:
-    """The whole answer (`"stream": false`). A client that disconnects while waiting cancels the request."""
-    ev = await finished(gen.handle, gen.stream, request)
-    thinking, content = gen.splitter.finish(ev.text, ev.reason)
-    return reply.last(gen.splitter.final_reason(ev.reason), ev.metrics, content, thinking, gen.splitter.calls)
+    """The whole answer (`"stream": false`; with documents, its `sources`). A client that disconnects while
+    waiting cancels the request."""
+    done = await gen.whole(request)
+    body = reply.last(done.reason, done.end.metrics, done.content, done.reasoning, done.calls)
+    body.update(gen.extension())
+    return body
 
 
 async def stream_reply(reply: OllamaReply, gen: Generation) -> AsyncIterator[str]:
     """The NDJSON body: a line per batch of text that came together, a line per batch of calls, the last."""
     try:
-        async for events in gen.stream.batches():
-            body = _lines(reply, gen, events)
+        async for events in gen.batches():
+            step = gen.read(events)
+            body = _lines(reply, gen, step)
             if body:
                 yield body
-            if isinstance(events[-1], (Finished, Failed)):
+            if step.end is not None:
                 break
     finally:
-        gen.handle.cancel()  # a no-op once finished; frees the slot when the client went away
+        gen.cancel()  # a no-op once finished; frees the slot when the client went away
 
 
-def _lines(reply: OllamaReply, gen: Generation, events: list[BatchEvent]) -> str:
-    """The lines of events that arrived together: their text, the calls it finished, and the end if it came."""
-    end = events[-1]
-    thinking, content = gen.splitter.split("".join(ev.text for ev in events if type(ev) is Token))
-    if isinstance(end, Finished):
-        rest = gen.splitter.finish("", end.reason)
-        thinking, content = thinking + rest[0], content + rest[1]
-    out = [line(reply.piece(content, thinking))] if thinking or content else []
-    calls = gen.splitter.new_calls()
-    if calls:
-        out.append(line(reply.piece(calls=calls)))
-    if isinstance(end, Finished):
-        out.append(line(reply.last(gen.splitter.final_reason(end.reason), end.metrics)))
-    elif isinstance(end, Failed):
-        out.append(line({"error": end.message}))
+def _lines(reply: OllamaReply, gen: Generation, step: Step) -> str:
+    """The lines of events that arrived together: their text, the calls it finished, and the end if it came
+    (with documents, the last line carries the `sources`)."""
+    out = [line(reply.piece(step.content, step.reasoning))] if step.reasoning or step.content else []
+    if step.calls:
+        out.append(line(reply.piece(calls=step.calls)))
+    if isinstance(step.end, Finished):
+        out.append(line({**reply.last(gen.final_reason(step.end.reason), step.end.metrics), **gen.extension()}))
+    elif isinstance(step.end, Failed):
+        out.append(line({"error": step.end.message}))
     return "".join(out)

@@ -60,9 +60,9 @@ async def _answer(state: ServeState, request: Request, req: GenerationRequest, r
                               "think")
         req = await with_images(served, state, request, req)
         reply.load_ms = lease.load_ms
-        gen = await start(served, lease, request, req, f"ollama-{uuid.uuid4().hex[:12]}")
+        gen = await start(served, lease, request, req, f"ollama-{uuid.uuid4().hex[:12]}", state)
     if req.stream:
-        return EventSourceResponse(stream_reply(reply, gen), gen.handle, state.write_deadline_s, NDJSON)
+        return EventSourceResponse(stream_reply(reply, gen), gen, state.write_deadline_s, NDJSON)
     return JSONResponse(await full_reply(reply, gen, request))
 
 

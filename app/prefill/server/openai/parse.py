@@ -13,6 +13,7 @@ from typing import Any
 from prefill.engine.request import MAX_REASONING_BUDGET, REASONING_EFFORTS, TemplateOptions
 from prefill.engine.settings import ServeSampling
 from prefill.server.core import DEFAULTS, UNLIMITED, GenerationRequest
+from prefill.server.documents.field import documents_field
 from prefill.server.errors import ApiError, bad_request, model_not_found, wire_faults
 from prefill.server.fields import MAX_STOPS, parse_json, requested_model, stop_strings
 from prefill.server.fields import get_bool as _bool
@@ -31,7 +32,8 @@ def parse_chat(obj: dict[str, Any], model_id: str) -> GenerationRequest:
     if obj.get("logprobs"):
         raise bad_request("Log probabilities are not supported.", "logprobs")
     return GenerationRequest("chat", model, messages=messages, tools=tools, images=images,
-                             options=_reasoning(obj), compaction=compaction_mode(obj), **_common(obj))
+                             options=_reasoning(obj), compaction=compaction_mode(obj),
+                             documents=documents_field(obj), **_common(obj))
 
 
 def parse_completion(obj: dict[str, Any], model_id: str) -> GenerationRequest:
@@ -48,7 +50,8 @@ def parse_completion(obj: dict[str, Any], model_id: str) -> GenerationRequest:
             raise bad_request(f"'{name}' is not supported.", name)
     if _int(obj, "best_of", 1, 1) != 1:
         raise bad_request("'best_of' must be 1.", "best_of")
-    return GenerationRequest("completion", model, prompt=_unicode(prompt, "prompt"), **_common(obj))
+    return GenerationRequest("completion", model, prompt=_unicode(prompt, "prompt"), documents=documents_field(obj),
+                             **_common(obj))
 
 
 def compaction_mode(obj: dict[str, Any]) -> str:

@@ -6,18 +6,16 @@ from collections.abc import AsyncIterator
 
 from starlette.requests import Request
 
-from prefill.engine.batch.request import Failed, RequestHandle
-from prefill.engine.events import Finished, Token
-from prefill.engine.prompt.answer_split import AnswerSplit
+from prefill.engine.batch.request import Failed
+from prefill.engine.events import Finished
+from prefill.server.core import Generation
 from prefill.server.errors import server_error
-from prefill.server.generate import EventStream, finished
 from prefill.server.openai.shapes import SSE_DONE, Reply, sse
 
 
-async def stream_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
-                       splitter: AnswerSplit, include_usage: bool) -> AsyncIterator[str]:
-    """The SSE body: a first chunk, then the text, the last chunk with the finish reason,
-    the usage chunk when asked, then [DONE]. A failure is sent as an error event.
+async def stream_reply(reply: Reply, gen: Generation, include_usage: bool) -> AsyncIterator[str]:
+    """The SSE body: a first chunk, then the text, the last chunk with the finish reason (and, with
+    documents, the `sources`), the usage chunk when asked, then [DONE]. A failure is sent as an error event.
 
     The text of all the tokens that arrived together goes in one chunk: nothing is held back,
     but a loop (or a client) that fell behind catches up with one write instead of one per token.
@@ -26,19 +24,17 @@ async def stream_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
         if reply.kind == "chat":
             yield sse(reply.chunk(first=True))
         n_calls = 0
-        async for events in stream.batches():
-            texts = [ev.text for ev in events if type(ev) is Token]
-            out = [reply.text_chunk(*splitter.split("".join(texts)))] if texts else []
-            end = events[-1]
+        async for events in gen.batches():
+            step = gen.read(events)
+            out = [reply.text_chunk(step.reasoning, step.content)]
+            if step.calls:
+                out.append(reply.tool_call_chunks(step.calls, n_calls))
+                n_calls += len(step.calls)
+            end = step.end
             if isinstance(end, Finished):
-                reasoning, content = splitter.finish("", end.reason)
-                out.append(reply.text_chunk(reasoning, content))
-            calls = splitter.new_calls()
-            if calls:
-                out.append(reply.tool_call_chunks(calls, n_calls))
-                n_calls += len(calls)
-            if isinstance(end, Finished):
-                out.append(sse(reply.chunk(reason=splitter.final_reason(end.reason), m=end.metrics)))
+                last = reply.chunk(reason=gen.final_reason(end.reason), m=end.metrics)
+                last.update(gen.extension())
+                out.append(sse(last))
                 if include_usage:
                     out.append(sse(reply.usage_chunk(end.metrics)))
                 out.append(SSE_DONE)
@@ -48,15 +44,16 @@ async def stream_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
             body = "".join(out)
             if body:
                 yield body
-            if isinstance(end, (Finished, Failed)):
+            if end is not None:
                 return
     finally:
-        handle.cancel()  # a no-op once finished; frees the slot when the client went away
+        gen.cancel()  # a no-op once finished; frees the slot when the client went away
 
 
-async def full_reply(reply: Reply, handle: RequestHandle, stream: EventStream,
-                     splitter: AnswerSplit, request: Request) -> dict[str, object]:
-    """The non-streamed body. A client that disconnects while waiting cancels the request."""
-    ev = await finished(handle, stream, request)
-    reasoning, content = splitter.finish(ev.text, ev.reason)
-    return reply.full(content, reasoning, ev.reason, ev.metrics, splitter.calls)
+async def full_reply(reply: Reply, gen: Generation, request: Request) -> dict[str, object]:
+    """The non-streamed body (with documents, its `sources`). A client that disconnects while waiting
+    cancels the request."""
+    done = await gen.whole(request)
+    body = reply.full(done.content, done.reasoning, done.reason, done.end.metrics, done.calls)
+    body.update(gen.extension())
+    return body

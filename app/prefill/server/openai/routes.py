@@ -37,13 +37,12 @@ async def completion(state: ServeState, request: Request) -> Response:
 async def _answer(served: ServedModel, lease: Lease, state: ServeState, request: Request,
                   req: GenerationRequest) -> Response:
     reply = Reply(req.kind, lease.resident.id, load_ms=lease.load_ms)
-    gen = await start(served, lease, request, req, reply.id)
+    gen = await start(served, lease, request, req, reply.id, state)
     if gen.compacted:
         reply.extra["compaction"] = gen.compacted
     if req.stream:
-        body = stream_reply(reply, gen.handle, gen.stream, gen.splitter, req.include_usage)
-        return EventSourceResponse(body, gen.handle, state.write_deadline_s)
-    return JSONResponse(await full_reply(reply, gen.handle, gen.stream, gen.splitter, request))
+        return EventSourceResponse(stream_reply(reply, gen, req.include_usage), gen, state.write_deadline_s)
+    return JSONResponse(await full_reply(reply, gen, request))
 
 
 DIALECT = Dialect("openai", (

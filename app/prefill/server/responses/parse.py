@@ -23,6 +23,7 @@ from prefill.engine.message import Message, Role, ToolCall
 from prefill.engine.request import ResponseFormat, TemplateOptions, Tool
 from prefill.engine.settings import ServeSampling
 from prefill.server.core import DEFAULTS, UNLIMITED, GenerationRequest, ToolsAsked
+from prefill.server.documents.field import DocumentsAsked, documents_field
 from prefill.server.errors import bad_request
 from prefill.server.fields import get_bool, get_float, get_int, unicode_text
 from prefill.server.images import ImageRef
@@ -61,6 +62,7 @@ class Ask:
     store: bool = True
     compaction: str = "off"
     echo: dict[str, Any] = field(default_factory=dict)
+    documents: DocumentsAsked | None = None
 
     def request(self, history: list[Any] | None = None) -> GenerationRequest:
         """The core's request: the instructions, then `history` (the input and output items of the
@@ -74,7 +76,7 @@ class Ask:
         refs += [replace(r, message=r.message + at) for r in self.images]
         return GenerationRequest("chat", self.model, messages=(*system, *before, *own), stream=self.stream,
                                  sampling=self.sampling, tools=self.tools, images=tuple(refs), options=self.options,
-                                 compaction=self.compaction)
+                                 compaction=self.compaction, documents=self.documents)
 
 
 def parse_responses(obj: dict[str, Any], model: str) -> Ask:
@@ -113,7 +115,7 @@ def parse_responses(obj: dict[str, Any], model: str) -> Ask:
     }
     return Ask(model, tuple(items), messages, tuple(images), unicode_text(instructions or "", "instructions"), tools,
                options, sampling, get_bool(obj, "stream", False), previous, get_bool(obj, "store", True),
-               "auto" if truncation == "auto" else "off", echo)
+               "auto" if truncation == "auto" else "off", echo, documents_field(obj))
 
 
 def _input(raw: Any) -> list[Any]:

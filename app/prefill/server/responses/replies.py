@@ -24,7 +24,7 @@ from starlette.requests import Request
 from prefill.engine.events import Finished, MetricsSnapshot
 from prefill.engine.message import ToolCall
 from prefill.server.core import Generation, Step
-from prefill.server.generate import finished, sse_event
+from prefill.server.generate import sse_event
 
 CUT = ("length", "context_full")  # the engine's finish reasons that leave a response incomplete
 Keep = Callable[[dict[str, Any]], Awaitable[None]]  # keeps a finished response (store: true)
@@ -98,10 +98,10 @@ class ResponseReply:
 
 
 async def full_reply(reply: ResponseReply, gen: Generation, request: Request) -> dict[str, Any]:
-    """The whole response. A client that disconnects while waiting cancels the request."""
-    ev = await finished(gen.handle, gen.stream, request)
-    reasoning, content = gen.splitter.finish(ev.text, ev.reason)
-    calls = gen.splitter.calls
+    """The whole response (with documents, its `sources`). A client that disconnects while waiting cancels
+    the request."""
+    done = await gen.whole(request)
+    ev, reasoning, content, calls = done.end, done.reasoning, done.content, done.calls
     status = reply.status(ev.reason)
     output: list[dict[str, Any]] = []
     if reasoning:
@@ -110,7 +110,9 @@ async def full_reply(reply: ResponseReply, gen: Generation, request: Request) ->
         last = not calls and status == "incomplete"
         output.append(message_item(new_id("msg"), content, "incomplete" if last else "completed"))
     output += [call_item(new_id("fc"), c) for c in calls]
-    return reply.body(status, output, ev.reason, await reply.usage(ev.metrics, reasoning.strip()))
+    body = reply.body(status, output, ev.reason, await reply.usage(ev.metrics, reasoning.strip()))
+    body.update(gen.extension())
+    return body
 
 
 class _Items:
@@ -193,14 +195,15 @@ class _Items:
 
 
 async def stream_reply(reply: ResponseReply, gen: Generation, keep: Keep | None = None) -> AsyncIterator[str]:
-    """The SSE body of a streamed response; `keep` keeps the finished response (store: true)."""
+    """The SSE body of a streamed response (with documents, `response.completed` carries the `sources`);
+    `keep` keeps the finished response (store: true)."""
     try:
         items = _Items()
         head: list[str] = []
         items.event("response.created", head, response=reply.body("in_progress", []))
         items.event("response.in_progress", head, response=reply.body("in_progress", []))
         yield "".join(head)
-        async for events in gen.stream.batches():
+        async for events in gen.batches():
             step = gen.read(events)
             out = items.step(step)
             if step.end is None:
@@ -212,6 +215,7 @@ async def stream_reply(reply: ResponseReply, gen: Generation, keep: Keep | None 
                 items.end(status, out)
                 body = reply.body(status, items.output, step.end.reason,
                                   await reply.usage(step.end.metrics, "".join(items.thinking).strip()))
+                body.update(gen.extension())
                 if keep is not None:
                     await keep(body)
             else:  # Failed: nothing is kept
@@ -221,4 +225,4 @@ async def stream_reply(reply: ResponseReply, gen: Generation, keep: Keep | None 
             yield "".join(out)
             return
     finally:
-        gen.handle.cancel()  # a no-op once finished; frees the slot when the client went away
+        gen.cancel()  # a no-op once finished; frees the slot when the client went away

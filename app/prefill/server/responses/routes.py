@@ -44,7 +44,7 @@ async def create(state: ServeState, request: Request) -> Response:
         req = await with_images(served, state, request, req)
         count = served.chat.tokenize
         reply = ResponseReply(lease.resident.id, ask.echo, ask.store, lambda text: len(count(text, False)))
-        gen = await start(served, lease, request, req, reply.id)
+        gen = await start(served, lease, request, req, reply.id, state)
     except BaseException:
         lease.release()
         raise
@@ -54,7 +54,7 @@ async def create(state: ServeState, request: Request) -> Response:
         await state.responses.save(reply.id, owner, kept_input, body)
     keep: Keep | None = kept if ask.store else None
     if req.stream:
-        return EventSourceResponse(stream_reply(reply, gen, keep), gen.handle, state.write_deadline_s,
+        return EventSourceResponse(stream_reply(reply, gen, keep), gen, state.write_deadline_s,
                                    on_close=lease.release)
     try:
         body = await full_reply(reply, gen, request)
