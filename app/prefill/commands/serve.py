@@ -87,6 +87,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--draft-max", type=draft_max, default=DRAFT_MAX, metavar="N",
                    help=f"with --speculative: the longest draft a slot checks in one step, 1 to 32 "
                         f"(default {DRAFT_MAX})")
+    p.add_argument("--cache-ram", type=cache_ram, default=None, metavar="MiB",
+                   help="prompts kept in memory after another request takes their slot, at most this many MiB per "
+                        "chat model, counted in its memory (and the --memory-budget): a conversation that comes "
+                        "back, on any slot, reads only what is new. 0 keeps none (default: as much as the slots' "
+                        "KV cache takes)")
     p.add_argument("--max-stored-responses", type=int, default=1000, metavar="N",
                    help="responses the Responses API keeps for previous_response_id and GET /v1/responses/ID, at "
                         "most (the oldest go first; none older than 30 days; in the history's database, never "
@@ -147,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
         limits=pool_limits(args, settings, one_model=args.models_dir is None), aliases=aliases, pinned=tuple(args.pin),
         default_model=args.default_model, ollama_port=args.ollama_port,
         max_stored_responses=args.max_stored_responses, embed_models=tuple(embed_models),
+        prompt_cache=args.cache_ram,
     )
     for m in models:
         if m.unusable:
@@ -185,6 +191,17 @@ def run(args: argparse.Namespace) -> int:
     except PoolError as e:  # an alias or pin that names no model, pinned models past the limits
         raise CliError(str(e)) from None
     return 0
+
+
+def cache_ram(text: str) -> int:
+    """--cache-ram's MiB as bytes (0: off)."""
+    try:
+        mib = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of MiB") from None
+    if not 0 <= mib <= 1 << 30:
+        raise argparse.ArgumentTypeError("give 0 (no prompt cache) or a number of MiB")
+    return mib << 20
 
 
 def companion_models(given: list[str], taken: set[str]) -> list[ModelEntry]:

@@ -38,13 +38,17 @@ class ChatLoad:
     max_queued: int = 0  # requests waiting beyond the slots before QueueFull (0: 8 per slot)
     speculation: Speculation = field(default_factory=Speculation)
     on_snapshot: Callable[[BatchSnapshot], None] | None = None
+    # bytes of prompts kept in host memory after they leave their slot (0: none; None: as many as the
+    # slots' KV cache takes): counted in the model's memory, so in the pool's budget
+    prompt_cache: int | None = None
 
     def settings_for(self, entry: ModelEntry) -> LoadSettings:
         return entry.settings or self.settings
 
     def estimate(self, entry: ModelEntry) -> ModelMemory:
-        """What the entry will take once loaded, from its headers (no load)."""
-        return estimate(entry.path, self.settings_for(entry), self.parallel, entry.projector)
+        """What the entry will take once loaded, from its headers (no load), its prompt cache's bound too."""
+        guess = estimate(entry.path, self.settings_for(entry), self.parallel, entry.projector)
+        return replace(guess, prompt_cache=guess.kv if self.prompt_cache is None else self.prompt_cache)
 
 
 class ChatModel:
@@ -129,7 +133,8 @@ def open_scheduler(path: Path, load: ChatLoad) -> BatchScheduler:
             model.runtime.close()
             raise
     mode = "off" if refused else mode
-    scheduler = BatchScheduler(model, load.on_snapshot, load.max_queued, mode, draft, wanted.draft_max)
+    scheduler = BatchScheduler(model, load.on_snapshot, load.max_queued, mode, draft, wanted.draft_max,
+                               load.prompt_cache)
     if refused:
         scheduler.speculation_note = refused
     return scheduler
@@ -153,7 +158,7 @@ def load_chat(entry: ModelEntry, load: ChatLoad) -> ChatModel:
         rt.longest_token_bytes  # noqa: B018 -- read once here, part of the load: a server's first request bounds its prompt by it
         memory = measured(rt.model_bytes(), rt.n_ctx, scheduler.model.bytes_per_cell, guess,
                           logged_buffers(rt.context_log))
-        return ChatModel(scheduler, memory)
+        return ChatModel(scheduler, replace(memory, prompt_cache=scheduler.prompt_cache.limit))
     except BaseException:
         scheduler.close()
         raise
