@@ -92,6 +92,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "chat model, counted in its memory (and the --memory-budget): a conversation that comes "
                         "back, on any slot, reads only what is new. 0 keeps none (default: as much as the slots' "
                         "KV cache takes)")
+    p.add_argument("--cache-disk", type=cache_ram, default=0, metavar="MiB",
+                   help="prompts that --cache-ram lets go are written to disk (the cache folder, signed as the "
+                        "window's saved chats are), at most this many MiB per chat model, and read back, checked "
+                        "first, for a request that shares their start; they outlive the server (default 0: off)")
     p.add_argument("--max-stored-responses", type=int, default=1000, metavar="N",
                    help="responses the Responses API keeps for previous_response_id and GET /v1/responses/ID, at "
                         "most (the oldest go first; none older than 30 days; in the history's database, never "
@@ -152,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         limits=pool_limits(args, settings, one_model=args.models_dir is None), aliases=aliases, pinned=tuple(args.pin),
         default_model=args.default_model, ollama_port=args.ollama_port,
         max_stored_responses=args.max_stored_responses, embed_models=tuple(embed_models),
-        prompt_cache=args.cache_ram,
+        prompt_cache=args.cache_ram, prompt_disk=args.cache_disk,
     )
     for m in models:
         if m.unusable:
@@ -194,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def cache_ram(text: str) -> int:
-    """--cache-ram's MiB as bytes (0: off)."""
+    """--cache-ram's or --cache-disk's MiB as bytes (0: off)."""
     try:
         mib = int(text)
     except ValueError:

@@ -8,11 +8,13 @@ a tenth of a second late), whether a model is generating or has requests queued.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from prefill.engine.batch.prompt_spill import PromptSpill, default_spill_dir
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.runtime import load_batch_model
 from prefill.engine.batch.scheduler import BatchScheduler
@@ -28,6 +30,8 @@ from prefill.engine.vision.projector import Projector
 from prefill.pool.catalogue import Kind, ModelEntry
 from prefill.pool.memory import ModelMemory, estimate, logged_buffers, measured
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class ChatLoad:
@@ -41,6 +45,10 @@ class ChatLoad:
     # bytes of prompts kept in host memory after they leave their slot (0: none; None: as many as the
     # slots' KV cache takes): counted in the model's memory, so in the pool's budget
     prompt_cache: int | None = None
+    # bytes of those prompts kept on disk once they leave memory, per model (0: none), under `prompt_disk_dir`
+    # (None: the platform's cache folder, engine/batch/prompt_spill.py)
+    prompt_disk: int = 0
+    prompt_disk_dir: Path | None = None
 
     def settings_for(self, entry: ModelEntry) -> LoadSettings:
         return entry.settings or self.settings
@@ -123,6 +131,17 @@ def open_scheduler(path: Path, load: ChatLoad) -> BatchScheduler:
     draft_path = Path(wanted.draft_path) if wanted.draft_wanted else None
     mode = "off" if wanted.mode == "draft" and draft_path is None else wanted.mode
     model = load_batch_model(path, load.settings, load.parallel)
+    spill = None
+    if load.prompt_disk > 0 and load.prompt_cache != 0:
+        rt = model.runtime
+        try:
+            spill = PromptSpill.for_model(load.prompt_disk_dir or default_spill_dir(), load.prompt_disk, path,
+                                          rt.n_ctx_seq, load.settings.kv_type, rt.flash_attn_on)
+        except OSError as e:  # the folder cannot be read or made: prompts are kept in memory only
+            log.warning("prompts will not be kept on disk: %s", e)
+        except BaseException:
+            rt.close()
+            raise
     draft, refused = None, ""
     if draft_path is not None:
         try:
@@ -134,7 +153,7 @@ def open_scheduler(path: Path, load: ChatLoad) -> BatchScheduler:
             raise
     mode = "off" if refused else mode
     scheduler = BatchScheduler(model, load.on_snapshot, load.max_queued, mode, draft, wanted.draft_max,
-                               load.prompt_cache)
+                               load.prompt_cache, spill)
     if refused:
         scheduler.speculation_note = refused
     return scheduler

@@ -73,11 +73,13 @@ class ServeOptions:
     # bytes of prompts each chat model keeps in host memory after they leave their slot, counted in its
     # memory (0: none; None: as many as its slots' KV cache)
     prompt_cache: int | None = None
+    prompt_disk: int = 0  # bytes of those prompts kept on disk, per model, once they leave memory (0: none)
+    prompt_disk_dir: Path | None = None  # where (None: the platform's cache folder)
 
     def chat_load(self, on_snapshot: Callable[[BatchSnapshot], None] | None = None) -> ChatLoad:
         """How a chat model of this server is loaded."""
         return ChatLoad(self.settings, self.parallel, self.max_queued, self.speculation, on_snapshot,
-                        self.prompt_cache)
+                        self.prompt_cache, self.prompt_disk, self.prompt_disk_dir)
 
     def entries(self) -> list[ModelEntry]:
         """`model` (its id `model_id` or the file's stem, its projector `mmproj`), `embed_models`, then

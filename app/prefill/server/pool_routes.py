@@ -9,12 +9,14 @@ every model added up under `prompt_cache`.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, cast
 
 import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from prefill.engine.batch.prompt_cache import PromptCacheSnapshot
 from prefill.engine.errors import EngineError
 from prefill.pool.embed_model import EmbedModel
 from prefill.pool.pool import ModelStatus, Resident
@@ -134,7 +136,7 @@ async def slots(state: ServeState, request: Request) -> Response:
         if snap["speculative"] != "off":
             total["speculative"] = snap["speculative"]
     caches = [snap["prompt_cache"] for snap in per.values()]
-    total["prompt_cache"] = {k: sum(c[k] for c in caches) for k in (
-        "limit", "entries", "bytes", "tokens", "hits", "tokens_saved", "stored", "evicted")}
+    total["prompt_cache"] = {k: sum(c[k] for c in caches) for k in asdict(PromptCacheSnapshot()) if k != "note"}
+    total["prompt_cache"]["note"] = next((c["note"] for c in caches if c["note"]), "")
     total["models"] = per
     return JSONResponse(total)

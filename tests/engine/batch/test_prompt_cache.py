@@ -1,9 +1,12 @@
 """The prompt cache's own rules, without a model: its byte bound, least recently used out first, one
-entry per conversation, and owners kept apart."""
+entry per conversation, owners kept apart, and the disk tier's files checked before they are used."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prefill.engine.batch.prompt_cache import MIN_TOKENS, PromptCache
+from prefill.engine.batch.prompt_spill import DiskEntry, PromptSpill
 
 LONG = MIN_TOKENS + 8
 
@@ -12,8 +15,8 @@ def conv(start: int, n: int = LONG) -> tuple[int, ...]:
     return tuple(range(start, start + n))
 
 
-def state(size: int) -> bytearray:
-    return bytearray(size)
+def state(size: int, fill: int = 0) -> bytearray:
+    return bytearray([fill % 256]) * size
 
 
 def test_the_bytes_never_pass_the_bound_and_the_least_recently_used_go_first() -> None:
@@ -82,3 +85,43 @@ def test_of_two_entries_the_longest_shared_prefix_wins() -> None:
     assert found is not None and found.tokens == b and n == len(b)
     found, n = cache.best("x", system + (7,))
     assert found is not None and n == len(system)
+
+
+def test_prompts_let_go_are_written_to_disk_and_found_again(tmp_path: Path) -> None:
+    spill = PromptSpill(tmp_path / "prompts", 1 << 20, "shape", secret_file=tmp_path / "key")
+    cache = PromptCache(250, spill)
+    convs = [conv(1000 * i) for i in range(3)]
+    for c in convs:
+        cache.store("a", c, len(c), state(100, fill=len(c)))
+    snap = cache.snapshot()
+    assert (snap.entries, snap.disk_entries) == (2, 1) and snap.disk_bytes > 100  # the oldest went to disk
+    found, n = cache.best("a", convs[0] + (5,))
+    assert isinstance(found, DiskEntry) and n == LONG
+    assert cache.state_of(found) == state(100, fill=LONG)
+    assert cache.best("b", convs[0]) == (None, 0)  # another owner's files are not even listed
+    cache.used(found, n)
+    assert cache.snapshot().disk_entries == 0 and cache.snapshot().disk_hits == 1  # a slot holds it now
+
+
+def test_a_tampered_file_is_discarded_in_words(tmp_path: Path) -> None:
+    spill = PromptSpill(tmp_path / "prompts", 1 << 20, "shape", secret_file=tmp_path / "key")
+    assert spill.put("a", conv(0), LONG, state(100))
+    (path,) = (tmp_path / "prompts").glob("*.kvstate")
+    raw = bytearray(path.read_bytes())
+    raw[-1] ^= 0xFF  # one bit of llama.cpp's bytes: the header still reads, the whole fails its checksum
+    path.write_bytes(raw)
+    cache = PromptCache(250, spill)
+    found, n = cache.best("a", conv(0))
+    assert found is not None and n == LONG  # its header is sound
+    assert cache.state_of(found) is None  # its state is not
+    snap = cache.snapshot()
+    assert not path.exists() and snap.discarded == 1 and snap.disk_entries == 0
+    assert "discarded" in snap.note and "checksum" in snap.note
+    assert spill.put("a", conv(0), LONG, state(100))
+    (path,) = (tmp_path / "prompts").glob("*.kvstate")
+    head = bytearray(path.read_bytes())
+    head[100] ^= 0xFF  # the header itself: refused when the folder is listed, as a server starting finds it
+    path.write_bytes(head)
+    again = PromptSpill(tmp_path / "prompts", 1 << 20, "shape", secret_file=tmp_path / "key")
+    assert PromptCache(250, again).best("a", conv(0)) == (None, 0)
+    assert not path.exists() and again.discarded == 1 and "checksum" in again.notes[-1]

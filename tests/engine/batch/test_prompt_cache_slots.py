@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from prefill.engine.batch.prompt_spill import PromptSpill
 from prefill.engine.batch.request import BatchRequest
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.events import PrefillDone
@@ -92,16 +93,22 @@ def test_three_conversations_taking_turns_on_two_slots_each_keep_their_prefix(ti
         without.close()
 
 
-def test_the_cache_keeps_to_its_bound_the_oldest_out_first(tiny_model: Path) -> None:
+@pytest.fixture(scope="module")
+def one_state(tiny_model: Path) -> int:
+    """The bytes one conversation's state takes in the cache (they all are as long)."""
     probe = make_scheduler(tiny_model, 1, n_ctx=1024)
     try:
         ask(probe, conversation(probe, 0))
         ask(probe, conversation(probe, 1))  # 0 leaves its slot
         one = probe.snapshot().prompt_cache.bytes
         assert one > 0
+        return one
     finally:
         probe.close()
-    limit = int(one * 2.5)
+
+
+def test_the_cache_keeps_to_its_bound_the_oldest_out_first(tiny_model: Path, one_state: int) -> None:
+    limit = int(one_state * 2.5)
     sched = make_scheduler(tiny_model, 1, n_ctx=1024, prompt_cache_bytes=limit)
     try:
         convs = [conversation(sched, i) for i in range(5)]
@@ -156,3 +163,36 @@ def test_answers_with_the_cache_are_token_for_token_those_without(smollm2: Path)
     assert hits == 6  # every turn after the first came from the cache
     assert cached_answers == answers(3, 0)[0]
     assert cached_answers == answers(2, 0)[0]
+
+
+def test_prompts_past_the_bound_go_to_disk_come_back_and_outlive_the_scheduler(
+        tiny_model: Path, one_state: int, tmp_path: Path) -> None:
+    def spill() -> PromptSpill:
+        return PromptSpill(tmp_path / "prompts", 64 << 20, "tiny", secret_file=tmp_path / "key")
+
+    sched = make_scheduler(tiny_model, 1, n_ctx=1024, prompt_cache_bytes=int(one_state * 1.5), prompt_spill=spill())
+    more = tokens(sched, " more", first=False)
+    convs = [conversation(sched, i) for i in range(5)]
+    try:
+        for c in convs[:3]:
+            ask(sched, c)
+        snap = sched.snapshot().prompt_cache
+        assert (snap.entries, snap.disk_entries) == (1, 1)  # 1 in memory, 0 let go to disk
+        assert cached(ask(sched, convs[0] + more)) == len(convs[0])  # read back from disk
+        assert sched.snapshot().prompt_cache.disk_hits == 1
+    finally:
+        sched.close()
+    again = make_scheduler(tiny_model, 1, n_ctx=1024, prompt_cache_bytes=int(one_state * 1.5), prompt_spill=spill())
+    try:  # a new scheduler on the same folder (a server restarted) finds what the last one wrote
+        assert cached(ask(again, convs[1] + more)) == len(convs[1])
+        for c in convs[3:]:
+            ask(again, c)  # convs[1] + more goes to memory, then to disk
+        (path,) = (tmp_path / "prompts").glob("*.kvstate")
+        raw = bytearray(path.read_bytes())
+        raw[-1] ^= 0xFF
+        path.write_bytes(raw)
+        assert cached(ask(again, convs[1] + more)) < len(convs[1]) // 2  # tampered: read again, never loaded
+        snap = again.snapshot().prompt_cache
+        assert snap.discarded == 1 and "checksum does not match" in snap.note and not path.exists()
+    finally:
+        again.close()

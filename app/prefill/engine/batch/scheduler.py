@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from prefill.engine.batch.prompt_cache import CacheEntry, PromptCache
+from prefill.engine.batch.prompt_cache import Found, PromptCache
+from prefill.engine.batch.prompt_spill import PromptSpill
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.runtime import LoadedBatchModel, TokenBatch
 from prefill.engine.batch.slot_draft_model import SlotDraftModel
@@ -122,12 +123,14 @@ class BatchScheduler:
     (from `draft_model`, which the scheduler then owns and closes); `draft_max` bounds a draft;
     `speculation_note` says why the slots cannot speculate on this model at all ("" when they can).
     `prompt_cache_bytes` bounds the prompts kept in host memory once they leave their slot (0: none kept;
-    None: as many bytes as the slots' own KV cache, `default_prompt_cache`).
+    None: as many bytes as the slots' own KV cache, `default_prompt_cache`); those it lets go are written to
+    `prompt_spill` (on disk) when there is one.
     """
 
     def __init__(self, model: LoadedBatchModel, on_snapshot: Callable[[BatchSnapshot], None] | None = None,
                  max_queued: int = 0, speculative: str = "off", draft_model: SlotDraftModel | None = None,
-                 draft_max: int = DRAFT_MAX, prompt_cache_bytes: int | None = None):
+                 draft_max: int = DRAFT_MAX, prompt_cache_bytes: int | None = None,
+                 prompt_spill: PromptSpill | None = None):
         self.model = model
         self.speculative = check_mode(speculative)
         if (speculative == "draft") != (draft_model is not None):
@@ -151,7 +154,8 @@ class BatchScheduler:
         self.n_ctx_seq = rt.n_ctx_seq
         self.n_slots = rt.n_seq
         self.prompt_cache = PromptCache(
-            default_prompt_cache(rt.n_ctx, model.bytes_per_cell) if prompt_cache_bytes is None else prompt_cache_bytes)
+            default_prompt_cache(rt.n_ctx, model.bytes_per_cell) if prompt_cache_bytes is None else prompt_cache_bytes,
+            prompt_spill)
         self.projector: Projector | None = None  # lets prompts hold images; set by the server, freed by close()
         self._on_snapshot = on_snapshot
         self.on_events: Callable[[bool], None] | None = None
@@ -314,17 +318,18 @@ class BatchScheduler:
         n = shared[slot.index]
         cache = self.prompt_cache
         entry, from_cache = cache.best(owner, prompt) if cache.on else (None, 0)
-        if entry is not None and from_cache > n:
-            n = from_cache if self._swap_in(slot, entry) else 0
+        state = cache.state_of(entry) if entry is not None and from_cache > n else None
+        if entry is not None and state is not None:
+            n = from_cache if self._swap_in(slot, entry, state) else 0
             entry = entry if n else None
         else:
-            entry = None
+            entry = None  # none, no better than the slot, or a file on disk that failed its checks
         keep = run_start(prompt, min(n, len(prompt) - 1))  # evaluate >= 1 token, an image whole
         if entry is None:
             self._keep_leaving(slot, keep)
         keep = self.runtime.seq_truncate(slot.index, keep)
         del slot.tokens[keep:]
-        if entry is not None:
+        if entry is not None and keep:  # (a cache that cannot drop a tail keeps nothing: no hit)
             cache.used(entry, keep)
         slot.prompt_len, slot.owner = len(prompt), owner
         s = handle.request.sampling
@@ -348,14 +353,14 @@ class BatchScheduler:
         if state is not None:
             cache.store(slot.owner, slot.tokens, slot.prompt_len, state)
 
-    def _swap_in(self, slot: _Slot, entry: CacheEntry) -> bool:
+    def _swap_in(self, slot: _Slot, entry: Found, state: bytearray) -> bool:
         """Copy a cache entry's state into `slot`, what the slot held kept in the cache (stored once the
         entry is in the slot); False, the slot empty and the entry dropped, when llama.cpp refused it."""
         cache, rt = self.prompt_cache, self.runtime
         leaving = None
-        if slot.tokens and cache.worth_keeping(slot.tokens) and slot.tokens != list(entry.tokens[:len(slot.tokens)]):
+        if cache.worth_keeping(slot.tokens) and slot.tokens != list(entry.tokens[:len(slot.tokens)]):
             leaving = (slot.owner, tuple(slot.tokens), slot.prompt_len, rt.seq_state(slot.index))
-        ok = rt.set_seq_state(slot.index, entry.state) and rt.seq_cells(slot.index) == len(entry.tokens)
+        ok = rt.set_seq_state(slot.index, state) and rt.seq_cells(slot.index) == len(entry.tokens)
         if ok:
             slot.tokens[:] = entry.tokens
             slot.owner, slot.prompt_len = entry.owner, entry.prompt_len
