@@ -118,7 +118,8 @@ def test_the_cache_keeps_to_its_bound_the_oldest_out_first(tiny_model: Path, one
             assert snap.bytes <= limit and snap.limit == limit
         snap = sched.snapshot().prompt_cache
         assert snap.entries == 2 and snap.evicted == 2 and snap.stored == 4
-        assert [e.tokens[:len(convs[0])] for e in sched.prompt_cache.entries()] == convs[2:4]  # 0 and 1 went
+        kept = sched.prompt_cache.entries()  # least recently used first
+        assert [e.tokens[:len(c)] for e, c in zip(kept, convs[2:4], strict=True)] == convs[2:4]  # 0 and 1 went
         more = tokens(sched, " more", first=False)
         assert cached(ask(sched, convs[3] + more)) == len(convs[3])
         assert cached(ask(sched, convs[0] + more)) < len(convs[0]) // 2  # evicted: read again

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from prefill.engine.batch.prompt_cache import Found, PromptCache
+from prefill.engine.batch.prompt_cache import MIN_TOKENS, Found, PromptCache
 from prefill.engine.batch.prompt_spill import PromptSpill
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.runtime import LoadedBatchModel, TokenBatch
@@ -318,7 +318,9 @@ class BatchScheduler:
         n = shared[slot.index]
         cache = self.prompt_cache
         entry, from_cache = cache.best(owner, prompt) if cache.on else (None, 0)
-        state = cache.state_of(entry) if entry is not None and from_cache > n else None
+        # a few more tokens are read faster than two states are copied
+        better = entry is not None and from_cache >= n + MIN_TOKENS
+        state = cache.state_of(entry) if entry is not None and better else None
         if entry is not None and state is not None:
             n = from_cache if self._swap_in(slot, entry, state) else 0
             entry = entry if n else None
@@ -347,18 +349,23 @@ class BatchScheduler:
         """Keep what `slot` holds in the prompt cache when the next request keeps only `keep` of its tokens
         and not its last prompt (another conversation takes the slot: its own next turn finds it there)."""
         cache = self.prompt_cache
-        if keep + 1 >= slot.prompt_len or not cache.worth_keeping(slot.tokens):
+        if keep + 1 >= slot.prompt_len or not self._worth_keeping(slot):
             return
         state = self.runtime.seq_state(slot.index)
         if state is not None:
             cache.store(slot.owner, slot.tokens, slot.prompt_len, state)
+
+    def _worth_keeping(self, slot: _Slot) -> bool:
+        """Whether what `slot` holds is long enough to keep, and its state (about its cells' bytes) fits."""
+        cache = self.prompt_cache
+        return cache.worth_keeping(slot.tokens) and len(slot.tokens) * self.model.bytes_per_cell <= cache.limit
 
     def _swap_in(self, slot: _Slot, entry: Found, state: bytearray) -> bool:
         """Copy a cache entry's state into `slot`, what the slot held kept in the cache (stored once the
         entry is in the slot); False, the slot empty and the entry dropped, when llama.cpp refused it."""
         cache, rt = self.prompt_cache, self.runtime
         leaving = None
-        if cache.worth_keeping(slot.tokens) and slot.tokens != list(entry.tokens[:len(slot.tokens)]):
+        if self._worth_keeping(slot) and slot.tokens != list(entry.tokens[:len(slot.tokens)]):
             leaving = (slot.owner, tuple(slot.tokens), slot.prompt_len, rt.seq_state(slot.index))
         ok = rt.set_seq_state(slot.index, state) and rt.seq_cells(slot.index) == len(entry.tokens)
         if ok:
