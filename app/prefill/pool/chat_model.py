@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from prefill.engine.batch.prompt_spill import PromptSpill, default_spill_dir
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.runtime import load_batch_model
 from prefill.engine.batch.scheduler import BatchScheduler
@@ -29,6 +28,7 @@ from prefill.engine.speculation import Speculation
 from prefill.engine.vision.projector import Projector
 from prefill.pool.catalogue import Kind, ModelEntry
 from prefill.pool.memory import ModelMemory, estimate, logged_buffers, measured
+from prefill.pool.prompt_spill import PromptSpill, default_spill_dir
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class ChatLoad:
     # slots' KV cache takes): counted in the model's memory, so in the pool's budget
     prompt_cache: int | None = None
     # bytes of those prompts kept on disk once they leave memory, per model (0: none), under `prompt_disk_dir`
-    # (None: the platform's cache folder, engine/batch/prompt_spill.py)
+    # (None: the platform's cache folder, pool/prompt_spill.py)
     prompt_disk: int = 0
     prompt_disk_dir: Path | None = None
 

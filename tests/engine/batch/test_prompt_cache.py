@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefill.engine.batch.prompt_cache import MIN_TOKENS, PromptCache
-from prefill.engine.batch.prompt_spill import DiskEntry, PromptSpill
+from prefill.pool.prompt_spill import DiskEntry, PromptSpill
 
 LONG = MIN_TOKENS + 8
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from prefill.engine.batch.prompt_spill import PromptSpill
 from prefill.engine.batch.request import BatchRequest
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.events import PrefillDone
+from prefill.pool.prompt_spill import PromptSpill
 from tests.engine.batch.test_scheduler import GREEDY, Collector, make_scheduler
 
 pytestmark = pytest.mark.model

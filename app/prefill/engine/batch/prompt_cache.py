@@ -8,8 +8,8 @@ follows the shared prefix is evaluated. llama.cpp's server does the same with `-
 #16391); unlike it, the bound here is counted in the model's memory (`ModelMemory.prompt_cache`), so
 the pool's budget holds the cache too.
 
-The entries are bounded in bytes: the least recently used goes first (to disk, when a `PromptSpill`
-is given: prompt_spill.py, found again from there the same way), and a state larger than the whole
+The entries are bounded in bytes: the least recently used goes first (to disk, when a `Spill` is
+given: `pool/prompt_spill.py`, found again from there the same way), and a state larger than the whole
 bound is never kept. Another owner's entries are never compared, so a request gets no cached tokens
 from another client's conversation.
 
@@ -19,12 +19,12 @@ One thread uses it (the scheduler's); `snapshot` is a frozen value any thread ma
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
-
-from prefill.engine.batch.prompt_spill import DiskEntry, PromptSpill, shared_prefix
 
 MIN_TOKENS = 32  # a shorter prompt is read again faster than it is kept and looked up
 
@@ -68,14 +68,56 @@ class CacheEntry:
         return len(self.state)
 
 
-Found = CacheEntry | DiskEntry
+def shared_prefix(a: np.ndarray, b: np.ndarray) -> int:
+    """How many leading tokens two arrays share."""
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    differ = np.flatnonzero(a[:n] != b[:n])
+    return int(differ[0]) if len(differ) else n
+
+
+class Spilled(Protocol):
+    """A prompt a `Spill` holds."""
+
+    @property
+    def owner(self) -> str: ...
+
+    @property
+    def tokens(self) -> tuple[int, ...]: ...
+
+    @property
+    def prompt_len(self) -> int: ...
+
+
+class Spill(Protocol):
+    """Where the cache puts the prompts it lets go, and finds them again (on disk: pool/prompt_spill.py)."""
+
+    discarded: int  # prompts refused by their checks
+    notes: deque[str]  # what it had to say, the last last
+
+    @property
+    def budget(self) -> int: ...
+
+    def usage(self) -> tuple[int, int]: ...  # (prompts, bytes)
+
+    def put(self, owner: str, tokens: Sequence[int], prompt_len: int, state: bytearray) -> bool: ...
+
+    def best(self, owner: str, prompt: Sequence[int]) -> tuple[Spilled | None, int]: ...
+
+    def load(self, entry: Spilled) -> bytearray | None: ...  # None: it failed its checks (and is gone)
+
+    def drop(self, entry: Spilled) -> None: ...
+
+
+Found = CacheEntry | Spilled
 
 
 class PromptCache:
     """States of prompts that left their slot, at most `limit` bytes together (0: off); those it lets go
     are written to `spill` when there is one."""
 
-    def __init__(self, limit: int, spill: PromptSpill | None = None):
+    def __init__(self, limit: int, spill: Spill | None = None):
         self.limit = max(0, limit)
         self.spill = spill if self.limit else None
         self._entries: list[CacheEntry] = []
@@ -100,15 +142,16 @@ class PromptCache:
         """The entry of `owner` that shares the longest prefix with `prompt`, and how long that is (ties:
         the smaller state, less to copy; one in memory before one on disk); (None, 0) when none shares
         a token."""
-        found: Found | None = None
+        in_memory: CacheEntry | None = None
         most = 0
         mine = [e for e in self._entries if e.owner == owner]
         if mine:
             ids = np.asarray(prompt, dtype=np.int64)
             for e in mine:
                 n = shared_prefix(e.ids, ids)
-                if n > most or (n == most and found is not None and n > 0 and e.size < found.size):
-                    found, most = e, n
+                if n > most or (n == most and in_memory is not None and n > 0 and e.size < in_memory.size):
+                    in_memory, most = e, n
+        found: Found | None = in_memory
         if self.spill is not None:
             before = self.spill.discarded
             on_disk, n = self.spill.best(owner, prompt)
@@ -166,7 +209,7 @@ class PromptCache:
         self._hits += 1
         self._saved += reused
         whole = reused + 1 >= entry.prompt_len
-        if isinstance(entry, DiskEntry):
+        if not isinstance(entry, CacheEntry):
             self._disk_hits += 1
             if whole:
                 self.discard(entry)

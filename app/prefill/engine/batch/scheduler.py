@@ -26,8 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from prefill.engine.batch.prompt_cache import MIN_TOKENS, Found, PromptCache
-from prefill.engine.batch.prompt_spill import PromptSpill
+from prefill.engine.batch.prompt_cache import MIN_TOKENS, Found, PromptCache, Spill
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.runtime import LoadedBatchModel, TokenBatch
 from prefill.engine.batch.slot_draft_model import SlotDraftModel
@@ -130,7 +129,7 @@ class BatchScheduler:
     def __init__(self, model: LoadedBatchModel, on_snapshot: Callable[[BatchSnapshot], None] | None = None,
                  max_queued: int = 0, speculative: str = "off", draft_model: SlotDraftModel | None = None,
                  draft_max: int = DRAFT_MAX, prompt_cache_bytes: int | None = None,
-                 prompt_spill: PromptSpill | None = None):
+                 prompt_spill: Spill | None = None):
         self.model = model
         self.speculative = check_mode(speculative)
         if (speculative == "draft") != (draft_model is not None):

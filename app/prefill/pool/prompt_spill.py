@@ -1,6 +1,6 @@
 """The prompt cache's second tier: prompts that no longer fit in host memory, kept on disk.
 
-A prompt the host-memory cache (prompt_cache.py) lets go to make room is written here, in the window's
+A prompt the host-memory cache (`engine/batch/prompt_cache.py`) lets go to make room is written here, in the window's
 KV state format (`engine/local/kv_disk.py`: a signed header with the tokens, then llama.cpp's bytes,
 both under an HMAC keyed with this install's secret), in a folder of the model's own within a byte
 budget, the least recently used file out first. A file is read back only through that format's
@@ -11,6 +11,8 @@ Each owner's prompts have a scope of their own (the model, the cache's shape, th
 and the owner), so another client's files are never even listed for a request. The files outlive
 the server: a server restarted on the same model finds them again.
 
+It lives in the pool, which may use both the batch engine and the window's file format (the two
+engine rooms never import each other): the scheduler knows it only as `engine.batch.prompt_cache.Spill`.
 One thread uses it (the scheduler's).
 """
 
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from prefill.engine.batch.prompt_cache import Spilled, shared_prefix
 from prefill.engine.local.kv_disk import (
     HEAD_SIZE,
     CorruptState,
@@ -39,15 +42,6 @@ from prefill.engine.local.kv_resume import build_tag, llama_build, model_identit
 log = logging.getLogger(__name__)
 NOTES_KEPT = 8
 PROMPT = "prompt"  # the one segment a header carries: the tokens of the prompt its answer followed
-
-
-def shared_prefix(a: np.ndarray, b: np.ndarray) -> int:
-    """How many leading tokens two arrays share."""
-    n = min(len(a), len(b))
-    if n == 0:
-        return 0
-    differ = np.flatnonzero(a[:n] != b[:n])
-    return int(differ[0]) if len(differ) else n
 
 
 def default_spill_dir() -> Path:
@@ -169,9 +163,10 @@ class PromptSpill:
                 found, most = e, n
         return found, most
 
-    def load(self, entry: DiskEntry) -> bytearray | None:
+    def load(self, entry: Spilled) -> bytearray | None:
         """The state of `entry`, checked whole against its signature; None when it fails (the file is then
         deleted, and why is said in `notes`)."""
+        assert isinstance(entry, DiskEntry)
         try:
             state = self.disk.read_blob(entry.path, entry.header)
         except CorruptState as fault:
@@ -180,9 +175,10 @@ class PromptSpill:
         self.loaded += 1
         return state
 
-    def drop(self, entry: DiskEntry) -> None:
+    def drop(self, entry: Spilled) -> None:
         """Delete a file whose prompt a slot holds now (it is kept again when it leaves the slot), or one
         llama.cpp refused."""
+        assert isinstance(entry, DiskEntry)
         self.disk.discard(entry.path)
 
     def _discard(self, path: Path, fault: CorruptState) -> None:
