@@ -144,7 +144,11 @@ def test_another_owners_request_gets_no_cached_tokens(tiny_model: Path) -> None:
 
 def test_answers_with_the_cache_are_token_for_token_those_without(smollm2: Path) -> None:
     """SmolLM2, greedy and seeded: conversations interleaved on two slots, their prompts copied back from
-    the cache, answer as on three slots where each kept its own, and as on two without the cache."""
+    the cache, answer token for token as on three slots without a cache, where each kept its own.
+
+    (Not compared: two slots without the cache, which read each prompt again in one pass. A prompt read
+    in one pass and one read turn by turn may part at a near tie, cache or no cache: llama.cpp's sums
+    are not the same in batches of other sizes. The copy changes no bit of what the slot held.)"""
     def answers(n_slots: int, cache: int | None) -> tuple[list[str], int]:
         sched = make_scheduler(smollm2, n_slots, n_ctx=1024, prompt_cache_bytes=cache)
         try:
@@ -163,7 +167,6 @@ def test_answers_with_the_cache_are_token_for_token_those_without(smollm2: Path)
     cached_answers, hits = answers(2, None)
     assert hits == 6  # every turn after the first came from the cache
     assert cached_answers == answers(3, 0)[0]
-    assert cached_answers == answers(2, 0)[0]
 
 
 def test_prompts_past_the_bound_go_to_disk_come_back_and_outlive_the_scheduler(
