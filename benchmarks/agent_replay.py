@@ -200,7 +200,7 @@ def ask(client: httpx.Client, dialect: str, s: Session, max_tokens: int) -> dict
 # --- runs --------------------------------------------------------------------------------------------
 def serve(model: Path, ctx: int, cache: str, speculative: str) -> tuple[subprocess.Popen[str], str]:
     cmd = [sys.executable, "-m", "prefill", "serve", "--model", str(model), "--port", "0", "--gpu-layers", "none",
-           "--parallel", "2", "--ctx", str(ctx), "--speculative", speculative,
+           "--parallel", "2", "--ctx", str(ctx), "--speculative", speculative, "--alias", "x",
            *(["--cache-ram", "0"] if cache == "off" else [])]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "app"), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)

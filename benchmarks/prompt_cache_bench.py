@@ -5,7 +5,7 @@ prompt's tokens, those reused (`usage.prompt_tokens_details.cached_tokens`), tho
 new tokens since the conversation's last turn, and the time to the first token. Prints one JSON object;
 rerun with:
 
-    PYTHONPATH=app python benchmarks/prompt_cache_bench.py [--model PATH] [--turns 4] [--words 800]
+    PYTHONPATH=app python benchmarks/prompt_cache_bench.py [--model PATH] [--turns 4] [--words 1050]
 
 Goal (issue 35): from turn 2, tokens prefilled per turn <= the new tokens + 64 with three conversations
 interleaved on two slots.
@@ -63,18 +63,18 @@ def run(model: Path, cache_args: list[str], turns: int, words: int) -> dict[str,
         rows = []
         for turn in range(turns):
             for i, messages in enumerate(chats):
-                r = client.post("/v1/chat/completions", json={"model": "x", "messages": messages, "max_tokens": 16,
-                                                              "temperature": 0})
+                body = {"model": model.stem, "messages": messages, "max_tokens": 16, "temperature": 0}
+                r = client.post("/v1/chat/completions", json=body)
                 r.raise_for_status()
-                body = r.json()
-                usage, timings = body["usage"], body["timings"]
+                reply = r.json()
+                usage, timings = reply["usage"], reply["timings"]
                 prompt, cached = usage["prompt_tokens"], usage["prompt_tokens_details"]["cached_tokens"]
                 if turn:
                     rows.append({"turn": turn + 1, "conversation": i, "prompt_tokens": prompt, "cached_tokens": cached,
                                  "prefilled": prompt - cached, "new_tokens": prompt - last[i],
                                  "ttft_ms": round(timings["ttft_ms"], 1)})
                 last[i] = prompt
-                messages += [{"role": "assistant", "content": body["choices"][0]["message"]["content"]},
+                messages += [{"role": "assistant", "content": reply["choices"][0]["message"]["content"]},
                              {"role": "user", "content": f"And what does part {turn + 2} say?"}]
         cache = client.get("/slots").json()["prompt_cache"]
         return {
@@ -96,7 +96,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", type=Path, default=None, help="a chat GGUF (default: the bundled SmolLM2)")
     p.add_argument("--turns", type=int, default=4, help="turns of each conversation (default 4)")
-    p.add_argument("--words", type=int, default=800, help="words of each system prompt (default 800)")
+    p.add_argument("--words", type=int, default=1050, help="words of each system prompt (default 1050: prompts of "
+                   "about 1,100 tokens on SmolLM2)")
     args = p.parse_args()
     model = args.model or bundled_model_path()
     if model is None:
