@@ -167,7 +167,7 @@ def figures(ev: dict[str, Any], dialect: str, out: dict[str, Any]) -> None:
         u = ev["usage"]
         out.update(prompt=u["input_tokens"] + u["cache_read_input_tokens"], cached=u["cache_read_input_tokens"],
                    completion=u["output_tokens"])
-    elif dialect == "responses" and ev.get("type") == "response.completed":
+    elif dialect == "responses" and ev.get("type") in ("response.completed", "response.incomplete"):
         u = ev["response"]["usage"]
         out.update(prompt=u["input_tokens"], cached=u["input_tokens_details"]["cached_tokens"],
                    completion=u["output_tokens"])
