@@ -79,3 +79,25 @@ def test_a_folder_s_model_loads_with_the_settings_the_window_keeps_for_it(tmp_pa
     (tmp_path / "unreadable").mkdir()  # a settings "file" that cannot be read: said, and nothing taken
     none = own_settings(server, SettingsFile(tmp_path / "unreadable"))
     assert none(folder / "a.gguf") is None and "per-model settings are not used" in capsys.readouterr().err
+
+
+def test_the_prompt_cache_flag_and_its_bound_in_the_models_memory(tmp_path: Path) -> None:
+    """--cache-ram is MiB per chat model (0: off), and the bound counts whole in the model's memory before
+    it loads, so the pool's budget holds it; without the flag, as much as the slots' KV cache."""
+    from prefill.bench.tiny_model import write_tiny_llama
+    from prefill.commands.serve import cache_ram
+    from prefill.pool.catalogue import entry_for_file
+    from prefill.pool.chat_model import ChatLoad
+    from prefill.server.lifecycle import ServeOptions
+
+    assert cache_ram("0") == 0 and cache_ram("64") == 64 << 20
+    for bad in ("-1", "lots", "1.5"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            cache_ram(bad)
+    entry = entry_for_file(write_tiny_llama(tmp_path / "tiny.gguf"))
+    plain = ChatLoad(CPU, 2).estimate(entry)
+    assert plain.prompt_cache == plain.kv > 0  # the default: the slots' KV cache again
+    sized = ServeOptions(entry.path, CPU, parallel=2, prompt_cache=64 << 20).chat_load().estimate(entry)
+    assert sized.prompt_cache == 64 << 20 and sized.total == plain.total - plain.kv + (64 << 20)
+    assert sized.as_dict()["prompt_cache"] == 64 << 20
+    assert ChatLoad(CPU, 2, prompt_cache=0).estimate(entry).total == plain.total - plain.kv

@@ -100,7 +100,9 @@ def test_load_and_unload_by_hand_with_memory_use_and_slots_by_model(pooled: Serv
     body = r.json()
     assert r.status_code == 200 and body["model"]["state"] == "loaded" and body["model"]["pinned"]
     memory = body["model"]["memory"]
-    assert memory["measured"] and memory["total"] == memory["weights"] + memory["kv"] + memory["compute"] + 0
+    # the prompt cache's bound counts whole: by default as much as the slots' KV cache
+    assert memory["measured"] and memory["prompt_cache"] == memory["kv"]
+    assert memory["total"] == memory["weights"] + memory["kv"] + memory["compute"] + memory["prompt_cache"] + 0
     listing = _get(pooled, "/models").json()
     assert listing["memory"]["used"] >= memory["total"]
     one = _get(pooled, "/v1/models/tiny/tiny-a.gguf").json()

@@ -90,6 +90,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--docs-dir", type=Path, default=None, metavar="DIR",
                    help="the folder whose documents.sqlite3 holds the document collections a request may name "
                         "(\"documents\": NAME) (default: the one `prefill docs` uses, beside the history)")
+    p.add_argument("--cache-ram", type=cache_ram, default=None, metavar="MiB",
+                   help="prompts kept in memory after another request takes their slot, at most this many MiB per "
+                        "chat model, counted in its memory (and the --memory-budget): a conversation that comes "
+                        "back, on any slot, reads only what is new. 0 keeps none (default: as much as the slots' "
+                        "KV cache takes)")
+    p.add_argument("--cache-disk", type=cache_ram, default=0, metavar="MiB",
+                   help="prompts that --cache-ram lets go are written to disk (the cache folder, signed as the "
+                        "window's saved chats are), at most this many MiB per chat model, and read back, checked "
+                        "first, for a request that shares their start; they outlive the server (default 0: off)")
     p.add_argument("--max-stored-responses", type=int, default=1000, metavar="N",
                    help="responses the Responses API keeps for previous_response_id and GET /v1/responses/ID, at "
                         "most (the oldest go first; none older than 30 days; in the history's database, never "
@@ -152,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
         default_model=args.default_model, ollama_port=args.ollama_port,
         max_stored_responses=args.max_stored_responses, embed_models=tuple(embed_models),
         docs_index=docs_index_in(args.docs_dir.expanduser()) if args.docs_dir is not None else None,
+        prompt_cache=args.cache_ram, prompt_disk=args.cache_disk,
     )
     for m in models:
         if m.unusable:
@@ -190,6 +200,17 @@ def run(args: argparse.Namespace) -> int:
     except PoolError as e:  # an alias or pin that names no model, pinned models past the limits
         raise CliError(str(e)) from None
     return 0
+
+
+def cache_ram(text: str) -> int:
+    """--cache-ram's or --cache-disk's MiB as bytes (0: off)."""
+    try:
+        mib = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of MiB") from None
+    if not 0 <= mib <= 1 << 30:
+        raise argparse.ArgumentTypeError("give 0 (no prompt cache) or a number of MiB")
+    return mib << 20
 
 
 def companion_models(given: list[str], taken: set[str]) -> list[ModelEntry]:

@@ -8,6 +8,7 @@ a tenth of a second late), whether a model is generating or has requests queued.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -27,6 +28,9 @@ from prefill.engine.speculation import Speculation
 from prefill.engine.vision.projector import Projector
 from prefill.pool.catalogue import Kind, ModelEntry
 from prefill.pool.memory import ModelMemory, estimate, logged_buffers, measured
+from prefill.pool.prompt_spill import PromptSpill, default_spill_dir
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -38,13 +42,21 @@ class ChatLoad:
     max_queued: int = 0  # requests waiting beyond the slots before QueueFull (0: 8 per slot)
     speculation: Speculation = field(default_factory=Speculation)
     on_snapshot: Callable[[BatchSnapshot], None] | None = None
+    # bytes of prompts kept in host memory after they leave their slot (0: none; None: as many as the
+    # slots' KV cache takes): counted in the model's memory, so in the pool's budget
+    prompt_cache: int | None = None
+    # bytes of those prompts kept on disk once they leave memory, per model (0: none), under `prompt_disk_dir`
+    # (None: the platform's cache folder, pool/prompt_spill.py)
+    prompt_disk: int = 0
+    prompt_disk_dir: Path | None = None
 
     def settings_for(self, entry: ModelEntry) -> LoadSettings:
         return entry.settings or self.settings
 
     def estimate(self, entry: ModelEntry) -> ModelMemory:
-        """What the entry will take once loaded, from its headers (no load)."""
-        return estimate(entry.path, self.settings_for(entry), self.parallel, entry.projector)
+        """What the entry will take once loaded, from its headers (no load), its prompt cache's bound too."""
+        guess = estimate(entry.path, self.settings_for(entry), self.parallel, entry.projector)
+        return replace(guess, prompt_cache=guess.kv if self.prompt_cache is None else self.prompt_cache)
 
 
 class ChatModel:
@@ -119,6 +131,17 @@ def open_scheduler(path: Path, load: ChatLoad) -> BatchScheduler:
     draft_path = Path(wanted.draft_path) if wanted.draft_wanted else None
     mode = "off" if wanted.mode == "draft" and draft_path is None else wanted.mode
     model = load_batch_model(path, load.settings, load.parallel)
+    spill = None
+    if load.prompt_disk > 0 and load.prompt_cache != 0:
+        rt = model.runtime
+        try:
+            spill = PromptSpill.for_model(load.prompt_disk_dir or default_spill_dir(), load.prompt_disk, path,
+                                          rt.n_ctx_seq, load.settings.kv_type, rt.flash_attn_on)
+        except OSError as e:  # the folder cannot be read or made: prompts are kept in memory only
+            log.warning("prompts will not be kept on disk: %s", e)
+        except BaseException:
+            rt.close()
+            raise
     draft, refused = None, ""
     if draft_path is not None:
         try:
@@ -129,7 +152,8 @@ def open_scheduler(path: Path, load: ChatLoad) -> BatchScheduler:
             model.runtime.close()
             raise
     mode = "off" if refused else mode
-    scheduler = BatchScheduler(model, load.on_snapshot, load.max_queued, mode, draft, wanted.draft_max)
+    scheduler = BatchScheduler(model, load.on_snapshot, load.max_queued, mode, draft, wanted.draft_max,
+                               load.prompt_cache, spill)
     if refused:
         scheduler.speculation_note = refused
     return scheduler
@@ -153,7 +177,7 @@ def load_chat(entry: ModelEntry, load: ChatLoad) -> ChatModel:
         rt.longest_token_bytes  # noqa: B018 -- read once here, part of the load: a server's first request bounds its prompt by it
         memory = measured(rt.model_bytes(), rt.n_ctx, scheduler.model.bytes_per_cell, guess,
                           logged_buffers(rt.context_log))
-        return ChatModel(scheduler, memory)
+        return ChatModel(scheduler, replace(memory, prompt_cache=scheduler.prompt_cache.limit))
     except BaseException:
         scheduler.close()
         raise

@@ -33,7 +33,8 @@ _UNLIMITED = MachineMemory(1 << 62, 1 << 62)  # the estimate's parts, whatever t
 
 @dataclass(frozen=True)
 class ModelMemory:
-    """Bytes one model takes: its weights, its KV cache (every slot), its compute buffers, its projector."""
+    """Bytes one model takes: its weights, its KV cache (every slot), its compute buffers, its projector,
+    and the bound of its prompt cache (prompts kept in host memory after they left their slot)."""
 
     weights: int
     kv: int
@@ -41,14 +42,16 @@ class ModelMemory:
     projector: int = 0
     measured: bool = False  # weights and KV from llama.cpp after the load (else all estimated)
     compute_measured: bool = False  # the compute buffers as llama.cpp reported them (else the estimate)
+    prompt_cache: int = 0  # the most its prompt cache may hold: counted whole, however full it is
 
     @property
     def total(self) -> int:
-        return self.weights + self.kv + self.compute + self.projector
+        return self.weights + self.kv + self.compute + self.projector + self.prompt_cache
 
     def as_dict(self) -> dict[str, object]:
         return {"total": self.total, "weights": self.weights, "kv": self.kv, "compute": self.compute,
-                "projector": self.projector, "measured": self.measured, "compute_measured": self.compute_measured}
+                "projector": self.projector, "prompt_cache": self.prompt_cache, "measured": self.measured,
+                "compute_measured": self.compute_measured}
 
     def summary(self) -> str:
         return format_bytes(self.total)

@@ -72,6 +72,16 @@ class ServeOptions:
     # embedding or reranking models served beside `model`, pinned and loaded at start (--embed-model)
     embed_models: tuple[ModelEntry, ...] = ()
     docs_index: Path | None = None  # the document collections requests may name (None: `prefill docs`'s index)
+    # bytes of prompts each chat model keeps in host memory after they leave their slot, counted in its
+    # memory (0: none; None: as many as its slots' KV cache)
+    prompt_cache: int | None = None
+    prompt_disk: int = 0  # bytes of those prompts kept on disk, per model, once they leave memory (0: none)
+    prompt_disk_dir: Path | None = None  # where (None: the platform's cache folder)
+
+    def chat_load(self, on_snapshot: Callable[[BatchSnapshot], None] | None = None) -> ChatLoad:
+        """How a chat model of this server is loaded."""
+        return ChatLoad(self.settings, self.parallel, self.max_queued, self.speculation, on_snapshot,
+                        self.prompt_cache, self.prompt_disk, self.prompt_disk_dir)
 
     def entries(self) -> list[ModelEntry]:
         """`model` (its id `model_id` or the file's stem, its projector `mmproj`), `embed_models`, then
@@ -227,7 +237,7 @@ def open_pool(options: ServeOptions, on_snapshot: Callable[[BatchSnapshot], None
     Raises:
         ModelLoadError, PoolError, ValueError: as `RunningServer.open`.
     """
-    load = ChatLoad(options.settings, options.parallel, options.max_queued, options.speculation, on_snapshot)
+    load = options.chat_load(on_snapshot)
     embed = EmbedLoad(options.settings)
     entries = checked(options.entries())
     pinned = [*options.started(), *options.pinned]
@@ -254,8 +264,7 @@ def open_scheduler(options: ServeOptions, on_snapshot: Callable[[BatchSnapshot],
     """`options.model` loaded for the slots alone, outside any pool (pool/chat_model.py `open_scheduler`)."""
     if options.model is None:
         raise ValueError("no model to load")
-    return chat_model.open_scheduler(options.model, ChatLoad(options.settings, options.parallel, options.max_queued,
-                                                            options.speculation, on_snapshot))
+    return chat_model.open_scheduler(options.model, options.chat_load(on_snapshot))
 
 
 def serve(options: ServeOptions, ready: Callable[[RunningServer], None] | None = None) -> None:

@@ -3,17 +3,20 @@
 GET /v1/models (every model of the pool with its state and size: loaded, loading, not loaded,
 unusable), GET /v1/models/{id}, and llama.cpp's router names: GET /models (with memory use),
 POST /models/load and POST /models/unload ({"model": ID}). GET /slots: every resident model's
-slots, each marked with its model, and each model's snapshot under `models`.
+slots, each marked with its model, and each model's snapshot under `models`; the prompt caches of
+every model added up under `prompt_cache`.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, cast
 
 import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from prefill.engine.batch.prompt_cache import PromptCacheSnapshot
 from prefill.engine.errors import EngineError
 from prefill.pool.embed_model import EmbedModel
 from prefill.pool.pool import ModelStatus, Resident
@@ -132,5 +135,8 @@ async def slots(state: ServeState, request: Request) -> Response:
             total[k] = max(total[k], snap[k])
         if snap["speculative"] != "off":
             total["speculative"] = snap["speculative"]
+    caches = [snap["prompt_cache"] for snap in per.values()]
+    total["prompt_cache"] = {k: sum(c[k] for c in caches) for k in asdict(PromptCacheSnapshot()) if k != "note"}
+    total["prompt_cache"]["note"] = next((c["note"] for c in caches if c["note"]), "")
     total["models"] = per
     return JSONResponse(total)

@@ -31,7 +31,8 @@ class ModelSlots:
     batch: BatchSnapshot | None = None
 
     def heading(self) -> str:
-        """The model's line above its slots: "name · loaded · pinned · 1.2 GiB · 2 in flight"."""
+        """The model's line above its slots: "name · loaded · pinned · 1.2 GiB · 2 in flight · 3 prompts
+        cached (40 MiB, 5 hits)"."""
         words = [self.id, self.state]
         if self.pinned:
             words.append("pinned")
@@ -39,6 +40,10 @@ class ModelSlots:
             words.append(format_bytes(self.memory))
         if self.batch is not None and self.batch.in_flight:
             words.append(f"{self.batch.in_flight} in flight")
+        cache = self.batch.prompt_cache if self.batch is not None else None
+        if cache is not None and cache.entries:
+            words.append(f"{cache.entries} prompt{'s' if cache.entries != 1 else ''} cached "
+                         f"({format_bytes(cache.bytes)}, {cache.hits} hit{'s' if cache.hits != 1 else ''})")
         return " · ".join(words)
 
 

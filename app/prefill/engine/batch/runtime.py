@@ -108,6 +108,28 @@ class BatchRuntime(LlamaRuntime):
         llama_cpp.llama_memory_seq_rm(self.memory, seq, -1, -1)  # a whole sequence always goes
         return 0
 
+    def seq_state(self, seq: int) -> bytearray | None:
+        """Sequence `seq`'s state (its KV cells) as llama.cpp writes it; None when it gives nothing."""
+        size = int(llama_cpp.llama_state_seq_get_size(self.ctx, seq))
+        if size <= 0:
+            return None
+        blob = bytearray(size)
+        ptr = (ctypes.c_uint8 * size).from_buffer(blob)
+        n = int(llama_cpp.llama_state_seq_get_data(self.ctx, ptr, size, seq))
+        del ptr
+        return blob if n == size else None
+
+    def set_seq_state(self, seq: int, blob: bytearray) -> bool:
+        """Put a state `seq_state` wrote (of any sequence of this context) into sequence `seq`, in place of
+        what it held; False, the sequence empty, when llama.cpp refuses it."""
+        self.seq_truncate(seq, 0)
+        ptr = (ctypes.c_uint8 * len(blob)).from_buffer(blob)
+        ok = int(llama_cpp.llama_state_seq_set_data(self.ctx, ptr, len(blob), seq)) > 0
+        del ptr
+        if not ok:
+            self.seq_truncate(seq, 0)
+        return ok
+
     # --- decode -------------------------------------------------------------------------
     def decode_batch(self, batch: TokenBatch) -> int:
         """Evaluate a filled batch; the C status (0 is success)."""

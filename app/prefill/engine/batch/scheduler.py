@@ -5,7 +5,9 @@ the next token of every decoding slot and, in the room left, prompt chunks of th
 slots still prefilling; one `llama_decode`; then each finished row is sampled with
 its own request's sampler chain. A request waits in a FIFO queue while all slots
 are busy. A new request goes to the idle slot whose cached tokens share the longest
-prefix with its prompt, and only what follows that prefix is evaluated.
+prefix with its prompt, and only what follows that prefix is evaluated. A slot's prompt that another
+request displaces is kept in host memory (prompt_cache.py) and copied back into a slot, before the
+prefill, for the request that shares the most with it.
 
 With `speculative="ngram"` (or "draft", with a draft model), a slot whose request samples greedily
 follows its token with a draft in the same batch and keeps the part the model agrees with
@@ -24,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from prefill.engine.batch.prompt_cache import MIN_TOKENS, Found, PromptCache, Spill
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.runtime import LoadedBatchModel, TokenBatch
 from prefill.engine.batch.slot_draft_model import SlotDraftModel
@@ -51,6 +54,12 @@ from prefill.engine.vision.prompt_images import run_end, run_start, text_before_
 log = logging.getLogger(__name__)
 PUBLISH_EVERY_S = 0.1
 QUEUED_PER_SLOT = 8  # the default bound of the queue behind the slots
+
+
+def default_prompt_cache(kv_cells: int, bytes_per_cell: int) -> int:
+    """The prompt cache's bound when none is given: as many bytes as the slots' KV cache (`kv_cells` of
+    `bytes_per_cell`), so it keeps as many tokens again as the slots hold."""
+    return kv_cells * bytes_per_cell
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -112,11 +121,15 @@ class BatchScheduler:
     `speculative` is "off", "ngram" (drafts from the text itself for greedy requests) or "draft"
     (from `draft_model`, which the scheduler then owns and closes); `draft_max` bounds a draft;
     `speculation_note` says why the slots cannot speculate on this model at all ("" when they can).
+    `prompt_cache_bytes` bounds the prompts kept in host memory once they leave their slot (0: none kept;
+    None: as many bytes as the slots' own KV cache, `default_prompt_cache`); those it lets go are written to
+    `prompt_spill` (on disk) when there is one.
     """
 
     def __init__(self, model: LoadedBatchModel, on_snapshot: Callable[[BatchSnapshot], None] | None = None,
                  max_queued: int = 0, speculative: str = "off", draft_model: SlotDraftModel | None = None,
-                 draft_max: int = DRAFT_MAX):
+                 draft_max: int = DRAFT_MAX, prompt_cache_bytes: int | None = None,
+                 prompt_spill: Spill | None = None):
         self.model = model
         self.speculative = check_mode(speculative)
         if (speculative == "draft") != (draft_model is not None):
@@ -139,6 +152,9 @@ class BatchScheduler:
         self.runtime = rt = model.runtime
         self.n_ctx_seq = rt.n_ctx_seq
         self.n_slots = rt.n_seq
+        self.prompt_cache = PromptCache(
+            default_prompt_cache(rt.n_ctx, model.bytes_per_cell) if prompt_cache_bytes is None else prompt_cache_bytes,
+            prompt_spill)
         self.projector: Projector | None = None  # lets prompts hold images; set by the server, freed by close()
         self._on_snapshot = on_snapshot
         self.on_events: Callable[[bool], None] | None = None
@@ -284,8 +300,10 @@ class BatchScheduler:
         that is at least half the prompt and at least half of the slot's last prompt (a conversation
         continued, regenerated or edited). Otherwise into an empty slot, else the least recently used
         one: a new conversation that shares only a system prompt with a slot must not evict that
-        slot's conversation. Only the request's owner's conversations count: another client's
-        cached tokens are never reused, so its `cached_tokens` and timings say nothing about them."""
+        slot's conversation. A prompt cache entry that shares more than that slot is copied into it
+        first, and what the slot held is kept in the cache before another prompt displaces it. Only
+        the request's owner's conversations count: another client's cached tokens are never reused,
+        so its `cached_tokens` and timings say nothing about them."""
         prompt, owner = handle.request.prompt, handle.request.owner
         idle = [s for s in self._slots if s.job is None]
         shared = {s.index: common_prefix(s.tokens, prompt) if s.owner == owner else 0 for s in idle}
@@ -296,9 +314,24 @@ class BatchScheduler:
             return (n if continued else 0, not s.tokens, -s.last_used)
 
         slot = max(idle, key=score)
-        keep = run_start(prompt, min(shared[slot.index], len(prompt) - 1))  # evaluate >= 1 token, an image whole
+        n = shared[slot.index]
+        cache = self.prompt_cache
+        entry, from_cache = cache.best(owner, prompt) if cache.on else (None, 0)
+        # a few more tokens are read faster than two states are copied
+        better = entry is not None and from_cache >= n + MIN_TOKENS
+        state = cache.state_of(entry) if entry is not None and better else None
+        if entry is not None and state is not None:
+            n = from_cache if self._swap_in(slot, entry, state) else 0
+            entry = entry if n else None
+        else:
+            entry = None  # none, no better than the slot, or a file on disk that failed its checks
+        keep = run_start(prompt, min(n, len(prompt) - 1))  # evaluate >= 1 token, an image whole
+        if entry is None:
+            self._keep_leaving(slot, keep)
         keep = self.runtime.seq_truncate(slot.index, keep)
         del slot.tokens[keep:]
+        if entry is not None and keep:  # (a cache that cannot drop a tail keeps nothing: no hit)
+            cache.used(entry, keep)
         slot.prompt_len, slot.owner = len(prompt), owner
         s = handle.request.sampling
         answer = AnswerDecoder(self.runtime, s, s.stop, handle.request.constraint, handle.request.thinking)
@@ -310,6 +343,41 @@ class BatchScheduler:
         handle.clock.t_prefill_start = time.perf_counter()
         slot.job = job
         self._active = sorted((*self._active, job), key=lambda j: j.slot.index)
+
+    def _keep_leaving(self, slot: _Slot, keep: int) -> None:
+        """Keep what `slot` holds in the prompt cache when the next request keeps only `keep` of its tokens
+        and not its last prompt (another conversation takes the slot: its own next turn finds it there)."""
+        cache = self.prompt_cache
+        if keep + 1 >= slot.prompt_len or not self._worth_keeping(slot):
+            return
+        state = self.runtime.seq_state(slot.index)
+        if state is not None:
+            cache.store(slot.owner, slot.tokens, slot.prompt_len, state)
+
+    def _worth_keeping(self, slot: _Slot) -> bool:
+        """Whether what `slot` holds is long enough to keep, and its state (about its cells' bytes) fits."""
+        cache = self.prompt_cache
+        return cache.worth_keeping(slot.tokens) and len(slot.tokens) * self.model.bytes_per_cell <= cache.limit
+
+    def _swap_in(self, slot: _Slot, entry: Found, state: bytearray) -> bool:
+        """Copy a cache entry's state into `slot`, what the slot held kept in the cache (stored once the
+        entry is in the slot); False, the slot empty and the entry dropped, when llama.cpp refused it."""
+        cache, rt = self.prompt_cache, self.runtime
+        leaving = None
+        if self._worth_keeping(slot) and slot.tokens != list(entry.tokens[:len(slot.tokens)]):
+            leaving = (slot.owner, tuple(slot.tokens), slot.prompt_len, rt.seq_state(slot.index))
+        ok = rt.set_seq_state(slot.index, state) and rt.seq_cells(slot.index) == len(entry.tokens)
+        if ok:
+            slot.tokens[:] = entry.tokens
+            slot.owner, slot.prompt_len = entry.owner, entry.prompt_len
+        else:
+            log.warning("llama.cpp refused a cached prompt's state; it was dropped and the prompt is read again")
+            rt.seq_truncate(slot.index, 0)
+            slot.tokens.clear()
+            cache.discard(entry)
+        if leaving is not None and leaving[3] is not None:
+            cache.store(leaving[0], leaving[1], leaving[2], leaving[3])
+        return ok
 
     def _step(self) -> None:
         """One llama_decode: every decoding slot's next token, prefill chunks in the room left, then
@@ -570,11 +638,12 @@ class BatchScheduler:
                 prompt_tokens=len(j.handle.request.prompt), generated=j.n_gen, kv_cells=cells,
                 tps=recent_rate(j.times, now),
                 drafted=j.drafts.drafted if j.drafts else 0, accepted=j.drafts.accepted if j.drafts else 0,
+                cached=j.cached,
             ))
         return BatchSnapshot(
             slots=tuple(slots), queued=len(self._queue), aggregate_tps=self._rate.rate(now),
             n_ctx_seq=self.n_ctx_seq, served=self._served, cancelled=self._cancelled, steps=self._steps,
             peak_batch_seqs=self._peak_seqs, peak_queued=self._peak_queued,
             speculative=self.speculative if self._speculate else "off", draft_n=self._drafted,
-            draft_n_accepted=self._draft_accepted,
+            draft_n_accepted=self._draft_accepted, prompt_cache=self.prompt_cache.snapshot(),
         )

@@ -1,7 +1,7 @@
 """What the batched scheduler is doing, as frozen snapshots any thread may read.
 
 A window or a `/slots` endpoint shows them: each slot's state, tokens, KV cells and
-rate, the queue, and the batch's aggregate rate, so continuous batching can be seen.
+rate, the queue, the batch's aggregate rate, so continuous batching can be seen, and the prompt cache.
 """
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Literal, get_args
+
+from prefill.engine.batch.prompt_cache import PromptCacheSnapshot
 
 SlotState = Literal["idle", "prefill", "decode"]
 SLOT_STATES: tuple[SlotState, ...] = get_args(SlotState)
@@ -28,6 +30,7 @@ class SlotSnapshot:
     tps: float = 0.0  # its decode rate over the last few seconds
     drafted: int = 0  # speculative decoding: draft tokens its request had checked so far
     accepted: int = 0  # of those, the ones the model agreed with
+    cached: int = 0  # of its request's prompt, the tokens reused (from the slot or the prompt cache)
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class BatchSnapshot:
     speculative: str = "off"  # what the slots draft with ("ngram": the text itself)
     draft_n: int = 0  # draft tokens checked since start, all slots together
     draft_n_accepted: int = 0  # of those, accepted
+    prompt_cache: PromptCacheSnapshot = field(default_factory=PromptCacheSnapshot)  # prompts that left their slot
 
     @property
     def busy(self) -> int:

@@ -1,0 +1,242 @@
+"""Prompts that left their slot, kept in host memory so that a later request finds them again.
+
+When another request takes a slot, the state of the sequence it held (llama.cpp's per-sequence
+state: its KV cells) is copied out into an entry, keyed by its tokens and its owner. A new request is
+compared with every idle slot and every entry of its own owner; an entry that shares more with its
+prompt than the slots do is copied into the slot the request takes before its prefill, so only what
+follows the shared prefix is evaluated. llama.cpp's server does the same with `--cache-ram` (its PR
+#16391); unlike it, the bound here is counted in the model's memory (`ModelMemory.prompt_cache`), so
+the pool's budget holds the cache too.
+
+The entries are bounded in bytes: the least recently used goes first (to disk, when a `Spill` is
+given: `pool/prompt_spill.py`, found again from there the same way), and a state larger than the whole
+bound is never kept. Another owner's entries are never compared, so a request gets no cached tokens
+from another client's conversation.
+
+One thread uses it (the scheduler's); `snapshot` is a frozen value any thread may read.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+MIN_TOKENS = 32  # a shorter prompt is read again faster than it is kept and looked up
+
+
+@dataclass(frozen=True)
+class PromptCacheSnapshot:
+    """What the cache holds and has done since the model loaded."""
+
+    limit: int = 0  # bytes it may hold (0: off)
+    entries: int = 0
+    bytes: int = 0  # the states it holds, together
+    tokens: int = 0  # the tokens those states hold, together
+    hits: int = 0  # requests that found their prefix here
+    tokens_saved: int = 0  # prompt tokens those requests did not evaluate again
+    stored: int = 0  # prompts kept as they left their slot
+    evicted: int = 0  # entries dropped, the least recently used first, to keep within `limit`
+    disk_limit: int = 0  # bytes of prompts kept on disk once they leave memory (0: none)
+    disk_entries: int = 0
+    disk_bytes: int = 0
+    disk_hits: int = 0  # of `hits`, those read back from disk
+    discarded: int = 0  # files on disk refused by their checks (damaged, cut short, not written here)
+    note: str = ""  # the last thing the disk tier had to say (a file discarded and why)
+
+
+@dataclass(eq=False)
+class CacheEntry:
+    """One prompt's state: the tokens its sequence held, whose they were, and llama.cpp's bytes."""
+
+    owner: str
+    tokens: tuple[int, ...]
+    prompt_len: int  # of the request that held the slot last (the rest of `tokens` is its answer)
+    state: bytearray
+    ids: np.ndarray = field(init=False, repr=False)  # `tokens`, compared in one pass
+    used: int = 0  # the cache's clock at the last store or use
+
+    def __post_init__(self) -> None:
+        self.ids = np.asarray(self.tokens, dtype=np.int64)
+
+    @property
+    def size(self) -> int:
+        return len(self.state)
+
+
+def shared_prefix(a: np.ndarray, b: np.ndarray) -> int:
+    """How many leading tokens two arrays share."""
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    differ = np.flatnonzero(a[:n] != b[:n])
+    return int(differ[0]) if len(differ) else n
+
+
+class Spilled(Protocol):
+    """A prompt a `Spill` holds."""
+
+    @property
+    def owner(self) -> str: ...
+
+    @property
+    def tokens(self) -> tuple[int, ...]: ...
+
+    @property
+    def prompt_len(self) -> int: ...
+
+
+class Spill(Protocol):
+    """Where the cache puts the prompts it lets go, and finds them again (on disk: pool/prompt_spill.py)."""
+
+    discarded: int  # prompts refused by their checks
+    notes: deque[str]  # what it had to say, the last last
+
+    @property
+    def budget(self) -> int: ...
+
+    def usage(self) -> tuple[int, int]: ...  # (prompts, bytes)
+
+    def put(self, owner: str, tokens: Sequence[int], prompt_len: int, state: bytearray) -> bool: ...
+
+    def best(self, owner: str, prompt: Sequence[int]) -> tuple[Spilled | None, int]: ...
+
+    def load(self, entry: Spilled) -> bytearray | None: ...  # None: it failed its checks (and is gone)
+
+    def drop(self, entry: Spilled) -> None: ...
+
+
+Found = CacheEntry | Spilled
+
+
+class PromptCache:
+    """States of prompts that left their slot, at most `limit` bytes together (0: off); those it lets go
+    are written to `spill` when there is one."""
+
+    def __init__(self, limit: int, spill: Spill | None = None):
+        self.limit = max(0, limit)
+        self.spill = spill if self.limit else None
+        self._entries: list[CacheEntry] = []
+        self._bytes = 0
+        self._clock = itertools.count(1)
+        self._hits = self._saved = self._stored = self._evicted = self._disk_hits = 0
+        self._disk_usage = self.spill.usage() if self.spill is not None else (0, 0)
+
+    @property
+    def on(self) -> bool:
+        return self.limit > 0
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def entries(self) -> list[CacheEntry]:
+        """The entries, least recently used first."""
+        return sorted(self._entries, key=lambda e: e.used)
+
+    def best(self, owner: str, prompt: Sequence[int]) -> tuple[Found | None, int]:
+        """The entry of `owner` that shares the longest prefix with `prompt`, and how long that is (ties:
+        the smaller state, less to copy; one in memory before one on disk); (None, 0) when none shares
+        a token."""
+        in_memory: CacheEntry | None = None
+        most = 0
+        mine = [e for e in self._entries if e.owner == owner]
+        if mine:
+            ids = np.asarray(prompt, dtype=np.int64)
+            for e in mine:
+                n = shared_prefix(e.ids, ids)
+                if n > most or (n == most and in_memory is not None and n > 0 and e.size < in_memory.size):
+                    in_memory, most = e, n
+        found: Found | None = in_memory
+        if self.spill is not None:
+            before = self.spill.discarded
+            on_disk, n = self.spill.best(owner, prompt)
+            if self.spill.discarded != before:  # a file failed its header's checks and went
+                self._disk_usage = self.spill.usage()
+            if on_disk is not None and n > most:
+                found, most = on_disk, n
+        return found, most
+
+    def state_of(self, found: Found) -> bytearray | None:
+        """The state to copy into a slot: in memory, or read from disk and checked (None when the file
+        failed its checks: it is deleted, and `note` says why)."""
+        if isinstance(found, CacheEntry):
+            return found.state
+        assert self.spill is not None
+        state = self.spill.load(found)
+        if state is None:
+            self._disk_usage = self.spill.usage()
+        return state
+
+    def worth_keeping(self, tokens: Sequence[int]) -> bool:
+        return self.on and len(tokens) >= MIN_TOKENS
+
+    def store(self, owner: str, tokens: Sequence[int], prompt_len: int, state: bytearray) -> bool:
+        """Keep a prompt's state, the least recently used ones out first to make room; False when it is
+        larger than the whole bound. An entry of the same owner whose tokens start the new ones is
+        replaced (the new one holds all it held); one that holds all the new one does is kept instead."""
+        if not self.on or len(state) > self.limit:
+            return False
+        key = tuple(tokens)
+        ids = np.asarray(key, dtype=np.int64)
+        for e in [e for e in self._entries if e.owner == owner]:
+            n = shared_prefix(e.ids, ids)
+            if n == len(key) and len(e.tokens) >= len(key):  # an entry holds this prompt already
+                e.used = next(self._clock)
+                return True
+            if n == len(e.tokens):
+                self._drop(e)
+        while self._bytes + len(state) > self.limit:
+            oldest = min(self._entries, key=lambda e: e.used)
+            self._drop(oldest)
+            self._evicted += 1
+            if self.spill is not None and self.spill.put(oldest.owner, oldest.tokens, oldest.prompt_len, oldest.state):
+                self._disk_usage = self.spill.usage()
+        entry = CacheEntry(owner, key, prompt_len, state, used=next(self._clock))
+        self._entries.append(entry)
+        self._bytes += entry.size
+        self._stored += 1
+        return True
+
+    def used(self, entry: Found, reused: int) -> None:
+        """`entry` was copied into a slot and `reused` of its tokens serve a prompt there. An entry whose
+        last prompt the request holds whole leaves the cache (the slot has it now, and keeps it again
+        when it leaves); one it shares less with (a system prompt) stays for others."""
+        self._hits += 1
+        self._saved += reused
+        whole = reused + 1 >= entry.prompt_len
+        if not isinstance(entry, CacheEntry):
+            self._disk_hits += 1
+            if whole:
+                self.discard(entry)
+        elif whole:
+            self._drop(entry)
+        else:
+            entry.used = next(self._clock)
+
+    def discard(self, entry: Found) -> None:
+        """Drop an entry (one llama.cpp refused, or a file a slot holds the prompt of now)."""
+        if isinstance(entry, CacheEntry):
+            self._drop(entry)
+        elif self.spill is not None:
+            self.spill.drop(entry)
+            self._disk_usage = self.spill.usage()
+
+    def _drop(self, entry: CacheEntry) -> None:
+        if entry in self._entries:
+            self._entries.remove(entry)
+            self._bytes -= entry.size
+
+    def snapshot(self) -> PromptCacheSnapshot:
+        spill = self.spill
+        return PromptCacheSnapshot(
+            limit=self.limit, entries=len(self._entries), bytes=self._bytes,
+            tokens=sum(len(e.tokens) for e in self._entries), hits=self._hits, tokens_saved=self._saved,
+            stored=self._stored, evicted=self._evicted, disk_limit=spill.budget if spill is not None else 0,
+            disk_entries=self._disk_usage[0], disk_bytes=self._disk_usage[1], disk_hits=self._disk_hits,
+            discarded=spill.discarded if spill is not None else 0,
+            note=spill.notes[-1] if spill is not None and spill.notes else "")
