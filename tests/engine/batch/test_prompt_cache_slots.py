@@ -200,3 +200,29 @@ def test_prompts_past_the_bound_go_to_disk_come_back_and_outlive_the_scheduler(
         assert snap.discarded == 1 and "checksum does not match" in snap.note and not path.exists()
     finally:
         again.close()
+
+
+def test_a_new_conversation_in_an_empty_slot_takes_the_shared_start_from_the_other_slot(
+        two: BatchScheduler, tiny_model: Path) -> None:
+    """Beside a conversation kept in its slot, a new one with the same start goes to the empty slot (the
+    first keeps its own) and reads that start from the first slot's state, not again: its answer is the
+    one a fresh scheduler gives it."""
+    start = tokens(two, RULES)
+    a = start + tokens(two, " About " + TOPICS[0] + ": " + " ".join(WORDS * 4), first=False)
+    b = start + tokens(two, " About " + TOPICS[1] + ": " + " ".join(reversed(WORDS * 4)), first=False)
+    ask(two, a, max_tokens=4)  # slot 0; it keeps a (b shares less than half of it)
+    seeded = ask(two, b, max_tokens=16)
+    snap = two.snapshot()
+    assert snap.slots[0].kv_cells >= len(a) and snap.slots[1].kv_cells >= len(b)  # a kept, b on slot 1
+    assert cached(seeded) == common(a, b) >= len(start) - 1
+    assert snap.prompt_cache.entries == 0  # nothing displaced, nothing kept
+    fresh = make_scheduler(tiny_model, 2, n_ctx=1024)
+    try:
+        alone = ask(fresh, b, max_tokens=16)
+    finally:
+        fresh.close()
+    assert cached(alone) == 0 and seeded.wait().text == alone.wait().text
+
+
+def common(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))

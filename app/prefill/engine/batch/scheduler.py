@@ -7,7 +7,8 @@ its own request's sampler chain. A request waits in a FIFO queue while all slots
 are busy. A new request goes to the idle slot whose cached tokens share the longest
 prefix with its prompt, and only what follows that prefix is evaluated. A slot's prompt that another
 request displaces is kept in host memory (prompt_cache.py) and copied back into a slot, before the
-prefill, for the request that shares the most with it.
+prefill, for the request that shares the most with it. A new conversation that goes to an empty slot
+takes the start it shares with another idle slot (a system prompt) from that slot's state.
 
 With `speculative="ngram"` (or "draft", with a draft model), a slot whose request samples greedily
 follows its token with a draft in the same batch and keeps the part the model agrees with
@@ -54,6 +55,10 @@ from prefill.engine.vision.prompt_images import run_end, run_start, text_before_
 log = logging.getLogger(__name__)
 PUBLISH_EVERY_S = 0.1
 QUEUED_PER_SLOT = 8  # the default bound of the queue behind the slots
+# An empty slot takes the prefix another idle slot shares with its request by copying that slot's state
+# when the prefix is at least this long and at least 1/SEED_CELLS_PER_TOKEN of the cells copied.
+SEED_MIN_TOKENS = 16
+SEED_CELLS_PER_TOKEN = 16
 
 
 def default_prompt_cache(kv_cells: int, bytes_per_cell: int) -> int:
@@ -325,6 +330,8 @@ class BatchScheduler:
             entry = entry if n else None
         else:
             entry = None  # none, no better than the slot, or a file on disk that failed its checks
+            if not slot.tokens:
+                n = self._seed(slot, idle, shared)
         keep = run_start(prompt, min(n, len(prompt) - 1))  # evaluate >= 1 token, an image whole
         if entry is None:
             self._keep_leaving(slot, keep)
@@ -343,6 +350,24 @@ class BatchScheduler:
         handle.clock.t_prefill_start = time.perf_counter()
         slot.job = job
         self._active = sorted((*self._active, job), key=lambda j: j.slot.index)
+
+    def _seed(self, slot: _Slot, idle: list[_Slot], shared: dict[int, int]) -> int:
+        """Copy into the empty `slot` the prefix that the idle slot sharing the most with the request holds
+        (that slot's state, then its tail dropped by the caller), so a new conversation beside another
+        does not read their common start (a system prompt) again; the other keeps its slot. Only where the
+        prefix is worth a copy of all that slot's cells: a cell is copied far faster than a token is
+        prefilled (SEED_CELLS_PER_TOKEN). Returns the tokens seeded (0: none)."""
+        src = max(idle, key=lambda s: shared[s.index])
+        n = shared[src.index]
+        if n < SEED_MIN_TOKENS or n * SEED_CELLS_PER_TOKEN < len(src.tokens):
+            return 0
+        rt = self.runtime
+        state = rt.seq_state(src.index)
+        if state is None or not rt.set_seq_state(slot.index, state) or rt.seq_cells(slot.index) != len(src.tokens):
+            rt.seq_truncate(slot.index, 0)
+            return 0
+        slot.tokens[:] = src.tokens
+        return n
 
     def _keep_leaving(self, slot: _Slot, keep: int) -> None:
         """Keep what `slot` holds in the prompt cache when the next request keeps only `keep` of its tokens
