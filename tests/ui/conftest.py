@@ -20,20 +20,15 @@ LOAD_TIMEOUT = 60_000
 ANSWER_TIMEOUT = 120_000
 
 
-class App:
-    """Builds windows on one data folder, as restarting the app would."""
+class OpenWindows:
+    """The windows a test opened, each with its engine and store threads, closed together."""
 
-    def __init__(self, qtbot, data: Path, bundled: Path):
-        self.qtbot, self.data, self.bundled = qtbot, data, bundled
+    def __init__(self, qtbot):
+        self.qtbot = qtbot
         self.opened: list[tuple[MainWindow, EngineThread, StoreProxy]] = []
 
-    def open(self, settings: Settings | None = None, disk: KvDiskCache | None = None) -> MainWindow:
-        settings_file = SettingsFile(self.data / "settings.json")
-        if settings is None:
-            settings = settings_file.load()
-        store = StoreProxy(Stores(HistoryStore(self.data / "history.sqlite3"), settings_file))
-        engine = EngineThread(disk)
-        w = MainWindow(settings, store, engine, self.bundled)
+    def keep(self, w: MainWindow, engine: EngineThread, store: StoreProxy) -> MainWindow:
+        """`w` shown, and closed with the others."""
         self.qtbot.addWidget(w)
         w.show()
         self.opened.append((w, engine, store))
@@ -51,6 +46,22 @@ class App:
     def close_all(self) -> None:
         for w, _, _ in list(self.opened):
             self.close(w)
+
+
+class App(OpenWindows):
+    """Builds windows on one data folder, as restarting the app would."""
+
+    def __init__(self, qtbot, data: Path, bundled: Path):
+        super().__init__(qtbot)
+        self.data, self.bundled = data, bundled
+
+    def open(self, settings: Settings | None = None, disk: KvDiskCache | None = None) -> MainWindow:
+        settings_file = SettingsFile(self.data / "settings.json")
+        if settings is None:
+            settings = settings_file.load()
+        store = StoreProxy(Stores(HistoryStore(self.data / "history.sqlite3"), settings_file))
+        engine = EngineThread(disk)
+        return self.keep(MainWindow(settings, store, engine, self.bundled), engine, store)
 
 
 @pytest.fixture

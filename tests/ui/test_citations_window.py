@@ -23,7 +23,7 @@ from prefill.ui.workers.engine_worker import EngineThread
 from prefill.ui.workers.store_worker import StoreProxy, Stores
 from tests.scripted_backend import ScriptedBackend
 from tests.ui.cited_text import PASSAGE, click_link, links
-from tests.ui.conftest import ANSWER_TIMEOUT, small_settings
+from tests.ui.conftest import ANSWER_TIMEOUT, OpenWindows, small_settings
 
 ANSWER = "Paris has about 2.1 million people [1]. The tower is 330 m tall [2]. Lyon is far away [7]."
 
@@ -53,37 +53,19 @@ class OnEngine(QObject):
         fn()
 
 
-class Windows:
-    def __init__(self, qtbot) -> None:
-        self.qtbot = qtbot
-        self.opened: list[tuple[MainWindow, EngineThread, StoreProxy]] = []
-
+class Windows(OpenWindows):
     def open(self, data: Path) -> MainWindow:
         settings_file = SettingsFile(data / "settings.json")
         store = StoreProxy(Stores(HistoryStore(data / "history.sqlite3"), settings_file))
         engine = EngineThread()
-        w = MainWindow(small_settings(), store, engine, None)
-        self.qtbot.addWidget(w)
-        w.show()
-        self.opened.append((w, engine, store))
-        return w
-
-    def close(self, w: MainWindow) -> None:
-        for i, (win, engine, store) in enumerate(self.opened):
-            if win is w:
-                w.close()
-                engine.stop()
-                store.stop()
-                del self.opened[i]
-                return
+        return self.keep(MainWindow(small_settings(), store, engine, None), engine, store)
 
 
 @pytest.fixture
 def windows(qtbot) -> Iterator[Windows]:
     ws = Windows(qtbot)
     yield ws
-    for w, _, _ in list(ws.opened):
-        ws.close(w)
+    ws.close_all()
 
 
 def answering(qtbot, w: MainWindow, backend: ScriptedBackend) -> None:

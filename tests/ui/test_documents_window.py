@@ -30,7 +30,7 @@ from prefill.ui.workers.documents_worker import DocumentsThread, IndexDone
 from prefill.ui.workers.engine_worker import EngineThread
 from prefill.ui.workers.store_worker import StoreProxy, Stores
 from tests.documents.embedders import HashEmbedder, count_words
-from tests.ui.conftest import load, send, small_settings
+from tests.ui.conftest import OpenWindows, load, send, small_settings
 from tests.ui.test_plain_text import text_problems
 
 INDEX_TIMEOUT = 60_000
@@ -43,32 +43,19 @@ class WordEmbedder(HashEmbedder):
         return count_words(text)
 
 
-class Windows:
+class Windows(OpenWindows):
     """Windows on one data folder, as restarting the app would make them, with the embedder given."""
 
     def __init__(self, qtbot, data: Path, load_embedder: Callable[[], EmbedderLike]):
-        self.qtbot, self.data, self.load_embedder = qtbot, data, load_embedder
-        self.opened: list[tuple[MainWindow, EngineThread, StoreProxy]] = []
+        super().__init__(qtbot)
+        self.data, self.load_embedder = data, load_embedder
 
     def open(self, settings: Settings | None = None) -> MainWindow:
         history = self.data / "history.sqlite3"
         store = StoreProxy(Stores(HistoryStore(history), SettingsFile(self.data / "settings.json")))
         engine = EngineThread()
-        w = MainWindow(settings or small_settings(), store, engine, None,
-                       documents=DocumentsThread(history, self.load_embedder))
-        self.qtbot.addWidget(w)
-        w.show()
-        self.opened.append((w, engine, store))
-        return w
-
-    def close(self, w: MainWindow) -> None:
-        for i, (win, engine, store) in enumerate(self.opened):
-            if win is w:
-                w.close()
-                engine.stop()
-                store.stop()
-                del self.opened[i]
-                return
+        return self.keep(MainWindow(settings or small_settings(), store, engine, None,
+                                    documents=DocumentsThread(history, self.load_embedder)), engine, store)
 
 
 @pytest.fixture
@@ -81,8 +68,7 @@ def windows(qtbot, tmp_path: Path) -> Iterator[Callable[[Callable[[], EmbedderLi
 
     yield make
     for ws in made:
-        for w, _, _ in list(ws.opened):
-            ws.close(w)
+        ws.close_all()
 
 
 def _notes(folder: Path, n: int, words: int = 8) -> Path:
