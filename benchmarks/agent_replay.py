@@ -35,6 +35,8 @@ import httpx2 as httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "app")]
 
+from prompt_cache_bench import serve  # noqa: E402
+
 from prefill.hub.bundled import bundled_model_path  # noqa: E402
 
 WORDS = ("def", "return", "self", "value", "index", "items", "result", "config", "path", "buffer", "parse",
@@ -199,17 +201,10 @@ def ask(client: httpx.Client, dialect: str, s: Session, max_tokens: int) -> dict
 
 
 # --- runs --------------------------------------------------------------------------------------------
-def serve(model: Path, ctx: int, cache: str, speculative: str) -> tuple[subprocess.Popen[str], str]:
-    cmd = [sys.executable, "-m", "prefill", "serve", "--model", str(model), "--port", "0", "--gpu-layers", "none",
-           "--parallel", "2", "--ctx", str(ctx), "--speculative", speculative, "--alias", "x",
-           *(["--cache-ram", "0"] if cache == "off" else [])]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "app"), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-    line = proc.stdout.readline()  # type: ignore[union-attr]
-    if " at http://" not in line:
-        proc.kill()
-        raise SystemExit(f"the server did not start: {line!r}")
-    return proc, line.split(" at ")[1].split()[0].removesuffix("/v1")
+def serve_mode(model: Path, ctx: int, cache: str, speculative: str) -> tuple[subprocess.Popen[str], str]:
+    """The server for one mode (its `--ctx` after the shared default, so it counts)."""
+    return serve(model, "--ctx", str(ctx), "--speculative", speculative, "--alias", "x",
+                 *(["--cache-ram", "0"] if cache == "off" else []))
 
 
 def replay(client: httpx.Client, dialect: str, n_conv: int, args: argparse.Namespace, seed: int
@@ -261,7 +256,7 @@ def main() -> None:
     seed = 0
     for cache in args.cache.split(","):
         for spec in args.speculative.split(","):
-            proc, url = serve(model, ctx, cache, spec)
+            proc, url = serve_mode(model, ctx, cache, spec)
             try:
                 client = httpx.Client(base_url=url, timeout=3600)
                 for dialect in args.dialects.split(","):
