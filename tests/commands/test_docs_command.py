@@ -61,6 +61,9 @@ def test_add_ls_search_rm(data_home: Path, tmp_path: Path, capsys: pytest.Captur
     assert main(["docs", "ls", "--json"]) == 0
     (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert (row["name"], row["files"], row["failed"], row["embed_model"]) == ("nature", 3, 1, "test-hash-128")
+    assert main(["docs", "ls"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.split("\t")[:3] == ["nature", "3 files (1 not readable)", "2 passages"]  # real tabs, not "\\t"
 
     assert main(["docs", "search", "nature", "what do barn owls hunt", "--json", "-k", "2"]) == 0
     found = json.loads(capsys.readouterr().out)

@@ -215,8 +215,8 @@ def run_ls(args: argparse.Namespace) -> int:
         return 0
     for c in rows:
         failed = f" ({c.failed} not readable)" if c.failed else ""
-        print(terminal_line(f"{c.name}\t{c.files} files{failed}\t{c.chunks} passages\t{format_bytes(c.bytes)}\t"
-                            f"{c.model_id}"))
+        fields = (c.name, f"{c.files} files{failed}", f"{c.chunks} passages", format_bytes(c.bytes), c.model_id)
+        print("\t".join(terminal_line(f) for f in fields))  # each field escaped, the tabs between them kept
     return 0
 
 
