@@ -361,13 +361,20 @@ class BatchScheduler:
         n = shared[src.index]
         if n < SEED_MIN_TOKENS or n * SEED_CELLS_PER_TOKEN < len(src.tokens):
             return 0
-        rt = self.runtime
-        state = rt.seq_state(src.index)
-        if state is None or not rt.set_seq_state(slot.index, state) or rt.seq_cells(slot.index) != len(src.tokens):
-            rt.seq_truncate(slot.index, 0)
+        state = self.runtime.seq_state(src.index)
+        if state is None or not self._put_state(slot, state, len(src.tokens)):
             return 0
         slot.tokens[:] = src.tokens
         return n
+
+    def _put_state(self, slot: _Slot, state: bytearray, cells: int) -> bool:
+        """Put a sequence's `state` (of `cells` cells) into `slot`'s; False, the slot left empty, when llama.cpp
+        refuses it or holds another count of cells."""
+        rt = self.runtime
+        if rt.set_seq_state(slot.index, state) and rt.seq_cells(slot.index) == cells:
+            return True
+        rt.seq_truncate(slot.index, 0)
+        return False
 
     def _keep_leaving(self, slot: _Slot, keep: int) -> None:
         """Keep what `slot` holds in the prompt cache when the next request keeps only `keep` of its tokens
@@ -391,13 +398,12 @@ class BatchScheduler:
         leaving = None
         if self._worth_keeping(slot) and slot.tokens != list(entry.tokens[:len(slot.tokens)]):
             leaving = (slot.owner, tuple(slot.tokens), slot.prompt_len, rt.seq_state(slot.index))
-        ok = rt.set_seq_state(slot.index, state) and rt.seq_cells(slot.index) == len(entry.tokens)
+        ok = self._put_state(slot, state, len(entry.tokens))
         if ok:
             slot.tokens[:] = entry.tokens
             slot.owner, slot.prompt_len = entry.owner, entry.prompt_len
         else:
             log.warning("llama.cpp refused a cached prompt's state; it was dropped and the prompt is read again")
-            rt.seq_truncate(slot.index, 0)
             slot.tokens.clear()
             cache.discard(entry)
         if leaving is not None and leaving[3] is not None:
