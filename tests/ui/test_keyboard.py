@@ -16,7 +16,8 @@ from prefill.ui.main_window import MainWindow
 from prefill.ui.settings_dialog import SettingsDialog
 from prefill.ui.shortcuts import SHORTCUTS
 from prefill.ui.shortcuts_sheet import ShortcutsSheet
-from prefill.ui.widgets.theme import DARK, LIGHT, style_sheet
+from prefill.ui.widgets.colours import DARK, LIGHT
+from prefill.ui.widgets.styles import style_sheet
 from tests.ui.conftest import ANSWER_TIMEOUT, load, small_settings
 
 CTRL = Qt.KeyboardModifier.ControlModifier

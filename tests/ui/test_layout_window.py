@@ -116,7 +116,8 @@ def test_a_theme_switch_redraws_the_panel_icons_and_the_muted_row(qtbot, app) ->
     from PySide6.QtGui import QPalette
     from PySide6.QtWidgets import QApplication
 
-    from prefill.ui.widgets.theme import DARK, LIGHT, apply_theme
+    from prefill.ui.widgets.colours import DARK, LIGHT
+    from prefill.ui.widgets.theme import apply_theme
 
     qapp = QApplication.instance()
     w = app.open(small_settings())

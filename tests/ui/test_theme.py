@@ -9,15 +9,14 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
 from prefill.ui.markdown.rich_text import DARK_CODE, LIGHT_CODE
+from prefill.ui.widgets.colours import DARK, LIGHT
+from prefill.ui.widgets.styles import style_sheet
 from prefill.ui.widgets.theme import (
-    DARK,
-    LIGHT,
     ThemeFollower,
     apply_theme,
     code_palette,
     effective_theme,
     kv_bar_style,
-    style_sheet,
     system_theme,
 )
 

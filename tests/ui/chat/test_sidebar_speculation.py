@@ -8,7 +8,7 @@ from PySide6.QtGui import QColor
 from prefill.engine.events import Finished, MetricsSnapshot
 from prefill.ui.chat.sidebar.draft_strip import DraftStrip
 from prefill.ui.chat.sidebar.sidebar import SPECULATION_TIPS, EngineSidebar
-from prefill.ui.widgets.theme import DARK, LIGHT
+from prefill.ui.widgets.colours import DARK, LIGHT
 
 
 def snap(tokens: int, drafted: int = 0, accepted: int = 0, tps: float = 60.0, drift: float = 0.0) -> MetricsSnapshot:

@@ -5,84 +5,25 @@ unless the settings choose "light" or "dark". :func:`apply_theme` applies a choi
 once; :class:`ThemeFollower` re-applies it when the system scheme changes while
 the choice is "system".
 
-The style sheet styles widgets by object name, set where they are built:
-``message-user`` / ``message-assistant`` / ``message-notice`` (chat bubbles,
-``QFrame``), ``message-title``, ``message-figures``, ``QGroupBox`` (sidebar cards)
-and ``kv-bar`` (the KV cache bar, coloured by :func:`kv_bar_style` as it fills).
+The colours are roles in :mod:`colours`, the sizes named values in :mod:`tokens`; the style sheet
+is put together from one piece per room in :mod:`styles`, each styling widgets by the object names
+set where they are built.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
 from prefill.ui.widgets.code_palette import DARK_CODE, LIGHT_CODE, CodePalette
+from prefill.ui.widgets.colours import colours_for
+from prefill.ui.widgets.styles import style_sheet
 
 THEME_CHOICES = ("system", "light", "dark")
 KV_AMBER_FROM = 0.6
 KV_RED_FROM = 0.85
-
-
-@dataclass(frozen=True)
-class ThemeColours:
-    """The colours of one theme, as ``#rrggbb``."""
-
-    window: str
-    base: str
-    alternate_base: str
-    text: str
-    muted: str
-    button: str
-    highlight: str
-    highlighted_text: str
-    link: str
-    user_bubble: str
-    assistant_bubble: str
-    card: str
-    border: str
-    kv_track: str
-    kv_green: str
-    kv_amber: str
-    kv_red: str
-    focus: str
-
-
-# Each role's colour in the light and the dark theme, side by side.
-_ROLES: dict[str, tuple[str, str]] = {
-    "window": ("#f3f4f6", "#1c1f24"),
-    "base": ("#ffffff", "#0f1115"),
-    "alternate_base": ("#f6f8fa", "#1f232a"),
-    "text": ("#1f2328", "#e6edf3"),
-    "muted": ("#656d76", "#8d96a0"),
-    "button": ("#eef0f3", "#2a2f37"),
-    "highlight": ("#2f6fde", "#3b82f6"),
-    "highlighted_text": ("#ffffff", "#ffffff"),
-    "link": ("#0969da", "#4493f8"),
-    "user_bubble": ("#dbeafe", "#1e3a5f"),
-    "assistant_bubble": ("#ffffff", "#22262d"),
-    "card": ("#ffffff", "#22262d"),
-    "border": ("#d0d7de", "#3a404a"),
-    "kv_track": ("#e5e7eb", "#30363d"),
-    "kv_green": ("#16a34a", "#22c55e"),
-    "kv_amber": ("#d97706", "#f59e0b"),
-    "kv_red": ("#dc2626", "#ef4444"),
-    # The keyboard's place: darker than the highlight in light, lighter in dark, so it reads on
-    # buttons, bubbles and the window alike (at least 3:1 against each, WCAG 2.2's focus contrast).
-    "focus": ("#1d4ed8", "#93c5fd"),
-}
-LIGHT = ThemeColours(**{role: pair[0] for role, pair in _ROLES.items()})
-DARK = ThemeColours(**{role: pair[1] for role, pair in _ROLES.items()})
-_COLOURS = {"light": LIGHT, "dark": DARK}
 _CODE = {"light": LIGHT_CODE, "dark": DARK_CODE}
-
-
-def _check(effective: str) -> ThemeColours:
-    if effective not in _COLOURS:
-        raise ValueError(f"effective theme must be 'light' or 'dark', not {effective!r}")
-    return _COLOURS[effective]
 
 
 def system_theme(app: QGuiApplication) -> str:
@@ -103,7 +44,7 @@ def effective_theme(app: QGuiApplication, choice: str) -> str:
 
 def build_palette(effective: str) -> QPalette:
     """A complete QPalette for the Fusion style, disabled colours included."""
-    c = _check(effective)
+    c = colours_for(effective)
     roles = {
         QPalette.ColorRole.Window: c.window,
         QPalette.ColorRole.WindowText: c.text,
@@ -131,49 +72,9 @@ def build_palette(effective: str) -> QPalette:
     return palette
 
 
-def style_sheet(effective: str) -> str:
-    """The application style sheet: chat bubbles, sidebar cards and the KV bar's frame."""
-    c = _check(effective)
-    return f"""
-QFrame#message-user {{ background: {c.user_bubble}; border: 1px solid {c.border};
-    border-radius: 10px; }}
-QFrame#message-assistant {{ background: {c.assistant_bubble}; border: 1px solid {c.border};
-    border-radius: 10px; }}
-QFrame#message-notice, QFrame#message-summary {{ background: transparent; border: 1px dashed {c.border};
-    border-radius: 10px; }}
-QFrame#message-user QTextBrowser, QFrame#message-assistant QTextBrowser,
-QFrame#message-notice QTextBrowser {{ background: transparent; border: none; }}
-QLabel#message-title {{ font-weight: 600; }}
-QLabel#message-figures, QLabel#message-sources-title, QLabel#passage-note {{ color: {c.muted}; }}
-QGroupBox {{ background: {c.card}; border: 1px solid {c.border}; border-radius: 8px;
-    margin-top: 14px; padding: 8px 6px 6px 6px; }}
-QGroupBox::title {{ subcontrol-origin: margin; left: 10px; padding: 0 4px;
-    color: {c.muted}; font-weight: 600; }}
-{focus_ring(c)}"""
-
-
-def focus_ring(c: ThemeColours) -> str:
-    """A 2 px ring in the focus colour on whatever has the keyboard.
-
-    Fusion's own focus mark is a faint tint of the highlight, hard to find in the dark theme.
-    Each rule sets the background as well as the border: a style sheet that draws a widget's
-    border draws its background too, and would leave it blank otherwise.
-    """
-    ring = f"border: 2px solid {c.focus}; border-radius: 4px;"
-    return f"""
-QPushButton:focus {{ {ring} background: {c.button}; padding: 3px 10px; }}
-QToolButton:focus {{ {ring} background: {c.alternate_base}; padding: 1px 3px; }}
-QLineEdit:focus, QPlainTextEdit:focus, QTextEdit:focus, QAbstractItemView:focus {{ {ring} background: {c.base}; }}
-QAbstractScrollArea:focus {{ {ring} }}
-QComboBox:focus {{ {ring} background: {c.button}; padding: 0 2px; }}
-QCheckBox:focus, QRadioButton:focus {{ {ring} }}
-QSpinBox:focus, QDoubleSpinBox:focus, QSlider:focus {{ {ring} }}
-"""
-
-
 def kv_bar_style(fraction: float, effective: str = "light") -> str:
     """Style sheet for the KV cache bar: green below 60 % full, amber below 85 %, red above."""
-    c = _check(effective)
+    c = colours_for(effective)
     if fraction < KV_AMBER_FROM:
         chunk = c.kv_green
     elif fraction < KV_RED_FROM:
@@ -189,7 +90,7 @@ def kv_bar_style(fraction: float, effective: str = "light") -> str:
 
 def code_palette(effective: str) -> CodePalette:
     """The markdown colours (code, links) that go with a theme."""
-    _check(effective)
+    colours_for(effective)
     return _CODE[effective]
 
 

@@ -16,8 +16,8 @@ from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
 from prefill.engine.events import MetricsSnapshot
+from prefill.ui.widgets.colours import DARK, LIGHT
 from prefill.ui.widgets.plain_text import tooltip
-from prefill.ui.widgets.theme import DARK, LIGHT
 
 TIP = ("Where this answer's tokens came from, a quarter of a second per column (newest on the right).\n"
        "Green: tokens guessed ahead and confirmed by the model in one step (accepted drafts).\n"

@@ -1,0 +1,56 @@
+"""The theme-tinted line icons: :func:`icon` gives a QIcon drawn from :mod:`icon_shapes`.
+
+The icon engine paints at paint time in the application palette's text colour (muted when the
+widget is disabled), so one QIcon follows a change of theme without being made again.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QByteArray, QPoint, QRect, QRectF, QSize, Qt
+from PySide6.QtGui import QGuiApplication, QIcon, QIconEngine, QImage, QPainter, QPalette, QPixmap
+from PySide6.QtSvg import QSvgRenderer
+
+from prefill.ui.widgets.icon_shapes import SHAPES
+
+
+def _svg(shape: str, colour: str) -> bytes:
+    return (
+        '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="none" '
+        f'stroke="{colour}" stroke-width="1.75" stroke-linecap="round" stroke-linejoin="round">'
+        f"{shape}</svg>"
+    ).encode()
+
+
+class _LineIconEngine(QIconEngine):
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self._name = name
+
+    def paint(self, painter: QPainter, rect: QRect, mode: QIcon.Mode, state: QIcon.State) -> None:
+        palette = QGuiApplication.palette()
+        group = QPalette.ColorGroup.Disabled if mode == QIcon.Mode.Disabled else QPalette.ColorGroup.Active
+        colour = palette.color(group, QPalette.ColorRole.WindowText).name()
+        renderer = QSvgRenderer(QByteArray(_svg(SHAPES[self._name], colour)))
+        renderer.render(painter, QRectF(rect))
+
+    def pixmap(self, size: QSize, mode: QIcon.Mode, state: QIcon.State) -> QPixmap:
+        image = QImage(size, QImage.Format.Format_ARGB32_Premultiplied)
+        image.fill(Qt.GlobalColor.transparent)
+        painter = QPainter(image)
+        self.paint(painter, QRect(QPoint(0, 0), size), mode, state)
+        painter.end()
+        return QPixmap.fromImage(image)
+
+    def clone(self) -> QIconEngine:
+        return _LineIconEngine(self._name)
+
+
+def icon(name: str) -> QIcon:
+    """The line icon called ``name``, tinted by the theme in use when it is drawn.
+
+    Raises:
+        KeyError: no icon has that name (the names are :data:`icon_shapes.SHAPES`' keys).
+    """
+    if name not in SHAPES:
+        raise KeyError(f"no icon called {name!r}")
+    return QIcon(_LineIconEngine(name))

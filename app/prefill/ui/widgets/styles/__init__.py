@@ -1,0 +1,24 @@
+"""The application style sheet, one piece per room, from the colours' roles and the tokens.
+
+A room that styles its widgets adds a module here with ``sheet(c: ThemeColours) -> str`` and a line
+in :data:`_PIECES`; each rule names widgets by the object names set where they are built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prefill.ui.widgets.colours import ThemeColours, colours_for
+from prefill.ui.widgets.styles import chat, focus, sidebar
+
+_PIECES: tuple[Callable[[ThemeColours], str], ...] = (chat.sheet, sidebar.sheet, focus.sheet)
+
+
+def style_sheet(effective: str) -> str:
+    """The whole style sheet for "light" or "dark".
+
+    Raises:
+        ValueError: ``effective`` is neither.
+    """
+    c = colours_for(effective)
+    return "\n".join(piece(c) for piece in _PIECES)
