@@ -33,19 +33,9 @@ import httpx2 as httpx
 APP = Path(__file__).resolve().parents[1] / "app"
 sys.path.insert(0, str(APP))
 
-from prefill.bench.serve_load import prompt_text
+from prefill.bench.serve_load import process_cpu_s, prompt_text
 from prefill.bench.tiny_model import write_tiny_llama
 from prefill.hub.bundled import bundled_model_path
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far (Linux's /proc; 0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
 
 DIALECTS = ("openai", "anthropic", "responses", "ollama")
 

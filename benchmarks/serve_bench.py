@@ -42,7 +42,7 @@ APP = Path(__file__).resolve().parents[1] / "app"
 sys.path.insert(0, str(APP))
 
 from prefill.bench.lean_batch import lean_batch_generate
-from prefill.bench.serve_load import prompt_text, run_load
+from prefill.bench.serve_load import process_cpu_s, prompt_text, run_load
 from prefill.bench.side_by_side import build_prompt, engine_run
 from prefill.bench.tiny_model import write_tiny_llama
 from prefill.engine.batch.runtime import load_batch_model
@@ -104,15 +104,6 @@ class Lean:
 
     def close(self) -> None:
         self.loaded.runtime.close()
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far (Linux's /proc; 0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def served_run(url: str, model_id: str, clients: int, gen: int, requests: int, server_pid: int,

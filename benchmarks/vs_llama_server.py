@@ -48,9 +48,9 @@ sys.path.insert(0, str(APP))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from llama_server_build import build  # noqa: E402
-from serve_bench import paired, process_cpu_s, ratios  # noqa: E402
+from serve_bench import paired, ratios  # noqa: E402
 
-from prefill.bench.serve_load import LoadReport, Outcome, prompt_text, run_load  # noqa: E402
+from prefill.bench.serve_load import LoadReport, Outcome, process_cpu_s, prompt_text, run_load  # noqa: E402
 from prefill.engine.events import Finished, Token  # noqa: E402
 from prefill.engine.local.chat_engine import ChatEngine  # noqa: E402
 from prefill.engine.message import Message  # noqa: E402

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from prefill.engine.metrics import percentile
@@ -175,6 +177,15 @@ class RawClient:
             out.error = "" if out.complete else f"no finish reason after {out.chunks} chunks"
             return
         _close(out, int(usage["completion_tokens"]) if usage else 0, usage is not None, max_tokens)
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux's /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_load(base_url: str, model: str, clients: int, duration_s: float, max_tokens: int,
