@@ -121,12 +121,13 @@ def test_each_dialect_answers_with_the_passages_as_sources(setup: Setup) -> None
 def test_anthropic_count_tokens_counts_the_passages_the_answer_would_read(setup: Setup) -> None:
     s, q = setup.served, setup.question
     docs = {"collection": "corpus", "rerank": False}
-    body = {"model": s.model_id, "messages": _ask(q.question), "documents": docs}
+    # (max_tokens, optional here, sizes the room the passages fit, as /v1/messages will)
+    body = {"model": s.model_id, "messages": _ask(q.question), "documents": docs, "max_tokens": 1}
     counted = _post(s, "/v1/messages/count_tokens", body)
     assert counted.status_code == 200, counted.text
     bare = _post(s, "/v1/messages/count_tokens", {"model": s.model_id, "messages": _ask(q.question)})
     assert counted.json()["input_tokens"] > bare.json()["input_tokens"] + 100  # the passages, counted
-    sent = _post(s, "/v1/messages", {**body, "max_tokens": 1})
+    sent = _post(s, "/v1/messages", body)
     assert sent.status_code == 200, sent.text
     usage = sent.json()["usage"]  # exactly what it sends (the prefix cache's part included)
     assert usage["input_tokens"] + usage["cache_read_input_tokens"] == counted.json()["input_tokens"]
