@@ -6,7 +6,8 @@
 #
 # 1. The frozen app, copied to a read-only folder with an empty HOME: `--version`, then
 #    `--self-test` (offscreen); it must load the bundled model, generate, exit 0, and write
-#    nothing outside the platformdirs folders.
+#    nothing outside the platformdirs folders. Its documents part must index and search with the
+#    bundled embedding model (all-MiniLM-L6-v2, converted into ~/.cache/prefill) and sqlite-vec.
 # 2. Window shown: with PREFILL_EXIT_AFTER_SHOWN=1 the app prints "shown <ms>" and quits once
 #    its main window is up; recorded when the app supports it.
 # 3. The .deb: control fields, desktop entry, icons, /usr/bin/prefill -> /opt/prefill/prefill,
@@ -62,9 +63,22 @@ r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 assert r.get("ok") is True, r
 assert r.get("backend"), r
 assert r.get("completion_tokens", 0) > 0, r
-print("ok: --self-test:", json.dumps({k: r[k] for k in r if k != "text"}))
+d = r.get("documents") or {}
+assert d.get("ok") is True, f"documents: {d}"
+if d.get("vectors") != "sqlite-vec":
+    # A Python built without loadable SQLite extensions (pyenv's default) cannot load it at all: vectors are
+    # then searched with numpy (the app's default anyway). Anything else is a broken bundle.
+    why = d.get("why_numpy", "")
+    assert "without loadable extensions" in why, f"documents: sqlite-vec did not load in the frozen app: {why}"
+    print("note: this build's Python has no loadable SQLite extensions: sqlite-vec ships but cannot load "
+          "(build with a Python configured --enable-loadable-sqlite-extensions to use it)")
+print("ok: --self-test:", json.dumps({k: r[k] for k in r if k not in ("text", "documents")}))
+print("ok: --self-test documents:", json.dumps(d))
 PY
 fig[self_test_report]=$(tail -1 "$tmp/self-test.json")
+ls "$tmp"/app/_internal/sqlite_vec/vec0.* > /dev/null 2>&1 || fail "sqlite-vec's extension (vec0) is not in the bundle"
+ls "$tmp"/app/_internal/all_minilm_l6_v2/model.zip > /dev/null 2>&1 || fail "the embedding model is not in the bundle"
+ok "bundled: sqlite-vec's extension and the embedding model (all-MiniLM-L6-v2)"
 
 # --- 2. time to window shown --------------------------------------------------------------
 start=$(date +%s%N)

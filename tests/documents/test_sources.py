@@ -22,8 +22,38 @@ def test_passages_are_numbered_once_each_and_labelled() -> None:
 
 
 def test_a_budget_keeps_the_passages_that_fit_whole() -> None:
-    srcs = number_passages([_p(1, "one two three"), _p(2, "four five six seven"), _p(3, "x")], count_words, 10)
-    assert [s.n for s in srcs] == [1]
+    rule = count_words(CITATION_RULE)
+    srcs = number_passages([_p(1, "one two three"), _p(2, "four five six seven"), _p(3, "x")], count_words,
+                           rule + 8)
+    assert [s.n for s in srcs] == [1]  # "[1] report.pdf" and its three words: 5; the next would make 11
+    assert number_passages([_p(1, "one")], count_words, rule) == []  # the rule alone fills it
+
+
+def _floor4(text: str) -> int:
+    """Four characters a token, rounded down: a text counts more than the sum of its parts' counts."""
+    return len(text) // 4
+
+
+def test_the_block_put_in_never_passes_the_budget_rule_and_labels_included() -> None:
+    passages = [_p(i, " ".join(f"word{i}x{j}" for j in range(i % 7 + 1)), i % 3 or None) for i in range(1, 30)]
+    for count in (count_words, _floor4):
+        whole = count(sources_block(number_passages(passages)))
+        for budget in range(0, whole + 20, 3):
+            srcs = number_passages(passages, count, budget)
+            assert count(sources_block(srcs)) <= budget
+            if count is count_words and len(srcs) < len(passages):  # (words add up) as many as fit
+                assert count(sources_block(number_passages(passages[:len(srcs) + 1]))) > budget
+        assert len(number_passages(passages, count, whole)) == len(passages)
+
+
+def test_numbering_may_start_after_sources_given_before_and_its_labels_are_counted() -> None:
+    passages = [_p(i, "alpha beta") for i in range(1, 4)]
+    srcs = number_passages(passages, first=9)
+    assert [s.label for s in srcs] == ["[9] report.pdf", "[10] report.pdf", "[11] report.pdf"]
+    # one character a token: "[10]" and "[11]" are a character wider than "[2]" and "[3]", and that counts
+    budget = len(sources_block(number_passages(passages))) + 2
+    assert len(number_passages(passages, len, budget, first=1)) == 3
+    assert len(number_passages(passages, len, budget, first=9)) == 2
 
 
 def test_cited_keeps_only_marks_that_point_at_a_source() -> None:

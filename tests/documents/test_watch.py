@@ -97,3 +97,52 @@ def test_a_removed_collection_forgets_its_roots(tmp_path: Path) -> None:
     lib.remove("notes")
     lib.add("notes", [tmp_path / "docs" / "pumps.md"], e, count_words)
     assert lib.roots("notes") == [(docs / "pumps.md").resolve()]
+
+
+def test_what_to_watch_is_each_root_folder_its_folders_and_files(tmp_path: Path) -> None:
+    docs, pumps, gates = _folder(tmp_path)
+    (docs / "deeper").mkdir()
+    deep = _write(docs / "deeper" / "wells.txt", "The well is forty metres deep.\n")
+    (docs / ".hidden").mkdir()
+    _write(docs / ".hidden" / "secret.md", "Not watched.\n")
+    (docs / "photo.png").write_bytes(b"\x89PNG")  # no reader knows it: not a document, not watched
+    single = _write(tmp_path / "bells.md", "# Bells\n\nThe chapel bell rings at noon.\n")
+    lib, e = DocumentLibrary(tmp_path / "documents.sqlite3"), HashEmbedder()
+    lib.add("notes", [docs, single], e, count_words)
+    paths = lib.watch_paths("notes")
+    # the roots in order (bells.md before docs/): a file's folder, a folder and the folders under it
+    assert paths == [str(tmp_path.resolve()), str(docs), str(docs / "deeper"),
+                     *sorted(str(p) for p in (gates, pumps, deep, single))]
+    assert lib.watch_paths("notes", limit=2) == [str(tmp_path.resolve()), str(docs)]
+
+
+def test_re_indexing_with_another_model_reads_every_file_again_from_the_roots(tmp_path: Path) -> None:
+    docs, pumps, _ = _folder(tmp_path)
+    lib = DocumentLibrary(tmp_path / "documents.sqlite3")
+    first, second = HashEmbedder(), HashEmbedder(64, "test-hash-64")
+    lib.add("notes", [docs], first, count_words)
+    chunks = {f.path: f.chunks for f in lib.files("notes")}
+    report = lib.reindex("notes", second, count_words)
+    assert report.count("indexed") == 2 and second.calls > 0
+    (c,) = [c for c in lib.collections() if c.name == "notes"]
+    assert (c.model_id, c.n_embd) == ("test-hash-64", 64)
+    assert {f.path: f.chunks for f in lib.files("notes")} == chunks
+    assert [p.file for p in lib.search("notes", "pump house painted", second, k=1)] == [str(pumps)]
+    # a collection made before roots were kept: its files as indexed are its roots from now on
+    lib._conn.execute("DELETE FROM roots")
+    lib.reindex("notes", first, count_words)
+    assert sorted(lib.roots("notes")) == sorted(Path(p) for p in chunks)
+    assert {f.path: f.chunks for f in lib.files("notes")} == chunks
+
+
+def test_a_file_or_folder_forgotten_leaves_the_roots_and_is_not_indexed_again(tmp_path: Path) -> None:
+    docs, pumps, _ = _folder(tmp_path)
+    single = _write(tmp_path / "bells.md", "# Bells\n\nThe chapel bell rings at noon.\n")
+    lib, e = DocumentLibrary(tmp_path / "documents.sqlite3"), HashEmbedder()
+    lib.add("notes", [docs, single], e, count_words)
+    assert lib.forget("notes", [single]) == 1  # a chat's chip's ×
+    assert lib.roots("notes") == [docs] and not lib.changes("notes")
+    lib.refresh("notes", e, count_words)
+    assert str(single) not in {f.path for f in lib.files("notes")}
+    assert lib.forget("notes", [docs]) == 2 and lib.roots("notes") == []
+    assert pumps.exists()  # the files stay on disk

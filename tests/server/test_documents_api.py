@@ -118,6 +118,23 @@ def test_each_dialect_answers_with_the_passages_as_sources(setup: Setup) -> None
     _check(responses.json()["sources"], setup)
 
 
+def test_anthropic_count_tokens_counts_the_passages_the_answer_would_read(setup: Setup) -> None:
+    s, q = setup.served, setup.question
+    docs = {"collection": "corpus", "rerank": False}
+    # (max_tokens, optional here, sizes the room the passages fit, as /v1/messages will)
+    body = {"model": s.model_id, "messages": _ask(q.question), "documents": docs, "max_tokens": 1}
+    counted = _post(s, "/v1/messages/count_tokens", body)
+    assert counted.status_code == 200, counted.text
+    bare = _post(s, "/v1/messages/count_tokens", {"model": s.model_id, "messages": _ask(q.question)})
+    assert counted.json()["input_tokens"] > bare.json()["input_tokens"] + 100  # the passages, counted
+    sent = _post(s, "/v1/messages", body)
+    assert sent.status_code == 200, sent.text
+    usage = sent.json()["usage"]  # exactly what it sends (the prefix cache's part included)
+    assert usage["input_tokens"] + usage["cache_read_input_tokens"] == counted.json()["input_tokens"]
+    nope = _post(s, "/v1/messages/count_tokens", {**body, "documents": "nope"})
+    assert nope.status_code == 404 and nope.json()["type"] == "error"
+
+
 def test_each_dialects_stream_ends_with_the_sources(setup: Setup) -> None:
     s, q = setup.served, setup.question
     docs = {"collection": "corpus", "rerank": False}

@@ -155,3 +155,39 @@ def test_the_shared_embedder_loads_once_and_refuses_after_close() -> None:
     shared.close()
     with pytest.raises(DocumentsUnavailable):
         shared.embed(["a"])
+
+
+def test_while_the_embedding_model_is_switched_every_collection_waits() -> None:
+    jobs = IndexJobs()
+    jobs.began_all()
+    assert jobs.running("c") and jobs.running("d")
+    cancel = threading.Event()
+    cancel.set()
+    assert not jobs.wait("c", cancel)
+    jobs.began("c")  # the collections to re-index are known: those go on waiting, the others not
+    jobs.ended_all()
+    assert jobs.running("c") and not jobs.running("d")
+
+
+def test_a_question_asked_after_its_collection_was_indexed_waits_for_a_later_job(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, 6, 200)
+    embedder = WordEmbedder()
+    jobs = IndexJobs()
+    chats = DocumentChats(tmp_path / "documents.sqlite3", SharedEmbedder(lambda: embedder), jobs)
+    docs = ChatDocs.own([folder])
+    count = ScriptedBackend().count_tokens
+    chats.ask(docs, _chat("Who is the keeper of note 4?", 1024), count)  # indexed, searched
+    jobs.began(docs.collection)  # a watched folder's refresh, or a re-index with another model
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(DocumentsUnavailable, match="Stopped while the documents were still being indexed"):
+        chats.ask(docs, _chat("And note 2?", 1024), count, cancel)
+
+
+def test_the_shared_embedder_switches_to_another_model_known_by_its_file_name() -> None:
+    first, second = WordEmbedder(model_id="a.gguf"), WordEmbedder(n_embd=64, model_id="b.gguf")
+    shared = SharedEmbedder(lambda: first)
+    assert shared.expected_id == "a.gguf" and shared.loaded  # no id given: loaded to ask it
+    shared.switch(lambda: second, "b.gguf")
+    assert not shared.loaded and shared.expected_id == "b.gguf" and not shared.loaded  # known without a load
+    assert shared.model_id == "b.gguf" and shared.n_embd == 64

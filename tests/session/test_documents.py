@@ -105,3 +105,20 @@ def test_a_chat_without_documents_keeps_its_sources_as_set(tmp_path: Path) -> No
     turn = conv.ask("Hi")
     _run(conv, backend, turn)
     assert turn.sources == () and conv.cite is None
+
+
+def test_the_passages_put_in_never_pass_the_budget_rule_and_labels_included(tmp_path: Path) -> None:
+    folder = _files(tmp_path / "docs")
+    filler = "\n\n".join(f"Paragraph {i} is about owls, rivers and the price of bread in town {i}."
+                         for i in range(300))
+    (folder / "long.md").write_text("# Almanac\n\n" + filler + "\n")
+    backend = ScriptedBackend([])
+    tight = 0
+    for n_ctx in range(420, 1400, 60):
+        conv, docs, _ = _chat(tmp_path / f"ctx{n_ctx}", folder, n_ctx=n_ctx)
+        docs.ask(conv, "What do barn owls hunt at night?", backend.count_tokens)
+        r = docs.last
+        assert r is not None and r.mode == "retrieved"
+        assert r.tokens <= r.budget, (n_ctx, r)
+        tight += r.passages > 0 and r.budget - r.tokens < 40  # budgets the passages filled
+    assert tight >= 3

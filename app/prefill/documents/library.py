@@ -22,11 +22,12 @@ from prefill.documents.index import (
     list_files,
     open_index,
     remove_collection,
+    set_model,
 )
 from prefill.documents.indexer import Embedder, IndexProgress, IndexReport, index_files
 from prefill.documents.readers import ReadLimits
 from prefill.documents.search import Mode, Passage, Searcher
-from prefill.documents.watch import Changes, changes, refresh, remember_roots, roots
+from prefill.documents.watch import Changes, changes, forget_roots, refresh, remember_roots, roots, watch_paths
 
 
 class DocumentLibrary:
@@ -79,6 +80,32 @@ class DocumentLibrary:
         return refresh(self._conn, get_collection(self._conn, name), embedder, count_tokens, progress=progress,
                        cancel=cancel)
 
+    def switch_model(self, name: str, embedder: Embedder) -> None:
+        """Make the collection `embedder`'s: its passages and vectors go (another model's vectors mean nothing
+        to this one), its roots stay, so `refresh` reads every file again, now or, when stopped, at the next
+        look. A collection made before roots were kept takes its files as indexed for roots first. Nothing is
+        done to a collection that is the model's already. Raises CollectionNotFound."""
+        collection = get_collection(self._conn, name)
+        if (collection.model_id, collection.n_embd) == (embedder.model_id, embedder.n_embd):
+            return
+        if not roots(self._conn, collection):
+            remember_roots(self._conn, collection, [Path(f.path) for f in list_files(self._conn, collection)])
+        set_model(self._conn, collection, embedder.model_id, embedder.n_embd)
+        self._searcher.vectors.forget()
+
+    def reindex(self, name: str, embedder: Embedder, count_tokens: CountTokens, *,
+                progress: Callable[[IndexProgress], None] | None = None,
+                cancel: threading.Event | None = None) -> IndexReport:
+        """The collection indexed again with `embedder` (`switch_model`, then `refresh`).
+        Raises CollectionNotFound."""
+        self.switch_model(name, embedder)
+        return self.refresh(name, embedder, count_tokens, progress=progress, cancel=cancel)
+
+    def watch_paths(self, name: str, limit: int = 4096) -> list[str]:
+        """The folders and files to watch for changes to the collection (see `watch.watch_paths`); none for a
+        collection without roots. Raises CollectionNotFound."""
+        return watch_paths(roots(self._conn, get_collection(self._conn, name)), limit)
+
     def collections(self) -> list[CollectionSummary]:
         return list_collections(self._conn)
 
@@ -88,8 +115,10 @@ class DocumentLibrary:
 
     def forget(self, name: str, paths: Sequence[Path]) -> int:
         """Drop from the collection each file named and every file under each folder named (the files stay
-        on disk); returns how many went. Raises CollectionNotFound."""
+        on disk), and from its roots, so a refresh does not index them again; returns how many files went.
+        Raises CollectionNotFound."""
         collection = get_collection(self._conn, name)
+        forget_roots(self._conn, collection, list(paths))
         named = [str(p.expanduser().resolve()) for p in paths]
         gone = 0
         for rec in list_files(self._conn, collection):

@@ -56,25 +56,34 @@ class NumberedSource:
 
 
 def number_passages(passages: Sequence[Passage], count_tokens: Callable[[str], int] | None = None,
-                    budget: int | None = None) -> list[NumberedSource]:
-    """The passages numbered from 1 in their order, each once; with a `budget` (tokens, by
-    `count_tokens`), only as many as fit whole, in order."""
+                    budget: int | None = None, first: int = 1) -> list[NumberedSource]:
+    """The passages numbered from `first` in their order, each once; with a `budget` (tokens, by
+    `count_tokens`), only as many as fit whole, in order, such that `sources_block` of them (the citing
+    rule, the labels and the blank lines between included) takes at most `budget` tokens.
+
+    The passages are fitted one by one by the sum of their parts' counts, and the block is then counted
+    whole, dropping the last passage while it is over: a tokenizer may count a text's parts otherwise
+    than the text (words that join at a seam), so only the block's own count is trusted."""
     out: list[NumberedSource] = []
     seen: set[int] = set()
-    used = 0
+    count = count_tokens if budget is not None else None
+    used = count(CITATION_RULE + "\n\n") if count is not None else 0
     for p in passages:
         if p.chunk_id in seen:
             continue
-        n = len(out) + 1
+        n = first + len(out)
         src = NumberedSource(n, Path(p.file).name, p.file + (f", page {p.page}" if p.page is not None else ""),
                              p.text, p.file, p.page, p.start, p.end, p.score)
-        if budget is not None and count_tokens is not None:
-            cost = count_tokens(src.label + "\n" + src.quote + "\n\n")
+        if count is not None and budget is not None:
+            cost = count(src.label + "\n" + src.quote + "\n\n")
             if used + cost > budget:
                 break
             used += cost
         seen.add(p.chunk_id)
         out.append(src)
+    if count is not None and budget is not None:
+        while out and count(sources_block(out)) > budget:
+            out.pop()
     return out
 
 

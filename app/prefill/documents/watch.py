@@ -6,13 +6,16 @@ nothing read): files added, changed and gone. `refresh` then indexes the roots a
 an unchanged file is skipped by its content hash (a file only touched is hashed, not read again), a changed
 one is read again, and a file that is gone, with its passages and vectors, leaves the index.
 
-Who asks: the server, on every request that names the collection (the check costs a folder walk), and
-`prefill docs add NAME` (again, with or without its paths). A collection made before roots were kept has
-none, and is not watched until it is added to again.
+Who asks: the server, on every request that names the collection (the check costs a folder walk),
+`prefill docs add NAME` (again, with or without its paths), and the window, while it runs: it watches
+`watch_paths` (the folders and files under the roots, for the system's file notifications) and asks for a
+refresh when one of them changes, and every few minutes besides. A collection made before roots were kept
+has none, and is not watched until it is added to again (or re-indexed with another embedding model).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -49,9 +52,43 @@ def remember_roots(conn: sqlite3.Connection, collection: Collection, paths: list
                          (collection.id, str(p.expanduser().resolve())))
 
 
+def forget_roots(conn: sqlite3.Connection, collection: Collection, paths: list[Path]) -> None:
+    """Drop `paths` (resolved), and every root under one of them, from the collection's roots: a file or
+    folder detached is not indexed again by the next refresh."""
+    named = [str(p.expanduser().resolve()) for p in paths]
+    with transaction(conn):
+        for root in roots(conn, collection):
+            r = str(root)
+            if any(r == n or r.startswith(n.rstrip(os.sep) + os.sep) for n in named):
+                conn.execute("DELETE FROM roots WHERE collection_id = ? AND path = ?", (collection.id, r))
+
+
 def roots(conn: sqlite3.Connection, collection: Collection) -> list[Path]:
     rows = conn.execute("SELECT path FROM roots WHERE collection_id = ? ORDER BY path", (collection.id,)).fetchall()
     return [Path(r[0]) for r in rows]
+
+
+def watch_paths(kept: list[Path], limit: int = 4096) -> list[str]:
+    """What to watch for changes under the roots `kept`, at most `limit` paths: each root folder and the
+    folders under it (hidden ones left out, links not followed), the folder of each root file, then the
+    files themselves (a folder's notification says a file came or went, only the file's says it was written
+    in place). Past `limit` the rest is left to a periodic look (`changes`)."""
+    folders: dict[str, None] = {}
+    for r in kept:
+        if r.is_dir():
+            for root, dirs, _files in os.walk(r):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                folders.setdefault(root, None)
+                if len(folders) >= limit:
+                    break
+        elif r.parent.is_dir():
+            folders.setdefault(str(r.parent), None)
+    out = list(folders)[:limit]
+    for f in gather([r for r in kept if r.exists()]):
+        if len(out) >= limit:
+            break
+        out.append(str(f))
+    return out
 
 
 def _stat(path: Path) -> tuple[int, float] | None:

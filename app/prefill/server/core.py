@@ -249,7 +249,7 @@ async def start(served: ServedModel, lease: Lease, request: Request, req: Genera
                           f"(its tokens are 0 to {n_vocab - 1}).", "logit_bias")
     if req.documents is None:
         return await _submit(served, request, req, label)
-    req, turn = await _with_documents(state, served, req)
+    req, turn = await with_documents(state, served, req)
     gen = await _submit(served, request, req, label)
     gen.documents = turn
     if turn.mode == "tool" and state is not None:
@@ -257,10 +257,11 @@ async def start(served: ServedModel, lease: Lease, request: Request, req: Genera
     return gen
 
 
-async def _with_documents(state: ServeState | None, served: ServedModel,
-                          req: GenerationRequest) -> tuple[GenerationRequest, DocumentsTurn]:
+async def with_documents(state: ServeState | None, served: ServedModel,
+                         req: GenerationRequest) -> tuple[GenerationRequest, DocumentsTurn]:
     """The request with its collection's passages before its last user message ("passages"), or with the
-    search tool beside its own ("tool"), and what the documents did."""
+    search tool beside its own ("tool"), and what the documents did (`start` sends it; Anthropic's
+    count_tokens counts it)."""
     asked = req.documents
     assert asked is not None
     if req.kind != "chat":

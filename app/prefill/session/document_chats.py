@@ -7,9 +7,12 @@ each with its own documents, kept with the conversation (`ChatDocs`, in its stor
 - `ChatDocs`: what a chat reads: its own files and folders (indexed into a collection of its own, named
   once when the first is attached), or a named collection several chats share.
 - `SharedEmbedder`: the embedding model, loaded once by whichever thread needs it first (the indexer's,
-  or the engine's for a question), its calls serialised by the model's own lock.
-- `IndexJobs`: the collections being indexed now, so a question that needs a search waits for its
-  collection's job (on the engine thread; the GUI thread never waits).
+  or the engine's for a question), its calls serialised by the model's own lock; `switch` puts another in
+  its place (the setting `documents.embedding_model`: the bundled MiniLM, or a GGUF `load_embedder_file`
+  loads), and the collections indexed with the one before are indexed again.
+- `IndexJobs`: the collections being indexed now (or, while the embedding model is switched, every one),
+  so a question that needs a search waits for its collection's job (on the engine thread; the GUI thread
+  never waits).
 - `DocumentChats`: on the engine thread, one `ChatDocuments` per `ChatDocs` (whole when they fit, else
   retrieved, exactly as the terminal asks), over an index connection of its own; `ask` gives the turn
   and `Retrieved`, what retrieval did and which sources the answer may cite.
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from prefill.documents.errors import CollectionNotFound, IndexUnavailable
+from prefill.documents.errors import CollectionNotFound, EmbedderMismatch, IndexUnavailable
 from prefill.documents.library import DocumentLibrary
 from prefill.documents.sources import NumberedSource, cited
 from prefill.engine.errors import EngineError
@@ -150,18 +153,60 @@ def load_bundled_embedder() -> EmbedderLike:
         raise DocumentsUnavailable(f"The embedding model could not be loaded: {e}") from e
 
 
+def bundled_embedder_id() -> str | None:
+    """The bundled model's id (its converted file's name) without loading or converting it; None when the
+    package is not installed."""
+    from prefill.engine.embed.bundled import bundled_embed_source, cached_name
+
+    source = bundled_embed_source()
+    try:
+        return cached_name(source) if source is not None else None
+    except OSError:
+        return None
+
+
+def load_embedder_file(path: str) -> EmbedderLike:
+    """An embedding model's GGUF (the setting `documents.embedding_model`), loaded on the thread that asks.
+
+    Raises:
+        DocumentsUnavailable: the file is missing, is not an embedding model, or llama.cpp refused it (in words).
+    """
+    from prefill.documents.embedding import ModelEmbedder
+    from prefill.engine.embed.model import EmbeddingModel
+
+    try:
+        return ModelEmbedder(EmbeddingModel.load(Path(path)))
+    except EngineError as e:
+        raise DocumentsUnavailable(f"The embedding model {Path(path).name} could not be loaded: {e} "
+                                   "(Settings > Documents chooses another).") from e
+
+
 class SharedEmbedder:
     """One embedding model for the indexer's thread and the engine's: loaded by the first to need it.
 
     Args:
         load: Loads it (`load_bundled_embedder`, or a test's); may raise `DocumentsUnavailable`.
+        model_id: Its id when it is known before loading (a file's name), else None.
     """
 
-    def __init__(self, load: Callable[[], EmbedderLike]):
+    def __init__(self, load: Callable[[], EmbedderLike], model_id: str | None = None):
         self._load = load
+        self._known_id = model_id
         self._lock = threading.Lock()
         self._model: EmbedderLike | None = None
         self._closed = False
+
+    def switch(self, load: Callable[[], EmbedderLike], model_id: str | None = None) -> None:
+        """Use another model from now on, loaded on first use. The one before is not closed here: a search
+        on another thread may hold it, and it is freed when the last holder lets it go."""
+        with self._lock:
+            self._load, self._known_id, self._model = load, model_id, None
+
+    @property
+    def expected_id(self) -> str:
+        """The model's id: known without loading it where it was given, else loaded to ask it."""
+        known = self._known_id
+        return known if known else self.get().model_id
 
     def get(self) -> EmbedderLike:
         with self._lock:
@@ -200,11 +245,23 @@ class SharedEmbedder:
 
 
 class IndexJobs:
-    """The collections being indexed now (thread-safe): `began` before a job is queued, `ended` after it."""
+    """The collections being indexed now (thread-safe): `began` before a job is queued, `ended` after it;
+    `began_all` and `ended_all` hold every collection (while the embedding model is switched, until the
+    collections it re-indexes are known)."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._running: Counter[str] = Counter()
+        self._all = 0
+
+    def began_all(self) -> None:
+        with self._changed:
+            self._all += 1
+
+    def ended_all(self) -> None:
+        with self._changed:
+            self._all = max(0, self._all - 1)
+            self._changed.notify_all()
 
     def began(self, collection: str) -> None:
         with self._changed:
@@ -219,12 +276,12 @@ class IndexJobs:
 
     def running(self, collection: str) -> bool:
         with self._changed:
-            return self._running[collection] > 0
+            return self._running[collection] > 0 or self._all > 0
 
     def wait(self, collection: str, cancel: threading.Event, poll_s: float = 0.05) -> bool:
         """Wait until no job indexes `collection`; False when `cancel` was set first."""
         with self._changed:
-            while self._running[collection] > 0:
+            while self._running[collection] > 0 or self._all > 0:
                 if cancel.is_set():
                     return False
                 self._changed.wait(poll_s)
@@ -264,6 +321,8 @@ class DocumentChats:
             raise DocumentsUnavailable("There is no question to ask the documents.")
         conversation.items.pop()
         self._cancel = cancel or threading.Event()
+        if not self.jobs.wait(docs.collection, self._cancel):  # a refresh, or another embedding model's
+            raise DocumentsUnavailable("Stopped while the documents were still being indexed.")
         key = (chat, docs)
         documents = self._documents(key)
         try:
@@ -275,6 +334,8 @@ class DocumentChats:
             self._chats.pop(key, None)
             raise DocumentsUnavailable(f"The documents index could not be read: {e}") from e
         except ValueError as e:  # a collection indexed with another embedding model
+            raise DocumentsUnavailable(f"The documents could not be searched: {e}") from e
+        except EmbedderMismatch as e:  # the embedding model was switched while this question was searched
             raise DocumentsUnavailable(f"The documents could not be searched: {e}") from e
         except EngineError as e:
             raise DocumentsUnavailable(f"The embedding model failed: {e}") from e

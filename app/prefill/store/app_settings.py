@@ -158,6 +158,19 @@ class MemorySettings(Section):
 
 
 @dataclass(frozen=True)
+class DocumentsSettings(Section):
+    """How documents are indexed and searched (the window's; `prefill docs` takes --embed-model)."""
+
+    NAME: ClassVar[str] = "documents"
+    embedding_model: str = field(
+        default="",
+        metadata=doc('The embedding model\'s GGUF that indexes and searches documents; "" = the bundled '
+                     'all-MiniLM-L6-v2. A change re-indexes the collections indexed with another.',
+                     label="Embedding model"),
+    )
+
+
+@dataclass(frozen=True)
 class HubSettings(Section):
     """Hugging Face access."""
 
@@ -192,6 +205,7 @@ SECTIONS: dict[str, type[Section]] = {
     "ui": UiSettings,
     "memory": MemorySettings,
     "hub": HubSettings,
+    "documents": DocumentsSettings,
 }
 
 
@@ -204,6 +218,7 @@ class Settings:
     ui: UiSettings = field(default_factory=UiSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     hub: HubSettings = field(default_factory=HubSettings)
+    documents: DocumentsSettings = field(default_factory=DocumentsSettings)
     # A model file's path → its own values of PER_MODEL_FIELDS, those that differ from the model section's.
     per_model: dict[str, dict[str, Any]] = field(default_factory=dict)
 

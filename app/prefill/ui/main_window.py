@@ -255,6 +255,7 @@ class MainWindow(QMainWindow):
         self.welcome.open_file.connect(self._open_file)
         self.server = ServerRoom(self, w, self.serve_action, self.show_notice, self._serve_options)
         follow_engine_settings(w, self.settings_changes)
+        self.documents.follow_settings(self.settings_changes)  # the embedding model
         follow_theme(self.settings_changes, lambda: self.theme_follower, self.set_theme)
         reload_on_load_settings(self.settings_changes, lambda: self.loaded, lambda: self.controller.busy,
                                 self.controller.busy_changed, self.load_model, self)

@@ -47,6 +47,7 @@ LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
                "model.speculative", "model.draft_model_path", "model.draft_max")),
     ("Memory", ("memory.budget_mb", "memory.max_models", "memory.idle_minutes")),
     ("Downloads", ("ui.models_dir", "hub.hf_token")),
+    ("Documents", ("documents.embedding_model",)),
     ("Appearance", ("ui.theme",)),
 )
 # Kept as they are: set by the window itself, or (stop texts) by the file and the CLI.

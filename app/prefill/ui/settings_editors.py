@@ -33,7 +33,7 @@ COUNT = "count"  # the combo entry of a "choice or a number" field that enables 
 INT_LIMIT = 2**31 - 1  # a QSpinBox holds a C int
 FLOAT_LIMIT = 1e9
 # Text fields that name a file: a "Choose…" button opens a file dialog with this filter.
-FILE_FILTERS = {"model.draft_model_path": "GGUF models (*.gguf)"}
+FILE_FILTERS = {"model.draft_model_path": "GGUF models (*.gguf)", "documents.embedding_model": "GGUF models (*.gguf)"}
 # Each choice in words; the raw value is what is stored (and what the CLI and the file take).
 CHOICE_WORDS: dict[str, str] = {
     "f16": "16-bit (default)",

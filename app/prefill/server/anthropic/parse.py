@@ -31,11 +31,12 @@ IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 
 
 def parse_messages(obj: dict[str, Any], model: str, counting: bool = False) -> GenerationRequest:
-    """A Messages body as the core's request; `counting`: a count_tokens body (no `max_tokens`, no
-    sampling)."""
+    """A Messages body as the core's request; `counting`: a count_tokens body (no sampling; `max_tokens`
+    optional: where it is given, a collection's passages fit the room it leaves, as they will when the
+    request is sent)."""
     if not counting and obj.get("max_tokens") is None:
         raise bad_request("'max_tokens' is required.", "max_tokens")
-    limit = get_int(obj, "max_tokens", None, 1) if not counting else None
+    limit = get_int(obj, "max_tokens", None, 1)
     raw = obj.get("messages")
     if not isinstance(raw, list) or not raw:
         raise bad_request("'messages' must be a non-empty array.", "messages")

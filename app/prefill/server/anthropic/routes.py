@@ -1,5 +1,7 @@
 """Anthropic's routes: POST /v1/messages (whole or streamed; `?beta=true` as well) and
-POST /v1/messages/count_tokens, exact (the model's own template and tokenizer), over the core.
+POST /v1/messages/count_tokens, exact (the model's own template and tokenizer), over the core. A count
+whose body names a collection (`documents`) counts what /v1/messages would send: the passages found put in,
+or the search tool offered.
 `anthropic-version` and `anthropic-beta` are accepted and not needed; the key may come as
 `x-api-key` (routes.py's door reads it)."""
 
@@ -11,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 from prefill.server.anthropic.errors import anthropic_error
 from prefill.server.anthropic.parse import parse_messages
 from prefill.server.anthropic.replies import MessageReply, full_reply, stream_reply
-from prefill.server.core import build_prompt, start, with_images
+from prefill.server.core import build_prompt, start, with_documents, with_images
 from prefill.server.cost_bounds import read_body
 from prefill.server.dialect import Dialect, DialectRoute
 from prefill.server.fields import parse_json, requested_model
@@ -40,6 +42,8 @@ async def count_tokens(state: ServeState, request: Request) -> Response:
     with await state.lease(name, keep_alive) as lease:
         served = state.served(lease.resident)
         req = await with_images(served, state, request, req)
+        if req.documents is not None:  # what the answer's request would send: the passages put in
+            req, _ = await with_documents(state, served, req)
         _, prompt = await build_prompt(served, req, req.chat_request)
     return JSONResponse({"input_tokens": len(prompt)})
 

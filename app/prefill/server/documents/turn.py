@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 import anyio.to_thread
 
@@ -57,14 +56,16 @@ class DocumentsTurn:
 
     async def passages(self, question: str, count: Count, budget: int) -> str:
         """The passages found for `question`, as many of the best as fit `budget` tokens (by `count`),
-        numbered under the citation rule ("" when none is found)."""
+        numbered under the citation rule ("" when none is found); the rule and the labels are counted in."""
         found = await self.search.find(question, CANDIDATES)
-        self._give(await anyio.to_thread.run_sync(number_passages, found, count, budget), found)
+        numbered = await anyio.to_thread.run_sync(number_passages, found, count, budget, len(self.given) + 1)
+        self._give(numbered, found)
         return sources_block(self.given)
 
     async def answer(self, calls: Sequence[ToolCall], count: Count, budget: int) -> list[Message]:
         """Each search call answered: the passages not given before that it finds (at most `TOOL_PASSAGES`,
-        within `budget` tokens together), numbered after those given, as the tool's result."""
+        within `budget` tokens together, the rule and labels counted in), numbered after those given, as the
+        tool's result."""
         out = []
         share = budget // max(1, len(calls))
         for c in calls:
@@ -73,15 +74,16 @@ class DocumentsTurn:
                 text = f"{TOOL_NAME} takes one argument, \"query\": the words to look for."
             else:
                 found = [p for p in await self.search.find(query, CANDIDATES) if p.chunk_id not in self._seen]
-                numbered = await anyio.to_thread.run_sync(number_passages, found[:TOOL_PASSAGES], count, share)
+                numbered = await anyio.to_thread.run_sync(number_passages, found[:TOOL_PASSAGES], count, share,
+                                                          len(self.given) + 1)
                 text = sources_block(self._give(numbered, found)) or (NO_ROOM if found else NO_PASSAGE)
             out.append(Message("tool", text, tool_call_id=c.id, name=c.name))
         return out
 
     def _give(self, numbered: list[NumberedSource], found: Sequence[Passage] = ()) -> list[NumberedSource]:
-        """`numbered` (from 1) renumbered after those given, and kept as given."""
-        at = len(self.given)
-        fresh = [replace(s, n=s.n + at) for s in numbered]
+        """`numbered` (from the number after those given: the labels counted are the labels sent), kept as
+        given."""
+        fresh = list(numbered)
         self.given += fresh
         self.search.figures.passages = len(self.given)
         by_place = {(p.file, p.start, p.end): p.chunk_id for p in found}

@@ -1,7 +1,8 @@
 """The collections: named sets of documents that several chats read, as LocalDocs keeps them.
 
 A list of the collections on the left; on the right the one chosen: its size (files, passages, bytes), its
-embedding model, and its files, each with its pages and passages or, for one that could not be read, the
+embedding model, the folders it was made from (watched: a change in them is indexed while Prefill runs),
+and its files, each with its pages and passages or, for one that could not be read, the
 reason in words. Buttons: read it in this chat, make one from a folder, add a folder to it, remove it from
 the index (the files stay where they are). Everything shown comes from the documents worker's signals;
 names, paths and problems are outside text, shown plain.
@@ -46,6 +47,14 @@ def file_line(f: FileRecord) -> str:
     return f"{name} — {pages}{f.chunks} passage{'s' if f.chunks != 1 else ''}{note}"
 
 
+def watched_line(roots: tuple[str, ...]) -> str:
+    """The files and folders a collection was made from, as watched."""
+    if not roots:
+        return "Not watched: made before Prefill kept its folders (add a folder to it to watch it)."
+    names = ", ".join(roots[:3]) + (f" and {len(roots) - 3} more" if len(roots) > 3 else "")
+    return f"Watched: {names} (changes are indexed while Prefill runs)"
+
+
 def check_name(name: str, taken: set[str]) -> str:
     """Why `name` cannot name a new collection ("" when it can)."""
     if not name.strip():
@@ -86,6 +95,9 @@ class CollectionsDialog(QDialog):
         self.model = plain_label("")
         self.model.setObjectName("collection-model")
         self.model.setWordWrap(True)
+        self.watched = plain_label("")
+        self.watched.setObjectName("collection-watched")
+        self.watched.setWordWrap(True)
         self.files = QListWidget()
         self.files.setObjectName("collection-files")
         self.files.setWordWrap(True)
@@ -110,6 +122,7 @@ class CollectionsDialog(QDialog):
         right.addWidget(self.title)
         right.addWidget(self.size_label)
         right.addWidget(self.model)
+        right.addWidget(self.watched)
         right.addWidget(plain_label("Files"))
         right.addWidget(self.files, 1)
         buttons = QHBoxLayout()
@@ -169,12 +182,15 @@ class CollectionsDialog(QDialog):
             self.title.setText("No collection chosen" if self.names else "No collections yet: make one from a folder")
             self.size_label.setText("")
             self.model.setText("")
+            self.watched.setText("")
             return
         c = view.summary
         self.title.setText(c.name)
         self.size_label.setText(size_line(c))
         self.model.setText(f"Embedding model: {c.model_id or 'none yet'}" + (f" · {c.n_embd} numbers a passage"
                                                                              if c.n_embd else ""))
+        self.watched.setText(watched_line(view.roots))
+        self.watched.setToolTip(tooltip("\n".join(view.roots)))
         for f in view.files:
             item = QListWidgetItem(file_line(f))
             item.setToolTip(tooltip(f.path))

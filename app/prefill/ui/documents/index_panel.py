@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QProgressBar, QPushButton, QT
 
 from prefill.documents.indexer import IndexProgress
 from prefill.ui.widgets.plain_text import plain_label
-from prefill.ui.workers.documents_worker import IndexDone
+from prefill.ui.workers.documents_worker import IndexDone, shown_name
 
 MAX_PROBLEMS_SHOWN = 12  # lines of files not read; the rest are counted
 
@@ -37,12 +37,17 @@ def progress_line(p: IndexProgress) -> str:
 
 
 def done_line(d: IndexDone) -> str:
-    """What a job did, in words."""
+    """What a job did, in words (a watched collection's changes, a re-index with another embedding model
+    headed by what it was)."""
     pages = f"{d.pages} pages, " if d.pages else ""
+    head = f"{d.title[:1].upper()}{d.title[1:]}: " if d.title else ""
+    if d.reindexed:
+        head = f"{head}{', '.join(dict.fromkeys(shown_name(c) for c in d.reindexed))}: "
     if d.cancelled:
-        return (f"Stopped: {d.indexed} files indexed ({pages}{d.chunks} passages) are kept. Attach the same files "
-                "or folder again to go on where it stopped.")
-    parts = [f"Indexed {d.indexed} files ({pages}{d.chunks} passages)"]
+        again = ("The rest is indexed at the next start." if d.title else
+                 "Attach the same files or folder again to go on where it stopped.")
+        return f"{head}Stopped: {d.indexed} files indexed ({pages}{d.chunks} passages) are kept. {again}"
+    parts = [f"{head}Indexed {d.indexed} files ({pages}{d.chunks} passages)"]
     if d.unchanged:
         parts.append(f"{d.unchanged} unchanged")
     if d.problems:
