@@ -106,6 +106,7 @@ class PromptCount(QObject):
         self._chat, self._box, self._loaded = chat, box, loaded
         self.counter = PartsCounter(worker)
         self._tag = 0
+        self.shown = 0  # the tag of the count the meter shows
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(DELAY_MS)
@@ -127,6 +128,11 @@ class PromptCount(QObject):
         if servers is not None:
             servers.changed.connect(self.later)
 
+    @property
+    def newest(self) -> int:
+        """The tag of the newest count asked for (the counter's `counted` carries it)."""
+        return self._tag
+
     def later(self) -> None:
         """Ask once things are quiet (each call restarts the wait)."""
         self._timer.start()
@@ -146,6 +152,7 @@ class PromptCount(QObject):
 
     def _on_counter_counted(self, tag: int, parts: object) -> None:
         if tag == self._tag and self._loaded() is not None:
+            self.shown = tag
             if isinstance(parts, PromptParts):
                 self._box.meter.show_parts(parts)
             else:  # None: the backend writes and counts its own prompt
