@@ -87,6 +87,7 @@ def inside(out: Path, config: str, note: str, theme: str) -> int:
         if state is None or state.status is ServerStatus.STARTING:
             return
         mcp.changed.disconnect(tools_ready)
+        w.activateWindow()  # the field's focus shows on the card's border
         w.input.editor.setFocus()
         w.input.editor.setPlainText(QUESTION)
         wait_meter()

@@ -94,7 +94,7 @@ class ContextMeter(QWidget):
         self.words.setWordWrap(True)
         self.words.setProperty("level", "ok")
         lay = QVBoxLayout(self)
-        lay.setContentsMargins(SPACE.md, SPACE.xs, SPACE.md, 0)
+        lay.setContentsMargins(SPACE.md, SPACE.sm, SPACE.md, 0)
         lay.setSpacing(SPACE.xs)
         lay.addWidget(self.bar)
         lay.addWidget(self.words)
