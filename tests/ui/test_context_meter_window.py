@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,38 @@ def test_the_meter_counts_system_documents_and_tools_as_the_turn_sends_them(
     tools = _parts(qtbot, w, lambda p: p.tools > 0)
     assert tools.total == before.total + tools.tools and tools.documents == before.documents
     assert f"tools {tools.tools:,}" in w.input.count.text()
+
+
+def test_when_the_tools_schemas_leave_no_room_the_meter_says_so(
+        qtbot, tmp_path: Path, smollm2: Path) -> None:
+    """In a 256-token context two hundred and more tokens of a tool's schema leave no room for the question
+    even with every earlier turn left out: the words name the tools, not the overflow policy."""
+    mcp = McpServers(write_config(tmp_path, {"forecast": {"command": sys.executable, "args": [str(WEATHER)]}}))
+    history = tmp_path / "history.sqlite3"
+    store = StoreProxy(Stores(HistoryStore(history), SettingsFile(tmp_path / "settings.json")))
+    engine = EngineThread()
+    w = MainWindow(small_settings(n_ctx=256, policy="stop", max_tokens=32), store, engine, None, mcp=mcp)
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        load(qtbot, w, smollm2)
+        w.input.editor.setPlainText("Will it rain in Oslo and Bergen tomorrow, and should I pack a coat?")
+        fits = _parts(qtbot, w)
+        assert fits.fits and fits.tools == 0 and w.input.count.property("level") == "ok"
+        mcp.start_all()
+        qtbot.waitUntil(lambda: mcp.states.get("forecast") is not None
+                        and mcp.states["forecast"].status is ServerStatus.READY, timeout=START_TIMEOUT)
+        over = _parts(qtbot, w, lambda p: p.tools > 0)
+        assert not over.fits_at_all and over.tools_push_over
+        words = w.input.count.text()
+        assert f"the tools' schemas take {over.tools:,} of the {over.n_ctx:,}-token context" in words
+        assert "Turn tools off for this chat" in words and "Settings" not in words
+        assert w.input.count.property("level") == "over"
+        w.controller.choices.set_chat_tools(replace(w.controller.choices.chat_tools, enabled=False))
+        back = _parts(qtbot, w, lambda p: p.tools == 0)  # tools off for this chat: it fits again
+        assert back.fits and back.total == fits.total
+    finally:
+        w.close()
+        engine.stop()
+        store.stop()
+        mcp.close()
