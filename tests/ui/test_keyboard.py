@@ -69,14 +69,14 @@ def _named(widget: QWidget) -> str:
 def _spy_counts(w: MainWindow) -> list[int]:
     """Each count of the next prompt the window asks the engine for (the worker still gets each)."""
     asked: list[int] = []
-    worker = w.engine.worker
-    real = worker.ask_count
+    counter = w.prompt_count.counter
+    real = counter.ask
 
-    def ask_count(tag, messages) -> None:
-        asked.append(tag)
-        real(tag, messages)
+    def ask(question) -> None:
+        asked.append(question.tag)
+        real(question)
 
-    worker.ask_count = ask_count  # type: ignore[method-assign]
+    counter.ask = ask  # type: ignore[method-assign]
     return asked
 
 
@@ -96,7 +96,7 @@ def test_a_chat_from_the_keyboard_alone(app, qtbot, smollm2: Path) -> None:
         _press(qtbot, Qt.Key.Key_Space)
     # The next prompt's count is asked again once the answer is in, not only while typing.
     qtbot.waitUntil(lambda: len(asked) >= 1, timeout=5_000)
-    qtbot.waitUntil(lambda: w.input.count.text().startswith("next prompt:"), timeout=10_000)
+    qtbot.waitUntil(lambda: " of 2,048 tokens" in w.input.count.text(), timeout=10_000)  # the meter's words
 
     # A second answer, stopped with Ctrl+.: "stopped" on the message and in the sidebar.
     w.settings = small_settings(max_tokens=400)

@@ -38,6 +38,7 @@ from prefill.engine.message import Message
 from prefill.engine.request import ChatRequest
 from prefill.session.conversation import Conversation
 from prefill.session.documents import ChatDocuments, CountRequest, DocumentSource, Retrieval
+from prefill.session.prompt_parts import DocumentsDraft
 from prefill.session.turn import Said, Source, Turn
 
 OWN_PREFIX = "chat-"  # a chat's own collection: "chat-" and twelve hex digits
@@ -340,6 +341,22 @@ class DocumentChats:
         except EngineError as e:
             raise DocumentsUnavailable(f"The embedding model failed: {e}") from e
         return turn, Retrieved(documents.last, documents.offered, turn.request)
+
+    def draft(self, docs: ChatDocs, conversation: Conversation, text: str, count: CountRequest,
+              chat: object = None) -> DocumentsDraft:
+        """What `docs` would add to the next prompt of chat `chat` if `text` were asked (`ChatDocuments.draft`),
+        never waiting: while its collection is being indexed, or before the embedding model is loaded, the
+        passages are not looked for (the draft says so).
+
+        Raises:
+            DocumentsUnavailable: the index or the collection could not be read, in words.
+        """
+        documents = self._documents((chat, docs))
+        ready = self.embedder.loaded and not self.jobs.running(docs.collection)
+        try:
+            return documents.draft(conversation, text, count, self.embedder if ready else None)
+        except (CollectionNotFound, IndexUnavailable, sqlite3.Error, ValueError, EngineError) as e:
+            raise DocumentsUnavailable(f"The documents could not be counted: {e}") from e
 
     def _documents(self, key: tuple[object, ChatDocs]) -> ChatDocuments:
         found = self._chats.get(key)

@@ -32,6 +32,7 @@ from prefill.documents.sources import NumberedSource, cited, number_passages, so
 from prefill.engine.message import ImagePart, Message
 from prefill.engine.request import ChatRequest
 from prefill.session.conversation import Conversation
+from prefill.session.prompt_parts import DocumentsDraft
 from prefill.session.turn import Source, Turn
 
 CountRequest = Callable[[ChatRequest], int | None]
@@ -126,6 +127,7 @@ class ChatDocuments:
         self._whole_block = ""
         self._too_big = False
         self._offered: list[NumberedSource] = []
+        self._draft_whole: list[NumberedSource] | None = None  # the files read whole for `draft`
         self.last: Retrieval | None = None
 
     @property
@@ -180,6 +182,30 @@ class ChatDocuments:
         self.last = Retrieval("retrieved", 0, len(self._offered), counter(block) if block else 0, budget,
                               embed_ms, search_ms)
         return conversation.ask(text, images, context=block)
+
+    def draft(self, conversation: Conversation, text: str, count: CountRequest,
+              search: Embedder | None = None) -> DocumentsDraft:
+        """What the documents would add to the prompt if `text` were asked next, changing nothing: the
+        whole block where they went (or would go) in whole, else the passages found for `text` with
+        `search` (the embedding model, where it may be used now: `searched` is False without it).
+        Files read whole are kept for the next draft (never re-read as the person types)."""
+        counter = _text_counter(count)
+        if self._whole is not None:
+            return DocumentsDraft("whole", system=self._whole_block, budget=self.last.budget if self.last else 0)
+        budget = self._budget(conversation, Message("user", text), count)
+        if not self._too_big:
+            if self._draft_whole is None:
+                self._draft_whole, _skipped = self._read_whole(budget)
+            if self._draft_whole is not None:
+                block = sources_block(self._draft_whole)
+                if counter(block) <= budget:
+                    return DocumentsDraft("whole", system=block, budget=budget)
+        embedder = self._embedder or search
+        if embedder is None or not text.strip():
+            return DocumentsDraft("retrieved", budget=budget, searched=False)
+        passages = self.library.search(self.collection, text, embedder, k=SEARCH_POOL)
+        return DocumentsDraft("retrieved", context=sources_block(number_passages(passages, counter, budget)),
+                              budget=budget)
 
     def _keep_whole(self, conversation: Conversation) -> None:
         """The whole documents under the system prompt (again, where /system replaced it)."""

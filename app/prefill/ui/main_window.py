@@ -240,6 +240,7 @@ class MainWindow(QMainWindow):
                          self.reasoning_controls, self.tools_button)
         self.message_actions = wire_chat(chat, self.actions_offered, self.show_notice)
         self.prompt_count = PromptCount(w, self.controller, self.transcript, self.input, lambda: self.loaded, self)
+        self.prompt_count.follow_tools(self.mcp)  # the tools' schemas are in every prompt: counted again
         wire_sidebar(self.sidebar, w)
         wire_tools(self.tools_button, self.mcp, w, self.open_tools)
         self.history = HistoryRoom(self.conversations, self.history_menu, self.store, self.controller,

@@ -19,6 +19,11 @@ class ThemeColours:
     text: str
     muted: str
     button: str
+    composer_send: str
+    meter_system: str
+    meter_tools: str
+    meter_documents: str
+    meter_conversation: str
     highlight: str
     highlighted_text: str
     link: str
@@ -41,6 +46,13 @@ _ROLES: dict[str, tuple[str, str]] = {
     "text": ("#1f2328", "#e6edf3"),
     "muted": ("#656d76", "#8d96a0"),
     "button": ("#eef0f3", "#2a2f37"),
+    # The composer's Send button, and the context meter's parts (the prompt's order: system, tools,
+    # documents, conversation), each told apart from the others and from the track in both themes.
+    "composer_send": ("#dbeafe", "#1e3a5f"),
+    "meter_system": ("#64748b", "#94a3b8"),
+    "meter_tools": ("#7c3aed", "#a78bfa"),
+    "meter_documents": ("#0d9488", "#2dd4bf"),
+    "meter_conversation": ("#2f6fde", "#3b82f6"),
     "highlight": ("#2f6fde", "#3b82f6"),
     "highlighted_text": ("#ffffff", "#ffffff"),
     "link": ("#0969da", "#4493f8"),

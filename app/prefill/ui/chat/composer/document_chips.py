@@ -5,30 +5,39 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QToolButton, QWidget
 
 from prefill.session.document_chats import ChatDocs
+from prefill.ui.widgets.icons import icon
 from prefill.ui.widgets.plain_text import plain_label, tooltip
-
-CHIP_STYLE = "QFrame#document-chip { border: 1px solid palette(mid); border-radius: 4px; }"
+from prefill.ui.widgets.tokens import ICON, SPACE
 
 
 class _Chip(QFrame):
     def __init__(self, text: str, tip: str, remove_tip: str, strip: DocumentChips, key: str):
         super().__init__()
-        self.setObjectName("document-chip")
-        self.setStyleSheet(CHIP_STYLE)
+        self.setObjectName("document-chip")  # drawn by the composer's style sheet (styles/composer.py)
         self.setToolTip(tooltip(tip))
         row = QHBoxLayout(self)
-        row.setContentsMargins(6, 0, 0, 0)
-        row.setSpacing(2)
+        row.setContentsMargins(SPACE.sm, SPACE.xxs, SPACE.xxs, SPACE.xxs)
+        row.setSpacing(SPACE.xs)
+        mark = QToolButton()  # an icon drawn at paint time, so it follows a theme switch; not a stop for Tab
+        mark.setObjectName("document-chip-mark")
+        mark.setIcon(icon("document"))
+        mark.setIconSize(QSize(ICON.inline, ICON.inline))
+        mark.setAutoRaise(True)
+        mark.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        mark.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        row.addWidget(mark)
         self.label = plain_label(text)
         self.label.setObjectName("document-chip-name")
         row.addWidget(self.label)
         self.remove = QToolButton()
         self.remove.setObjectName("document-remove")
         self.remove.setText("×")
+        self.remove.setIcon(icon("close"))
+        self.remove.setIconSize(QSize(ICON.inline, ICON.inline))
         self.remove.setAutoRaise(True)
         self.remove.setToolTip(tooltip(remove_tip))
         self.remove.setAccessibleName(remove_tip)
@@ -51,8 +60,8 @@ class DocumentChips(QWidget):
         self.docs: ChatDocs | None = None
         self.chips: list[_Chip] = []
         self._row = QHBoxLayout(self)
-        self._row.setContentsMargins(0, 2, 0, 2)
-        self._row.setSpacing(6)
+        self._row.setContentsMargins(0, 0, 0, 0)
+        self._row.setSpacing(SPACE.xs)
         self._row.addStretch(1)
         self.hide()
 
