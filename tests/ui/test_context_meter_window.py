@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 
 from prefill.mcp_tools.state import ServerStatus
 from prefill.session.prompt_parts import PromptParts
@@ -127,6 +128,13 @@ def test_when_the_tools_schemas_leave_no_room_the_meter_says_so(
         w.controller.choices.set_chat_tools(replace(w.controller.choices.chat_tools, enabled=False))
         back = _parts(qtbot, w, lambda p: p.tools == 0)  # tools off for this chat: it fits again
         assert back.fits and back.total == fits.total
+        w.controller.choices.set_chat_tools(replace(w.controller.choices.chat_tools, enabled=True))
+        _parts(qtbot, w, lambda p: p.tools > 0)
+        with qtbot.waitSignal(w.controller.notice, timeout=START_TIMEOUT,
+                              check_params_cb=lambda text: "too long" in text) as refused:
+            qtbot.keyClick(w.input.editor, Qt.Key.Key_Return)  # sent anyway: the refusal names the tools too
+        said = refused.args[0]
+        assert f"The tools' schemas take {over.tools:,} of them" in said and "overflow policy" not in said
     finally:
         w.close()
         engine.stop()

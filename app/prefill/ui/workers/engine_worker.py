@@ -81,7 +81,7 @@ class EngineWorker(QObject):
     """Relays between the GUI thread and the session that owns the model; lives on the engine thread.
 
     The GUI thread asks through the typed methods (`load`, `load_remote`, `cancel_load`, `generate`,
-    `generate_with_documents`, `compact`, `unload`, `ask_count`, `serve`, `stop_serving`, `resume`,
+    `generate_with_documents`, `compact`, `unload`, `serve`, `stop_serving`, `resume`,
     `set_cache_budget`, `clear_cache`, `set_speculation`, `set_model_limits`, `unload_model`, `pin_model`,
     `shutdown`); each queues one private request signal into the engine thread, where the `ChatSession`
     (made there, so llama.cpp loads off the GUI thread) does the work. An idle model's time to live is
@@ -103,7 +103,6 @@ class EngineWorker(QObject):
         metrics(int, object): request id, MetricsSnapshot (a few times a second).
         finished(int, object): request id, Finished (its text is the whole answer).
         failed(int, str): request id, a sentence for the user.
-        token_count(int, int): request tag, prompt tokens of a conversation (for the input box).
         kv_state(object): MetricsSnapshot with the KV fill, when idle.
         disk_cache(object): kv_disk.Usage of the saved-cache folder, after it changed.
         cache_note(str): a saved cache was discarded or could not be saved, and why.
@@ -138,7 +137,6 @@ class EngineWorker(QObject):
     metrics = Signal(int, object)
     finished = Signal(int, object)
     failed = Signal(int, str)
-    token_count = Signal(int, int)
     kv_state = Signal(object)
     disk_cache = Signal(object)
     cache_note = Signal(str)
@@ -164,7 +162,6 @@ class EngineWorker(QObject):
     _request_generate = Signal(int, object)
     _request_documents = Signal(int, object, object)
     _request_compact = Signal(int, object, int)
-    _request_count = Signal(int, object)
     _request_unload = Signal()
     _request_shutdown = Signal()
     _request_resume = Signal(object)
@@ -181,7 +178,6 @@ class EngineWorker(QObject):
         self._session: ChatSession | None = None  # made on the engine thread, at its first request
         self.cancel = threading.Event()  # set from the GUI thread: stop after the current token
         self.buffer = TextBuffer()
-        self._count_tag = 0
         self._load_tags = itertools.count(1)
         # The load the GUI thread still wants (0: none). The GUI thread writes it, the load's
         # progress callback reads it: llama.cpp abandons a load when the callback says False.
@@ -202,7 +198,6 @@ class EngineWorker(QObject):
         self._request_generate.connect(self._on_request_generate)
         self._request_documents.connect(self._on_request_documents)
         self._request_compact.connect(self._on_request_compact)
-        self._request_count.connect(self._on_request_count)
         self._request_unload.connect(self._on_request_unload)
         self._request_shutdown.connect(self._on_request_shutdown)
         self._request_resume.connect(self._on_request_resume)
@@ -340,11 +335,6 @@ class EngineWorker(QObject):
         """The resident models' limits (as `ChatSession` takes them), in force at once: idle models past
         them are unloaded (never the chat's, queued behind a running answer); `residents_changed` follows."""
         self._request_model_limits.emit((budget, max_models, ttl_s))
-
-    def ask_count(self, tag: int, messages: list[Message]) -> None:
-        """Count the prompt tokens of `messages`; only the newest count request is computed."""
-        self._count_tag = tag
-        self._request_count.emit(tag, messages)
 
     def resume(self, messages: list[Message]) -> None:
         """The conversation now shown ([] for a new one): its saved cache is restored, the last one's saved."""
@@ -518,6 +508,21 @@ class EngineWorker(QObject):
         if self.engine is not None:
             self.kv_state.emit(self.session.kv_snapshot())
 
+    def _overflow_words(self, e: ContextOverflow, request: ChatRequest) -> str:
+        """What to do about a prompt that does not fit: where the tools' schemas are what leaves no room
+        (the prompt fits without them), turning them off, since no overflow policy shortens them."""
+        said = (f"The conversation is {e.over:,} tokens too long for the {e.n_ctx:,}-token context "
+                f"({e.prompt_tokens:,} in the prompt + {e.reserved:,} kept for the answer). ")
+        if request.tools:
+            try:
+                bare = self.session.count_tokens(replace(request, tools=()))
+            except (EngineError, ValueError):
+                bare = None
+            if bare is not None and bare + e.reserved <= e.n_ctx:
+                return (said + f"The tools' schemas take {e.prompt_tokens - bare:,} of them: turn tools off "
+                        "for this chat, or use fewer tools or a larger context.")
+        return said + "Start a new chat, delete earlier messages, or pick another overflow policy."
+
     @Slot(int, object)
     def _on_request_generate(self, request_id: int, request: ChatRequest) -> None:
         if self.engine is None:
@@ -554,12 +559,7 @@ class EngineWorker(QObject):
                     self.tool_loop_finished.emit(request_id, ev)
                     self.finished.emit(request_id, ev.finished)
         except ContextOverflow as e:
-            self.failed.emit(
-                request_id,
-                f"The conversation is {e.over} tokens too long for the {e.n_ctx}-token context "
-                f"({e.prompt_tokens} in the prompt + {e.reserved} kept for the answer). "
-                "Start a new chat, delete earlier messages, or pick another overflow policy.",
-            )
+            self.failed.emit(request_id, self._overflow_words(e, request))
         except TemplateError as e:
             self.failed.emit(request_id, f"The model's chat template could not write this prompt: {e}")
         except RemoteError as e:
@@ -623,17 +623,6 @@ class EngineWorker(QObject):
         except EngineError as e:
             self.compaction_failed.emit(request_id, f"The summary failed: {e}")
         self._report_kv()
-
-    @Slot(int, object)
-    def _on_request_count(self, tag: int, messages: list[Message]) -> None:
-        if tag != self._count_tag or self.engine is None:
-            return  # a newer count was asked for meanwhile
-        try:
-            n = self.session.count_tokens(ChatRequest(tuple(messages)))
-        except (EngineError, ValueError):
-            return
-        if n is not None:  # None: a remote writes its own prompt
-            self.token_count.emit(tag, n)
 
 
 class EngineThread:
