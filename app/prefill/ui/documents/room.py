@@ -86,7 +86,7 @@ class DocumentsRoom(QObject):
         signals.progress.connect(panel.on_progress)
         signals.indexed.connect(self._on_worker_indexed)
         signals.index_failed.connect(self._on_worker_index_failed)
-        signals.failed.connect(notice)
+        signals.failed.connect(self._on_worker_failed)  # a method: run on this object's thread, the GUI's
         signals.removed.connect(self._on_worker_removed)
         panel.stop_requested.connect(self.stop)
         engine.use_documents(documents.chats)
@@ -163,6 +163,9 @@ class DocumentsRoom(QObject):
         self.jobs.pop(job, None)
         self.panel.on_failed(job, why)
         self.index_failed.emit(why)
+
+    def _on_worker_failed(self, text: str) -> None:
+        self.notice(text)
 
     def _on_worker_removed(self, name: str) -> None:
         current = self.choices.documents
