@@ -20,10 +20,11 @@ def _chat_with_three_answers(store: HistoryStore) -> tuple[int, int]:
     store.add_message(cid, "user", "Count")
     answer = store.begin_answer(cid)
     store.finish_answer(answer, "one", "stop", {"completion_tokens": 1}, "thinking one")
-    store.add_message(cid, "user", "later question")  # dropped by the regenerate, as before
+    store.add_message(cid, "user", "later question")  # kept with version "one" by the regenerate
     again = store.regenerate_answer(answer)
     assert (again.content, again.complete, again.version, len(again.versions)) == ("", False, 1, 1)
     assert [m.content for m in store.messages(cid)] == ["Count", ""]
+    assert [t.content for t in again.versions[0].later] == ["later question"]
     store.update_answer(answer, "tw")
     store.finish_answer(answer, "two", "tool_calls", {"tool_calls": [{"tool": "clock", "result": "12:00"}]})
     store.regenerate_answer(answer)
@@ -44,6 +45,87 @@ def test_regenerate_twice_keeps_three_versions_and_pages_them(store: HistoryStor
     assert second.figures["tool_calls"] == [{"tool": "clock", "result": "12:00"}]
     assert store.show_version(answer, 99).content == "three"  # clamped to those there are
     assert store.search("three")[0].message_id == answer  # the shown version is the one searched
+
+
+def _chat(store: HistoryStore, *texts: str) -> tuple[int, list[int]]:
+    """A chat of these turns, questions and answers by turns; the ids of its messages."""
+    cid = store.create_conversation().id
+    return cid, [store.add_message(cid, "user" if n % 2 == 0 else "assistant", t).id for n, t in enumerate(texts)]
+
+
+def _shown(store: HistoryStore, cid: int) -> list[str]:
+    return [m.content for m in store.messages(cid)]
+
+
+def test_regenerate_keeps_the_later_turns_with_the_version_before_and_pages_them_back(store: HistoryStore) -> None:
+    cid, ids = _chat(store, "q1", "a1", "q2", "a2")
+    again = store.regenerate_answer(ids[1])  # a middle answer: nothing after it is deleted
+    assert _shown(store, cid) == ["q1", ""]
+    assert [(t.role, t.content) for t in again.versions[0].later] == [("user", "q2"), ("assistant", "a2")]
+    store.finish_answer(ids[1], "a1 again", "stop")
+    store.add_message(cid, "user", "q2 on the new branch")
+    back = store.show_version(ids[1], 0)  # ‹: the answer before, and the turns that followed it
+    assert (back.content, back.version, len(back.versions)) == ("a1", 0, 1)
+    assert _shown(store, cid) == ["q1", "a1", "q2", "a2"]
+    assert [t.content for t in back.versions[0].later] == ["q2 on the new branch"]  # the new branch, kept in turn
+    store.show_version(ids[1], 1)  # ›
+    assert _shown(store, cid) == ["q1", "a1 again", "q2 on the new branch"]
+    store.regenerate_answer(ids[1])  # a third: each version keeps its own branch
+    store.finish_answer(ids[1], "a1 third", "stop")
+    assert [[t.content for t in v.later] for v in store.message(ids[1]).all_versions()] == [
+        ["q2", "a2"], ["q2 on the new branch"], []]
+    assert store.show_version(ids[1], 0).content == "a1" and _shown(store, cid) == ["q1", "a1", "q2", "a2"]
+
+
+def test_an_answer_in_a_kept_branch_regenerated_keeps_its_own_later_turns(store: HistoryStore) -> None:
+    cid, ids = _chat(store, "q1", "a1", "q2", "a2", "q3", "a3")
+    store.regenerate_answer(ids[1])
+    store.finish_answer(ids[1], "a1 again", "stop")
+    store.show_version(ids[1], 0)
+    a2 = store.messages(cid)[3]  # the old branch's answer, back as a message (a new id)
+    assert a2.content == "a2"
+    store.regenerate_answer(a2.id)  # q3 and a3 go with a2's version before, inside a1's branch
+    store.finish_answer(a2.id, "a2 again", "stop")
+    assert _shown(store, cid) == ["q1", "a1", "q2", "a2 again"]
+    store.show_version(ids[1], 1)  # the other branch of a1, then back: a2 and its versions as they were
+    store.show_version(ids[1], 0)
+    a2 = store.messages(cid)[3]
+    assert (a2.content, [v.content for v in a2.all_versions()]) == ("a2 again", ["a2", "a2 again"])
+    store.show_version(a2.id, 0)
+    assert _shown(store, cid) == ["q1", "a1", "q2", "a2", "q3", "a3"]
+
+
+def test_a_failed_version_of_a_middle_answer_gives_the_later_turns_back(store: HistoryStore) -> None:
+    cid, ids = _chat(store, "q1", "a1", "q2", "a2")
+    store.regenerate_answer(ids[1])
+    back = store.show_version(ids[1], 0, drop_shown=True)
+    assert (back.content, back.versions, back.complete) == ("a1", (), True)
+    assert _shown(store, cid) == ["q1", "a1", "q2", "a2"]
+
+
+def test_a_version_that_turns_followed_is_not_dropped(store: HistoryStore) -> None:
+    cid, ids = _chat(store, "q1", "a1", "q2", "a2")
+    store.regenerate_answer(ids[1])
+    store.finish_answer(ids[1], "a1 again", "stop")
+    store.add_message(cid, "user", "q2 again")
+    back = store.show_version(ids[1], 0, drop_shown=True)  # asked to drop a version with turns after it
+    assert [v.content for v in back.all_versions()] == ["a1", "a1 again"] and back.version == 0
+    assert _shown(store, cid) == ["q1", "a1", "q2", "a2"]
+    assert [t.content for t in back.versions[0].later] == ["q2 again"]
+
+
+def test_an_edited_answer_keeps_its_words_and_later_turns_and_a_summary_is_edited_in_place(
+        store: HistoryStore) -> None:
+    cid, ids = _chat(store, "q1", "a1", "q2", "a2")
+    edited = store.edit_message(ids[1], "a1 edited")
+    assert [v.content for v in edited.all_versions()] == ["a1", "a1 edited"]
+    assert _shown(store, cid) == ["q1", "a1 edited"]
+    store.show_version(ids[1], 0)
+    assert _shown(store, cid) == ["q1", "a1", "q2", "a2"]
+    summary = store.add_message(cid, "system", "the chat so far", figures={"compaction": {}})
+    store.add_message(cid, "user", "q3")
+    store.edit_message(summary.id, "the chat, in other words")
+    assert _shown(store, cid) == ["q1", "a1", "q2", "a2", "the chat, in other words", "q3"]
 
 
 def test_a_failed_version_is_dropped_and_the_one_before_shown(store: HistoryStore) -> None:
@@ -105,6 +187,27 @@ def test_export_and_import_keep_the_versions(store: HistoryStore, tmp_path: Path
         assert (shown.content, shown.version) == ("two", 1)
         assert shown.all_versions() == store.message(answer).all_versions()
         assert other.show_version(shown.id, 2).finish_reason == "length"
+
+
+def test_export_and_import_keep_an_answers_later_turns_and_the_markdown_says_which_version(
+        store: HistoryStore, tmp_path: Path) -> None:
+    cid, ids = _chat(store, "q1", "a1", "q2", "a2")
+    store.regenerate_answer(ids[1])
+    store.finish_answer(ids[1], "a1 again", "stop")
+    path = tmp_path / "chats.json"
+    write_export(path, store.export_conversations([cid]), "json")
+    answer = json.loads(path.read_text(encoding="utf-8"))["conversations"][0]["messages"][1]
+    assert (answer["content"], answer["version"]) == ("a1 again", 1)
+    assert [(t["role"], t["content"]) for t in answer["versions"][0]["later"]] == [("user", "q2"), ("assistant", "a2")]
+    md = to_markdown(store.export_conversations([cid]))
+    assert "answer 2 of 2 (the others, with the turns that followed them, are in the JSON export)" in md
+    assert "q2" not in md  # the branch shown only
+    with HistoryStore(tmp_path / "other.sqlite3") as other:
+        other.import_conversations(list(read_import_file(path).conversations))
+        (conv,) = other.list_conversations()
+        assert _shown(other, conv.id) == ["q1", "a1 again"]
+        other.show_version(other.messages(conv.id)[1].id, 0)
+        assert _shown(other, conv.id) == ["q1", "a1", "q2", "a2"]
 
 
 def _export_with(message: dict) -> bytes:

@@ -64,15 +64,32 @@ def test_a_branch_keeps_the_images_of_its_messages(store: HistoryStore) -> None:
     assert store.message_images(m) == (image,)
 
 
-def test_a_regenerated_answer_takes_the_later_turns_images_with_them(store: HistoryStore) -> None:
+def test_a_regenerated_answer_keeps_the_later_turns_images_on_its_version_before(store: HistoryStore) -> None:
     kept, later = png((1, 2, 3)), png((4, 5, 6))
     chat = store.create_conversation()
     store.add_message(chat.id, "user", "first", images=[kept])
     answer = store.add_message(chat.id, "assistant", "one")
     store.add_message(chat.id, "user", "second", images=[later])
     store.add_message(chat.id, "assistant", "two")
-    store.regenerate_answer(answer.id)  # the second turn goes
-    assert sorted(p.name for p in (store.path.parent / "images").iterdir()) == [kept.digest]
+    store.regenerate_answer(answer.id)  # the second turn is kept with "one"
+    store.sweep_images()
+    assert sorted(p.name for p in (store.path.parent / "images").iterdir()) == sorted([kept.digest, later.digest])
+    store.show_version(answer.id, 0)
+    asked = store.messages(chat.id)[2]
+    assert (asked.content, store.message_images(asked)) == ("second", (later,))
+
+
+def test_a_deleted_answer_lets_the_images_of_the_turns_it_kept_go(store: HistoryStore) -> None:
+    later = png((4, 5, 6))
+    chat = store.create_conversation()
+    store.add_message(chat.id, "user", "first")
+    answer = store.add_message(chat.id, "assistant", "one")
+    store.add_message(chat.id, "user", "look", images=[later])
+    store.regenerate_answer(answer.id)  # "look" is kept with "one"
+    folder = store.path.parent / "images"
+    assert [p.name for p in folder.iterdir()] == [later.digest]
+    store.delete_message(answer.id)  # and goes with it (the window offers Undo before it asks this)
+    assert list(folder.iterdir()) == []
 
 
 def test_a_missing_or_changed_file_is_left_out(store: HistoryStore) -> None:

@@ -1,6 +1,6 @@
-"""Alternatives and branches in the real window: an answer's versions paged in place, edit in place (the
-words before and the turns after them kept as a version of the question), Branch from here (its prefix
-reused), delete with Undo."""
+"""Alternatives and branches in the real window: an answer's versions paged in place (a middle answer's
+with the turns that followed each), edit in place (the words before and the turns after them kept as a
+version of the question), Branch from here (its prefix reused), delete with Undo."""
 
 from __future__ import annotations
 
@@ -95,15 +95,18 @@ def test_regenerate_keeps_every_answer_paged_in_place_and_kept_over_a_restart(ap
     assert [m.content for m in w2.controller.messages()][:2] == ["Tell me about the sea.", third]
 
 
-def test_regenerate_of_an_earlier_answer_drops_the_later_turns_and_keeps_the_old_version(
+def test_regenerate_of_an_earlier_answer_keeps_the_later_turns_on_the_old_version(
         app, qtbot, smollm2: Path) -> None:
     w = app.open(small_settings(max_tokens=4))
     load(qtbot, w, smollm2)
-    first = send(qtbot, w, "Name a fruit.").text
+    send(qtbot, w, "Name a fruit.")
     send(qtbot, w, "Name another.")
+    before = [(r.role, r.content) for r in w.transcript.rows()]
     new = _regenerate(qtbot, w, 1, 8)
     assert [(r.role, r.content) for r in w.transcript.rows()] == [("user", "Name a fruit."), ("assistant", new)]
-    _page(qtbot, w, 1, "older", first)
+    with qtbot.waitSignal(w.controller.conversation_opened, timeout=10_000):  # ‹: the old answer and its turns
+        w.message_actions.run("older", 1)
+    assert [(r.role, r.content) for r in w.transcript.rows()] == before
 
 
 def test_edit_in_place_with_the_keyboard_only(app, qtbot, smollm2: Path) -> None:

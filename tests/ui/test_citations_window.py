@@ -7,23 +7,20 @@ export and import; an export made before sources imports as it did."""
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from prefill.documents.sources import NumberedSource, cited
 from prefill.session.documents import DocumentSource
-from prefill.store import HistoryStore, SettingsFile
 from prefill.ui.main_window import MainWindow
-from prefill.ui.workers.engine_worker import EngineThread
-from prefill.ui.workers.store_worker import StoreProxy, Stores
 from tests.scripted_backend import ScriptedBackend
 from tests.ui.cited_text import PASSAGE, click_link, links
-from tests.ui.conftest import ANSWER_TIMEOUT, OpenWindows, small_settings
+from tests.ui.conftest import ANSWER_TIMEOUT
+from tests.ui.scripted_windows import Windows, answering, reopen
 
 ANSWER = "Paris has about 2.1 million people [1]. The tower is 330 m tall [2]. Lyon is far away [7]."
 
@@ -38,58 +35,11 @@ def offered(folder: Path) -> list[NumberedSource]:
             NumberedSource(3, "other.txt", "/x/other.txt", "Unrelated.", "/x/other.txt", None, 0, 10, 0.1)]
 
 
-class OnEngine(QObject):
-    """Runs a function on the engine thread, between its requests."""
-
-    run = Signal(object)
-
-    def __init__(self, thread: QThread) -> None:
-        super().__init__()
-        self.moveToThread(thread)
-        self.run.connect(self._on_run)
-
-    @Slot(object)
-    def _on_run(self, fn: Callable[[], None]) -> None:
-        fn()
-
-
-class Windows(OpenWindows):
-    def open(self, data: Path) -> MainWindow:
-        settings_file = SettingsFile(data / "settings.json")
-        store = StoreProxy(Stores(HistoryStore(data / "history.sqlite3"), settings_file))
-        engine = EngineThread()
-        return self.keep(MainWindow(small_settings(), store, engine, None), engine, store)
-
-
 @pytest.fixture
 def windows(qtbot) -> Iterator[Windows]:
     ws = Windows(qtbot)
     yield ws
     ws.close_all()
-
-
-def answering(qtbot, w: MainWindow, backend: ScriptedBackend) -> None:
-    """The window's chat answered by `backend` (set on the engine thread, as a load would)."""
-    done = threading.Event()
-    helper = OnEngine(w.engine.thread)
-
-    def put() -> None:
-        w.engine.worker.session.backend = backend
-        done.set()
-
-    helper.run.emit(put)
-    qtbot.waitUntil(done.is_set, timeout=10_000)
-    w.stack.setCurrentWidget(w.chat_view)  # as a load shows the chat
-
-
-def reopen(qtbot, w: MainWindow, cid: int) -> None:
-    """Open chat `cid` in the chat view, every row read (as after a model's load)."""
-    w.stack.setCurrentWidget(w.chat_view)
-    with qtbot.waitSignal(w.controller.conversation_opened, timeout=10_000):
-        w.controller.open_conversation(cid)
-    qtbot.waitUntil(lambda: w.controller.complete, timeout=10_000)
-
-
 
 
 def answer_row(w: MainWindow) -> int:

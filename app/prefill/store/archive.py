@@ -228,7 +228,7 @@ def to_document(
                         "finish_reason": m.finish_reason,
                         "figures": dict(m.figures),
                         "complete": m.complete,
-                        # Only an answer regenerated or a question edited has them (a question's other
+                        # Only an answer regenerated or a question edited has them (their other
                         # versions hold the turns that followed them, "later"): older Prefills read the rest alike.
                         **({"versions": [_exported_version(v) for v in m.versions], "version": m.version}
                            if m.versions else {}),
@@ -246,7 +246,7 @@ def to_document(
 
 
 def _exported_version(v: AnswerVersion) -> dict[str, Any]:
-    """A version as the export writes it: the turns a question's version keeps name their images by
+    """A version as the export writes it: the turns a version keeps name their images by
     digest, as messages do."""
     out = v.as_dict()
     if v.later:

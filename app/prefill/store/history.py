@@ -239,26 +239,24 @@ class HistoryStore:
             return self._message(conn, message_id)
 
     def edit_message(self, message_id: int, content: str) -> MessageRecord:
-        """Give a question new words as a new version of it: the words it had and every message after
-        it are kept as its version before (paged back with ``show_version``); it shows the new words,
-        with nothing after it yet (the answer to them is generated anew). A message of another role
-        has its text replaced, and what followed it is dropped.
+        """Give a question (or an answer) new words as a new version of it: the words it had and every
+        message after it are kept as its version before (paged back with ``show_version``); it shows the
+        new words, with nothing after it yet (the answer to them is generated anew). A summary (a
+        "system" message) has its text replaced in place. Nothing is deleted.
 
         Raises:
             MessageNotFound: No such message.
         """
         with db.transaction(self._db) as conn:
             message = self._message(conn, message_id)
-            if message.role == "user":
+            if message.role in ("user", "assistant"):
                 every = [*self._kept_shown(conn, message), AnswerVersion(content)][-MAX_VERSIONS:]
-                return self._show_question(conn, message, every, len(every) - 1)
-            self._delete_after(conn, message_id)
+                return self._show_kept(conn, message, every, len(every) - 1)
             conn.execute(
                 "UPDATE messages SET content = ?, complete = 1 WHERE id = ?", (content, message_id)
             )
-            record = self._message(conn, message_id)
-        self.sweep_images()
-        return record
+            self._touch(conn, message.conversation_id)
+            return self._message(conn, message_id)
 
     def delete_message(self, message_id: int) -> None:
         """Delete one message. Raises MessageNotFound."""
@@ -266,7 +264,7 @@ class HistoryStore:
             message = self._message(conn, message_id)
             conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
             self._touch(conn, message.conversation_id)
-        if message.images:
+        if message.images or kept_image_refs(message.versions):  # its own, or those of the turns it kept
             self.sweep_images()
 
     def message_images(self, message: MessageRecord) -> tuple[ImagePart, ...]:
@@ -278,7 +276,7 @@ class HistoryStore:
         chat still shows stays); return how many went."""
         used = {ref.digest for (text,) in self._db.execute("SELECT images FROM messages WHERE images != '[]'")
                 for ref in images_from_json(text)}
-        # and the images of the turns a question's other versions keep
+        # and the images of the turns other versions keep
         used |= {ref.digest for (text,) in self._db.execute("SELECT versions FROM messages WHERE versions LIKE"
                                                             " '%\"later\"%'")
                  for ref in kept_image_refs(versions_from_json(text))}
@@ -344,8 +342,9 @@ class HistoryStore:
             return message
 
     def regenerate_answer(self, message_id: int) -> MessageRecord:
-        """Start a new version of an answer: what it showed joins its other versions, it becomes empty
-        and incomplete (streamed into as ``begin_answer``'s row is), and every message after it goes.
+        """Start a new version of an answer: what it showed joins its other versions, with every message
+        after it kept as that version's own turns (paged back with ``show_version``, they come back), and
+        it becomes empty and incomplete (streamed into as ``begin_answer``'s row is). Nothing is deleted.
 
         Raises:
             MessageNotFound: No such message.
@@ -355,52 +354,50 @@ class HistoryStore:
             message = self._message(conn, message_id)
             if message.role != "assistant":
                 raise ValueError(f"only an answer has versions, not a {message.role} message")
-            gone = self._delete_after(conn, message_id)
-            every = [*message.all_versions(), AnswerVersion("", complete=False)][-MAX_VERSIONS:]
-            record = self._show(conn, message_id, every, len(every) - 1)
-        if gone:  # the later turns' images, unless another message shows them
-            self.sweep_images()
-        return record
+            every = [*self._kept_shown(conn, message), AnswerVersion("", complete=False)][-MAX_VERSIONS:]
+            return self._show_kept(conn, message, every, len(every) - 1)
 
     def show_version(self, message_id: int, index: int, drop_shown: bool = False) -> MessageRecord:
-        """Show another version of a message (its place among them all, clamped to those there are).
-        A question's version comes back with the turns that followed it, and the turns after the one
-        shown now are kept with that one.
+        """Show another version of an answer or a question (its place among them all, clamped to those
+        there are). The turns after the version shown now are kept with it, and the version shown comes
+        back with the turns that followed it (its branch of the chat).
 
         Args:
             message_id: The answer or question.
             index: The version to show, 0 the first.
-            drop_shown: Forget the version shown now (an answer that failed), unless it is the only one.
-                ``index`` counts without it.
+            drop_shown: Forget the version shown now (an answer that failed), unless it is the only one
+                or turns followed it. ``index`` counts without it.
 
         Raises:
             MessageNotFound: No such message.
         """
         with db.transaction(self._db) as conn:
             message = self._message(conn, message_id)
-            if message.role == "user":
-                return self._show_question(conn, message, self._kept_shown(conn, message), index)
-            every = message.all_versions()
+            every = self._kept_shown(conn, message)
             if drop_shown and len(every) > 1:
-                del every[message.version]
-            return self._show(conn, message_id, every, index)
+                if every[message.version].later:  # turns followed it: it stays, and `index` counts it again
+                    index += 1 if index >= message.version else 0
+                else:
+                    del every[message.version]
+            return self._show_kept(conn, message, every, index)
 
     def _kept_shown(self, conn: sqlite3.Connection, message: MessageRecord) -> list[AnswerVersion]:
-        """A question's versions, the one shown holding the messages after it (which go from the chat)."""
+        """A message's versions, the one shown holding the messages after it (which leave the chat)."""
         after = conn.execute(
             f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? AND position > ? ORDER BY position",
             (message.conversation_id, message.position),
-        )
-        later = tuple(KeptTurn.of(message_from_row(row)) for row in after)
-        self._delete_after(conn, message.id)
+        ).fetchall()
         every = message.all_versions()
-        every[message.version] = replace(every[message.version], later=later)
+        if after:
+            every[message.version] = replace(
+                every[message.version], later=tuple(KeptTurn.of(message_from_row(row)) for row in after))
+            self._delete_after(conn, message.id)
         return every
 
-    def _show_question(
+    def _show_kept(
         self, conn: sqlite3.Connection, message: MessageRecord, every: list[AnswerVersion], index: int
     ) -> MessageRecord:
-        """Show a question's version `index` and put back the turns kept with it (`_kept_shown` first)."""
+        """Show a message's version `index` and put back the turns kept with it (`_kept_shown` first)."""
         index = min(max(0, index), len(every) - 1)
         later = every[index].later
         every[index] = replace(every[index], later=())
@@ -412,6 +409,8 @@ class HistoryStore:
               to_json(t.figures), int(t.complete), t.reasoning, versions_to_json(t.versions), t.version,
               images_to_json(t.images)) for n, t in enumerate(later)],
         )
+        if later:
+            self._touch(conn, message.conversation_id)
         return record
 
     def branch_conversation(self, message_id: int) -> ConversationRecord:

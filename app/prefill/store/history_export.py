@@ -80,8 +80,11 @@ def _message(m: ArchivedMessage) -> str:
     if m.content.strip():
         parts.append(m.content.strip() + "\n")
     notes = []
-    if m.versions:  # the one shown; the others are in the JSON export
-        notes.append(f"{'answer' if m.role == 'assistant' else 'version'} {m.version + 1} of {len(m.versions) + 1}")
+    if m.versions:  # which one is shown (the chat's branch after it follows); the others are in the JSON export
+        which = f"{'answer' if m.role == 'assistant' else 'version'} {m.version + 1} of {len(m.versions) + 1}"
+        if any(v.later for v in m.versions):
+            which += " (the others, with the turns that followed them, are in the JSON export)"
+        notes.append(which)
     if not m.complete:
         notes.append("cut off")
     if m.finish_reason:

@@ -544,8 +544,8 @@ def _images_of(obj: dict[str, Any], where: str, images: dict[str, ImagePart]) ->
 
 def _version(obj: dict[str, Any], where: str, images: dict[str, ImagePart] | None = None,
              kept: list[ImagePart] | None = None, depth: int = 0) -> AnswerVersion:
-    """What a message and each of its versions hold: its text, thinking, end and figures; a question's
-    version not shown, the turns that followed it (`later`)."""
+    """What a message and each of its versions hold: its text, thinking, end and figures; a version not
+    shown, the turns that followed it (`later`)."""
     complete = obj.get("complete", True)
     if not isinstance(complete, bool):
         _fail(f"{where}.complete", f"expected true or false, found {_kind(complete)}")
@@ -568,7 +568,7 @@ def _version(obj: dict[str, Any], where: str, images: dict[str, ImagePart] | Non
 
 def _kept_turn(obj: dict[str, Any], where: str, images: dict[str, ImagePart], kept: list[ImagePart],
                depth: int) -> KeptTurn:
-    """One of the turns a question's version keeps: a message as the export writes one."""
+    """One of the turns a version keeps: a message as the export writes one."""
     role = _text(obj, "role", where, MAX_LINE_CHARS)
     if role not in ROLES:
         _fail(f"{where}.role", f"expected one of {', '.join(ROLES)}, found {role!r}")

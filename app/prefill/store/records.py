@@ -47,7 +47,7 @@ class ConversationRecord:
 @dataclass(frozen=True)
 class AnswerVersion:
     """One version of a message, kept beside the one shown: an answer's (Regenerate keeps every answer)
-    or a question's (an edit keeps the words it replaced, with the turns that followed them).
+    or a question's (an edit keeps the words it replaced), each with the turns that followed it.
 
     Attributes:
         content: The text.
@@ -55,9 +55,9 @@ class AnswerVersion:
         finish_reason: Why it ended, None if unknown.
         figures: Its figures, its tool calls ("tool_calls") included.
         complete: False for an answer cut off by a crash.
-        later: A question's version not shown: the turns that followed it, as they were (its branch of
-            the chat); they come back as messages when it is shown again. () for the one shown and for
-            an answer's versions.
+        later: A version not shown: the turns that followed it, as they were (its branch of the chat);
+            they come back as messages when it is shown again. () for the one shown, and for a version
+            that was the chat's last message.
     """
 
     content: str
@@ -76,8 +76,8 @@ class AnswerVersion:
 
 @dataclass(frozen=True)
 class KeptTurn:
-    """A message kept inside a question's other version: one of the turns that followed it (a
-    `MessageRecord` without its row, its versions and images as they were).
+    """A message kept inside another version of a question or an answer: one of the turns that followed
+    it (a `MessageRecord` without its row, its versions and images as they were).
 
     Attributes are those of `MessageRecord` of the same names.
     """
@@ -156,7 +156,8 @@ class MessageRecord:
         complete: False while an answer is streaming, and forever for one cut off by a crash.
         reasoning: A reasoning model's thinking before the answer, kept apart from
             ``content`` ("" = none).
-        versions: An answer's other versions, in order, without the one shown (the fields above).
+        versions: An answer's or a question's other versions, in order, without the one shown (the
+            fields above), each with the turns that followed it.
         version: Where the shown one stands among all of them: 0 ≤ version ≤ len(versions).
         images: The images a user's message showed the model, in order (their bytes are files:
             ``HistoryStore.message_images``).

@@ -116,6 +116,22 @@ def test_an_answer_that_ends_before_its_message_is_made_is_still_written(qtbot, 
     assert (second.content, second.complete) == ("", False)
 
 
+def test_an_answer_that_ended_before_its_message_was_made_is_writing_until_its_writes_are_asked(
+        qtbot, proxy: StoreProxy) -> None:
+    cid = new_chat(qtbot, proxy)
+    store = AnswerStore(proxy, lambda: cid, lambda _m: None)
+    t = turn()
+    store.begin()
+    t.finish(Finished("stop", "Quick."))
+    store.answer_finished(t)  # before begin_answer came back: its write waits for the message's id
+    assert store.writing  # a regenerate asked now would move that message unfinished: the edits wait
+    seen: list[bool] = []
+    proxy.after_pending(lambda: seen.append(store.writing))  # as MessageEdits waits
+    settle(qtbot, proxy)
+    assert seen == [False] and not store.writing
+    assert read(qtbot, proxy, cid)[0].content == "Quick."
+
+
 def test_a_failed_answer_leaves_no_message(qtbot, proxy: StoreProxy) -> None:
     cid = new_chat(qtbot, proxy)
     store = AnswerStore(proxy, lambda: cid, lambda _m: None)

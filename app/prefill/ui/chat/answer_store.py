@@ -2,11 +2,12 @@
 
 The answer in flight and the engine worker's events for it are answering.py's; what is written to
 the history, and when, is decided here. A question is kept as it is asked (`added`); the answer's
-message is made when its turn begins (`begin`: a new version of a stored answer needs none), written
-every half second while it streams (`answer_grew`, so a crash loses at most that), and written whole
-with its figures, tool calls and sources when it ends (`answer_finished`). An answer that failed leaves no
-message: a new one is deleted, a new version gives way to the version shown before it. A compaction's
-summary is kept as a "system" message holding {"compaction": …} figures (`summary_made`).
+message is made when its turn begins (`begin`: a new version of a stored answer needs none, and the
+turns after that answer are kept with the version it had), written every half second while it
+streams (`answer_grew`, so a crash loses at most that), and written whole with its figures, tool calls
+and sources when it ends (`answer_finished`). An answer that failed leaves no message: a new one is
+deleted, a new version gives way to the version shown before it (its turns after it come back). A
+compaction's summary is kept as a "system" message holding {"compaction": …} figures (`summary_made`).
 
 Store calls run in order, so a write asked before `begin_answer` came back still finds its message.
 """
@@ -61,6 +62,14 @@ class AnswerStore:
         self._restored = restored
         self._clock = clock
         self.answer: StoredAnswer | None = None  # the answer in flight
+        self._unasked = 0  # an ended answer's writes waiting for its message's id before they are asked
+
+    @property
+    def writing(self) -> bool:
+        """Whether an answer that ended still has writes to ask of the store (its message was not made
+        when it ended). An edit that moves or copies the chat's messages waits for them (`after_pending`
+        then runs after they are asked), or it would find that answer unfinished."""
+        return self._unasked > 0
 
     def added(self, item: Item, then: Then[MessageRecord] = None, error: OnError = None) -> None:
         """A message joined the chat shown (a question; an answer is kept by `begin` and `answer_finished`,
@@ -76,7 +85,7 @@ class AnswerStore:
               shown: int = 0) -> None:
         """A turn's answer begins: its message is made (`then` gets its id); or, to answer again in place
         of the stored answer `regenerating` (Regenerate), whose version `shown` was shown, that message
-        keeps its versions and gains one (the messages after it go)."""
+        keeps its versions and gains one (the messages after it are kept with the version shown)."""
         a = self.answer = StoredAnswer(last_save=self._clock())
         if regenerating is not None:
             a.answer_id, a.regenerated = regenerating, shown
@@ -123,7 +132,7 @@ class AnswerStore:
         if a.answer_id is not None:
             finish()
         else:  # begin_answer has not come back yet; store calls run in order, so after this no-op it has
-            self.store.after_pending(finish)
+            self._after_begin(finish)
 
     def _drop(self, a: StoredAnswer) -> None:
         if a.answer_id is not None and a.regenerated is not None:
@@ -136,7 +145,17 @@ class AnswerStore:
                 self.store.delete_message(a.answer_id)
                 a.answer_id = None
 
-        self.store.after_pending(drop)
+        self._after_begin(drop)
+
+    def _after_begin(self, write: Callable[[], None]) -> None:
+        """Ask `write` once the calls made so far (begin_answer among them) have come back (`writing` meanwhile)."""
+        self._unasked += 1
+
+        def asked() -> None:
+            self._unasked -= 1
+            write()
+
+        self.store.after_pending(asked)
 
     def summary_made(self, item: Compacted, then: Then[MessageRecord] = None) -> None:
         """A compaction's summary ends the chat: kept as a "system" message holding its figures."""
@@ -146,7 +165,8 @@ class AnswerStore:
             self.store.add_message(cid, "system", item.text, figures=figures, then=then)
 
     def dropped(self, items: Sequence[Item]) -> None:
-        """Nothing to do: the window deletes its messages by id (Delete with Undo, Regenerate, Edit)."""
+        """Nothing to do: the window deletes a message by id only through Delete with Undo (Regenerate and
+        Edit keep the turns after the message with its version before)."""
 
 
 def answer_figures(turn: Turn) -> dict[str, Any]:

@@ -73,7 +73,7 @@ class ChatController(QObject):
         self.choices = ChatChoices(store, self)  # the chat shown, its system prompt, thinking and tools
         self.pending = PendingDelete(model, store)  # a deleted message, while Undo is offered
         self.answers = AnswerStore(store, lambda: self.choices.conversation_id,
-                                   lambda record: self.edits.show_answer(record))  # the chat in the history
+                                   lambda record: self.edits.show_version(record))  # the chat in the history
         self.relay = AnswerRelay(worker, model, sidebar, self.answers, settings, self)
         self.relay.started.connect(lambda: self.busy_changed.emit(True))
         self.relay.notice.connect(self.notice)
@@ -99,6 +99,11 @@ class ChatController(QObject):
     def busy(self) -> bool:
         """An answer or a summary is being written (nothing else is asked of the chat meanwhile)."""
         return self.relay.answering is not None or self.compaction.running
+
+    @property
+    def writing(self) -> bool:
+        """Whether an answer that ended still has writes to ask of the history (`AnswerStore.writing`)."""
+        return self.answers.writing
 
     @property
     def complete(self) -> bool:

@@ -1,9 +1,11 @@
 """What can be done to a message of the chat shown, in the window and in the history: regenerate an
-answer, page through its versions (or an edited question's, each with the turns that followed it),
-branch a new chat from it, retry a question, edit one (a new version: nothing is lost), delete one."""
+answer or edit a question (a new version: the turns after the one before are kept with it), page
+through a message's versions (each comes back with the turns that followed it), branch a new chat from
+it, retry a question, delete one (with Undo). None of them deletes a turn without an Undo."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from PySide6.QtCore import SignalInstance
@@ -14,7 +16,7 @@ from prefill.ui.chat.pending_delete import PendingDelete
 from prefill.ui.chat.stored_rows import message_rows
 from prefill.ui.chat.transcript.summary_rows import REMOVED, SUMMARY
 from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
-from prefill.ui.workers.store_worker import StoreProxy
+from prefill.ui.workers.store_worker import StoredMessages, StoreProxy
 
 
 class EditedChat(Protocol):
@@ -28,23 +30,38 @@ class EditedChat(Protocol):
     @property
     def complete(self) -> bool: ...
 
+    @property
+    def writing(self) -> bool: ...
+
     def open_conversation(self, cid: int, message_id: int = -1) -> None: ...
 
     def generate(self, version_of: Row | None = None) -> None: ...
 
 
 class MessageEdits:
-    """The edits on the chat's messages: each asks nothing while the chat is busy or still being read."""
+    """The edits on the chat's messages: each asks nothing while the chat is busy or still being read,
+    and one that moves or copies the stored messages waits until the last answer's writes are asked."""
 
     def __init__(self, chat: EditedChat, model: TranscriptModel, store: StoreProxy, pending: PendingDelete,
                  compaction: ChatCompaction):
         self._chat, self._model, self._store, self._pending = chat, model, store, pending
         self._compaction = compaction
 
+    def _later(self, again: Callable[[], None]) -> bool:
+        """Whether to do it `again` once the answer that just ended is written whole (else the turns it
+        moves would keep that answer unfinished)."""
+        if not self._chat.writing:
+            return False
+        self._store.after_pending(again)  # runs after the answer's own, which asks its writes
+        return True
+
     def regenerate(self, row: int) -> None:
-        """Answer again in place of the answer at `row`: it keeps its versions and gains one (anything
-        after it goes)."""
+        """Answer again in place of the answer at `row`: it keeps its versions and gains one (‹ 2 / 2 ›);
+        the turns after it leave the transcript and are kept with the version before, as an edit keeps
+        them (paging back shows them again)."""
         if self._chat.busy or not self._chat.complete or row <= 0 or self._model.row(row).role != "assistant":
+            return
+        if self._later(lambda: self.regenerate(row)):
             return
         old = self._model.row(row)
         if old.message_id < 0:  # its row in the history is on its way: regenerate once it is there
@@ -61,16 +78,17 @@ class MessageEdits:
 
     def page(self, row: int, step: int) -> None:
         """Show another version of the answer or edited question at `row` (-1 the one before, +1 the one
-        after); a question's version comes back with the turns that followed it."""
+        after); it comes back with the turns that followed it, and the turns after the one shown now are
+        kept with that one."""
         r = self._model.row(row) if 0 <= row < self._model.rowCount() else None
         if self._chat.busy or r is None or r.role not in ("assistant", "user") or r.message_id < 0:
             return
         to = r.version + step
-        if not 0 <= to < r.versions:
+        if not 0 <= to < r.versions or self._later(lambda: self.page(row, step)):
             return
         self._pending.commit()
         if r.role == "assistant":
-            self._store.show_version(r.message_id, to, then=self.show_answer)
+            self._store.show_version(r.message_id, to, then=self.show_version)
             return
 
         def shown(record: MessageRecord) -> None:  # the turns after it changed: the chat is read again
@@ -78,9 +96,33 @@ class MessageEdits:
 
         self._store.show_version(r.message_id, to, then=shown)
 
+    def show_version(self, record: MessageRecord) -> None:
+        """Show the version of a stored answer that the history shows now (paged to, or shown again when a
+        new one failed): in its row where no turn follows it, before or after (one row changes), else the
+        chat read again at it (the turns after it are those of the version shown)."""
+        at = self._row_of(record.id)
+        if at < 0 or self._chat.busy:
+            return
+        if any(r.role != "notice" for r in self._model.rows()[at + 1 :]):
+            self._chat.open_conversation(record.conversation_id, record.id)
+            return
+
+        def last(read: StoredMessages) -> None:  # turns follow it now when it is not the chat's last message
+            if self._row_of(record.id) < 0:  # another chat was opened meanwhile
+                return
+            if read.messages and read.messages[-1].id == record.id:
+                self.show_answer(record)
+            else:
+                self._chat.open_conversation(record.conversation_id, record.id)
+
+        self._store.read_messages(record.conversation_id, last=1, then=last)
+
+    def _row_of(self, message_id: int) -> int:
+        return next((i for i, r in enumerate(self._model.rows()) if r.message_id == message_id), -1)
+
     def show_answer(self, record: MessageRecord) -> None:
         """Put a stored answer's shown version (and its tool rows) in place of the rows it has now."""
-        at = next((i for i, r in enumerate(self._model.rows()) if r.message_id == record.id), -1)
+        at = self._row_of(record.id)
         if at < 0 or self._chat.busy:
             return
         first, new = first_of_answer(self._model, at), message_rows(record)
@@ -98,7 +140,7 @@ class MessageEdits:
     def branch(self, row: int) -> None:
         """A new chat holding this one up to and including `row`, opened (same system prompt and settings)."""
         mid = self._model.row(row).message_id if 0 <= row < self._model.rowCount() else -1
-        if self._chat.busy or not self._chat.complete or mid < 0:
+        if self._chat.busy or not self._chat.complete or mid < 0 or self._later(lambda: self.branch(row)):
             return
         self._pending.commit()
 
@@ -125,6 +167,8 @@ class MessageEdits:
             self._compaction.edit(row, text)
             return
         if self._chat.busy or not self._chat.complete or self._model.row(row).role != "user" or not text.strip():
+            return
+        if self._later(lambda: self.edit(row, text)):
             return
         r = self._model.row(row)
         if r.message_id < 0:  # its row in the history is on its way: edit once it is there

@@ -23,6 +23,7 @@ from prefill.ui.chat.transcript.view import ChatView
 from prefill.ui.wiring.room_actions import RoomActions
 from prefill.ui.workers.engine_worker import EngineWorker
 from prefill.ui.workers.mcp_servers import McpServers
+from prefill.ui.workers.owned_slot import owned_slot
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,10 @@ def wire_sidebar(sidebar: EngineSidebar, worker: EngineWorker) -> None:
     worker.load_progress.connect(sidebar.set_load_progress)
     worker.kv_state.connect(sidebar.set_kv)
     worker.residents_changed.connect(sidebar.set_residents)
-    worker.tool_loop_finished.connect(lambda _request, end: sidebar.on_tool_rounds(end.timings, end.tool_rounds))
+    # A bare lambda runs on the thread of the signal's object, the engine thread here: owned by the sidebar,
+    # it runs on the GUI thread.
+    worker.tool_loop_finished.connect(
+        owned_slot(sidebar, lambda _request, end: sidebar.on_tool_rounds(end.timings, end.tool_rounds)))
 
 
 def wire_tools(button: ChatToolsButton, mcp: McpServers | None, worker: EngineWorker,
@@ -116,4 +120,4 @@ def wire_tools(button: ChatToolsButton, mcp: McpServers | None, worker: EngineWo
     if mcp is None:
         return
     worker.use_tools(mcp.run_tool)
-    mcp.changed.connect(lambda: button.set_tools(mcp.tools, mcp.off))
+    mcp.changed.connect(lambda: button.set_tools(mcp.tools, mcp.off))  # McpServers lives on the GUI thread

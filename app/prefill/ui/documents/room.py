@@ -105,7 +105,7 @@ class DocumentsRoom(QObject):
         signals.progress.connect(self._on_worker_progress)
         signals.indexed.connect(self._on_worker_indexed)
         signals.index_failed.connect(self._on_worker_index_failed)
-        signals.failed.connect(notice)
+        signals.failed.connect(self._on_worker_failed)  # a method: run on this object's thread, the GUI's
         signals.removed.connect(self._on_worker_removed)
         signals.unchanged.connect(self._on_worker_unchanged)
         signals.watched.connect(self._on_worker_watched)
@@ -265,6 +265,9 @@ class DocumentsRoom(QObject):
             self._last_quiet_failure = why
         self._end_job(job)
         self.index_failed.emit(why)
+
+    def _on_worker_failed(self, text: str) -> None:
+        self.notice(text)
 
     def _on_worker_removed(self, name: str) -> None:
         self.documents.worker.watch_list()  # its folders are no longer watched

@@ -245,14 +245,15 @@ class StoreProxy(QObject):
         return self._call(lambda s: s.history.finish_answer(mid, text, reason, figures, reasoning), then, error)
 
     def regenerate_answer(self, mid: int, then: Then[MessageRecord] = None, error: OnError = None) -> int:
-        """Keep answer `mid` as a version and start its next (the messages after it go)."""
+        """Keep answer `mid` as a version, with the messages after it, and start its next."""
         return self._call(lambda s: s.history.regenerate_answer(mid), then, error)
 
     def show_version(
         self, mid: int, index: int, drop_shown: bool = False, then: Then[MessageRecord] = None,
         error: OnError = None,
     ) -> int:
-        """Show version `index` of answer `mid` (`drop_shown`: forget the version shown now)."""
+        """Show version `index` of message `mid`, with its turns after it (`drop_shown`: forget the version
+        shown now)."""
         return self._call(lambda s: s.history.show_version(mid, index, drop_shown=drop_shown), then, error)
 
     # --- history files --------------------------------------------------------------------
