@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from PySide6.QtGui import QColor, QGuiApplication
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QGuiApplication
 from PySide6.QtWidgets import QApplication, QWidget
 
 from prefill.engine.llama.hardware import GpuMemory, MachineMemory
@@ -18,7 +18,7 @@ from prefill.ui.models.page import ModelsPage
 from prefill.ui.widgets.colours import colours_for
 from prefill.ui.widgets.styles import style_sheet
 from prefill.ui.widgets.theme import build_palette
-from prefill.ui.widgets.tokens import SPACE
+from prefill.ui.widgets.tokens import SPACE, TYPE
 from tests.hub.conftest import _hub_env, add_repo, client, hub  # noqa: F401 - fixtures
 from tests.hub.fake_hub import FakeHub
 from tests.ui.conftest import small_settings
@@ -43,11 +43,11 @@ def test_search_cards_show_downloads_as_900K_likes_and_when_updated(
     add_repo(hub, "someone/Plain-GGUF", {"p-Q4_0.gguf": b"x"}, downloads=12)
     search(qtbot, page, "GGUF")
     tiny, plain = page.result_cards.cards
-    assert tiny.title == "Tiny-GGUF"
-    assert tiny.lines[0] == "bartowski · 900K downloads · 1.2K likes · updated 12 Mar 2024"
-    assert tiny.lines[1] == "1.24B parameters · about 718.9 MiB at Q4_K_M"  # 0.61 bytes a parameter
+    assert tiny.title == "Tiny" and tiny.key == "bartowski/Tiny-GGUF"  # every result is GGUF: the name says the rest
+    assert tiny.lines == ("bartowski · updated 12 Mar 2024", "900K downloads · 1.2K likes · 1.24B parameters",
+                          "718.9 MiB at Q4_K_M")  # 0.61 bytes a parameter
     assert tiny.verdict == "good"  # 0.7 GiB on an 8 GiB GPU
-    assert plain.lines[0].startswith("someone · 12 downloads · updated ") and plain.verdict == ""  # no size: no chip
+    assert plain.lines[1] == "12 downloads" and plain.verdict == ""  # no size said: no chip
     assert len(page.results.model().cards) == 2 and page.results.isVisible() is page.isVisible()
 
 
@@ -69,7 +69,12 @@ def test_the_fit_chip_is_painted_in_its_verdicts_colours(qtbot, page: ModelsPage
             for row, fill in ((0, c.fit_good_bg), (1, c.fit_no_bg)):
                 rect = page.results.visualRect(page.result_cards.index(row))
                 w, h = chip_size(chip_font(page.results.font()), page.result_cards.cards[row].chip_words)
-                x, y = rect.right() - SPACE.md - w + 2, rect.top() + SPACE.md + h // 2  # its left end, off the words
+                card = page.result_cards.cards[row]
+                # At the end of the last line: its left end, mid-height, off the words.
+                title_h = QFontMetrics(_font(page.results, TYPE.body, bold=True)).height()
+                small_h = QFontMetrics(_font(page.results, TYPE.small)).height()
+                line_top = rect.top() + SPACE.md + title_h + SPACE.xxs + (len(card.lines) - 1) * (small_h + SPACE.xxs)
+                x, y = rect.right() - SPACE.md - w + 2, line_top + small_h // 2
                 assert QColor(shot.pixel(x, y)).name() == fill, (theme, row)
     finally:
         app.setPalette(before)
@@ -79,10 +84,18 @@ def test_the_fit_chip_is_painted_in_its_verdicts_colours(qtbot, page: ModelsPage
             in style_sheet(theme)
 
 
+def _font(view: QWidget, pixels: int, bold: bool = False) -> QFont:
+    f = QFont(view.font())
+    f.setPixelSize(pixels)
+    if bold:
+        f.setWeight(QFont.Weight.DemiBold)
+    return f
+
+
 def test_result_card_without_a_machine_has_no_chip() -> None:
     hit = RepoSummary("a/b-GGUF", 5, 0, None, False, params=7_000_000_000)
     card = result_card(hit, None, NOW)
-    assert card.verdict == "" and card.lines[0] == "a · 5 downloads"
+    assert card.verdict == "" and card.lines == ("a", "5 downloads · 7.00B parameters", "4.0 GiB at Q4_K_M")
     small = MachineMemory(8 << 30, 6 << 30)
     assert result_card(hit, small, NOW).verdict == "cpu"  # 4.3 GB of weights in 6 GiB free RAM, no GPU
     gpu = replace(small, gpus=(GpuMemory(0, "GPU", 24 << 30, 24 << 30),))

@@ -41,6 +41,7 @@ def test_ctrl_k_opens_the_finder_and_filtering_and_enter_switch_the_model(
     finder = w.model_finder
     qtbot.waitUntil(finder.isVisible, timeout=WAIT)
     assert set(finder.shown_paths()) >= {str(alpha), str(beta), str(smollm2)}  # the bundled model too
+    assert finder.shown_paths()[0] == str(smollm2)  # the models in memory first
     qtbot.waitUntil(finder.query.hasFocus, timeout=WAIT)
     # Sizes and fit estimates come in off the GUI thread.
     qtbot.waitUntil(lambda: all(p in finder.measured for p in (str(alpha), str(beta), str(smollm2))), timeout=WAIT)

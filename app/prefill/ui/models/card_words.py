@@ -51,24 +51,30 @@ def result_card(hit: RepoSummary, memory: MachineMemory | None, now: datetime | 
     """A search hit: its name, who made it, downloads, likes, when it changed; and, when the hub
     gave its parameter count, the usual file's size and a chip of whether that fits."""
     author, _, name = hit.repo_id.partition("/")
-    facts = [author, f"{short_count(hit.downloads)} downloads"]
-    if hit.likes:
-        facts.append(f"{short_count(hit.likes)} likes")
-    if hit.last_modified is not None:
-        facts.append(f"updated {updated_words(hit.last_modified, now)}")
-    lines = [" · ".join(facts)]
+    who = [author] + ([f"updated {updated_words(hit.last_modified, now)}"] if hit.last_modified else [])
+    counts = [f"{short_count(hit.downloads)} downloads"] + ([f"{short_count(hit.likes)} likes"] if hit.likes else [])
+    lines = [" · ".join(who), " · ".join(counts)]
     verdict, hover = "", hit.repo_id
     if hit.params:
         size = int(hit.params * Q4_K_M_BYTES_PER_PARAM)
-        lines.append(f"{format_params(hit.params)} parameters · about {format_bytes(size)} at Q4_K_M")
+        lines[1] += f" · {format_params(hit.params)} parameters"
+        lines.append(f"{format_bytes(size)} at Q4_K_M")  # the chip beside it: whether that file fits
         if memory is not None:
             verdict = verdict_of(size_fit(size, memory))
-            hover += (f"\nThe fit is estimated from the size of its Q4_K_M file (about {format_bytes(size)}); "
-                      "open it for each file's own estimate.")
+            hover += (f"\nThe size and fit are estimated for its Q4_K_M file (about {format_bytes(size)}, from "
+                      f"{format_params(hit.params)} parameters); open it for each file's own size and estimate.")
     else:
         lines.append("Open it to see its files, their sizes and what fits")
-    return Card(hit.repo_id, name + ("  (gated)" if hit.gated else ""), tuple(lines), verdict, hover=hover,
-                payload=hit)
+    title = _without_suffix(name) + ("  (gated)" if hit.gated else "")
+    return Card(hit.repo_id, title, tuple(lines), verdict, hover=hover, payload=hit)
+
+
+def _without_suffix(name: str) -> str:
+    """A repository's name without the "-GGUF" every result carries (the details pane shows it whole)."""
+    for suffix in ("-GGUF", "_GGUF", "-gguf", "_gguf", "-GGUFs"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name.removesuffix(suffix)
+    return name
 
 
 def suggestion_card(s: Suggestion, e: FitEstimate) -> Card:

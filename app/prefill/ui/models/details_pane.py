@@ -5,6 +5,7 @@ by quantisation (size, "Downloaded", fit badge: `repo_files.py`) and, under them
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 from prefill.ui.markdown.rich_text import CodePalette
@@ -13,6 +14,7 @@ from prefill.ui.models.card_view import CardView
 from prefill.ui.widgets.plain_text import plain_label
 from prefill.ui.widgets.tokens import SPACE
 
+NARROW = 640  # pixels of file list below which the "Here" column is hidden
 CHOOSE = "Choose a model on the left to see its files, what fits this machine, and its model card."
 
 
@@ -48,6 +50,17 @@ class DetailsPane(QWidget):
         layout.setSpacing(SPACE.sm)
         layout.addLayout(head)
         layout.addWidget(split, 1)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
+        """The file names take a share of the width, the fit the rest; in a narrow pane the "Here" column
+        gives way (the Download button still says Downloaded), so the fit chip stays in view."""
+        super().resizeEvent(event)
+        tree = self.files
+        width = tree.viewport().width()
+        narrow = width < NARROW
+        tree.setColumnHidden(repo_files.HERE, narrow)
+        fixed = tree.columnWidth(repo_files.SIZE) + (0 if narrow else tree.columnWidth(repo_files.HERE))
+        tree.setColumnWidth(repo_files.NAME, max(SPACE.xxl * 4, int((width - fixed) * 0.42)))
 
     def show_repository(self, repo_id: str, facts: str) -> None:
         self.title.setText(repo_id)

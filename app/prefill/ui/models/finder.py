@@ -115,7 +115,8 @@ class ModelFinder(QDialog):
     def refresh(self) -> None:
         """The cards from the picker's models now (kept in step while the finder is open)."""
         chosen = self.current_path()
-        self.cards.set_cards([self._card(p) for p in self._picker.listed()])
+        # The models in memory first (the chat's own first of all), then the library in the picker's order.
+        self.cards.set_cards([self._card(p) for p in sorted(self._picker.listed(), key=self._rank)])
         self._select(chosen)
 
     def follow(self) -> None:
@@ -123,6 +124,10 @@ class ModelFinder(QDialog):
         if self.isVisible():
             self.refresh()
             self._measure()
+
+    def _rank(self, path: str) -> int:
+        resident = self._picker.resident(path)
+        return 2 if resident is None else 0 if resident.current else 1
 
     def current_path(self) -> str:
         index = self.list.currentIndex()

@@ -122,7 +122,8 @@ class WordsFilter(QSortFilterProxyModel):
 
 
 class CardDelegate(QStyledItemDelegate):
-    """Paints a `Card`: a rounded card, the title and its chip on the first line, the muted lines under it."""
+    """Paints a `Card`: a rounded card, the title on the first line, the muted lines under it, and the fit
+    chip at the end of the last line (beside the size it rests on)."""
 
     def _fonts(self, option: QStyleOptionViewItem) -> tuple[QFont, QFont, QFont]:
         title = QFont(option.font)
@@ -156,10 +157,18 @@ class CardDelegate(QStyledItemDelegate):
         painter.drawRoundedRect(QRectF(rect).adjusted(1, 1, -1, -1), RADIUS.md, RADIUS.md)
         inner = rect.adjusted(SPACE.md, SPACE.md, -SPACE.md, -SPACE.md)
         top, right = inner.top(), inner.right()
+        title_m, small_m = QFontMetrics(title_font), QFontMetrics(small)
+        last_right = right  # the chip sits at the end of the last line, so the title keeps the whole width
         if card.verdict:
-            placed = paint_chip(painter, right, top, card.chip_words, card.verdict, chip, c)
-            right = placed.left() - SPACE.sm
-        title_m = QFontMetrics(title_font)
+            line_h = small_m.height() + SPACE.xxs
+            chip_top = top + title_m.height() + SPACE.xxs + max(0, len(card.lines) - 1) * line_h
+            chip_top -= (chip_size(chip, card.chip_words)[1] - small_m.height()) // 2
+            placed = paint_chip(painter, right, chip_top if card.lines else top, card.chip_words, card.verdict,
+                                chip, c)
+            if card.lines:
+                last_right = placed.left() - SPACE.sm
+            else:
+                right = placed.left() - SPACE.sm
         x = inner.left()
         painter.setPen(QColor(c.text))
         if card.mark:
@@ -173,11 +182,11 @@ class CardDelegate(QStyledItemDelegate):
         painter.drawText(QRect(x, top, right - x, title_m.height()), Qt.AlignmentFlag.AlignVCenter, title)
         painter.setFont(small)
         painter.setPen(QColor(c.muted))
-        small_m = QFontMetrics(small)
         y = top + title_m.height() + SPACE.xxs
-        for line in card.lines:
-            text = small_m.elidedText(line, Qt.TextElideMode.ElideRight, inner.width())
-            painter.drawText(QRect(inner.left(), y, inner.width(), small_m.height()), Qt.AlignmentFlag.AlignVCenter,
+        for i, line in enumerate(card.lines):
+            width = (last_right if i == len(card.lines) - 1 else right) - inner.left()
+            text = small_m.elidedText(line, Qt.TextElideMode.ElideRight, max(0, width))
+            painter.drawText(QRect(inner.left(), y, max(0, width), small_m.height()), Qt.AlignmentFlag.AlignVCenter,
                              text)
             y += small_m.height() + SPACE.xxs
         painter.restore()

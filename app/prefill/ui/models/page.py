@@ -170,7 +170,7 @@ class ModelsPage(QWidget):
         browse.addWidget(left)
         browse.addWidget(self.details)
         browse.setStretchFactor(1, 1)
-        browse.setSizes([380, 880])
+        browse.setSizes([330, 670])  # a third for the cards, at every width
         discover = QWidget()
         dl = QVBoxLayout(discover)
         dl.setContentsMargins(0, 0, 0, 0)
