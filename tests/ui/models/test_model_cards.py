@@ -111,7 +111,7 @@ def _in_view(w: QWidget, button: QWidget) -> bool:
     return w.rect().contains(top_left) and w.rect().contains(bottom_right)
 
 
-def test_at_900x600_the_librarys_load_and_import_buttons_are_in_view(app, qtbot, tmp_path: Path,
+def test_at_900x600_the_librarys_load_and_import_buttons_are_in_view_with_serve_open_too(app, qtbot, tmp_path: Path,
                                                                      monkeypatch, closed_endpoint: str) -> None:
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("HF_ENDPOINT", closed_endpoint)  # the page reaches no hub
@@ -137,3 +137,9 @@ def test_at_900x600_the_librarys_load_and_import_buttons_are_in_view(app, qtbot,
     models.show_message("A sentence long enough to wrap in the status line once the page is narrow, " * 3)
     QApplication.processEvents()
     assert models.stack.mapTo(w, models.stack.rect().topLeft()).y() == top  # the status line moves nothing
+    w.serve_action.trigger()  # the Server dock opens below the page: its buttons stay in view
+    w.resize(900, 600)
+    models.show_section("library")
+    qtbot.waitUntil(lambda: _in_view(w, panel.load_button) and _in_view(w, panel.import_button), timeout=5_000)
+    assert w.size().height() <= 600 and w.findChild(QWidget, "server-dock").isVisible()
+    assert panel.list.height() >= 2 * panel.list.sizeHintForRow(0)
