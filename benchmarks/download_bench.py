@@ -9,6 +9,8 @@ metadata, the ranged GET into `.partial/`, SHA-256, the move into the library.
 
 Prints one JSON object; `ratio` is Prefill's throughput over the baseline's (best
 of `--repeat` runs each after a warm-up, interleaved so both see the same machine state).
+`pause_during_stall_s`: how long a pause takes while the server has gone silent mid-file
+(goal: under a second; the stall itself would hold for 30 s, the read timeout for 30 s).
 On loopback the plain read can outrun SHA-256 itself; `ratio_to_verified_floor`
 compares Prefill with the slower of the plain read and a bare SHA-256 of the file.
 """
@@ -59,6 +61,40 @@ def prefill_download(client: HubClient, models: Path) -> float:
     t = time.perf_counter()
     download_model(client, models, REPO, listing.models[0])
     return time.perf_counter() - t
+
+
+def pause_during_stall() -> float:
+    """Seconds from a pause to the download's return while the server sends nothing (a stall mid-file)."""
+    import threading
+
+    from prefill.hub.errors import DownloadStopped
+
+    name, at = "stall-Q8_0.gguf", 4 << 20
+    models = Path(tempfile.mkdtemp(prefix="prefill-stall-"))
+    with FakeHub() as hub:
+        hub.add(FakeRepo("bench/Stall-GGUF", {name: FakeFile(os.urandom(8 << 20))}))
+        hub.stall(name, at)
+        client = HubClient(endpoint=hub.url)
+        (model,) = client.list_models("bench/Stall-GGUF").models
+        stop, seen = threading.Event(), []
+
+        def run() -> None:
+            try:
+                download_model(client, models, "bench/Stall-GGUF", model, stop, seen.append)
+            except DownloadStopped:
+                pass
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        while not (seen and seen[-1].done >= at and seen[-1].idle > 0.5):
+            time.sleep(0.05)
+        t = time.perf_counter()
+        stop.set()
+        worker.join()
+        took = time.perf_counter() - t
+        hub.release()
+    shutil.rmtree(models, ignore_errors=True)
+    return took
 
 
 def sha256_seconds(path: Path) -> float:
@@ -120,6 +156,7 @@ def main() -> None:
             "plain_s": [round(x, 3) for x in plain],
             "prefill_s": [round(x, 3) for x in ours],
             "prefill_includes": "HEAD, ranged GET, sha256 check, move into library",
+            "pause_during_stall_s": round(pause_during_stall(), 3),
             "cpus": os.cpu_count(),
         }
         print(json.dumps(figures, indent=1))

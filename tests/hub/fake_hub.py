@@ -3,7 +3,7 @@
 Served on 127.0.0.1 from a thread (stdlib only):
 
 - `GET /api/models?search=&filter=&sort=&limit=` : search, JSON list with downloads,
-  likes, lastModified, gated.
+  likes, lastModified, gated, and `gguf: {total}` (the parameter count) for a repository that has one.
 - `GET /api/models/{repo}[/revision/{rev}]?blobs=true` : siblings with size and
   lfs {size, sha256, pointerSize}.
 - `HEAD|GET /{repo}/resolve/{rev}/{file}` : like the real hub, an LFS file answers
@@ -80,6 +80,7 @@ class FakeRepo:
     last_modified: str = "2024-01-01T00:00:00.000Z"
     gated: bool = False
     tags: list[str] = field(default_factory=lambda: ["gguf"])
+    params: int = 0  # the hub's gguf.total in a search; 0: none said
 
 
 @dataclass
@@ -237,6 +238,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "lastModified": r.last_modified,
                 "gated": "manual" if r.gated else False,
                 "tags": r.tags,
+                **({"gguf": {"total": r.params, "architecture": "llama"}} if r.params else {}),
             }
             for r in repos[:limit]
         ]

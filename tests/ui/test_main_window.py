@@ -142,7 +142,7 @@ def test_models_page_lists_the_bundled_model_and_loads_it(app, qtbot, tmp_path: 
     w.open_models()
     panel = w.models_page.library_panel
     qtbot.waitUntil(lambda: any(m.path == smollm2 for m in panel.models), timeout=10_000)
-    panel.table.selectRow([m.path for m in panel.models].index(smollm2))
+    panel.select_row([m.path for m in panel.models].index(smollm2))
     with qtbot.waitSignal(w.model_loaded, timeout=60_000):
         panel.load_button.click()  # one click from the library to a loaded model
     assert w.loaded is not None and w.loaded.path == smollm2

@@ -13,7 +13,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox, QToolBar
 
 from prefill.engine.llama.hardware import GpuMemory, MachineMemory
-from prefill.engine.llama.memory_fit import Fit
 from prefill.engine.units import format_bytes
 from prefill.hub.client import HubClient
 from prefill.hub.library import ModelLibrary
@@ -22,7 +21,6 @@ from prefill.hub.partial import Expected, PartialFile
 from prefill.hub.paths import PARTIAL_DIR
 from prefill.ui.models import repo_files
 from prefill.ui.models.download_worker import DownloadWorker, format_eta
-from prefill.ui.models.fit_badge import BADGE_COLOURS
 from prefill.ui.models.page import ModelsPage
 from tests.hub.conftest import FAST, _hub_env, add_repo, client, hub, payload  # noqa: F401 - fixtures
 from tests.hub.fake_hub import FakeHub
@@ -63,9 +61,8 @@ def search(qtbot, page: ModelsPage, query: str) -> None:
 
 def open_repo(qtbot, page: ModelsPage, repo_id: str) -> None:
     search(qtbot, page, repo_id)
-    results = page.results
-    rows = [r for r in range(results.rowCount()) if results.item(r, 0).data(Qt.ItemDataRole.UserRole) == repo_id]
-    page.results.selectRow(rows[0])
+    assert page.result_cards.row_of(repo_id) >= 0
+    page.select_result(repo_id)  # as a click on its card
     qtbot.waitUntil(lambda: page.listing is not None and page.listing.repo_id == repo_id, timeout=WAIT)
 
 
@@ -93,13 +90,15 @@ def test_search_lists_repositories_sortable(qtbot, page: ModelsPage, hub: FakeHu
     add_repo(hub, "org/Beta-GGUF", {"b-Q4_0.gguf": b"x"}, downloads=500, likes=3)
     add_repo(hub, "org/Other", {"c-Q4_0.gguf": b"x"}, tags=["safetensors"])  # not GGUF: never listed
     search(qtbot, page, "")
-    t = page.results
-    assert [t.item(r, 0).text() for r in range(t.rowCount())] == ["org/Beta-GGUF", "org/Alpha-GGUF"]
-    assert t.item(0, 1).text() == "500" and t.item(0, 3).text() == "2024-01-01"
-    t.sortItems(2, Qt.SortOrder.DescendingOrder)  # what a click on "Likes" does
-    assert t.item(0, 0).text() == "org/Alpha-GGUF"
+    cards = page.result_cards.cards
+    assert [c.key for c in cards] == ["org/Beta-GGUF", "org/Alpha-GGUF"] and cards[0].title == "Beta"
+    assert cards[0].lines[:2] == ("org · updated 1 Jan 2024", "500 downloads · 3 likes")
+    page.sort.setCurrentIndex(page.sort.findData("likes"))
+    page.sort.activated.emit(page.sort.currentIndex())  # what a choice of "Most likes" does: search again
+    qtbot.waitUntil(lambda: [c.key for c in page.result_cards.cards] == ["org/Alpha-GGUF", "org/Beta-GGUF"],
+                    timeout=WAIT)
     search(qtbot, page, "no-such-thing")
-    assert t.rowCount() == 0 and "No GGUF repositories match" in page.message.text()
+    assert page.result_cards.rowCount() == 0 and "No GGUF repositories match" in page.message.text()
 
 
 def test_repo_files_grouped_with_size_and_fit(qtbot, page: ModelsPage, hub: FakeHub, tmp_path: Path) -> None:  # noqa: F811
@@ -120,7 +119,7 @@ def test_repo_files_grouped_with_size_and_fit(qtbot, page: ModelsPage, hub: Fake
     assert q8.text(0) == "tiny-Q8_0.gguf"
     assert q8.text(1) == format_bytes(len(files["tiny-Q8_0-00001-of-00002.gguf"]) * 2)
     badge = repo_files.badge(page.files, q8)
-    assert badge is not None and badge.colour() == BADGE_COLOURS[Fit.FULL_GPU]
+    assert badge is not None and badge.verdict() == "good"  # the fit_good colours (styles/models.py)
     # the verdict and its figures in view, not only on hover
     assert badge.badge.text() == "Fits on the GPU" and badge.figures.isVisibleTo(badge)
     assert badge.text().startswith("Fits on the GPU: needs 0.")
@@ -140,12 +139,12 @@ def test_download_appears_in_library_and_loads_in_one_click(
     path = done.args[0].paths[0]
     assert path.is_relative_to(models_dir) and page.queue.state(job) == JobState.DONE
     qtbot.waitUntil(lambda: [m.path for m in page.library_panel.models] == [path], timeout=WAIT)
-    assert page.library_panel.table.item(0, 5).text() == "yes"  # chat template
-    assert page.library_panel.table.item(0, 1).text() == "llama"
+    card = page.library_panel.cards.cards[0]
+    assert card.lines[0].startswith("llama · ") and card.lines[1] == "library · chat template"
     with qtbot.waitSignal(page.load_requested, timeout=WAIT) as load:
         page.queue.button(job, "load").click()
     assert load.args == [str(path)]
-    page.library_panel.table.selectRow(0)
+    page.library_panel.select_row(0)
     with qtbot.waitSignal(page.load_requested, timeout=WAIT) as load:
         page.library_panel.load_button.click()
     assert load.args == [str(path)]
@@ -202,7 +201,7 @@ def test_missing_repo_is_said(qtbot, page: ModelsPage, hub: FakeHub) -> None:  #
     search(qtbot, page, "Gone")
     del hub.repos["org/Gone-GGUF"]  # removed between the search and the click
     with qtbot.waitSignal(page.message_shown, timeout=WAIT, check_params_cb=lambda t: "could not be listed" in t):
-        page.results.selectRow(0)
+        page.select_result("org/Gone-GGUF")
     assert "'org/Gone-GGUF' was not found on the hub" in page.message.text()
 
 
@@ -263,9 +262,10 @@ def test_abandoned_downloads_shown_and_removed(
         os.utime(f, (week_ago, week_ago))
     with qtbot.waitSignal(panel.refreshed, timeout=WAIT):
         panel.refresh()
-    t = panel.abandoned_table
+    t = panel.abandoned_cards
     assert not panel.abandoned_box.isHidden() and t.rowCount() == 1
-    assert t.item(0, 0).text() == "org/Old-GGUF/Q8_0/old-Q8_0.gguf" and t.item(0, 1).text() == "2.0 MiB of 8.0 MiB"
+    assert t.cards[0].title == "org/Old-GGUF/Q8_0/old-Q8_0.gguf"
+    assert t.cards[0].lines[0].startswith("2.0 MiB of 8.0 MiB · last written ")
     asked: list[tuple[str, Qt.TextFormat]] = []
     answer_next_box(QMessageBox.StandardButton.Yes, asked)
     with qtbot.waitSignal(panel.refreshed, timeout=WAIT):
@@ -298,9 +298,9 @@ def test_hostile_hub_name_is_refused_and_shown_as_plain_text(
         job = download(qtbot, page, name)
     assert said.args[0].startswith(f"Downloading {name} failed: refusing the file name {name!r}")
     assert page.message.textFormat() == Qt.TextFormat.PlainText and page.message.text() == said.args[0]
-    row = page.queue.table
-    tip = row.item(row.rowCount() - 1, 1).toolTip()
+    tip = page.queue.row(job).state.toolTip()
     assert "&lt;img src=" in tip and "<img" not in tip
+    assert page.queue.row(job).name.textFormat() == Qt.TextFormat.PlainText
     assert page.queue.state(job) == JobState.FAILED and not list(models_dir.rglob("*.gguf"))
 
 
@@ -339,7 +339,7 @@ def test_a_vision_model_comes_with_its_projector(
     assert [p.name for p in paths] == ["vis-Q8_0.gguf", "mmproj-vis-f16.gguf"]
     assert paths[1].read_bytes() == mmproj.read_bytes() and paths[1].parent == paths[0].parent
     qtbot.waitUntil(lambda: [m.path for m in page.library_panel.models] == [paths[0]], timeout=WAIT)
-    assert page.library_panel.table.item(0, 8).text() == "mmproj-vis-f16.gguf"
+    assert "sees images (mmproj-vis-f16.gguf)" in page.library_panel.cards.cards[0].lines[1]
 
 
 CARD = b"""---
@@ -384,7 +384,7 @@ def test_a_new_search_clears_the_last_repository_at_once(qtbot, page: ModelsPage
     assert page.download_button.isEnabled() and "Old card" in page.card.toPlainText()
     page.query.setText("something else")
     page.search_button.click()  # nothing has come back yet: the old files must be gone already
-    assert page.files.topLevelItemCount() == 0 and page.listing is None and page.results.rowCount() == 0
+    assert page.files.topLevelItemCount() == 0 and page.listing is None and page.result_cards.rowCount() == 0
     assert not page.download_button.isEnabled() and page.selected_model() is None
     assert "Old card" not in page.card.toPlainText() and page.repo_title.text() == ""
     qtbot.waitUntil(lambda: page.message.text() != "Searching…", timeout=WAIT)
@@ -409,8 +409,9 @@ def test_downloaded_marker_and_one_row_per_file(qtbot, page: ModelsPage, hub: Fa
     assert m is not None and page.listing is not None
     with qtbot.waitSignal(page.queue.finished, timeout=WAIT) as again:
         page.downloads.add(REPO, m, page.listing.commit)
-    assert page.queue.table.rowCount() == 1 and page.queue.state(again.args[0].job_id) == JobState.DONE
-    assert page.queue.table.item(0, 1).text() == "done"
+    job = again.args[0].job_id
+    assert page.queue.row_count() == 1 and page.queue.state(job) == JobState.DONE
+    assert page.queue.row(job).state.text() == "Done"
     assert "is queued" not in page.message.text()
 
 
@@ -423,18 +424,20 @@ def test_suggested_models_fit_this_machine(qtbot, client: HubClient, models_dir:
     p = ModelsPage(client, library, downloads, n_ctx=lambda: 4096, kv_type=lambda: "f16", memory=lambda: small)
     qtbot.addWidget(p)
     try:
-        qtbot.waitUntil(lambda: bool(p.suggestions.suggestions), timeout=WAIT)
-        shown = [s for s, _e in p.suggestions.suggestions]
+        qtbot.waitUntil(lambda: bool(p.suggestions), timeout=WAIT)
+        shown = [s for s, _e in p.suggestions]
         assert shown and all(s.size < 1_500_000_000 for s in shown) and len(shown) < len(SUGGESTIONS)
-        assert p.suggestions.names()[0] == "Qwen2.5 1.5B Instruct · Q4_K_M"  # the largest that fits first
-        first = p.suggestions.tree.itemWidget(p.suggestions.tree.topLevelItem(0), 1)
-        assert first.text().startswith("Runs on the CPU: 1.") and first.text().endswith(" / 2.0 GiB")  # needed / free
-        assert p.suggestions.tree.topLevelItem(0).child(0).text(0).startswith("1.0 GiB · Small chat model")
+        cards = p.result_cards.cards  # before any search, the list shows them as cards
+        assert [c.key for c in cards] == [s.repo_id for s in shown]
+        assert cards[0].title == "Qwen2.5 1.5B Instruct · Q4_K_M"  # the largest that fits first
+        assert cards[0].verdict == "cpu" and cards[0].chip_words == "Runs on the CPU"
+        assert cards[0].lines[0].startswith("Qwen · 1.0 GiB · 1.") and cards[0].lines[0].endswith(" / 2.0 GiB")
+        assert cards[0].lines[1] == "Small chat model, good at following instructions"
         # A suggestion opens its repository with its file selected.
         s = shown[0]
         add_repo(hub, s.repo_id, {s.filename: b"x", "README.md": b"# Llama"})
         with qtbot.waitSignal(p.card_shown, timeout=WAIT):
-            p.suggestions.tree.itemActivated.emit(p.suggestions.tree.topLevelItem(0), 0)
+            p.select_result(s.repo_id)
         qtbot.waitUntil(lambda: p.listing is not None, timeout=WAIT)  # the card and the listing: either first
         assert p.selected_model() is not None and p.selected_model().first.filename == s.filename
         assert p.download_button.isEnabled() and "Llama" in p.card.toPlainText()

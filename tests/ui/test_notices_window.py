@@ -92,4 +92,5 @@ def test_a_bad_models_folder_at_start_up_falls_back_to_the_default_with_a_notice
     page = w.models_page
     qtbot.waitUntil(lambda: not page.jobs.busy, timeout=WAIT)
     assert page.library.models_dir == default_models_dir() and default_models_dir().is_dir()
-    assert page.library_panel.table.isVisible() and "could not" not in page.message.text()
+    page.show_section("library")
+    assert page.library_panel.list.isVisible() and "could not" not in page.message.text()

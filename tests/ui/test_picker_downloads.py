@@ -1,11 +1,13 @@
 """The tool bar's model picker follows the library: a model downloaded from the Models page is listed
-in it at once, without a restart (the test hub on 127.0.0.1 stands in for Hugging Face)."""
+in it, and in the model finder (Ctrl+K), at once, without a restart (the test hub on 127.0.0.1 stands in
+for Hugging Face)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 
+from prefill.engine.units import format_bytes
 from prefill.hub.client import HubClient
 from tests.hub.conftest import _hub_env, add_repo, client, hub  # noqa: F401 - fixtures
 from tests.hub.fake_hub import FakeHub
@@ -37,3 +39,11 @@ def test_picker_lists_a_model_just_downloaded_from_the_test_hub(
     qtbot.waitUntil(lambda: path in _picker_paths(w), timeout=WAIT)  # no restart, no click on Refresh
     at = _picker_paths(w).index(path)
     assert "Tiny" in w.model_combo.itemText(at) and "Q4_K_M" in w.model_combo.itemText(at)
+    finder = w.model_finder  # and in the finder (Ctrl+K), with its size once measured
+    finder.open_finder()
+    assert path in finder.shown_paths()
+    qtbot.keyClicks(finder.query, "tiny q4_k_m")
+    assert finder.shown_paths() == [path]
+    qtbot.waitUntil(lambda: path in finder.measured, timeout=WAIT)
+    assert finder.cards.cards[finder.cards.row_of(path)].lines[0].startswith(format_bytes(Path(path).stat().st_size))
+    finder.reject()

@@ -42,18 +42,20 @@ from prefill.hub.quants import ModelFiles, RemoteFile, group_models
 SortKey = Literal["downloads", "likes", "last_modified"]
 SORT_KEYS: tuple[SortKey, ...] = ("downloads", "likes", "last_modified")
 _BAD_CREDENTIALS = "Invalid credentials in Authorization header"
-_EXPAND = ["downloads", "likes", "lastModified", "gated", "tags"]
+_EXPAND = ["downloads", "likes", "lastModified", "gated", "tags", "gguf"]
 
 
 @dataclass(frozen=True)
 class RepoSummary:
-    """One search hit."""
+    """One search hit; `params`: the model's parameter count as the hub read it from its GGUF (None
+    when the hub does not say)."""
 
     repo_id: str
     downloads: int
     likes: int
     last_modified: datetime | None
     gated: bool
+    params: int | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,7 @@ class HubClient:
                 likes=int(m.get("likes") or 0),
                 last_modified=_parse_time(m.get("lastModified")),
                 gated=bool(m.get("gated")),
+                params=_params(m.get("gguf")),
             )
             for m in items[:limit]
             if isinstance(m, dict) and "id" in m
@@ -222,6 +225,12 @@ def _is_bad_token(e: HfHubHTTPError) -> bool:
     if r is None or r.status_code != 401:
         return False
     return r.headers.get("X-Error-Message") == _BAD_CREDENTIALS
+
+
+def _params(gguf: object) -> int | None:
+    """The parameter count of the hub's `gguf` summary (`{"total": 1235814432, ...}`), if it is a number."""
+    total = gguf.get("total") if isinstance(gguf, dict) else None
+    return total if isinstance(total, int) and not isinstance(total, bool) and total > 0 else None
 
 
 def _parse_time(value: object) -> datetime | None:

@@ -96,11 +96,17 @@ def download_model(
         meter.kept(sum(d.stat().st_size for d in dests if d.is_file()))
         kept = [p.prepare() for p, _, _ in todo]
         meter.kept(sum(kept))
+        meter.emit()  # the bytes already on disk, shown before the first new one arrives
         _check_space(models_dir, sum((p.expected.size or 0) - k for (p, _, _), k in zip(todo, kept)))
 
         for part, _dest, first_url in todo:
             meter.set_stage("downloading", part.expected.filename)
-            digest = transfer(part, _locator(client, repo_id, part, first_url, revision), stop, meter.add, policy)
+            try:
+                digest = transfer(part, _locator(client, repo_id, part, first_url, revision), stop, meter.add,
+                                  policy, meter.tick)
+            except DownloadError:
+                meter.emit()  # what is on disk as it stops (a pause shows its bytes, not the last throttled count)
+                raise
             meter.set_stage("verifying")
             _verify(part, digest)
         for part, dest, _ in todo:

@@ -6,6 +6,7 @@ times a second, so a UI can show them without locks and without redrawing per ch
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -26,6 +27,7 @@ class DownloadProgress:
         eta: seconds left at that speed, None when unknown.
         filename: the file being worked on.
         stage: checking (what is on disk), downloading, verifying (SHA-256), done.
+        idle: seconds since the last byte arrived (a stall shows as it grows, with the bytes it has).
     """
 
     done: int
@@ -34,6 +36,7 @@ class DownloadProgress:
     eta: float | None
     filename: str
     stage: Stage
+    idle: float = 0.0
 
     @property
     def fraction(self) -> float | None:
@@ -42,6 +45,10 @@ class DownloadProgress:
 
 class SpeedMeter:
     """Counts bytes and reports throttled `DownloadProgress` snapshots.
+
+    Fed by the transfer's thread (`add`) and ticked by its watch (`tick`, a few times a second even
+    when no byte comes), so a stalled download still reports the bytes it has and a falling speed;
+    a lock keeps the two in order.
 
     Args:
         total: expected bytes, or None.
@@ -68,27 +75,39 @@ class SpeedMeter:
         self._clock = clock
         self._samples: deque[tuple[float, int]] = deque()
         self._last_report = float("-inf")
+        self._last_byte = clock()
+        self._lock = threading.RLock()
 
     def kept(self, n: int) -> None:
         """Bytes already on disk: they count as done but not toward the speed."""
-        self.done += n
-        self._samples.clear()
+        with self._lock:
+            self.done += n
+            self._samples.clear()
 
     def add(self, n: int) -> None:
         """Bytes just written (negative when a part had to start over)."""
-        self.done += n
-        now = self._clock()
-        self._samples.append((now, self.done))
-        while len(self._samples) > 2 and now - self._samples[0][0] > self._window:
-            self._samples.popleft()
-        if now - self._last_report >= self._interval:
-            self.emit()
+        with self._lock:
+            self.done += n
+            now = self._clock()
+            if n:
+                self._last_byte = now
+            self._samples.append((now, self.done))
+            while len(self._samples) > 2 and now - self._samples[0][0] > self._window:
+                self._samples.popleft()
+            if now - self._last_report >= self._interval:
+                self.emit()
+
+    def tick(self) -> None:
+        """No byte came for a while: report what is on disk, the speed falling as the stall lasts."""
+        self.add(0)
 
     def set_stage(self, stage: Stage, filename: str = "") -> None:
-        self.stage = stage
-        if filename:
-            self.filename = filename
-        self.emit()
+        with self._lock:
+            self.stage = stage
+            if filename:
+                self.filename = filename
+            self._last_byte = self._clock()
+            self.emit()
 
     def speed(self) -> float:
         if len(self._samples) < 2:
@@ -97,12 +116,16 @@ class SpeedMeter:
         return (d1 - d0) / (t1 - t0) if t1 > t0 else 0.0
 
     def snapshot(self) -> DownloadProgress:
-        speed = self.speed()
-        eta = None
-        if self.total is not None and speed > 0:
-            eta = max(0.0, (self.total - self.done) / speed)
-        return DownloadProgress(self.done, self.total, speed, eta, self.filename, self.stage)
+        with self._lock:
+            speed = self.speed()
+            eta = None
+            if self.total is not None and speed > 0:
+                eta = max(0.0, (self.total - self.done) / speed)
+            idle = max(0.0, self._clock() - self._last_byte)
+            return DownloadProgress(self.done, self.total, speed, eta, self.filename, self.stage, idle)
 
     def emit(self) -> None:
-        self._last_report = self._clock()
-        self._report(self.snapshot())
+        """Report now (under the lock, so two threads' reports arrive in the order they were made)."""
+        with self._lock:
+            self._last_report = self._clock()
+            self._report(self.snapshot())

@@ -95,6 +95,24 @@ def rough_fit(s: Suggestion, n_ctx: int, memory: MachineMemory) -> FitEstimate:
     return estimate(Fit.CPU_ONLY if total <= ram_budget else Fit.WONT_FIT, 0, 0, total)
 
 
+Q4_K_M_BYTES_PER_PARAM = 0.61  # about 4.9 bits a weight: the size of the usual choice of file
+SIZE_MARGIN = 1.2  # the KV cache and buffers at a usual context, on top of the weights
+
+
+def size_fit(size: int, memory: MachineMemory) -> Fit:
+    """A verdict from a file's size alone (a search result, before any header is read): the weights
+    and a fifth more, against the same budgets as `rough_fit`. Opening the repository replaces it with
+    each file's estimate from its header."""
+    need = int(size * SIZE_MARGIN)
+    vram_budget = max(0, memory.vram_free - VRAM_RESERVE)
+    ram_budget = max(0, memory.ram_available - RUNTIME_OVERHEAD)
+    if memory.gpus and need <= vram_budget:
+        return Fit.FULL_GPU
+    if memory.gpus and vram_budget > need // 8 and need - vram_budget <= ram_budget:
+        return Fit.PARTIAL
+    return Fit.CPU_ONLY if need <= ram_budget else Fit.WONT_FIT
+
+
 def suggest(memory: MachineMemory, n_ctx: int, limit: int = 5,
             table: Sequence[Suggestion] = SUGGESTIONS) -> list[tuple[Suggestion, FitEstimate]]:
     """The largest `limit` models of `table` that fit `memory` at `n_ctx` and run at a usable speed

@@ -45,7 +45,7 @@ from prefill.ui.models.loading import ModelLoading
 from prefill.ui.models.main_tabs import MainTabs, build_models_page
 from prefill.ui.models.models_folder import usable_at_start
 from prefill.ui.models.picker import ModelPicker, loaded_name
-from prefill.ui.models.room import LibraryListing, wire_model_choice, wire_residents
+from prefill.ui.models.room import LibraryListing, wire_finder, wire_model_choice, wire_residents
 from prefill.ui.panels import PanelToggles, StatusLabel, ask_export_chat, set_toolbar_icons
 from prefill.ui.server.room import ServerRoom
 from prefill.ui.settings_apply import follow_engine_settings, follow_theme, reload_on_load_settings
@@ -250,6 +250,7 @@ class MainWindow(QMainWindow):
         wire_model_choice(self.picker, self.store, self.load_model, self.load_remote, self._open_file,
                           self._add_remote)
         wire_residents(self.picker, w, self.show_notice)
+        self.model_finder = wire_finder(self.picker, self.actions_offered, lambda: self.settings, self)
         self.library_listing = LibraryListing(self.picker, self._models_dir, self.show_notice, self)
         self.library_listing.refresh()
         self.welcome.use_model.connect(self.load_model)

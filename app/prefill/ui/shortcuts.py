@@ -39,6 +39,7 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("undo-delete", "Ctrl+Z", "Undo the delete (while Undo is offered; in a text box, undo typing)"),
     Shortcut("settings", "Ctrl+,", "Open Settings"),
     Shortcut("models", "Ctrl+Shift+M", "Open Models: search, download and load models"),
+    Shortcut("find-model", "Ctrl+K", "Find a model on this machine and load it"),
     Shortcut("system-prompt", "Ctrl+Shift+S", "Edit this chat's system prompt"),
     Shortcut("toggle-chats", "Ctrl+B", "Show or hide the chat list"),
     Shortcut("toggle-sidebar", "Ctrl+Alt+B", "Show or hide the sidebar (the model's figures)"),

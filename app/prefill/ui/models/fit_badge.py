@@ -1,9 +1,9 @@
 """The fit estimate as a coloured badge with its figures beside it, all in view.
 
-The verdict reads as a word on a colour (green: on the GPU, blue: partly, amber: CPU
-only, red: too big), and the figures the verdict rests on follow it in plain text, so
-nothing a person needs is hidden in a tooltip (the tooltip keeps the full breakdown).
-The colours hold white text in both themes.
+The verdict reads as words on a chip of its colour (green: on the GPU, blue: partly, amber: CPU
+only, red: too big; the theme's `fit_*` roles, set by `styles/models.py` from the badge's `verdict`
+property), and the figures the verdict rests on follow it in plain text, so nothing a person needs
+is hidden in a tooltip (the tooltip keeps the full breakdown).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 from prefill.engine.llama.memory_fit import Fit, FitEstimate, fit_breakdown
+from prefill.ui.models.fit_chip import UNKNOWN, VERDICTS
 from prefill.ui.widgets.plain_text import plain_label, tooltip
+from prefill.ui.widgets.tokens import SPACE
 
 _GIB = 1 << 30
-BADGE_COLOURS = {Fit.FULL_GPU: "#2e7d32", Fit.PARTIAL: "#1565c0", Fit.CPU_ONLY: "#a15c00", Fit.WONT_FIT: "#c62828"}
-UNKNOWN_COLOUR = "#616161"
 
 
 def badge_words(e: FitEstimate) -> str:
@@ -59,31 +59,33 @@ class FitBadge(QWidget):
         # In a narrow cell the figures give way (cut at the right, whole in the tooltip), never the badge.
         self.figures.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         layout = QHBoxLayout(self)
-        layout.setContentsMargins(2, 1, 2, 1)
+        layout.setContentsMargins(SPACE.xxs, SPACE.xxs // 2, SPACE.xxs, SPACE.xxs // 2)
+        layout.setSpacing(SPACE.sm)
         layout.addWidget(self.badge)
         layout.addWidget(self.figures, 1)
-        self._paint(text, "", None)
+        self._paint(text, "", "")
 
     def set_estimate(self, e: FitEstimate) -> None:
-        self._paint(badge_words(e), fit_figures(e, self.compact), BADGE_COLOURS[e.fit])
+        self._paint(badge_words(e), fit_figures(e, self.compact), VERDICTS[e.fit])
         self.setToolTip(tooltip(fit_breakdown(e)))
 
     def set_unknown(self, why: str) -> None:
-        self._paint("Fit unknown", why, UNKNOWN_COLOUR)
+        self._paint("Fit unknown", why, UNKNOWN)
 
     def text(self) -> str:
         """What it says, badge then figures (what a test or a screen reader reads)."""
         return f"{self.badge.text()}: {self.figures.text()}" if self.figures.text() else self.badge.text()
 
-    def colour(self) -> str | None:
-        return self._colour
+    def verdict(self) -> str:
+        """The verdict's name ("good", "partial", "cpu", "no", "unknown"; "" while estimating)."""
+        return self._verdict
 
-    def _paint(self, words: str, figures: str, colour: str | None) -> None:
-        self._colour = colour
+    def _paint(self, words: str, figures: str, verdict: str) -> None:
+        self._verdict = verdict
         self.badge.setText(words)
         self.figures.setText(figures)
         self.figures.setVisible(bool(figures))
-        style = (f"background:{colour}; color:white; border-radius:8px; padding:1px 8px; font-weight:600;"
-                 if colour else "padding:1px 8px; font-style:italic;")
-        self.badge.setStyleSheet(f"QLabel#fit-badge {{ {style} }}")
+        self.badge.setProperty("verdict", verdict)  # the style sheet colours the chip by it
+        self.badge.style().unpolish(self.badge)
+        self.badge.style().polish(self.badge)
         self.setAccessibleName(self.text())

@@ -1,11 +1,13 @@
 """The local model library on the Models page: list, load, delete, import.
 
 Every look at the disk (the scan reads each model's GGUF header), every delete and
-every import runs on the page's pool (`PoolJobs`); the table is refilled from the
-result on the GUI thread. Models in the Hugging Face cache and the bundled one are
-offered where they are: they load, but Prefill never deletes them. Below the
-models, unfinished downloads nobody touched for a week are listed with their size
-(hidden when there are none) and can be removed.
+every import runs on the page's pool (`PoolJobs`); the list is refilled from the
+result on the GUI thread. Each model is a card (its name; what its header says; where
+it is from), in a list that scrolls, with Load, Delete…, Import… and Refresh in a bar
+under it that never scrolls away. Models in the Hugging Face cache and the bundled one
+are offered where they are: they load, but Prefill never deletes them. Below the models,
+unfinished downloads nobody touched for a week are listed with their size (hidden when
+there are none) and can be removed.
 """
 
 from __future__ import annotations
@@ -13,27 +15,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QFileDialog,
     QHBoxLayout,
-    QHeaderView,
     QMessageBox,
     QPushButton,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from prefill.engine.units import format_bytes, format_params
+from prefill.engine.units import format_bytes
 from prefill.hub.abandoned import AbandonedDownload
 from prefill.hub.library import ImportMode, LocalModel, ModelLibrary
-from prefill.ui.widgets.plain_text import Button, ask, message_box, tooltip
+from prefill.ui.models.card_words import abandoned_card, library_card
+from prefill.ui.models.list_cards import CardModel, card_list
+from prefill.ui.widgets.plain_text import Button, ask, message_box, plain_label
+from prefill.ui.widgets.tokens import SPACE
 from prefill.ui.workers.pool_jobs import PoolJobs
-
-_COLUMNS = ("Name", "Architecture", "Params", "Quant", "Context", "Template", "Size", "Source", "Images")
-_ABANDONED_COLUMNS = ("Unfinished download (untouched for a week)", "Downloaded", "Last written")
 
 
 class LibraryPanel(QWidget):
@@ -54,14 +54,8 @@ class LibraryPanel(QWidget):
         self.library, self.jobs = library, jobs
         self.models: list[LocalModel] = []
         self.abandoned: list[AbandonedDownload] = []
-        self.table = QTableWidget(0, len(_COLUMNS))
-        self.table.setObjectName("library")
-        self.table.setHorizontalHeaderLabels(list(_COLUMNS))
-        self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
-        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.cards = CardModel(self)
+        self.list = card_list("library", "Models on this machine", self.cards)
         self.load_button = QPushButton("Load")
         self.delete_button = QPushButton("Delete…")
         self.import_button = QPushButton("Import…")
@@ -71,27 +65,30 @@ class LibraryPanel(QWidget):
             buttons.addWidget(b)
         buttons.addStretch(1)
         buttons.addWidget(self.refresh_button)
-        self.abandoned_table = QTableWidget(0, len(_ABANDONED_COLUMNS))
-        self.abandoned_table.setObjectName("abandoned-downloads")
-        self.abandoned_table.setHorizontalHeaderLabels(list(_ABANDONED_COLUMNS))
-        self.abandoned_table.verticalHeader().hide()
-        self.abandoned_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.abandoned_table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
-        self.abandoned_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.abandoned_cards = CardModel(self)
+        self.abandoned_list = card_list("abandoned-downloads", "Unfinished downloads", self.abandoned_cards)
+        self.abandoned_list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.remove_abandoned_button = QPushButton("Remove unfinished…")
         self.abandoned_box = QWidget()
         ab = QVBoxLayout(self.abandoned_box)
         ab.setContentsMargins(0, 0, 0, 0)
-        ab.addWidget(self.abandoned_table)
-        ab.addWidget(self.remove_abandoned_button, 0, Qt.AlignmentFlag.AlignRight)
+        note = plain_label("Unfinished downloads nobody touched for a week:")
+        note.setObjectName("section-note")
+        head = QHBoxLayout()
+        head.addWidget(note, 1)
+        head.addWidget(self.remove_abandoned_button)
+        ab.addLayout(head)
+        ab.addWidget(self.abandoned_list)
         self.abandoned_box.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.table, 1)
-        layout.addLayout(buttons)
-        layout.addWidget(self.abandoned_box)
-        self.table.itemSelectionChanged.connect(self._on_table_selection_changed)
-        self.table.itemDoubleClicked.connect(lambda _item: self._on_load_button_clicked())
+        layout.setSpacing(SPACE.sm)
+        layout.addWidget(self.list, 3)
+        layout.addWidget(self.abandoned_box, 1)
+        layout.addLayout(buttons)  # last: in view at every size, whatever the lists hold
+        self.list.selectionModel().selectionChanged.connect(lambda *_: self._on_table_selection_changed())
+        self.list.doubleClicked.connect(lambda _index: self._on_load_button_clicked())
+        self.list.activated.connect(lambda _index: self._on_load_button_clicked())
         self.load_button.clicked.connect(self._on_load_button_clicked)
         self.delete_button.clicked.connect(self._on_delete_button_clicked)
         self.import_button.clicked.connect(self._on_import_button_clicked)
@@ -107,11 +104,14 @@ class LibraryPanel(QWidget):
     def select(self, name: str) -> None:
         for row, m in enumerate(self.models):
             if m.name == name:
-                self.table.selectRow(row)
+                self.select_row(row)
                 return
 
+    def select_row(self, row: int) -> None:
+        self.list.setCurrentIndex(self.cards.index(row))
+
     def selected(self) -> LocalModel | None:
-        rows = self.table.selectionModel().selectedRows()
+        rows = self.list.selectionModel().selectedIndexes()
         return self.models[rows[0].row()] if rows else None
 
     def import_file(self, path: Path, mode: ImportMode) -> None:
@@ -159,7 +159,7 @@ class LibraryPanel(QWidget):
             self.import_file(Path(path), "copy" if box.clickedButton() is copy else "symlink")
 
     def _on_remove_abandoned_button_clicked(self) -> None:
-        rows = sorted({i.row() for i in self.abandoned_table.selectionModel().selectedRows()})
+        rows = sorted({i.row() for i in self.abandoned_list.selectionModel().selectedIndexes()})
         chosen = [self.abandoned[r] for r in rows] or list(self.abandoned)
         if not chosen:
             return
@@ -197,38 +197,14 @@ class LibraryPanel(QWidget):
         self.jobs.run(scan, then=fill, error=self._fail("The library could not be read"))
 
     def _fill_abandoned(self, abandoned: list[AbandonedDownload]) -> None:
-        self.abandoned = list(abandoned)
-        t = self.abandoned_table
-        t.setRowCount(len(abandoned))
-        for row, a in enumerate(abandoned):
-            done = f"{format_bytes(a.size)} of {format_bytes(a.total)}"
-            values = (a.name, done, a.last_written.astimezone().strftime("%Y-%m-%d %H:%M"))
-            for col, text in enumerate(values):
-                item = QTableWidgetItem(text)  # a name from the sidecar: plain text, as every item is
-                if col == 0:
-                    item.setToolTip(str(a.path))
-                t.setItem(row, col, item)
+        self.abandoned = list(abandoned)  # names from sidecars: painted as text, as every card is
+        self.abandoned_cards.set_cards([abandoned_card(a) for a in abandoned])
         self.abandoned_box.setVisible(bool(abandoned))
 
     @Slot(object)
     def _fill(self, models: list[LocalModel]) -> None:
         self.models = list(models)
-        self.table.setRowCount(len(models))
-        for row, m in enumerate(models):
-            template = "" if m.error else ("yes" if m.has_chat_template else "no")
-            # The projector beside it (loaded with it, so the model sees images); "" for text only.
-            images = m.projector.name if m.projector is not None else ""
-            values = (m.name, m.architecture, format_params(m.n_params), m.quantization,
-                      str(m.context_length or ""), template, format_bytes(m.size), m.source, images)
-            for col, text in enumerate(values):
-                item = QTableWidgetItem(text)
-                if m.error:
-                    item.setToolTip(tooltip(f"Unreadable: {m.error}"))
-                elif col == 0:
-                    item.setToolTip(tooltip(str(m.path) + (f"\nprojector: {m.projector}" if m.projector else "")))
-                if col in (2, 4, 6):
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                self.table.setItem(row, col, item)
+        self.cards.set_cards([library_card(m) for m in models])
         self._on_table_selection_changed()
         self.refreshed.emit()
 

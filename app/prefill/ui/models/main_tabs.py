@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QFrame, QScrollArea, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
 
 from prefill.store.app_settings import Settings
 from prefill.ui.markdown.rich_text import CodePalette
@@ -67,17 +67,14 @@ class MainTabs(QTabWidget):
     def _ensure_models(self) -> QWidget:
         if self.models_page is None:
             self.models_page = self._build_models()
-            # In a scroll area: the page's panes keep their size and scroll in a small window (900×600, or
-            # with the Server panel open) rather than setting the window's minimum height.
-            scroll = QScrollArea()
-            scroll.setObjectName("models-scroll")
-            scroll.setWidgetResizable(True)
-            scroll.setFrameShape(QFrame.Shape.NoFrame)
-            scroll.setWidget(self.models_page)
+            # Straight in the tab, no scroll area: the page's sections each take its whole height and scroll
+            # their own lists, so it fits a small window (900×600, or with the Server panel open) with its
+            # buttons in view; a scroll area would hold it at its preferred height (its wrapped labels) and
+            # scroll Load and Import out of sight.
             layout = self._models_frame.layout()
             assert layout is not None
-            layout.addWidget(scroll)
-            scroll.show()  # a layout shows a child added to a visible frame only later
+            layout.addWidget(self.models_page)
+            self.models_page.show()  # a layout shows a child added to a visible frame only later
         return self.models_page
 
     def _on_current_changed(self, index: int) -> None:

@@ -1,33 +1,39 @@
-"""The Models page (a tab of the main window): search the hub, read a model card, pick a file
-by size and fit, download, manage the library.
+"""The Models page (a tab of the main window): discover models on the hub, follow downloads, manage
+the models on this machine.
 
-Top left: a search box, the matching GGUF repositories (downloads, likes, last update;
-click a header to sort) and, below them, models suggested for this machine's memory.
-Top right: the selected repository's models grouped by quantisation, each with its size,
-a "Downloaded" marker when the library has it, and a fit badge read from the file's
-remote header with a few ranged requests; under them the repository's model card.
-Below: the download queue and the local library. Every request and every disk read runs
-on the page's `PoolJobs`; results come back by signal, errors are shown as a sentence.
-A new search or another repository clears what the last one showed at once, and a late
-answer for it is dropped (each job carries the number of the search or listing it is for).
+Three sections, switched by a row of buttons at the top, each with the page's whole height (so
+nothing shrinks to a sliver at 900×600 or beside the Serve panel):
+
+- Discover: a search box; the results as cards (name, author, downloads as "900K", likes, when it
+  changed, the usual file's size and a fit chip), or, before any search, models suggested for this
+  machine's memory; beside them one details pane: the chosen repository's models grouped by
+  quantisation, each with its size, "Downloaded" when the library has it and a fit badge read from
+  the file's remote header with a few ranged requests; under them its model card.
+- Downloads: the queue (`download_list.py`).
+- On this machine: the library (`library_panel.py`), its buttons always in view.
+
+Beside the section buttons a status line of a fixed height says what happened (an error, a
+download queued); it never moves the page. Every request and every disk read runs on the page's
+`PoolJobs`; results come back by signal, errors are shown as a sentence. A new search or another
+repository clears what the last one showed at once, and a late answer for it is dropped (each job
+carries the number of the search or listing it is for).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QItemSelection, Qt, Signal
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
+    QButtonGroup,
     QComboBox,
-    QGroupBox,
     QHBoxLayout,
-    QHeaderView,
+    QLabel,
     QLineEdit,
     QPushButton,
     QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
+    QStackedWidget,
     QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
@@ -50,17 +56,23 @@ from prefill.hub.suggested import Suggestion, suggest
 from prefill.session.loaded import LoadedModel
 from prefill.ui.markdown.rich_text import CodePalette
 from prefill.ui.models import repo_files
-from prefill.ui.models.card_view import CardView
-from prefill.ui.models.download_worker import DownloadQueuePanel, DownloadWorker
+from prefill.ui.models.card_words import result_card, short_count, suggestion_card, updated_words
+from prefill.ui.models.details_pane import DetailsPane
+from prefill.ui.models.download_list import DownloadQueuePanel
+from prefill.ui.models.download_worker import DownloadWorker
 from prefill.ui.models.hub_words import hub_error_text
 from prefill.ui.models.library_panel import LibraryPanel
-from prefill.ui.models.suggestions_panel import SuggestionsPanel
-from prefill.ui.widgets.plain_text import plain_label
+from prefill.ui.models.list_cards import CARD_ROLE, Card, CardModel, card_list
+from prefill.ui.widgets.plain_text import plain_label, tooltip
+from prefill.ui.widgets.tokens import SPACE, TYPE
 from prefill.ui.workers.pool_jobs import PoolJobs
 
 _SORTS: tuple[tuple[str, SortKey], ...] = (
     ("Most downloads", "downloads"), ("Most likes", "likes"), ("Recently updated", "last_modified"))
 _MODEL = Qt.ItemDataRole.UserRole
+SEARCH_LIMIT = 100
+SECTIONS = ("discover", "downloads", "library")
+_SECTION_WORDS = {"discover": "Discover", "downloads": "Downloads", "library": "On this machine"}
 
 
 class ModelsPage(QWidget):
@@ -97,6 +109,8 @@ class ModelsPage(QWidget):
         self.jobs = PoolJobs(parent=self)
         self.listing: RepoListing | None = None
         self.fits: dict[str, FitEstimate | Exception] = {}
+        self.suggestions: list[tuple[Suggestion, FitEstimate]] = []
+        self.searched = False  # the results list shows a search's hits (else the suggestions)
         self._search_job = self._list_job = 0
         self._select_after_listing: str | None = None
         self._library_keys: set[str] = set()
@@ -108,88 +122,87 @@ class ModelsPage(QWidget):
 
     # --- layout ----------------------------------------------------------------------------
     def _build(self, palette: CodePalette | None) -> None:
+        self.section_buttons: dict[str, QPushButton] = {}
+        self.section_group = QButtonGroup(self)
+        self.stack = QStackedWidget()
+        self.message = _status_line()
+        top = QHBoxLayout()
+        top.setSpacing(SPACE.xs)
+        for name in SECTIONS:
+            b = QPushButton(_SECTION_WORDS[name])
+            b.setObjectName("models-section")
+            b.setCheckable(True)
+            self.section_group.addButton(b)
+            self.section_buttons[name] = b
+            top.addWidget(b)
+        top.addSpacing(SPACE.md)
+        top.addWidget(self.message, 1)
+
         self.query = QLineEdit()
         self.query.setPlaceholderText("Search GGUF models on Hugging Face (e.g. qwen, llama 3.2)")
         self.query.setAccessibleName("Search Hugging Face")
+        self.query.setClearButtonEnabled(True)
         self.sort = QComboBox()
         self.sort.setAccessibleName("Sort results")
         for label, key in _SORTS:
             self.sort.addItem(label, key)
         self.search_button = QPushButton("Search")
-        self.message = plain_label()
-        self.message.setObjectName("models-message")
-        self.message.setTextFormat(Qt.TextFormat.PlainText)  # errors quote hub names: never rich text
-        self.message.setWordWrap(True)
-        self.message.hide()
-        self.results = QTableWidget(0, 4)
-        self.results.setObjectName("search-results")
-        self.results.setAccessibleName("Search results")
-        self.results.setHorizontalHeaderLabels(["Repository", "Downloads", "Likes", "Updated"])
-        self.results.verticalHeader().hide()
-        self.results.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.results.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
-        self.results.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
-        self.results.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.suggestions = SuggestionsPanel()
-        self.repo_title = plain_label("")
-        self.repo_title.setObjectName("repo-title")
-        self.files = repo_files.make_tree()
-        self.download_button = QPushButton("Download")
-        self.download_button.setEnabled(False)
-        self.card = CardView(palette)
-        self.queue = DownloadQueuePanel(self.downloads)
-        self.library_panel = LibraryPanel(self.library, self.jobs)
-
+        self.result_cards = CardModel(self)
+        self.results = card_list("search-results", "Search results", self.result_cards)
+        self.results_title = plain_label("Suggested for this machine")
+        self.results_title.setObjectName("section-note")
+        self.details = DetailsPane(palette)
+        self.repo_title, self.files, self.card = self.details.title, self.details.files, self.details.card
+        self.download_button = self.details.download_button
         row = QHBoxLayout()
         row.addWidget(self.query, 1)
         row.addWidget(self.sort)
         row.addWidget(self.search_button)
-        left = QSplitter(Qt.Orientation.Vertical)
-        left.addWidget(self.results)
-        left.addWidget(_boxed("Suggested for this machine", self.suggestions))
-        left.setSizes([200, 300])
-        files_box = QWidget()
-        fl = QVBoxLayout(files_box)
-        fl.setContentsMargins(0, 0, 0, 0)
-        head = QHBoxLayout()
-        head.addWidget(self.repo_title, 1)
-        head.addWidget(self.download_button)
-        fl.addLayout(head)
-        fl.addWidget(self.files, 1)
-        right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(files_box)
-        right.addWidget(_boxed("Model card", self.card))
-        right.setSizes([240, 260])
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        ll.setSpacing(SPACE.xs)
+        ll.addWidget(self.results_title)
+        ll.addWidget(self.results, 1)
         browse = QSplitter(Qt.Orientation.Horizontal)
+        browse.setObjectName("models-browse")
+        browse.setChildrenCollapsible(False)
         browse.addWidget(left)
-        browse.addWidget(right)
-        browse.setSizes([440, 880])
-        top = QWidget()
-        tl = QVBoxLayout(top)
-        tl.setContentsMargins(0, 0, 0, 0)
-        tl.addLayout(row)
-        tl.addWidget(browse, 1)
-        parts = QSplitter(Qt.Orientation.Vertical)
-        parts.addWidget(_boxed("Hugging Face", top))
-        parts.addWidget(_boxed("Downloads", self.queue))
-        parts.addWidget(_boxed("On this machine", self.library_panel))
-        parts.setSizes([620, 90, 170])
+        browse.addWidget(self.details)
+        browse.setStretchFactor(1, 1)
+        browse.setSizes([330, 670])  # a third for the cards, at every width
+        discover = QWidget()
+        dl = QVBoxLayout(discover)
+        dl.setContentsMargins(0, 0, 0, 0)
+        dl.setSpacing(SPACE.sm)
+        dl.addLayout(row)
+        dl.addWidget(browse, 1)
+
+        self.queue = DownloadQueuePanel(self.downloads)
+        self.library_panel = LibraryPanel(self.library, self.jobs)
+        for section in (discover, self.queue, self.library_panel):
+            self.stack.addWidget(section)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.message)
-        layout.addWidget(parts, 1)
+        layout.setContentsMargins(SPACE.md, SPACE.sm, SPACE.md, SPACE.sm)
+        layout.setSpacing(SPACE.sm)
+        layout.addLayout(top)
+        layout.addWidget(self.stack, 1)
+        self.show_section("discover")
 
     def _wire(self) -> None:
+        for name, b in self.section_buttons.items():
+            b.clicked.connect(lambda _c=False, n=name: self.show_section(n))
         self.query.returnPressed.connect(self.search)
         self.search_button.clicked.connect(self.search)
-        self.results.itemSelectionChanged.connect(self._on_results_selection_changed)
-        self.suggestions.chosen.connect(self._on_suggestions_chosen)
+        self.sort.activated.connect(lambda _i: self.search() if self.searched else None)
+        self.results.selectionModel().selectionChanged.connect(self._on_results_selection_changed)
         self.files.itemSelectionChanged.connect(self._on_files_selection_changed)
         self.files.itemDoubleClicked.connect(lambda _i, _c: self._on_download_button_clicked())
         self.download_button.clicked.connect(self._on_download_button_clicked)
         self.queue.load_requested.connect(self._on_panels_load_requested)
         self.queue.finished.connect(self._on_queue_finished)
         self.queue.error.connect(self.show_message)
-        self.queue.state_changed.connect(lambda _e: self._show_markers())  # not per progress report
+        self.queue.state_changed.connect(self._on_queue_state_changed)  # not per progress report
         self.downloads.error.connect(self.show_message)
         self.library_panel.load_requested.connect(self._on_panels_load_requested)
         self.library_panel.refreshed.connect(self._on_library_refreshed)
@@ -197,17 +210,31 @@ class ModelsPage(QWidget):
         self.jobs.failed.connect(lambda e: self.show_message(f"Something went wrong: {e}."))
 
     # --- what the window calls -------------------------------------------------------------
+    def show_section(self, name: str) -> None:
+        """Bring "discover", "downloads" or "library" to the front."""
+        self.section_buttons[name].setChecked(True)
+        self.stack.setCurrentIndex(SECTIONS.index(name))
+
+    def section(self) -> str:
+        return SECTIONS[self.stack.currentIndex()]
+
     def search(self) -> None:
         """Search the hub for the query in the box, off the GUI thread. What the last search
         showed goes at once: its results, the repository's files, its card and Download."""
         query, sort = self.query.text().strip(), self.sort.currentData()
         self.results.clearSelection()
-        self.results.setRowCount(0)
+        self.result_cards.set_cards([])
+        self.searched = True
+        self.results_title.setText("Searching…")
         self._clear_repository()
         self.show_message("Searching…")
         job = self._search_job = self._search_job + 1
-        self.jobs.run(self.client.search, query, sort,
-                      then=lambda hits: self._on_search_done(job, query, sort, hits),
+        client, memory = self.client, self._memory
+
+        def found() -> tuple[list[RepoSummary], MachineMemory]:
+            return client.search(query, sort, SEARCH_LIMIT), memory()
+
+        self.jobs.run(found, then=lambda r: self._on_search_done(job, query, *r),
                       error=lambda e: self._on_hub_failed(job, "_search_job", "The search failed", e))
 
     def open_repository(self, repo_id: str, select: str | None = None) -> None:
@@ -215,7 +242,7 @@ class ModelsPage(QWidget):
         names a file (its first part) to select once listed."""
         self._clear_repository()
         self._select_after_listing = select
-        self.repo_title.setText(repo_id)
+        self.details.show_repository(repo_id, self._facts(repo_id))
         self.card.show_status(f"Reading the model card of {repo_id}…")
         self.show_message(f"Listing {repo_id}…")
         job = self._list_job = self._list_job + 1
@@ -234,12 +261,13 @@ class ModelsPage(QWidget):
     def refresh_suggestions(self) -> None:
         """Fill the suggestions for this machine's free memory now (probed off the GUI thread)."""
         memory, n_ctx = self._memory, self._n_ctx()
-        self.jobs.run(lambda: suggest(memory(), n_ctx), then=self.suggestions.fill,
-                      error=lambda e: self.suggestions.note.setText(f"No suggestions: {e}."))
+        self.jobs.run(lambda: suggest(memory(), n_ctx), then=self._on_suggestions_found,
+                      error=lambda e: self.results_title.setText(f"No suggestions: {e}."))
 
     def show_message(self, text: str) -> None:
+        """The status line's sentence ("" clears it); the line keeps its height either way."""
         self.message.setText(text)
-        self.message.setVisible(bool(text))
+        self.message.setToolTip(tooltip(text))
         self.message_shown.emit(text)
 
     def compare_loaded(self, loaded: LoadedModel) -> None:
@@ -267,42 +295,61 @@ class ModelsPage(QWidget):
     # --- search and listing ----------------------------------------------------------------
     def _clear_repository(self) -> None:
         self._list_job += 1  # whatever the last repository still has on its way is dropped
-        self.files.clear()
+        self.details.clear()
         self.listing, self.fits = None, {}
-        self.repo_title.setText("")
-        self.card.show_status("Choose a repository to read its model card.")
         self._on_files_selection_changed()
 
-    def _on_search_done(self, job: int, query: str, sort: SortKey, hits: list[RepoSummary]) -> None:
+    def _on_suggestions_found(self, found: list[tuple[Suggestion, FitEstimate]]) -> None:
+        self.suggestions = list(found)
+        if self.searched:
+            return  # a search's results are in view: the suggestions wait for an empty search
+        self._show_suggestions()
+
+    def _show_suggestions(self) -> None:
+        self.result_cards.set_cards([suggestion_card(s, e) for s, e in self.suggestions])
+        self.results_title.setText("Suggested for this machine's memory" if self.suggestions else
+                                   "None of the suggested models fits this machine's free memory.")
+
+    def _on_search_done(self, job: int, query: str, hits: list[RepoSummary], memory: MachineMemory) -> None:
         if job != self._search_job:
             return
-        self.results.setSortingEnabled(False)
-        self.results.clearSelection()
-        self.results.clearContents()
-        self.results.setRowCount(len(hits))
-        for row, h in enumerate(hits):
-            name = QTableWidgetItem(h.repo_id + ("  (gated)" if h.gated else ""))
-            name.setData(_MODEL, h.repo_id)
-            self.results.setItem(row, 0, name)
-            self.results.setItem(row, 1, _number(h.downloads))
-            self.results.setItem(row, 2, _number(h.likes))
-            self.results.setItem(row, 3, QTableWidgetItem(_date(h.last_modified)))
-        # Show the hub's order (its sort key, best first) until a header is clicked.
-        column = {"downloads": 1, "likes": 2, "last_modified": 3}[sort]
-        self.results.horizontalHeader().setSortIndicator(column, Qt.SortOrder.DescendingOrder)
-        self.results.setSortingEnabled(True)
+        if not query and not hits:
+            self.searched = False
+            self._show_suggestions()
+        else:
+            self.result_cards.set_cards([result_card(h, memory) for h in hits])
+            words = f"{len(hits)} models" + (f" match {query!r}" if query else "")
+            self.results_title.setText(words if hits else "")
         self.show_message("" if hits else f"No GGUF repositories match {query!r}.")
 
-    def _on_results_selection_changed(self) -> None:
-        rows = self.results.selectionModel().selectedRows()
-        item = self.results.item(rows[0].row(), 0) if rows else None
-        repo_id = item.data(_MODEL) if item is not None else None
-        if repo_id:
-            self.open_repository(repo_id)
+    def _on_results_selection_changed(self, selected: QItemSelection, _deselected: QItemSelection) -> None:
+        rows = selected.indexes()
+        card = rows[0].data(CARD_ROLE) if rows else None
+        if not isinstance(card, Card):
+            return
+        if isinstance(card.payload, Suggestion):
+            self.open_repository(card.payload.repo_id, select=card.payload.filename)
+        else:
+            self.open_repository(card.key)
 
-    def _on_suggestions_chosen(self, s: Suggestion) -> None:
-        self.results.clearSelection()
-        self.open_repository(s.repo_id, select=s.filename)
+    def select_result(self, repo_id: str) -> None:
+        """Select the card of `repo_id` (as a click does), which opens it."""
+        row = self.result_cards.row_of(repo_id)
+        if row >= 0:
+            self.results.setCurrentIndex(self.result_cards.index(row))
+
+    def _facts(self, repo_id: str) -> str:
+        row = self.result_cards.row_of(repo_id)
+        card = self.result_cards.cards[row] if row >= 0 else None
+        hit = card.payload if card is not None else None
+        if isinstance(hit, RepoSummary):
+            facts = [f"{short_count(hit.downloads)} downloads", f"{short_count(hit.likes)} likes"]
+            if hit.last_modified is not None:
+                facts.append(f"updated {updated_words(hit.last_modified)}")
+            return " · ".join(facts)
+        if isinstance(hit, Suggestion):
+            return hit.what
+        return ""
 
     def _on_listing_done(self, job: int, listing: RepoListing, memory: MachineMemory) -> None:
         if job != self._list_job:
@@ -380,13 +427,18 @@ class ModelsPage(QWidget):
             return
         self.downloads.add(listing.repo_id, m, listing.commit)
         self.download_button.setEnabled(False)  # until its queued event says it is on its way
-        self.show_message(f"{m.name} is queued; it appears under On this machine when done.")
+        self.show_message(f"{m.name} is queued (see Downloads); it appears under On this machine when done.")
 
     def _on_queue_finished(self, e: object) -> None:
         name = getattr(getattr(e, "model", None), "name", "")
         if name and self.message.text().startswith(f"{name} is queued"):
             self.show_message(f"{name} is downloaded: it is listed under On this machine.")
         self.library_panel.refresh()
+
+    def _on_queue_state_changed(self, _e: object) -> None:
+        active = self.queue.active_count()
+        self.section_buttons["downloads"].setText(f"Downloads · {active}" if active else "Downloads")
+        self._show_markers()
 
     def _on_library_refreshed(self) -> None:
         self._library_keys = repo_files.library_keys(self.library_panel.models)
@@ -407,20 +459,15 @@ class ModelsPage(QWidget):
         self.jobs.run(self._memory, then=remember, error=lambda _e: self.load_requested.emit(path))
 
 
-def _boxed(title: str, widget: QWidget) -> QGroupBox:
-    box = QGroupBox(title)
-    layout = QVBoxLayout(box)
-    layout.setContentsMargins(6, 6, 6, 6)
-    layout.addWidget(widget)
-    return box
-
-
-def _number(n: int) -> QTableWidgetItem:
-    item = QTableWidgetItem()
-    item.setData(Qt.ItemDataRole.DisplayRole, n)  # an int, so the column sorts by value
-    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-    return item
-
-
-def _date(when: datetime | None) -> str:
-    return when.date().isoformat() if when else ""
+def _status_line() -> QLabel:
+    """The page's one status line: plain text, two lines high whether it says something or not, so
+    a sentence never pushes the page down (a longer one is cut; its tooltip has it whole)."""
+    line = plain_label()
+    line.setObjectName("models-message")
+    line.setWordWrap(True)
+    font = line.font()
+    font.setPixelSize(TYPE.small)
+    line.setFont(font)
+    line.setFixedHeight(2 * QFontMetrics(font).lineSpacing() + SPACE.xxs)
+    line.setAlignment(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft)
+    return line

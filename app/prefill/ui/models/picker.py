@@ -10,6 +10,8 @@ Signals:
     unload_requested(str): "Unload from memory" on a resident model: its path.
     pin_requested(str, bool): "Pin in memory" (True) or "Unpin" (False) on a resident model: its path.
     remote_chosen(object): a SavedEndpoint.
+    find_requested(): "Find a model…" was picked (the model finder opens: `finder.py`).
+    changed(): the models listed changed (the library, the window's own, the resident ones).
     open_file_requested(): "Open a .gguf file…" was picked.
     add_remote_requested(): "Add a remote endpoint…" was picked.
     edit_remote_requested(object): "Edit or remove ‹name›…" was picked: that SavedEndpoint.
@@ -31,6 +33,7 @@ from prefill.store.endpoints import SavedEndpoint
 from prefill.ui.widgets.plain_text import tooltip
 
 OPEN_FILE = "<open>"
+FIND = "<find>"
 ADD_REMOTE = "<remote>"
 EDIT_REMOTE = "edit:"  # item data: EDIT_REMOTE + the endpoint's name
 REMOTE = "endpoint:"  # item data: REMOTE + the endpoint's name
@@ -48,6 +51,8 @@ class ModelPicker(QObject):
 
     local_chosen = Signal(str)
     remote_chosen = Signal(object)
+    find_requested = Signal()
+    changed = Signal()
     open_file_requested = Signal()
     add_remote_requested = Signal()
     edit_remote_requested = Signal(object)
@@ -63,6 +68,7 @@ class ModelPicker(QObject):
         self.library: list[str] = []  # every model of the library
         self.endpoints: list[SavedEndpoint] = []
         self.residents = ResidentModels()
+        self._shown = ""  # the entry of what is loaded (`show_current`)
         self.combo.activated.connect(self._on_combo_activated)
         self.combo.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.combo.customContextMenuRequested.connect(self._on_combo_context_menu)
@@ -147,17 +153,22 @@ class ModelPicker(QObject):
     def endpoint_names(self) -> set[str]:
         return {e.name for e in self.endpoints}
 
+    def listed(self) -> list[str]:
+        """Every model file the picker offers, in its order: the library, the window's own (the bundled
+        model, the last used), then any resident one opened from disk."""
+        return list(dict.fromkeys([*self.library, *self.paths, *(m.path for m in self.residents.models)]))
+
     def fill(self) -> None:
         current = self.combo.currentData()
         self.combo.blockSignals(True)
         self.combo.clear()
         self.combo.addItem("Choose a model…", "")
-        listed = list(dict.fromkeys([*self.library, *self.paths, *(m.path for m in self.residents.models)]))
-        for p in listed:  # a name a person reads; the file itself (and its memory) on hover
+        for p in self.listed():  # a name a person reads; the file itself (and its memory) on hover
             self.combo.addItem(self.label(p), p)
             self.combo.setItemData(self.combo.count() - 1, tooltip(self.hover(p)), Qt.ItemDataRole.ToolTipRole)
         for e in self.endpoints:
             self.combo.addItem(f"⇄ {e.name} · {e.model or 'its first model'}", REMOTE + e.name)
+        self.combo.addItem("Find a model…  (Ctrl+K)", FIND)
         self.combo.addItem("Open a .gguf file…", OPEN_FILE)
         self.combo.addItem("Add a remote endpoint…", ADD_REMOTE)
         for e in self.endpoints:
@@ -165,6 +176,7 @@ class ModelPicker(QObject):
         self.combo.setCurrentIndex(max(self.combo.findData(current), 0))
         self.combo.blockSignals(False)
         self._fit_popup()
+        self.changed.emit()
 
     def _fit_popup(self) -> None:
         """The list opens as wide as its longest entry (the combo itself keeps its width in the toolbar)."""
@@ -182,6 +194,7 @@ class ModelPicker(QObject):
 
     def show_current(self, data: str) -> None:
         """Select the entry of what is loaded (a path, or REMOTE + an endpoint's name)."""
+        self._shown = data
         self.combo.setCurrentIndex(max(self.combo.findData(data), 0))
         self._show_hover()
 
@@ -189,6 +202,9 @@ class ModelPicker(QObject):
         data = self.combo.itemData(index)
         if data == OPEN_FILE:
             self.open_file_requested.emit()
+        elif data == FIND:
+            self.combo.setCurrentIndex(max(self.combo.findData(self._shown), 0))  # a command, not a choice
+            self.find_requested.emit()
         elif data == ADD_REMOTE:
             self.add_remote_requested.emit()
         elif isinstance(data, str) and data.startswith((REMOTE, EDIT_REMOTE)):

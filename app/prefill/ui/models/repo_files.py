@@ -18,13 +18,14 @@ from prefill.engine.units import format_bytes
 from prefill.hub.library import LocalModel
 from prefill.hub.quants import ModelFiles, group_by_quant
 from prefill.ui.models.fit_badge import FitBadge
+from prefill.ui.models.fit_chip import theme_colours
 from prefill.ui.widgets.plain_text import tooltip
+from prefill.ui.widgets.tokens import SPACE
 
 MODEL_ROLE = Qt.ItemDataRole.UserRole
 NAME, SIZE, HERE, FIT = range(4)
 DOWNLOADED = "✓ Downloaded"
 DOWNLOADING = "Downloading…"
-_DOWNLOADED_COLOUR = QColor("#2e7d32")
 
 
 def make_tree() -> QTreeWidget:
@@ -33,9 +34,10 @@ def make_tree() -> QTreeWidget:
     tree.setAccessibleName("Files of the repository")
     tree.setHeaderLabels(["Model", "Size", "Here", "Fit on this machine"])
     tree.header().setStretchLastSection(True)
-    tree.setColumnWidth(NAME, 240)
-    tree.setColumnWidth(SIZE, 72)
-    tree.setColumnWidth(HERE, 100)
+    tree.setColumnWidth(NAME, SPACE.xxl * 7)
+    tree.setColumnWidth(SIZE, SPACE.xxl * 2 + SPACE.sm)
+    tree.setColumnWidth(HERE, SPACE.xxl * 3 + SPACE.xs)
+    tree.setUniformRowHeights(False)
     return tree
 
 
@@ -98,7 +100,7 @@ def mark(tree: QTreeWidget, repo_id: str, keys: set[str], downloading: set[str])
             continue
         if is_downloaded(keys, repo_id, m):
             item.setText(HERE, DOWNLOADED)
-            item.setForeground(HERE, _DOWNLOADED_COLOUR)
+            item.setForeground(HERE, QColor(theme_colours().fit_good))
             item.setToolTip(HERE, "Already on this machine: listed under On this machine")
         else:
             item.setText(HERE, DOWNLOADING if m.name in downloading else "")

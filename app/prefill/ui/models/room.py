@@ -1,16 +1,21 @@
 """The models room wires its picker: every model of the library listed (read on a pool job), the
 saved remote endpoints listed from the store, the resident models marked with their memory, and
 what a choice in it asks for (load a file, connect to an endpoint, open a file, add or edit an
-endpoint, unload or pin a resident model)."""
+endpoint, unload or pin a resident model); and its finder (Ctrl+K), which offers its own action
+to the window's shortcuts."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QWidget
 
+from prefill.store.app_settings import Settings
 from prefill.store.endpoints import SavedEndpoint
+from prefill.ui.models.finder import ModelFinder
 from prefill.ui.models.picker import ModelPicker
 from prefill.ui.workers.engine_worker import EngineWorker
 from prefill.ui.workers.pool_jobs import PoolJobs
@@ -36,6 +41,23 @@ def wire_residents(picker: ModelPicker, worker: EngineWorker, notice: Callable[[
     worker.resident_refused.connect(notice)
     picker.unload_requested.connect(worker.unload_model)
     picker.pin_requested.connect(worker.pin_model)
+
+
+class OffersActions(Protocol):
+    """Where a room offers the actions the window's shortcuts run by name (ui/wiring/room_actions.py)."""
+
+    def offer(self, name: str, run: Callable[[], None]) -> None: ...
+
+
+def wire_finder(picker: ModelPicker, actions: OffersActions, settings: Callable[[], Settings],
+                window: QWidget) -> ModelFinder:
+    """The finder over `window`: opened by its shortcut's action ("find-model", Ctrl+K) and by the
+    picker's "Find a model…"; its cards follow the picker's models."""
+    finder = ModelFinder(picker, settings, window)
+    picker.find_requested.connect(finder.open_finder)
+    picker.changed.connect(finder.follow)
+    actions.offer("find-model", finder.open_finder)
+    return finder
 
 
 class LibraryListing(QObject):

@@ -36,6 +36,14 @@ class ThemeColours:
     kv_amber: str
     kv_red: str
     focus: str
+    fit_good: str
+    fit_good_bg: str
+    fit_partial: str
+    fit_partial_bg: str
+    fit_cpu: str
+    fit_cpu_bg: str
+    fit_no: str
+    fit_no_bg: str
 
 
 # Each role's colour in the light and the dark theme, side by side.
@@ -67,6 +75,16 @@ _ROLES: dict[str, tuple[str, str]] = {
     # The keyboard's place: darker than the highlight in light, lighter in dark, so it reads on
     # buttons, bubbles and the window alike (at least 3:1 against each, WCAG 2.2's focus contrast).
     "focus": ("#1d4ed8", "#93c5fd"),
+    # A fit verdict's chip (the Models page, the model finder): its words on a soft fill of the same hue,
+    # at least 4.5:1 in both themes. Good: on the GPU whole; partial: split; cpu: runs, on the CPU; no: too big.
+    "fit_good": ("#166534", "#86efac"),
+    "fit_good_bg": ("#dcfce7", "#14532d"),
+    "fit_partial": ("#1e40af", "#bfdbfe"),
+    "fit_partial_bg": ("#dbeafe", "#1e3a8a"),
+    "fit_cpu": ("#92400e", "#fde68a"),
+    "fit_cpu_bg": ("#fef3c7", "#713f12"),
+    "fit_no": ("#991b1b", "#fecaca"),
+    "fit_no_bg": ("#fee2e2", "#7f1d1d"),
 }
 LIGHT = ThemeColours(**{role: pair[0] for role, pair in _ROLES.items()})
 DARK = ThemeColours(**{role: pair[1] for role, pair in _ROLES.items()})

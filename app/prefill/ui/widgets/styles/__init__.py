@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from prefill.ui.widgets.colours import ThemeColours, colours_for
-from prefill.ui.widgets.styles import chat, composer, focus, sidebar
+from prefill.ui.widgets.styles import chat, composer, focus, models, sidebar
 
-_PIECES: tuple[Callable[[ThemeColours], str], ...] = (chat.sheet, sidebar.sheet, focus.sheet, composer.sheet)
+_PIECES: tuple[Callable[[ThemeColours], str], ...] = (chat.sheet, sidebar.sheet, models.sheet, focus.sheet,
+                                                     composer.sheet)
 
 
 def style_sheet(effective: str) -> str:
