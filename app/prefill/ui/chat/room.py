@@ -101,11 +101,13 @@ def offer_chat_actions(parts: ChatParts, actions: RoomActions, notice: Callable[
 
 
 def wire_sidebar(sidebar: EngineSidebar, worker: EngineWorker) -> None:
-    """The sidebar's figures from the engine: the load's progress, the KV cache, the tool rounds."""
+    """The sidebar's figures from the engine: the load's progress, the KV cache, the tool rounds, and an
+    answer refused or failed."""
     worker.load_progress.connect(sidebar.set_load_progress)
     worker.kv_state.connect(sidebar.set_kv)
     worker.residents_changed.connect(sidebar.set_residents)
     worker.tool_loop_finished.connect(lambda _request, end: sidebar.on_tool_rounds(end.timings, end.tool_rounds))
+    worker.failed.connect(lambda _request, reason: sidebar.on_failed(reason))  # refused: not "…" for ever
 
 
 def wire_tools(button: ChatToolsButton, mcp: McpServers | None, worker: EngineWorker,

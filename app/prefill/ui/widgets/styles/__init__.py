@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from prefill.ui.widgets.colours import ThemeColours, colours_for
-from prefill.ui.widgets.styles import chat, focus, sidebar
+from prefill.ui.widgets.styles import chat, focus, notices, sidebar
 
-_PIECES: tuple[Callable[[ThemeColours], str], ...] = (chat.sheet, sidebar.sheet, focus.sheet)
+_PIECES: tuple[Callable[[ThemeColours], str], ...] = (chat.sheet, sidebar.sheet, notices.sheet, focus.sheet)
 
 
 def style_sheet(effective: str) -> str:
