@@ -1,11 +1,12 @@
 """Screenshots of the compact sidebar and the window's notices, under Xvfb.
 
 The bundled SmolLM2 answers one message (greedy, a paragraph: the speed plot has a curve), then the
-window is shot: the sidebar light and dark at 1400×900 and 900×600, a tooltip in the engine's words,
-Details opened, the chat opened again (its plot drawn from the curve kept with the answer), a toast and
-a banner. Saves, under <out>: sidebar-light-1400.png, sidebar-tooltip.png, sidebar-dark-1400.png,
-sidebar-light-900.png, sidebar-dark-900.png, sidebar-details.png, sidebar-reopened.png,
-notice-toast.png, notice-banner.png (the window only). Needs Xvfb and the bundled model.
+window is shot: the sidebar light and dark at 1400×900 and 900×600 (at 900 px with the chat list
+folded), a tooltip in the engine's words, Details opened, the chat opened again (its plot drawn from
+the curve kept with the answer), a toast and a banner. Saves, under <out>: sidebar-light-1400.png,
+sidebar-tooltip.png, sidebar-dark-1400.png, sidebar-light-900.png, sidebar-dark-900.png,
+sidebar-details.png, sidebar-reopened.png, notice-toast.png, notice-banner.png (the window only).
+Needs Xvfb and the bundled model.
 
     python scripts/screenshot_sidebar.py [--out packaging/screenshots]
 """
@@ -48,6 +49,9 @@ def inside(out: Path) -> int:
 
     def at(width: int, height: int, theme: str, then: Callable[[], None]) -> None:
         w.set_theme(apply_theme(app, theme))
+        # At 900 px the chat list is folded (its Chats button), as on a small screen: with it open, its
+        # buttons (264 px) and the chat (522 px) leave the sidebar about 110 px.
+        w.panels.set_shown("chats", width > 1000)
         w.resize(width, height)
         w.splitter.setSizes([int(width * 0.2), int(width * 0.5), int(width * 0.3)])
         QTimer.singleShot(400, then)

@@ -79,9 +79,28 @@ def test_a_label_and_its_value_share_one_row(qtbot) -> None:
         for key in ("tokens", "prefill", "prompt", "itl", "evaluated"):
             title, value = title_of(s, key), s.labels[key]
             assert value.isVisible(), key
-            t, v = title.geometry(), value.geometry()
-            assert v.left() >= t.right(), (key, width)  # beside it, not under it
-            assert v.top() < t.bottom() and t.top() < v.bottom(), (key, width)  # on the same line
+
+            def one_row(title: QLabel = title, value: QLabel = value) -> bool:
+                t, v = title.geometry(), value.geometry()
+                beside = v.left() >= t.right()  # not under it
+                return beside and v.top() < t.bottom() and t.top() < v.bottom()  # on the same line
+
+            qtbot.waitUntil(one_row, timeout=2000)
+
+
+def test_a_squeezed_sidebar_stacks_its_figures_rather_than_cutting_them_off(qtbot) -> None:
+    from prefill.ui.widgets.tokens import COLUMN
+
+    s = sidebar_of(qtbot)
+    s.begin_answer()
+    s.on_finished(Finished("length", "x", M))
+    s.resize(COLUMN.side_min_width - 20, 900)  # a small window with every panel open
+    qtbot.waitUntil(lambda: s.scroller.widget().width() <= s.scroller.viewport().width(), timeout=2000)
+    qtbot.waitUntil(lambda: s.labels["prompt"].geometry().top() >= title_of(s, "prompt").geometry().bottom(),
+                    timeout=2000)  # under its label: no room beside it
+    s.resize(COLUMN.side_min_width + 40, 900)
+    qtbot.waitUntil(lambda: s.labels["prompt"].geometry().top() < title_of(s, "prompt").geometry().bottom(),
+                    timeout=2000)  # beside it again
 
 
 def test_the_headline_shows_the_last_answers_speed_and_first_word(qtbot) -> None:
@@ -288,3 +307,15 @@ def test_the_memory_line_sums_the_resident_models_against_the_budget(qtbot) -> N
     assert "B: 500.0 MiB, measured (pinned)" in tip and "A: 512.0 MiB, estimated (in use)" in tip  # which are guesses
     sidebar.set_residents(ResidentModels())
     assert not sidebar.shows("memory")
+
+
+def test_the_headline_fits_the_sidebar_whatever_its_width(qtbot) -> None:
+    s = sidebar_of(qtbot)
+    s.begin_answer()
+    s.on_finished(Finished("stop", "x", MetricsSnapshot(completion_tokens=100, decode_tps=14.7, ttft_ms=1605.0)))
+    for width in (180, 240, 270, 420):
+        s.resize(width, 900)
+        qtbot.waitUntil(lambda width=width: s.width() == width, timeout=2000)
+        qtbot.waitUntil(lambda: s.scroller.widget().width() <= s.scroller.viewport().width(), timeout=2000)
+        first = s.headline.first_word
+        assert first.mapTo(s, QPoint(first.width(), 0)).x() <= s.scroller.viewport().width(), width  # not cut

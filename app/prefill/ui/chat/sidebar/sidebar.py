@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QAbstractItemModel, Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QFrame, QLabel, QProgressBar, QScrollArea, QVBoxLayout, QWidget
 
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
@@ -30,7 +31,7 @@ from prefill.ui.chat.transcript.finish_words import finish_words
 from prefill.ui.chat.transcript.transcript_model import Roles
 from prefill.ui.widgets.plain_text import plain_label, tooltip
 from prefill.ui.widgets.theme import kv_bar_style
-from prefill.ui.widgets.tokens import SPACE
+from prefill.ui.widgets.tokens import COLUMN, SPACE
 
 MIB = 1024 * 1024
 SPECULATION_KEYS = ("spec-drafts", "spec-step", "spec-rate", "spec-exact")
@@ -208,6 +209,19 @@ class EngineSidebar(QWidget):
         self.plot.set_theme(effective)
         self.kv_bar.setStyleSheet(kv_bar_style(self.kv_bar.value() / 1000, effective))  # its track too
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        # Squeezed (a small window with every panel open): the figures stack rather than being cut off.
+        narrow = event.size().width() < COLUMN.side_min_width
+        for card in self.findChildren(FigureCard):
+            card.set_narrow(narrow)
+        self._fit_headline(event.size().width())
+        super().resizeEvent(event)
+
+    def _fit_headline(self, width: int) -> None:
+        """The first word beside the writing speed where both fit the sidebar's width, else under it."""
+        room = width - self.scroller.verticalScrollBar().sizeHint().width() - 2 * SPACE.sm
+        self.headline.set_narrow(room < self.headline.side_by_side_width())
+
     def _card(self, group: str, keys: tuple[str, ...], auto_hide: bool = False) -> FigureCard:
         card = FigureCard(GROUPS[group] if group else None, auto_hide)
         for key in keys:
@@ -224,6 +238,7 @@ class EngineSidebar(QWidget):
             self.labels[key].setText(text)
             if key in ("decode", "ttft"):
                 self.headline.show_figures()
+                self._fit_headline(self.width())
 
     def text(self, key: str) -> str:
         return self.labels[key].text()

@@ -7,7 +7,7 @@ A figure with nothing to say is left out of its card, not shown as a dash.
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QFormLayout, QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QBoxLayout, QFormLayout, QFrame, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from prefill.ui.chat.sidebar.sidebar_words import FIGURES, Words
 from prefill.ui.widgets.icons import icon
@@ -37,10 +37,17 @@ class FigureCard(QFrame):
         self.form.setContentsMargins(0, 0, 0, 0)
         self.form.setHorizontalSpacing(SPACE.md)
         self.form.setVerticalSpacing(SPACE.xs)
-        self.form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)  # never label above value
+        self.form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)  # label beside value (`set_narrow`)
         self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         lay.addLayout(self.form)
+
+    def set_narrow(self, narrow: bool) -> None:
+        """Narrow (a side panel squeezed under `COLUMN.side_min_width`): each value under its label, as
+        there is no room beside it; else beside it, on one line."""
+        policy = QFormLayout.RowWrapPolicy.WrapAllRows if narrow else QFormLayout.RowWrapPolicy.DontWrapRows
+        if self.form.rowWrapPolicy() != policy:
+            self.form.setRowWrapPolicy(policy)
 
     def figure(self, key: str, words: Words | None = None) -> QLabel:
         """A row for the figure `key`, labelled and explained from the words table; hidden until set."""
@@ -97,7 +104,7 @@ class Headline(QFrame):
         lay.setContentsMargins(SPACE.md, SPACE.md, SPACE.md, SPACE.sm)
         lay.setSpacing(SPACE.xs)
         self.figures = QWidget()
-        row = QHBoxLayout(self.figures)
+        row = self._row = QBoxLayout(QBoxLayout.Direction.LeftToRight, self.figures)
         row.setContentsMargins(0, 0, 0, 0)
         row.setSpacing(SPACE.xl)
         self.speed, self._speed = _stat(FIGURES["decode"])
@@ -111,7 +118,19 @@ class Headline(QFrame):
         self.state.setWordWrap(True)
         self.state.hide()
         lay.addWidget(self.state)
+        lay.addSpacing(SPACE.xs)  # the plot's scale clear of the captions
         self.body = lay  # the plot goes under the figures
+
+    def side_by_side_width(self) -> int:
+        """The width the two figures need beside each other, margins included."""
+        return self._speed.sizeHint().width() + self._first.sizeHint().width() + SPACE.xl + 2 * SPACE.md
+
+    def set_narrow(self, narrow: bool) -> None:
+        """Narrow: the first word under the writing speed, not beside it."""
+        if (self._row.direction() == QBoxLayout.Direction.TopToBottom) == narrow:
+            return
+        self._row.setDirection(QBoxLayout.Direction.TopToBottom if narrow else QBoxLayout.Direction.LeftToRight)
+        self._row.setSpacing(SPACE.xs if narrow else SPACE.xl)
 
     def show_figures(self) -> None:
         """Each figure with a value shown, with its caption; the row goes when neither has one."""
