@@ -106,8 +106,8 @@ def wire_sidebar(sidebar: EngineSidebar, worker: EngineWorker) -> None:
     worker.load_progress.connect(sidebar.set_load_progress)
     worker.kv_state.connect(sidebar.set_kv)
     worker.residents_changed.connect(sidebar.set_residents)
-    worker.tool_loop_finished.connect(lambda _request, end: sidebar.on_tool_rounds(end.timings, end.tool_rounds))
-    worker.failed.connect(lambda _request, reason: sidebar.on_failed(reason))  # refused: not "…" for ever
+    worker.tool_loop_finished.connect(sidebar.on_tool_loop_finished)
+    worker.failed.connect(sidebar.on_request_failed)  # refused: not "…" for ever (a slot: on the GUI thread)
 
 
 def wire_tools(button: ChatToolsButton, mcp: McpServers | None, worker: EngineWorker,

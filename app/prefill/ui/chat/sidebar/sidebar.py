@@ -22,7 +22,7 @@ from prefill.engine.units import format_bytes
 from prefill.session.documents import Retrieval
 from prefill.session.loaded import LoadedModel
 from prefill.session.residents import ResidentModels
-from prefill.session.tool_loop import RoundTiming
+from prefill.session.tool_loop import LoopFinished, RoundTiming
 from prefill.ui.chat.sidebar.draft_strip import DraftStrip
 from prefill.ui.chat.sidebar.sidebar_parts import Disclosure, FigureCard, Headline
 from prefill.ui.chat.sidebar.sidebar_plot import CURVE_KEY, RatePlot
@@ -310,6 +310,11 @@ class EngineSidebar(QWidget):
                 self._set(key, "…")
             self.documents_box.show()
 
+    def on_request_failed(self, _request: int, reason: str) -> None:
+        """The engine worker's `failed`: connected to this method, not a lambda, so that it runs on the
+        GUI thread (a lambda would run on the worker's)."""
+        self.on_failed(reason)
+
     def on_failed(self, reason: str) -> None:
         """The answer coming was refused or failed (a message too long for the context, a server's
         error): its figures go, and the headline says why, instead of "…" for ever."""
@@ -432,6 +437,10 @@ class EngineSidebar(QWidget):
         if self.remote and not f.metrics.prompt_tokens:  # a server that sends no `usage`
             for key in ("prompt", "reused", "evaluated"):
                 self._set(key, "not reported by the server")
+
+    def on_tool_loop_finished(self, _request: int, end: LoopFinished) -> None:
+        """The engine worker's `tool_loop_finished` (a method, not a lambda: it runs on the GUI thread)."""
+        self.on_tool_rounds(end.timings, end.tool_rounds)
 
     def on_tool_rounds(self, rounds: Sequence[RoundTiming], tool_rounds: int) -> None:
         """Where a turn with tool calls spent its time: the model, the tools, waiting on the person and
