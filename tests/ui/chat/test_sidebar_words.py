@@ -106,6 +106,7 @@ def test_a_squeezed_sidebar_stacks_its_figures_rather_than_cutting_them_off(qtbo
 def test_the_headline_shows_the_last_answers_speed_and_first_word(qtbot) -> None:
     s = sidebar_of(qtbot)
     assert not s.headline.figures.isVisible() and s.headline.state.text()  # no answer yet: said, not dashed
+    assert not s.answer_card.isVisible()  # and no empty card
     s.begin_answer()
     assert (s.text("decode"), s.text("ttft")) == ("…", "…")
     s.on_finished(Finished("length", "x", M))

@@ -41,6 +41,7 @@ class FigureCard(QFrame):
         self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         lay.addLayout(self.form)
+        self.setHidden(auto_hide)  # until a figure has a value
 
     def set_narrow(self, narrow: bool) -> None:
         """Narrow (a side panel squeezed under `COLUMN.side_min_width`): each value under its label, as
@@ -83,7 +84,10 @@ class FigureCard(QFrame):
 
     def set(self, value: QLabel, text: str) -> None:
         """`value`'s figure: shown with `text`, or its row left out when there is none."""
+        was = bool(value.text())
         value.setText(text)
+        if was == bool(text):
+            return  # the row stays as it is: no new layout for a figure that only changed
         self.form.setRowVisible(value, bool(text))
         if self._auto_hide:
             self.setVisible(any(v.text() for v in self._values))
