@@ -112,7 +112,7 @@ def test_a_cited_answer_links_its_marks_opens_passages_and_keeps_its_sources(
     assert [s.n for s in said.sources] == [1, 2]
 
     export = tmp_path / "chats.json"
-    with qtbot.waitSignal(w2.history_menu.notice, timeout=10_000):
+    with qtbot.waitSignal(w2.history_menu.news, timeout=10_000):  # "Exported…"
         w2.history_menu.export_to(export, "json", [cid])
     doc = json.loads(export.read_text(encoding="utf-8"))
     kept = doc["conversations"][0]["messages"][-1]["figures"]["sources"]

@@ -151,7 +151,7 @@ def test_the_summary_survives_a_restart_and_an_export_import(app, qtbot, smollm2
     assert w2.chat_view.live_widget(at).note.text() == summary.note
 
     export = tmp_path / "chats.json"
-    with qtbot.waitSignal(w2.history_menu.notice, timeout=10_000):
+    with qtbot.waitSignal(w2.history_menu.news, timeout=10_000):  # "Exported…"
         w2.history_menu.export_to(export, "json", [cid])
     other = App(qtbot, tmp_path / "elsewhere", smollm2)
     (tmp_path / "elsewhere").mkdir()

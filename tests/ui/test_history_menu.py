@@ -45,20 +45,20 @@ def test_export_this_chat_then_import_it_elsewhere(
     menu = _menu(qtbot, proxy, current=1)
     out = tmp_path / "exports" / "chat.json"
     _choose(monkeypatch, "getSaveFileName", out)
-    with qtbot.waitSignal(menu.notice, timeout=10_000) as said:
+    with qtbot.waitSignal(menu.news, timeout=10_000) as said:  # passing news: the window's toast
         menu.export_one["json"].trigger()
     assert said.args == [f"Exported 1 chat to {out}."]
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert [m["content"] for m in doc["conversations"][0]["messages"]] == ["Hello there"]
 
     _choose(monkeypatch, "getOpenFileName", WEBUI_EXPORT)
-    with qtbot.waitSignal(menu.imported, timeout=10_000), qtbot.waitSignal(menu.notice) as said:
+    with qtbot.waitSignal(menu.imported, timeout=10_000), qtbot.waitSignal(menu.news) as said:
         menu.import_action.trigger()
     left_out = "1 message of other branches or tool calls left out."
     assert said.args == [f"Imported 2 chats from llamacpp_webui_export.json. {left_out}"]
     _choose(monkeypatch, "getOpenFileName", out)
     with (
-        qtbot.waitSignal(menu.notice, timeout=10_000) as said,
+        qtbot.waitSignal(menu.news, timeout=10_000) as said,
         qtbot.assertNotEmitted(menu.imported),
     ):
         menu.import_action.trigger()
@@ -90,4 +90,4 @@ def test_the_window_lists_imported_chats(
     with qtbot.waitSignal(w.history_menu.imported, timeout=10_000):
         w.history_menu.import_action.trigger()
     qtbot.waitUntil(lambda: "How far is the Moon?" in w.history.titles.values(), timeout=10_000)
-    assert w.notice.text().startswith("Imported 2 chats")
+    assert w.toast.text().startswith("Imported 2 chats") and not w.notice.isVisible()  # news, not a banner

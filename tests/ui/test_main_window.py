@@ -26,7 +26,7 @@ def test_streams_an_answer_and_sidebar_matches_the_engine(app, qtbot, smollm2: P
     assert side.text("ttft").startswith(f"{m.ttft_ms:.0f} ms")
     assert side.text("prompt") == f"{m.prompt_tokens} tokens"
     assert side.text("evaluated") == str(m.evaluated_tokens)
-    assert side.text("kv").startswith(f"{m.kv_used:,} of {m.kv_total:,} cells")
+    assert side.text("kv").startswith(f"{m.kv_used:,} of {m.kv_total:,} memory cells")
     assert side.kv_bar.value() == int(m.kv_used / m.kv_total * 1000)
     assert f"{m.completion_tokens} tokens" in w.chat_view.live_widget(1).figures.text()
 

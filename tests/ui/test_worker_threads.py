@@ -11,7 +11,6 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QThread, Signal
 from PySide6.QtWidgets import QWidget
 
 from prefill.engine.events import Finished
@@ -27,7 +26,6 @@ from prefill.ui.documents.room import DocumentsRoom
 from prefill.ui.workers.documents_worker import DocumentsThread
 from prefill.ui.workers.engine_worker import EngineThread
 from prefill.ui.workers.mcp_servers import McpServers
-from prefill.ui.workers.owned_slot import owned_slot
 from prefill.ui.workers.pool_jobs import PoolJobs
 from prefill.ui.workers.store_worker import StoreProxy, Stores
 from tests.ui.scripted_windows import OnThread
@@ -42,37 +40,6 @@ def recorder() -> tuple[list[threading.Thread], Callable[..., None]]:
 def on_gui_thread(qtbot, seen: list[threading.Thread]) -> None:
     qtbot.waitUntil(lambda: bool(seen), timeout=10_000)
     assert seen == [threading.main_thread()]
-
-
-class _Worker(QObject):
-    said = Signal(int, object)
-
-
-def test_an_owned_slot_runs_on_its_owners_thread_and_ends_with_it(qtbot) -> None:
-    thread = QThread()
-    worker = _Worker()
-    worker.moveToThread(thread)
-    thread.start()
-    try:
-        seen, record = recorder()
-        kept, record_kept = recorder()
-        bare, record_bare = recorder()
-        owner, keeper = QObject(), QObject()
-        worker.said.connect(owned_slot(owner, record))
-        worker.said.connect(owned_slot(keeper, record_kept))  # queued after the owner's, so heard after it
-        worker.said.connect(record_bare)
-        on_thread = OnThread(thread)
-        on_thread.run.emit(lambda: worker.said.emit(1, "x"))
-        on_gui_thread(qtbot, seen)
-        qtbot.waitUntil(lambda: len(bare) == 1 and len(kept) == 1, timeout=10_000)
-        assert bare[0] is not threading.main_thread()  # what a bare function does instead: the worker's thread
-        del owner  # its slot goes with it
-        on_thread.run.emit(lambda: worker.said.emit(2, "y"))
-        qtbot.waitUntil(lambda: len(kept) == 2, timeout=10_000)
-        assert len(seen) == 1
-    finally:
-        thread.quit()
-        thread.wait()
 
 
 def test_the_engine_workers_tool_rounds_reach_the_sidebar_on_the_gui_thread(qtbot) -> None:

@@ -35,6 +35,7 @@ class LoadedModel:
     vision: str = ""  # its projector, or that images need one and the file to get ("": nothing to say)
     flash_attn: bool | None = None  # whether flash attention is on, as llama.cpp resolved it (None: remote)
     resident: bool = False  # it was already in memory: switched to without a load
+    n_ctx_asked: int = 0  # the context asked for; llama.cpp rounds it up, so `n_ctx` (what runs) may be more
 
     @property
     def format_from_model(self) -> bool:
@@ -54,6 +55,7 @@ def local_model(engine: RunsLocally, path: Path, load_ms: float, projector: Path
         path=path,
         name=engine.header.name or path.stem,
         n_ctx=engine.n_ctx,
+        n_ctx_asked=engine.runtime.settings.n_ctx,
         n_layer=engine.header.n_layer,
         backend_summary=engine.device.summary,
         backend_warning=engine.device.warning,

@@ -54,6 +54,7 @@ from prefill.ui.shortcuts import install as install_shortcuts
 from prefill.ui.shortcuts import sheet_rows
 from prefill.ui.shortcuts_sheet import show_sheet
 from prefill.ui.welcome import Welcome
+from prefill.ui.widgets.notices import NoticeAction, NoticeArea
 from prefill.ui.widgets.plain_text import plain_label
 from prefill.ui.widgets.theme import ThemeFollower, code_palette
 from prefill.ui.wiring.room_actions import RoomActions
@@ -110,18 +111,8 @@ class MainWindow(QMainWindow):
         self.sidebar = EngineSidebar(theme)
         self.conversations = ConversationList()
         self.input = InputBox()
-        self.notice = plain_label()
-        self.notice.setObjectName("notice")
-        self.notice.setWordWrap(True)
-        self.notice.hide()
         self._notice_lasting = False  # the notice shown holds until replaced (else a load, a switch clear it)
-        # What keeps failing (the history, the settings file) stays in view until fixed,
-        # apart from the notices a chat replaces.
-        self.problem = plain_label()
-        self.problem.setObjectName("store-problem")
-        self.problem.setWordWrap(True)
-        self.problem.hide()
-        self._problems: list[str] = []
+        self._problems: list[str] = []  # what keeps failing (the history, the settings file), said apart
         self.welcome = Welcome(bundled)
         self.mcp = mcp  # the MCP servers whose tools chats may call (None: no tools)
         self.tools_dialog: ToolsDialog | None = None
@@ -142,8 +133,12 @@ class MainWindow(QMainWindow):
         ml = QVBoxLayout(middle)
         ml.setContentsMargins(0, 0, 0, 0)
         ml.addWidget(self.stack, 1)
-        ml.addWidget(self.problem)
-        ml.addWidget(self.notice)
+        # Notices over the page, never in its layout: a banner for what needs action (the lasting problem
+        # above it), a toast for passing news. A notice coming or going moves nothing.
+        self.notices = NoticeArea(self.stack)
+        self.notice, self.problem, self.toast = self.notices.banner, self.notices.problem, self.notices.toast
+        self.notice.closed.connect(self._on_notice_closed)
+        self.problem.closed.connect(self._problems.clear)  # said again if it comes again
         ml.addWidget(self.tool_approval)
         ml.addWidget(self.index_panel)
         ml.addWidget(self.input)
@@ -270,6 +265,7 @@ class MainWindow(QMainWindow):
         w.cache_note.connect(self.show_notice)
         w.disk_cache.connect(self._on_worker_disk_cache)
         w.speculation_refused.connect(self.show_notice)
+        self.history_menu.news.connect(self.show_toast)  # "Exported…", "Imported…": passing news
         # Between the chat and the other rooms.
         self.input.send.connect(self._on_input_send)
         self.controller.unsent.connect(self._on_controller_unsent)
@@ -358,7 +354,8 @@ class MainWindow(QMainWindow):
     # --- chat --------------------------------------------------------------------------------
     def _on_input_send(self, text: str) -> None:
         if self.loaded is None:
-            self.show_notice("Load a model first (the picker at the top, or the bundled SmolLM2).")
+            self.show_notice("Load a model first: pick one at the top, or the bundled SmolLM2.",
+                             action=("Choose a model", self.model_combo.showPopup))
             self.input.editor.setPlainText(text)
             return
         self.controller.send(text, self.input.take_images())
@@ -383,26 +380,35 @@ class MainWindow(QMainWindow):
         """The Server dock (None until Serve is first pressed: the HTTP stack loads then)."""
         return self.server.dock
 
-    def show_notice(self, text: str, lasting: bool = False) -> None:
-        """A sentence under the chat ("" hides it). One not `lasting` tells of the moment, and goes when
-        the moment does: a load, a chat switch or an answer clears it; a `lasting` one (what start-up
-        found) stays until another replaces it or an answer starts."""
-        self.notice.setText(text)
-        self.notice.setVisible(bool(text))
+    def show_notice(self, text: str, lasting: bool = False, action: NoticeAction | None = None) -> None:
+        """A banner over the top of the page, with `action` as its button ("" hides it, and the toast).
+        One not `lasting` tells of the moment, and goes when the moment does: a load, a chat switch or
+        an answer clears it; a `lasting` one (what start-up found) stays until another replaces it, it is
+        closed, or an answer starts."""
+        self.notice.say(text, action)
         self._notice_lasting = lasting and bool(text)
+        if not text:
+            self.toast.clear()
+
+    def show_toast(self, text: str) -> None:
+        """Passing news ("Exported…") over the bottom of the page, gone in a few seconds."""
+        self.toast.show_text(text)
 
     def clear_passing_notice(self) -> None:
-        """Hide the notice unless it is a lasting one: what it said no longer holds."""
+        """What no longer holds goes: the toast, and the banner unless it is a lasting one."""
+        self.toast.clear()
         if not self._notice_lasting:
             self.show_notice("")
+
+    def _on_notice_closed(self) -> None:
+        self._notice_lasting = False
 
     def show_problem(self, text: str) -> None:
         """A fault of the history or the settings file: kept in view, each sentence once."""
         if text in self._problems:
             return
-        self._problems = [*self._problems[-2:], text]
-        self.problem.setText("\n".join(self._problems))
-        self.problem.show()
+        self._problems[:] = [*self._problems[-2:], text]
+        self.problem.say("\n".join(self._problems))
 
     # --- conversations ---------------------------------------------------------------------------
     def refresh_conversations(self) -> None:

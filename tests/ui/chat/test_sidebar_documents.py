@@ -32,7 +32,7 @@ def test_documents_in_whole_say_nothing_was_searched(qtbot) -> None:
     s = sidebar_of(qtbot)
     s.on_retrieval(Retrieval("whole", 1, 0, 40, 900, 0.0, 0.0))
     assert s.text("docs-how") == "whole: 1 document, kept for the next question"
-    assert s.text("docs-embed") == "— (nothing searched)" and not s.documents_note.isVisible()
+    assert s.text("docs-embed") == "nothing searched" and not s.documents_note.isVisible()
 
 
 def test_an_answers_stored_retrieval_is_shown_again_and_checked(qtbot) -> None:

@@ -25,6 +25,7 @@ from prefill.session.turn import Source
 from prefill.store.app_settings import Settings
 from prefill.ui.chat.answer_store import AnswerStore, answer_figures, call_figures, done_figures
 from prefill.ui.chat.sidebar.sidebar import EngineSidebar
+from prefill.ui.chat.sidebar.sidebar_plot import CURVE_KEY
 from prefill.ui.chat.sources.cited import cited_sources
 from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
 from prefill.ui.workers.engine_worker import EngineWorker
@@ -183,13 +184,15 @@ class AnswerRelay(QObject):
             t.turn.sources = t.retrieved.cite(f.text)  # only marks that point at a source given
             if t.retrieved.retrieval is not None:
                 figures["retrieval"] = t.retrieved.retrieval.as_dict()
+        self._sidebar.on_finished(f)
+        if figures:  # the writing speed's curve, drawn again when the chat is opened again
+            figures[CURVE_KEY] = self._sidebar.plot.curve()
         # As the history keeps them (a long passage: its part the answer relied on), so a reopened chat shows the same.
         self._model.update_row(t.row, content=f.text, reasoning=f.reasoning, streaming=False,
                                figures=figures, finish_reason=f.reason,
                                sources=cited_sources(t.turn.sources, t.turn.text))
-        self._sidebar.on_finished(f)
-        # with its calls (the tool rows of a reopened chat come from them) and what retrieval did
-        self._answers.answer_finished(t.turn, {"retrieval": figures["retrieval"]} if "retrieval" in figures else None)
+        # with its calls (the tool rows of a reopened chat come from them), what retrieval did, and the curve
+        self._answers.answer_finished(t.turn, {k: figures[k] for k in ("retrieval", CURVE_KEY) if k in figures})
         self._end()
         if f.error:
             self.notice.emit(f.error)

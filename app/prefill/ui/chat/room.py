@@ -23,7 +23,6 @@ from prefill.ui.chat.transcript.view import ChatView
 from prefill.ui.wiring.room_actions import RoomActions
 from prefill.ui.workers.engine_worker import EngineWorker
 from prefill.ui.workers.mcp_servers import McpServers
-from prefill.ui.workers.owned_slot import owned_slot
 
 
 @dataclass(frozen=True)
@@ -102,14 +101,13 @@ def offer_chat_actions(parts: ChatParts, actions: RoomActions, notice: Callable[
 
 
 def wire_sidebar(sidebar: EngineSidebar, worker: EngineWorker) -> None:
-    """The sidebar's figures from the engine: the load's progress, the KV cache, the tool rounds."""
+    """The sidebar's figures from the engine: the load's progress, the KV cache, the tool rounds, and an
+    answer refused or failed."""
     worker.load_progress.connect(sidebar.set_load_progress)
     worker.kv_state.connect(sidebar.set_kv)
     worker.residents_changed.connect(sidebar.set_residents)
-    # A bare lambda runs on the thread of the signal's object, the engine thread here: owned by the sidebar,
-    # it runs on the GUI thread.
-    worker.tool_loop_finished.connect(
-        owned_slot(sidebar, lambda _request, end: sidebar.on_tool_rounds(end.timings, end.tool_rounds)))
+    worker.tool_loop_finished.connect(sidebar.on_tool_loop_finished)
+    worker.failed.connect(sidebar.on_request_failed)  # refused: not "…" for ever (a slot: on the GUI thread)
 
 
 def wire_tools(button: ChatToolsButton, mcp: McpServers | None, worker: EngineWorker,

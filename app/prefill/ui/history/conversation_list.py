@@ -3,6 +3,9 @@
 The chats are grouped by the day they last changed (Today, Yesterday, Previous 7 days, Older). A
 group's name is painted above its first chat by the list's delegate rather than being an item of its
 own, so every item is a chat: its row, the keyboard's Up and Down and the current item stay chats.
+
+Search results show the words found on a marker's colour. The delegate paints the title and the
+excerpt as plain text, piece by piece: a title is text from outside (STYLE.md 16), never markup.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from collections.abc import Sequence
 from datetime import date, datetime
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPoint, QRect, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QPainter
+from PySide6.QtGui import QColor, QPainter, QPalette
 from PySide6.QtWidgets import (
+    QApplication,
     QHBoxLayout,
     QInputDialog,
     QLineEdit,
@@ -21,6 +25,7 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMenu,
     QPushButton,
+    QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
     QVBoxLayout,
@@ -28,6 +33,8 @@ from PySide6.QtWidgets import (
 )
 
 from prefill.store import ConversationRecord, SearchHit
+from prefill.store.search import search_terms
+from prefill.ui.widgets.colours import colours_for
 from prefill.ui.widgets.plain_text import Button, ask, plain_label, tooltip
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -50,8 +57,47 @@ def date_group(updated_at: float, today: date) -> str:
     return "Older"
 
 
+def match_spans(text: str, terms: list[str]) -> list[tuple[int, int]]:
+    """Where any of `terms` occurs in `text`, any case: (start, end) pairs, in order, overlaps merged."""
+    low = text.lower()
+    if len(low) != len(text):  # a letter whose lower case is longer: no place to mark safely
+        return []
+    spans: list[tuple[int, int]] = []
+    for term in {t.lower() for t in terms if t}:
+        at = low.find(term)
+        while at >= 0:
+            spans.append((at, at + len(term)))
+            at = low.find(term, at + 1)
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def pieces(text: str, terms: list[str]) -> list[tuple[str, bool]]:
+    """`text` cut into pieces, each marked whether it is a match of `terms`."""
+    out: list[tuple[str, bool]] = []
+    at = 0
+    for start, end in match_spans(text, terms):
+        if start > at:
+            out.append((text[at:start], False))
+        out.append((text[start:end], True))
+        at = end
+    if at < len(text):
+        out.append((text[at:], False))
+    return out
+
+
 class GroupDelegate(QStyledItemDelegate):
-    """Paints a group's name above the first chat of the group (its GROUP_ROLE), muted and small."""
+    """Paints a group's name above the first chat of the group (its GROUP_ROLE), muted and small; with
+    search `terms`, the words found on the marker's colour."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.terms: list[str] = []  # the search's words (none: the plain list)
 
     def _header_height(self, option: QStyleOptionViewItem) -> int:
         return option.fontMetrics.height() + HEADER_PAD
@@ -66,7 +112,7 @@ class GroupDelegate(QStyledItemDelegate):
               index: QModelIndex | QPersistentModelIndex) -> None:
         group = index.data(GROUP_ROLE)
         if not group:
-            super().paint(painter, option, index)
+            self._paint_item(painter, option, index)
             return
         header = self._header_height(option)
         rect = QRect(option.rect)
@@ -80,7 +126,47 @@ class GroupDelegate(QStyledItemDelegate):
         painter.restore()
         item = QStyleOptionViewItem(option)
         item.rect = rect.adjusted(0, header, 0, 0)
-        super().paint(painter, item, index)
+        self._paint_item(painter, item, index)
+
+    def _paint_item(self, painter: QPainter, option: QStyleOptionViewItem,
+                    index: QModelIndex | QPersistentModelIndex) -> None:
+        if not self.terms:
+            super().paint(painter, option, index)
+            return
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        text = opt.text
+        opt.text = ""  # the row, its selection and focus drawn by the style; the words by hand, below
+        widget = opt.widget
+        style = widget.style() if widget is not None else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
+        area = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, widget).adjusted(2, 0, -2, 0)
+        self.paint_matches(painter, area, text, opt)
+
+    def paint_matches(self, painter: QPainter, area: QRect, text: str, opt: QStyleOptionViewItem) -> None:
+        """`text`'s lines in `area` as plain text, each elided to fit, the matches on the marker's colour."""
+        fm = opt.fontMetrics
+        lines = text.split("\n")
+        top = area.top() + (area.height() - fm.height() * len(lines)) // 2
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        active = bool(opt.state & QStyle.StateFlag.State_Active)
+        group = QPalette.ColorGroup.Active if active else QPalette.ColorGroup.Inactive
+        plain = opt.palette.color(group, QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text)
+        dark = opt.palette.color(QPalette.ColorRole.Base).lightness() < 128
+        marker = QColor(colours_for("dark" if dark else "light").search_match)
+        words = opt.palette.color(QPalette.ColorRole.Text)  # on the marker, the text's own colour reads
+        painter.save()
+        for n, line in enumerate(lines):
+            shown = fm.elidedText(line, Qt.TextElideMode.ElideRight, area.width())
+            x, y = area.left(), top + n * fm.height()
+            for piece, hit in pieces(shown, self.terms):
+                width = fm.horizontalAdvance(piece)
+                if hit:
+                    painter.fillRect(QRect(x, y, width, fm.height()), marker)
+                painter.setPen(words if hit else plain)
+                painter.drawText(QPoint(x, y + fm.ascent()), piece)  # drawText with a string: plain text
+                x += width
+        painter.restore()
 
 
 class ConversationList(QWidget):
@@ -111,7 +197,8 @@ class ConversationList(QWidget):
         self.list.setObjectName("conversation-list")
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.list.setItemDelegate(GroupDelegate(self.list))
+        self.delegate = GroupDelegate(self.list)
+        self.list.setItemDelegate(self.delegate)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._on_list_context_menu)
         # Said in place of an empty list: a search that found nothing, or no chats yet.
@@ -155,6 +242,7 @@ class ConversationList(QWidget):
     def set_conversations(self, conversations: Sequence[ConversationRecord], current: int | None) -> None:
         today = self.today()
         groups = [date_group(c.updated_at or c.created_at or time.time(), today) for c in conversations]
+        self.delegate.terms = []
         self._fill([(c.id, c.title, "", -1) for c in conversations], current, groups)
         self._say_empty("No chats yet. Write a message to start one, or press New chat." if not conversations else "")
 
@@ -167,9 +255,16 @@ class ConversationList(QWidget):
             seen.add(h.conversation_id)
             mid = -1 if h.message_id is None else h.message_id
             rows.append((h.conversation_id, titles.get(h.conversation_id, "Chat"), h.snippet, mid))
-        self._fill(rows, current)
         query = self.search.text().strip()
+        self.delegate.terms = search_terms(query)
+        self._fill(rows, current)
         self._say_empty(f"No chats match “{query}”. Try other words, or clear the search." if not rows else "")
+
+    def matches(self, row: int) -> list[str]:
+        """The words marked in the chat at `row` (in its whole text, before it is cut to fit; none outside a
+        search)."""
+        text = str(self.list.item(row).text())
+        return [piece for line in text.split("\n") for piece, hit in pieces(line, self.delegate.terms) if hit]
 
     def group_of(self, row: int) -> str:
         """The date group the chat at `row` is in ("" for search results, which are not grouped)."""

@@ -30,11 +30,13 @@ class HistoryMenu(QObject):
 
     Signals:
         imported(): chats were added to the history (the chat list should refresh).
-        notice(str): a sentence for the person: what was done, or what went wrong.
+        notice(str): a sentence for the person: what went wrong.
+        news(str): passing news: what was exported or imported.
     """
 
     imported = Signal()
     notice = Signal(str)
+    news = Signal(str)
 
     def __init__(self, parent: QWidget, store: StoreProxy, current: Callable[[], int | None]):
         super().__init__(parent)
@@ -90,7 +92,7 @@ class HistoryMenu(QObject):
         """Write these chats (None: all) to ``path`` on the store thread; say so when done."""
         self._store.export_chats(
             path, fmt, ids,
-            then=lambda n: self.notice.emit(f"Exported {_count(n, 'chat')} to {path}."),
+            then=lambda n: self.news.emit(f"Exported {_count(n, 'chat')} to {path}."),
             error=lambda e: self.notice.emit(self._failure("export to", path, e)),
         )
 
@@ -105,7 +107,7 @@ class HistoryMenu(QObject):
             if checked.left_out:
                 left_out = _count(checked.left_out, "message")
                 text += f" {left_out} of other branches or tool calls left out."
-            self.notice.emit(text)
+            self.news.emit(text)
             if result.imported:
                 self.imported.emit()
 

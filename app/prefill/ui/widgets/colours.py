@@ -31,6 +31,9 @@ class ThemeColours:
     assistant_bubble: str
     card: str
     border: str
+    toast: str
+    toast_text: str
+    search_match: str
     kv_track: str
     kv_green: str
     kv_amber: str
@@ -68,6 +71,11 @@ _ROLES: dict[str, tuple[str, str]] = {
     "assistant_bubble": ("#ffffff", "#22262d"),
     "card": ("#ffffff", "#22262d"),
     "border": ("#d0d7de", "#3a404a"),
+    # Passing news over the page: dark on the light theme, light on the dark, so it stands off either.
+    "toast": ("#24292f", "#e6edf3"),
+    "toast_text": ("#ffffff", "#1f2328"),
+    # Behind the words a search found, in the chat list: a marker's yellow (dark amber in the dark theme).
+    "search_match": ("#fde68a", "#7c5a0a"),
     "kv_track": ("#e5e7eb", "#30363d"),
     "kv_green": ("#16a34a", "#22c55e"),
     "kv_amber": ("#d97706", "#f59e0b"),

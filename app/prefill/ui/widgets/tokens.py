@@ -54,6 +54,7 @@ class Column:
     min_width: int = 480
     width: int = 760
     max_width: int = 920
+    side_min_width: int = 200  # a side panel narrower than this has no room for a label beside its value
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,10 @@
 """The engine sidebar: prompt, KV cache, TTFT, prefill and decode speed, latency, backend, speculation,
 the thinking against its budget. Live, and for the open chat its last answer's stored figures. Plain
-words first, the engine's words on hover (``sidebar_words``)."""
+words first, the engine's words on hover (``sidebar_words``).
+
+Compact: a headline (the writing speed and the first word, large) over the speed plot, then cards of
+figures, each a label and its value on one line; a figure with nothing to say is left out, and the
+rarer ones are folded under Details."""
 
 from __future__ import annotations
 
@@ -11,38 +15,32 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractItemModel, Qt
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import (
-    QFormLayout,
-    QFrame,
-    QGroupBox,
-    QLabel,
-    QProgressBar,
-    QScrollArea,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QFrame, QLabel, QProgressBar, QScrollArea, QVBoxLayout, QWidget
 
 from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone
 from prefill.engine.units import format_bytes
 from prefill.session.documents import Retrieval
 from prefill.session.loaded import LoadedModel
 from prefill.session.residents import ResidentModels
-from prefill.session.tool_loop import RoundTiming
+from prefill.session.tool_loop import LoopFinished, RoundTiming
 from prefill.ui.chat.sidebar.draft_strip import DraftStrip
-from prefill.ui.chat.sidebar.sidebar_plot import RatePlot
+from prefill.ui.chat.sidebar.sidebar_parts import Disclosure, FigureCard, Headline
+from prefill.ui.chat.sidebar.sidebar_plot import CURVE_KEY, RatePlot
 from prefill.ui.chat.sidebar.sidebar_words import FIGURES, GROUPS
 from prefill.ui.chat.transcript.finish_words import finish_words
 from prefill.ui.chat.transcript.transcript_model import Roles
 from prefill.ui.widgets.plain_text import plain_label, tooltip
 from prefill.ui.widgets.theme import kv_bar_style
+from prefill.ui.widgets.tokens import COLUMN, SPACE
 
 MIB = 1024 * 1024
-WIDE = 360  # px: from this width on, a figure stands beside its label
 SPECULATION_KEYS = ("spec-drafts", "spec-step", "spec-rate", "spec-exact")
 DOCUMENT_KEYS = ("docs-how", "docs-tokens", "docs-embed", "docs-search")
 SPECULATION_TIPS = {key: FIGURES[key].tip for key in SPECULATION_KEYS}
 ANSWER_KEYS = ("ttft", "ttfa", "prefill", "decode", "itl", "tokens", "prompt", "reused", "evaluated", "restored",
-               "images")
+               "images", "tools")
+WAITING_KEYS = ("ttft", "decode", "tokens", "prefill", "prompt")  # "…" while an answer is coming
+NO_ANSWER = "No answer yet."
 
 
 def last_answer_figures(transcript: QAbstractItemModel) -> dict[str, Any]:
@@ -109,6 +107,7 @@ class EngineSidebar(QWidget):
         super().__init__()
         self._theme = theme
         self.labels: dict[str, QLabel] = {}
+        self._cards: dict[str, FigureCard] = {}  # the card each figure's row is in
         # The figures scroll in a short window rather than being squeezed or cut off.
         self.scroller = QScrollArea()
         self.scroller.setObjectName("sidebar-scroll")
@@ -116,97 +115,78 @@ class EngineSidebar(QWidget):
         self.scroller.setFrameShape(QFrame.Shape.NoFrame)
         self.scroller.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         content = QWidget()
+        content.setObjectName("sidebar-content")
         self.scroller.setWidget(content)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(self.scroller)
         lay = QVBoxLayout(content)
-        lay.setContentsMargins(8, 8, 8, 8)
+        lay.setContentsMargins(SPACE.sm, SPACE.sm, SPACE.sm, SPACE.sm)
+        lay.setSpacing(SPACE.sm)
 
-        model_box = self._group("model")
-        mf = _form(model_box)
-        self._figure(mf, "model", "none loaded")
-        self._figure(mf, "backend", "—")
-        self._figure(mf, "format", "—")
-        self._figure(mf, "vision", "—")
-        self.labels["vision"].setWordWrap(True)
-        self._figure(mf, "memory", "—")
-        self.warning = plain_label()
-        self.warning.setObjectName("backend-warning")
-        self.warning.setWordWrap(True)
-        self.warning.setStyleSheet("color: #b45309; font-weight: 600;")
-        self.warning.hide()
-        mf.addRow(self.warning)
-        self.load_bar = QProgressBar()
-        self.load_bar.setRange(0, 100)
-        self.load_bar.hide()
-        mf.addRow(self.load_bar)
-        lay.addWidget(model_box)
+        # The headline: how fast the last answer was written and how long its first word took, over the plot.
+        self.headline = Headline()
+        self.headline.setToolTip(tooltip(GROUPS["speed"].tip))
+        self.labels["decode"], self.labels["ttft"] = self.headline.speed, self.headline.first_word
+        self.plot = RatePlot()
+        self.plot.setObjectName("rate-plot")
+        self.plot.setToolTip(tooltip(FIGURES["plot"].tip))
+        self.plot.set_theme(theme)
+        self.headline.body.addWidget(self.plot)
+        lay.addWidget(self.headline)
 
-        prompt_box = self._group("prompt")
-        pf = _form(prompt_box)
-        self._figure(pf, "prompt", "—")
-        self._figure(pf, "reused", "—")
-        self._figure(pf, "evaluated", "—")
-        self._figure(pf, "restored", "—")
-        self._add(pf, "images", "Images", "—")  # apart from text prefill: the vision encoder's own time
-        self.cache_note = plain_label()
-        self.cache_note.setObjectName("cache-note")
-        self.cache_note.setWordWrap(True)
-        self.cache_note.hide()
-        pf.addRow(self.cache_note)
-        lay.addWidget(prompt_box)
+        self.answer_card = self._card("answer", ("tokens", "prefill", "ttfa", "prompt", "reused", "tools"),
+                                      auto_hide=True)  # no answer: no empty card
+        self.cache_note = self.answer_card.note("cache-note")
+        lay.addWidget(self.answer_card)
 
-        kv_box = self._group("kv")
-        kl = QVBoxLayout(kv_box)
+        self.kv_card = FigureCard(GROUPS["kv"])
         self.kv_bar = QProgressBar()
         self.kv_bar.setObjectName("kv-bar")
         self.kv_bar.setRange(0, 1000)
         self.kv_bar.setTextVisible(False)
         self.kv_bar.setStyleSheet(kv_bar_style(0.0, theme))
-        kl.addWidget(self.kv_bar)
-        self.labels["kv"] = plain_label("—")
+        self.kv_card.row(self.kv_bar)
+        self.labels["kv"] = plain_label("")
         self.labels["kv"].setObjectName("stat-kv")
         self.labels["kv"].setWordWrap(True)
         self.labels["kv"].setToolTip(tooltip(FIGURES["kv"].tip))
         self.kv_bar.setToolTip(tooltip(FIGURES["kv"].tip))
-        kl.addWidget(self.labels["kv"])
-        lay.addWidget(kv_box)
+        self.kv_card.row(self.labels["kv"])
+        self.kv_card.hide()  # until the engine reports its cache (or that it cannot)
+        lay.addWidget(self.kv_card)
 
-        speed_box = self._group("speed")
-        sf = _form(speed_box)
-        for key in ("ttft", "ttfa", "prefill", "decode", "itl", "tokens", "tools"):
-            self._figure(sf, key, "—")
-        self.plot = RatePlot()
-        self.plot.setObjectName("rate-plot")
-        self.plot.setToolTip(tooltip(FIGURES["plot"].tip))
-        sf.addRow(self.plot)
-        lay.addWidget(speed_box)
+        self.model_card = self._card("model", ("model", "backend", "context", "memory"))
+        self.model_card.set(self.labels["model"], "none loaded")
+        self.warning = self.model_card.note("backend-warning")
+        self.load_bar = QProgressBar()
+        self.load_bar.setRange(0, 100)
+        self.load_bar.hide()
+        self.model_card.row(self.load_bar)
+        lay.addWidget(self.model_card)
 
         # Shown for a chat with documents: what they did for its last question, apart from the prefill.
-        self.documents_box = self._group("documents")
+        self.documents_box = self._card("documents", DOCUMENT_KEYS)
         self.documents_box.setObjectName("documents-box")
-        df = _form(self.documents_box)
-        for key in DOCUMENT_KEYS:
-            self._figure(df, key, "—")
-        self.documents_note = plain_label()
-        self.documents_note.setObjectName("documents-note")
-        self.documents_note.setWordWrap(True)
-        self.documents_note.hide()
-        df.addRow(self.documents_note)
+        self.documents_note = self.documents_box.note("documents-note")
         self.documents_box.hide()
         lay.addWidget(self.documents_box)
 
         # Shown while an answer's drafts run, and kept after it until the next answer.
-        self.speculation_box = self._group("speculation")
+        self.speculation_box = self._card("speculation", SPECULATION_KEYS)
         self.speculation_box.setObjectName("speculation-box")
-        spf = _form(self.speculation_box)
-        for key in SPECULATION_KEYS:
-            self._figure(spf, key, "—")
         self.strip = DraftStrip(theme)
-        spf.addRow(self.strip)
+        self.speculation_box.row(self.strip)
         self.speculation_box.hide()
         lay.addWidget(self.speculation_box)
+
+        # The rarer figures, folded.
+        self.details_toggle = Disclosure(GROUPS["details"])
+        lay.addWidget(self.details_toggle)
+        self.details = self._card("", ("itl", "evaluated", "restored", "images", "format", "vision"))
+        self.details.hide()
+        self.details_toggle.toggled.connect(self.details.setVisible)
+        lay.addWidget(self.details)
         lay.addStretch(1)
         self.last: MetricsSnapshot | None = None
         self.remote = False  # a remote endpoint answers: what it does not report is unknown
@@ -214,6 +194,8 @@ class EngineSidebar(QWidget):
         self.budget: int | None = None  # the thinking budget of the answer shown (None: no limit)
         self._model = ""  # the model answering, by name: plain decode rates are its own
         self.plain_tps: dict[str, float] = {}  # per model: its last answer's decode rate without speculation
+        self._waiting = False  # an answer is coming: its figures say "…" until they come or it is refused
+        self._clear("")
 
     @property
     def theme(self) -> str:
@@ -221,48 +203,53 @@ class EngineSidebar(QWidget):
 
     @theme.setter
     def theme(self, effective: str) -> None:
-        """Light or dark: what is painted here by hand follows (the strip at once)."""
+        """Light or dark: what is painted here by hand follows (the strip and the plot at once)."""
         self._theme = effective
         self.strip.set_theme(effective)
+        self.plot.set_theme(effective)
         self.kv_bar.setStyleSheet(kv_bar_style(self.kv_bar.value() / 1000, effective))  # its track too
 
     def resizeEvent(self, event: QResizeEvent) -> None:
-        # Narrow (a small window): each figure under its label, the full width for both, not a sliver.
-        policy = (QFormLayout.RowWrapPolicy.DontWrapRows if event.size().width() >= WIDE
-                  else QFormLayout.RowWrapPolicy.WrapAllRows)
-        for form in self.findChildren(QFormLayout):
-            if form.rowWrapPolicy() != policy:
-                form.setRowWrapPolicy(policy)
+        # Squeezed (a small window with every panel open): the figures stack rather than being cut off.
+        narrow = event.size().width() < COLUMN.side_min_width
+        for card in self.findChildren(FigureCard):
+            card.set_narrow(narrow)
+        self._fit_headline(event.size().width())
         super().resizeEvent(event)
 
-    def _add(self, form: QFormLayout, key: str, title: str, value: str, tip: str = "") -> None:
-        label = plain_label(value)
-        label.setObjectName(f"stat-{key}")
-        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        label.setWordWrap(True)  # a long figure wraps in a narrow window instead of being cut off
-        title_label = plain_label(title)  # a long one has its own line break (sidebar_words)
-        if tip:
-            label.setToolTip(tooltip(tip))
-            title_label.setToolTip(tooltip(tip))
-        form.addRow(title_label, label)
-        self.labels[key] = label
+    def _fit_headline(self, width: int) -> None:
+        """The first word beside the writing speed where both fit the sidebar's width, else under it."""
+        room = width - self.scroller.verticalScrollBar().sizeHint().width() - 2 * SPACE.sm
+        self.headline.set_narrow(room < self.headline.side_by_side_width())
 
-    def _figure(self, form: QFormLayout, key: str, value: str) -> None:
-        """A figure labelled and explained from the words table."""
-        words = FIGURES[key]
-        self._add(form, key, words.label, value, words.tip)
+    def _card(self, group: str, keys: tuple[str, ...], auto_hide: bool = False) -> FigureCard:
+        card = FigureCard(GROUPS[group] if group else None, auto_hide)
+        for key in keys:
+            self.labels[key] = card.figure(key)
+            self._cards[key] = card
+        return card
 
-    def _group(self, key: str) -> QGroupBox:
-        box = QGroupBox(GROUPS[key].label)
-        box.setToolTip(tooltip(GROUPS[key].tip))
-        return box
+    def _set(self, key: str, text: str) -> None:
+        """A figure's value; "" leaves its row out (the headline's: its figure)."""
+        card = self._cards.get(key)
+        if card is not None:
+            card.set(self.labels[key], text)
+        else:
+            self.labels[key].setText(text)
+            if key in ("decode", "ttft"):
+                self.headline.show_figures()
+                self._fit_headline(self.width())
 
     def text(self, key: str) -> str:
         return self.labels[key].text()
 
+    def shows(self, key: str) -> bool:
+        """Whether the figure `key` is in the sidebar now (folded under Details counts): it has a value."""
+        return bool(self.labels[key].text())
+
     # --- the model -----------------------------------------------------------------------
     def set_loading(self, name: str) -> None:
-        self.labels["model"].setText(f"{name} (loading…)")
+        self._set("model", f"{name} (loading…)")
         self.load_bar.setValue(0)
         self.load_bar.show()
 
@@ -277,35 +264,33 @@ class EngineSidebar(QWidget):
         self.reasons = m is not None and m.reasons
         self._model = "" if m is None else f"{m.remote}|{m.path}|{m.name}"
         if m is None:
-            self.labels["model"].setText("none loaded" if not error else "failed to load")
-            self.labels["backend"].setText("—")
-            self.labels["format"].setText("—")
-            self.labels["vision"].setText("—")
-            self.warning.setText(error)
-            self.warning.setVisible(bool(error))
+            self._set("model", "none loaded" if not error else "failed to load")
+            for key in ("backend", "format", "vision", "context"):
+                self._set(key, "")
+            self.model_card.set(self.warning, error)
             return
         name = name or m.name
         if m.remote:
-            self.labels["model"].setText(f"{name} · at {m.remote} · answered in {m.load_ms:.0f} ms")
+            self._set("model", f"{name} · at {m.remote} · answered in {m.load_ms:.0f} ms")
             self.labels["model"].setToolTip(tooltip(f"The model as the server names it: {m.name}"))
             self.set_kv(MetricsSnapshot())
         else:
             how = "already in memory" if m.resident else f"loaded in {m.load_ms:.0f} ms"
-            self.labels["model"].setText(f"{name} · {m.model_bytes / MIB:.0f} MiB · {how}")
+            self._set("model", f"{name} · {m.model_bytes / MIB:.0f} MiB · {how}")
             self.labels["model"].setToolTip(tooltip(f"Named inside the file (general.name): {m.name}\n{m.path}"))
         vram = m.device.vram_bytes if m.device is not None else 0
-        self.labels["backend"].setText(m.backend_summary + (f" · {vram / MIB:,.0f} MiB of GPU memory" if vram else ""))
-        self.labels["vision"].setText(f"yes, read by {Path(m.projector).name}" if m.projector else
-                                      m.vision or ("not reported by the server" if m.remote else "text only"))
-        self.labels["format"].setText("the model's own template" if m.format_from_model else m.chat_format_label)
-        self.warning.setText(f"⚠ {m.backend_warning}" if m.backend_warning else "")
-        self.warning.setVisible(bool(m.backend_warning))
+        self._set("backend", m.backend_summary + (f" · {vram / MIB:,.0f} MiB of GPU memory" if vram else ""))
+        self._set("context", context_words(m.n_ctx, m.n_ctx_asked))
+        self._set("vision", f"yes, read by {Path(m.projector).name}" if m.projector else
+                  m.vision or ("not reported by the server" if m.remote else "text only"))
+        self._set("format", "the model's own template" if m.format_from_model else m.chat_format_label)
+        self.model_card.set(self.warning, f"⚠ {m.backend_warning}" if m.backend_warning else "")
 
     def set_residents(self, shown: ResidentModels) -> None:
         """The memory line: the local models in memory and what they take against the budget (llama.cpp's
         figures once loaded; each model's tooltip line says which parts are estimates). Fed by the engine
         worker's `residents_changed`, so the GUI thread never asks the model or the disk."""
-        self.labels["memory"].setText(shown.line() if shown.models else "—")
+        self._set("memory", shown.line() if shown.models else "")
         names = "\n".join(f"{m.name}: {format_bytes(m.memory.total)}, {m.memory.how()}"
                           f"{' (pinned)' if m.pinned else ''}{' (in use)' if m.current else ''}" for m in shown.models)
         self.labels["memory"].setToolTip(tooltip(f"{names}\n\n{FIGURES['memory'].tip}" if names
@@ -319,19 +304,35 @@ class EngineSidebar(QWidget):
     def begin_answer(self, documents: bool = False) -> None:
         """An answer is coming; `documents`: its question goes through the chat's documents."""
         self._clear("…")
+        self._waiting = True
         if documents:
             for key in DOCUMENT_KEYS:
-                self.labels[key].setText("…")
+                self._set(key, "…")
             self.documents_box.show()
+
+    def on_request_failed(self, _request: int, reason: str) -> None:
+        """The engine worker's `failed`: connected to this method, not a lambda, so that it runs on the
+        GUI thread (a lambda would run on the worker's)."""
+        self.on_failed(reason)
+
+    def on_failed(self, reason: str) -> None:
+        """The answer coming was refused or failed (a message too long for the context, a server's
+        error): its figures go, and the headline says why, instead of "…" for ever."""
+        if not self._waiting:
+            return
+        self._clear("")
+        self.headline.set_state(f"Not answered: {reason}")
 
     def show_answer(self, figures: Mapping[str, Any]) -> None:
         """The open chat's last answer, from its stored figures; none (a new chat): every figure cleared.
         The KV fill is left as the engine reports it: it is the cache's now, not the answer's then."""
-        self._clear("—")
+        self._clear("")
         self.last = None
         self.budget = stored_budget(figures)
         if figures:
-            self._show(stored_snapshot(figures))
+            m = stored_snapshot(figures)
+            self._show(m)
+            self.plot.show_stored(figures.get(CURVE_KEY), m)  # its kept curve, not its average alone
         stored = stored_retrieval(figures.get("retrieval"))
         if stored is not None:
             self.on_retrieval(stored)
@@ -340,69 +341,71 @@ class EngineSidebar(QWidget):
         """What the chat's documents did for the question, apart from the prefill (session/documents.py)."""
         if r.mode == "whole":
             plural = "s" if r.documents != 1 else ""
-            self.labels["docs-how"].setText(f"whole: {r.documents} document{plural}, kept for the next question")
-            self.labels["docs-embed"].setText("— (nothing searched)")
-            self.labels["docs-search"].setText("— (nothing searched)")
+            self._set("docs-how", f"whole: {r.documents} document{plural}, kept for the next question")
+            self._set("docs-embed", "nothing searched")
+            self._set("docs-search", "nothing searched")
         else:
             plural = "s" if r.passages != 1 else ""
-            self.labels["docs-how"].setText(f"searched: {r.passages} passage{plural} found for this question")
-            self.labels["docs-embed"].setText(f"{r.embed_ms:.1f} ms")
-            self.labels["docs-search"].setText(f"{r.search_ms:.1f} ms")
-        self.labels["docs-tokens"].setText(f"{r.tokens:,} of {r.budget:,} tokens")
-        self.documents_note.setText("\n".join(f"not read: {s}" for s in r.skipped))
-        self.documents_note.setVisible(bool(r.skipped))
+            self._set("docs-how", f"searched: {r.passages} passage{plural} found for this question")
+            self._set("docs-embed", f"{r.embed_ms:.1f} ms")
+            self._set("docs-search", f"{r.search_ms:.1f} ms")
+        self._set("docs-tokens", f"{r.tokens:,} of {r.budget:,} tokens")
+        self.documents_box.set(self.documents_note, "\n".join(f"not read: {s}" for s in r.skipped))
         self.documents_box.show()
 
     def _clear(self, mark: str) -> None:
-        """An answer's figures show `mark` ("…" one is coming, "—" none) and its tools "—"; the plot,
-        the cache note, the token strip and the speculation box are emptied."""
+        """An answer's figures show `mark` ("…" one is coming) or are left out (""); the plot, the cache
+        note, the token strip and the speculation box are emptied."""
+        self._waiting = False
         self.plot.reset()
         for key in ANSWER_KEYS:
-            self.labels[key].setText(mark)
-        self.labels["tools"].setText("—")
-        self.cache_note.hide()
+            self._set(key, mark if key in WAITING_KEYS else "")
+        self.headline.set_state("" if mark else NO_ANSWER)
+        self.answer_card.set(self.cache_note, "")
         self.strip.reset()
         self.speculation_box.hide()
         self.documents_box.hide()
-        self.documents_note.hide()
+        self.documents_box.set(self.documents_note, "")
 
     def on_prefill(self, p: PrefillDone) -> None:
         if self.remote and not p.prompt_tokens:  # a remote reports its prompt in `usage`, at the end
             for key in ("prompt", "reused", "evaluated"):
-                self.labels[key].setText("not reported yet")
+                self._set(key, "not reported yet")
         else:
-            self.labels["prompt"].setText(f"{p.prompt_tokens} tokens")
-            self.labels["reused"].setText(f"{p.cached_tokens}")
-            self.labels["evaluated"].setText(f"{p.evaluated_tokens}")
-        self.labels["restored"].setText(f"restored {p.restored_tokens:,} tokens from disk in {p.restore_ms:.0f} ms"
-                                        if p.restored_tokens else "—")
-        self.labels["images"].setText(f"{p.image_tokens} tokens · encoded in {p.image_encode_ms:.0f} ms"
-                                      if p.image_tokens else "—")
+            self._set("prompt", f"{p.prompt_tokens} tokens")
+            self._set("reused", f"{p.cached_tokens}")
+            self._set("evaluated", f"{p.evaluated_tokens}")
+        self._set("restored", f"restored {p.restored_tokens:,} tokens from disk in {p.restore_ms:.0f} ms"
+                  if p.restored_tokens else "")
+        self._set("images", f"{p.image_tokens} tokens · encoded in {p.image_encode_ms:.0f} ms"
+                  if p.image_tokens else "")
         tps = p.evaluated_tokens / p.prefill_ms * 1000 if p.prefill_ms else 0.0
-        self.labels["prefill"].setText(f"{tps:.0f} tok/s ({p.prefill_ms:.0f} ms)")
-        self.cache_note.setText(p.cache_note)
-        self.cache_note.setVisible(bool(p.cache_note))
+        self._set("prefill", f"{tps:.0f} tok/s · {p.prefill_ms:.0f} ms")
+        self.answer_card.set(self.cache_note, p.cache_note)
 
     def on_metrics(self, m: MetricsSnapshot) -> None:
         self._show(m)
+        self.plot.add_snapshot(m)
         self.set_kv(m)
 
     def _show(self, m: MetricsSnapshot) -> None:
-        """An answer's figures, live or stored (the KV fill apart)."""
+        """An answer's figures, live or stored (the KV fill and the plot apart)."""
         self.last = m
-        self.labels["ttft"].setText(f"{m.ttft_ms:.0f} ms (prefill {m.prefill_ms:.0f} ms)")
-        self.labels["prefill"].setText(f"{m.prefill_tps:.0f} tok/s ({m.prefill_ms:.0f} ms)")
-        self.labels["decode"].setText(f"{m.decode_tps:.1f} tok/s")
-        self.labels["itl"].setText(f"{m.itl_p50_ms:.1f} / {m.itl_p95_ms:.1f} ms")
+        self._waiting = False
+        self.headline.set_state("")
+        self._set("ttft", f"{m.ttft_ms:.0f} ms")
+        self._set("prefill", f"{m.prefill_tps:.0f} tok/s · {m.prefill_ms:.0f} ms")
+        self._set("decode", f"{m.decode_tps:.1f} tok/s")
+        self._set("itl", f"{m.itl_p50_ms:.1f} ms · worst 5% {m.itl_p95_ms:.1f} ms" if m.completion_tokens > 1 else "")
         split = self._split(m)
-        self.labels["tokens"].setText(
-            f"{m.completion_tokens} tokens{split}" + (f" · {finish_words(m.finish_reason)}" if m.finish_reason else ""))
-        self.labels["ttfa"].setText(f"{m.answer_ttft_ms:.0f} ms" if m.answer_ttft_ms else "—")
+        self._set("tokens",
+                  f"{m.completion_tokens} tokens{split}" + (f" · {finish_words(m.finish_reason)}" if m.finish_reason
+                                                            else ""))
+        self._set("ttfa", f"{m.answer_ttft_ms:.0f} ms" if m.answer_ttft_ms and m.reasoning_tokens else "")
         if m.prompt_tokens:
-            self.labels["prompt"].setText(f"{m.prompt_tokens} tokens")
-            self.labels["reused"].setText(f"{m.cached_tokens}")
-            self.labels["evaluated"].setText(f"{m.evaluated_tokens}")
-        self.plot.add_snapshot(m)
+            self._set("prompt", f"{m.prompt_tokens} tokens")
+            self._set("reused", f"{m.cached_tokens}")
+            self._set("evaluated", f"{m.evaluated_tokens}")
         if m.draft_n:
             self._on_drafts(m)
 
@@ -418,12 +421,12 @@ class EngineSidebar(QWidget):
     def _on_drafts(self, m: MetricsSnapshot) -> None:
         """The speculation figures of a snapshot whose drafts ran: a few labels and one strip column."""
         accepted, n = m.draft_n_accepted, m.completion_tokens
-        self.labels["spec-drafts"].setText(f"{m.draft_n} / {accepted} · {accepted / m.draft_n:.0%} accepted")
-        self.labels["spec-step"].setText(f"{n / max(1, n - accepted):.2f}")
+        self._set("spec-drafts", f"{m.draft_n} / {accepted} · {accepted / m.draft_n:.0%} accepted")
+        self._set("spec-step", f"{n / max(1, n - accepted):.2f}")
         plain = self.plain_tps.get(self._model)
-        self.labels["spec-rate"].setText(f"{m.decode_tps:.0f} tok/s · {m.decode_tps / plain:.2f}× plain" if plain
-                                         else f"{m.decode_tps:.0f} tok/s · no answer without it yet to compare")
-        self.labels["spec-exact"].setText(exactness(m.draft_drift))
+        self._set("spec-rate", f"{m.decode_tps:.0f} tok/s · {m.decode_tps / plain:.2f}× plain" if plain
+                  else f"{m.decode_tps:.0f} tok/s · no answer without it yet to compare")
+        self._set("spec-exact", exactness(m.draft_drift))
         self.strip.add_snapshot(m)
         self.speculation_box.show()
 
@@ -433,14 +436,18 @@ class EngineSidebar(QWidget):
             self.plain_tps[self._model] = f.metrics.decode_tps  # what the next speculative answer compares with
         if self.remote and not f.metrics.prompt_tokens:  # a server that sends no `usage`
             for key in ("prompt", "reused", "evaluated"):
-                self.labels[key].setText("not reported by the server")
+                self._set(key, "not reported by the server")
+
+    def on_tool_loop_finished(self, _request: int, end: LoopFinished) -> None:
+        """The engine worker's `tool_loop_finished` (a method, not a lambda: it runs on the GUI thread)."""
+        self.on_tool_rounds(end.timings, end.tool_rounds)
 
     def on_tool_rounds(self, rounds: Sequence[RoundTiming], tool_rounds: int) -> None:
         """Where a turn with tool calls spent its time: the model, the tools, waiting on the person and
         Prefill itself between rounds, and each later round's prompt (the results) evaluated apart.
         `tool_rounds`: the rounds whose calls were answered (run or denied), as the loop counts them."""
         if not rounds:
-            self.labels["tools"].setText("—")
+            self._set("tools", "")
             return
         model = sum(r.model_s for r in rounds)
         tools = sum(r.tools_s for r in rounds)
@@ -454,7 +461,7 @@ class EngineSidebar(QWidget):
         results = [f"{r.evaluated_tokens} of {r.prompt_tokens}" for r in rounds[1:] if r.prompt_tokens]
         if results:
             lines.append("results prefilled: " + ", ".join(results) + " tokens")
-        self.labels["tools"].setText("\n".join(lines))
+        self._set("tools", "\n".join(lines))
 
     def set_kv(self, m: MetricsSnapshot) -> None:
         if not m.kv_known:
@@ -462,17 +469,22 @@ class EngineSidebar(QWidget):
                 self.kv_bar.setValue(0)
                 self.kv_bar.setStyleSheet(kv_bar_style(0.0, self.theme))
                 self.labels["kv"].setText("unknown: the remote server does not report its cache")
+                self.kv_card.show()
             return
         frac = m.kv_used / m.kv_total
+        self.kv_card.show()
         self.kv_bar.setValue(int(frac * 1000))
         self.kv_bar.setStyleSheet(kv_bar_style(frac, self.theme))
         self.labels["kv"].setText(
-            f"{m.kv_used:,} of {m.kv_total:,} cells · {m.kv_bytes / MIB:.1f} of {m.kv_bytes_total / MIB:.0f} MiB"
+            f"{m.kv_used:,} of {m.kv_total:,} memory cells · {m.kv_bytes / MIB:.1f} of {m.kv_bytes_total / MIB:.0f} MiB"
         )
 
 
-def _form(box: QGroupBox) -> QFormLayout:
-    """A group's form; the sidebar puts each figure under its label when it is narrow (`resizeEvent`)."""
-    form = QFormLayout(box)
-    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-    return form
+def context_words(n_ctx: int, asked: int) -> str:
+    """The context the model runs at, and the one asked for where llama.cpp rounded it up ("": not known,
+    as for a remote model)."""
+    if n_ctx <= 0:
+        return ""
+    if asked and asked != n_ctx:
+        return f"{n_ctx:,} tokens (asked for {asked:,}: llama.cpp rounds up)"
+    return f"{n_ctx:,} tokens"

@@ -25,6 +25,10 @@ GROUPS: dict[str, Words] = {
                 "word. Each token takes one memory cell (a KV cell); the context size is how many cells there are. "
                 "(The server's slots are something else: requests decoded together.)"),
     "speed": Words("Speed", "How long you waited and how fast the answer was written."),
+    "answer": Words("This answer", "What the last answer took: its tokens and why it ended, how fast the model "
+                    "read your message, and how much of the chat it remembered from the answer before."),
+    "details": Words("Details", "The rarer figures: the pauses between words, the prompt's tokens read now and "
+                     "restored from disk, images, the chat format and whether the model sees images."),
     "documents": Words("Documents", "What the chat's documents did for the last question, apart from reading "
                        "the prompt: whether they went in whole or passages were searched for it, how long those "
                        "are, and what the search cost."),
@@ -42,7 +46,10 @@ FIGURES: dict[str, Words] = {
                     "reported them once loaded). The least recently used idle one is unloaded when a new one needs "
                     "the room or has been idle too long; a pinned one never is. Settings > Memory sets the budget, "
                     "the count and the idle time; right-click a model in the picker to unload or pin it."),
-    "vision": Words("Images", "Whether this model can read images: a vision model needs its projector, an "
+    "context": Words("Context", "How many tokens the model holds at once: one memory cell (KV cell) each. "
+                     "llama.cpp rounds the context you ask for up to a multiple of 256, so a smaller setting "
+                     "runs at the size shown; the line says so where the two differ."),
+    "vision": Words("Sees images", "Whether this model can read images: a vision model needs its projector, an "
                     "mmproj GGUF from the same repository, loaded beside it."),
     "format": Words("Chat format", "How the chat is written out for the model: its own chat template (from the "
                     "GGUF file), a built-in format llama.cpp knows, or plain text for a base model."),
@@ -53,21 +60,23 @@ FIGURES: dict[str, Words] = {
                        "your new message, and whatever could not be reused."),
     "restored": Words("Saved memory", "This chat's KV cache, saved to disk when you left the chat and loaded "
                       "back now, instead of reading the whole chat again."),
-    "kv": Words("", "Slots used of the context size, and the memory they take.\nA KV cell holds what the model "
-                "keeps of one token. When every slot is full, the oldest messages are dropped or the answer "
-                "stops, as the overflow setting says."),
-    "ttft": Words("Wait for the first word", "Time to first token (TTFT): from sending to the first token of the "
-                  "reply. Most of it is the prefill (reading your message), shown in brackets."),
-    "ttfa": Words("Wait for the answer", "Time to the first token of the answer proper, after the model's "
+    "images": Words("Images read", "Image tokens in the prompt, and the time the vision encoder took to turn "
+                    "this message's images into them (apart from reading the text)."),
+    "kv": Words("", "Memory cells used of the context size, and the memory they take.\nA memory cell (a KV cell) "
+                "holds what the model keeps of one token. When every cell is full, the oldest messages are "
+                "dropped or the answer stops, as the overflow setting says."),
+    "ttft": Words("first word", "Time to first token (TTFT): from sending to the first token of the reply. Most "
+                  "of it is the prefill: reading your message (Reading, below)."),
+    "ttfa": Words("First word of the answer", "Time to the first token of the answer proper, after the model's "
                   "thinking (for models that reason first)."),
-    "prefill": Words("Reading your message", "Prefill: the model reads the prompt's new tokens many at a time, in "
+    "prefill": Words("Reading", "Prefill: the model reads the prompt's new tokens many at a time, in "
                      "batches, so reading is much faster per token than writing. Tokens per second, and how long "
                      "it took."),
-    "decode": Words("Writing speed", "Decode: the model writes one token at a time, each one a full pass through "
+    "decode": Words("writing speed", "Decode: the model writes one token at a time, each one a full pass through "
                     "the model. Tokens per second (tok/s) over this answer."),
-    "itl": Words("Pause between words\n(typical / worst 5%)", "Inter-token latency: the time between two tokens "
-                 "of the answer.\nTypical is the median (p50): half the pauses were shorter.\nWorst 5% is the "
-                 "95th percentile (p95): only one pause in twenty was longer. A p95 far above the p50 feels "
+    "itl": Words("Pauses", "The pause between two words as the answer was written (inter-token latency)."
+                 "\nTypical is the median (p50): half the pauses were shorter.\nWorst 5% is the 95th percentile "
+                 "(p95): only one pause in twenty was longer. A p95 far above the p50 feels "
                  "like stutter."),
     "tokens": Words("Answer", "Tokens written (thinking included), and why the answer ended:\n" + "\n".join(
         f"{words}: {reason}" for reason, words in REASONS.items()) + "\nWith a thinking budget, the thinking is "
@@ -76,7 +85,8 @@ FIGURES: dict[str, Words] = {
                    "for you to allow a call, and Prefill between rounds."),
     "plot": Words("", "Writing speed while the answer was written, in tokens per second, against the seconds "
                   "since you sent the message (a new point four times a second). The line starts at the first "
-                  "token; before it the model was reading your message."),
+                  "token; before it the model was reading your message.\nA chat opened again draws the curve kept with "
+                  "its last answer (an answer kept before Prefill kept curves shows its average, dashed)."),
     "docs-how": Words("How they were read", "Whole: every document fits in half the context left free, so each "
                       "goes in whole under the system prompt and stays in the model's memory for the next "
                       "question.\nSearched: they do not fit, so the passages that best answer each question are "

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from prefill.ui.widgets.colours import ThemeColours, colours_for
-from prefill.ui.widgets.styles import chat, composer, focus, models, sidebar
+from prefill.ui.widgets.styles import chat, composer, focus, models, notices, sidebar
 
-_PIECES: tuple[Callable[[ThemeColours], str], ...] = (chat.sheet, sidebar.sheet, models.sheet, focus.sheet,
-                                                     composer.sheet)
+_PIECES: tuple[Callable[[ThemeColours], str], ...] = (chat.sheet, sidebar.sheet, models.sheet, notices.sheet,
+                                                     focus.sheet, composer.sheet)
 
 
 def style_sheet(effective: str) -> str:
