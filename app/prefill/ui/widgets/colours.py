@@ -31,6 +31,7 @@ class ThemeColours:
     kv_amber: str
     kv_red: str
     focus: str
+    code_block: str
 
 
 # Each role's colour in the light and the dark theme, side by side.
@@ -55,6 +56,7 @@ _ROLES: dict[str, tuple[str, str]] = {
     # The keyboard's place: darker than the highlight in light, lighter in dark, so it reads on
     # buttons, bubbles and the window alike (at least 3:1 against each, WCAG 2.2's focus contrast).
     "focus": ("#1d4ed8", "#93c5fd"),
+    "code_block": ("#f6f8fa", "#161b22"),  # a code block's rounded box (the code palette's background)
 }
 LIGHT = ThemeColours(**{role: pair[0] for role, pair in _ROLES.items()})
 DARK = ThemeColours(**{role: pair[1] for role, pair in _ROLES.items()})
