@@ -4,9 +4,12 @@ with a numbered list whose first item holds a paragraph, a bulleted list, a code
 1400×900 and 900×600; and one code block close up, its Copy just pressed ("Copied").
 
 The chat is written into the throw-away history, the bundled SmolLM2 is loaded, the chat opened.
-Saves, under <out>: chat-light-1400.png, chat-dark-1400.png, chat-light-900.png, chat-dark-900.png
-(the window only) and code-block.png (the code block and the text around it, in the light theme).
+Saves, under <out>: chat-light-1400.png, chat-dark-1400.png, chat-light-900.png, chat-dark-900.png and
+code-block.png (the code block and the text around it, light). Each is the window's own rendering, so
+another window on the display cannot cover it. The script runs on its own display (xvfb-run -a):
 
+    xvfb-run -a -s "-screen 0 1400x900x24" python scripts/screenshot_chat.py --inside packaging/screenshots
+or
     python scripts/screenshot_chat.py [--out packaging/screenshots]
 """
 
@@ -48,6 +51,7 @@ def main() -> int:
 
 def inside(out: Path) -> int:
     from PySide6.QtCore import QPoint, QRect, QTimer
+    from PySide6.QtGui import QPixmap
 
     from prefill.store import HistoryStore
     from prefill.store.app_settings import Settings
@@ -73,14 +77,17 @@ def inside(out: Path) -> int:
     def theme(name: str) -> None:
         w.set_theme(apply_theme(app, name))
 
-    def scroll_to_answer() -> None:
-        w.chat_view.scroll_to_row(1)
+    def save(image: QPixmap, name: str) -> None:
+        """The window's own rendering (not the screen's: another window on the display cannot cover it)."""
+        image.save(str(out / name))
+        shots.saved.append(name)
+        print(f"saved {out / name}", flush=True)
 
-    def at(width: int, height: int, name: str, shot: str, then: object) -> None:
+    def at(width: int, height: int, name: str, row: int, shot: str, then: object) -> None:
         theme(name)
         w.resize(width, height)
-        QTimer.singleShot(200, scroll_to_answer)
-        QTimer.singleShot(700, lambda: (shots.shoot(shot, window_only=True), then()))  # type: ignore[operator]
+        QTimer.singleShot(200, lambda: w.chat_view.scroll_to_row(row))
+        QTimer.singleShot(700, lambda: (save(w.grab(), shot), then()))  # type: ignore[operator]
 
     def code_close_up() -> None:
         theme("light")
@@ -95,23 +102,21 @@ def inside(out: Path) -> int:
                 return
             code.header.copy.click()  # "Copied", as a person sees it right after pressing it
             app.processEvents()
-            top_left = code.mapToGlobal(QPoint(0, 0))
+            view = w.chat_view.viewport()
+            top_left = code.mapTo(view, QPoint(0, 0))
             area = QRect(top_left.x() - 24, top_left.y() - 40, code.width() + 48, code.height() + 80)
-            shot = app.primaryScreen().grabWindow(0, area.x(), area.y(), area.width(), area.height())
-            shot.save(str(out / "code-block.png"))
-            shots.saved.append("code-block.png")
-            print(f"saved {out / 'code-block.png'}", flush=True)
+            save(view.grab(area.intersected(view.rect())), "code-block.png")
             QTimer.singleShot(100, app.quit)
 
-        QTimer.singleShot(200, scroll_to_answer)
+        QTimer.singleShot(200, lambda: w.chat_view.scroll_to_row(1))
         QTimer.singleShot(700, shoot)
 
     def shots_in_turn() -> None:
         w.move(0, 0)
-        at(1400, 900, "light", "chat-light-1400.png",
-           lambda: at(1400, 900, "dark", "chat-dark-1400.png",
-                      lambda: at(900, 600, "light", "chat-light-900.png",
-                                 lambda: at(900, 600, "dark", "chat-dark-900.png", code_close_up))))
+        at(1400, 900, "light", 0, "chat-light-1400.png",
+           lambda: at(1400, 900, "dark", 0, "chat-dark-1400.png",
+                      lambda: at(900, 600, "light", 1, "chat-light-900.png",
+                                 lambda: at(900, 600, "dark", 1, "chat-dark-900.png", code_close_up))))
 
     def open_chat(cid: int) -> None:
         w.controller.conversation_opened.connect(lambda _c: QTimer.singleShot(300, shots_in_turn))
