@@ -86,10 +86,10 @@ def test_code_palette_matches_the_theme() -> None:
 
 def test_style_sheet_styles_bubbles_and_cards() -> None:
     sheet = style_sheet("dark")
-    for selector in ("QFrame#message-user", "QFrame#message-assistant", "QGroupBox"):
+    for selector in ("QFrame#message-bubble", "QFrame#message-assistant", "QGroupBox"):
         assert selector in sheet
-    assert DARK.user_bubble in sheet and DARK.assistant_bubble in sheet
-    assert DARK.user_bubble != DARK.assistant_bubble
+    assert f"QFrame#message-bubble {{ background: {DARK.user_bubble}" in sheet  # a question's soft bubble
+    assert DARK.user_bubble != DARK.window
 
 
 def test_follower_applies_and_reports_changes(app: QApplication, qtbot) -> None:

@@ -121,7 +121,8 @@ def test_open_fence_tail_is_monospace(qapp) -> None:
     stream = MarkdownStream(doc)
     stream.append("Look:\n```python\nx = 1\n")
     assert doc.begin().text() == "Look:"  # the text before the fence is committed
-    block = doc.findBlockByNumber(2)
+    assert "```" not in doc.toPlainText()  # the fence's line is markup: the code shows alone
+    block = doc.findBlockByNumber(1)
     assert block.text() == "x = 1"
     assert block.begin().fragment().charFormat().fontFixedPitch()
     assert "monospace" in block.begin().fragment().charFormat().fontFamilies()

@@ -42,8 +42,8 @@ from prefill.ui.widgets.code_palette import DARK_CODE, LIGHT_CODE, CodePalette
 
 __all__ = [
     "DARK_CODE", "LIGHT_CODE", "MAX_DEPTH", "SAFE_SCHEMES", "BlockRenderer", "BlockSplitter",
-    "CodePalette", "closes_fence", "code_blocks", "folded_note", "highlight_code", "is_safe_url", "opening_fence",
-    "plain_html", "render_markdown", "split_blocks", "warm_up",
+    "CodePalette", "closes_fence", "code_blocks", "fence_language", "folded_note", "highlight_code", "is_safe_url",
+    "opening_fence", "plain_html", "render_markdown", "split_blocks", "warm_up",
 ]
 
 MAX_DEPTH = 8  # levels of quotes, and of lists, shown nested; deeper ones render at the last level
@@ -60,6 +60,10 @@ _QUOTES_RE = re.compile(r"^(?: {0,3}> ?)+")
 _LIST_RE = re.compile(r"^([ \t]*)([-*+]|\d{1,9}[.)])[ \t]+(.*)$")
 _TABLE_SEP_RE = re.compile(r"^ *\|? *:?-+:? *(\| *:?-+:? *)*\|? *$")
 _CELL_SPLIT_RE = re.compile(r"(?<!\\)\|")
+# After a blank line inside a list: an indented line is a further paragraph of the item above.
+_ITEM_PARAGRAPH_RE = re.compile(r"^(?: {2,}|\t)\S")
+
+
 def _heading(line: str) -> tuple[int, str] | None:
     """A heading line's level and text (its closing ``#`` run removed), or None.
 
@@ -91,12 +95,25 @@ def opening_fence(line: str) -> str | None:
     return m.group(2) if m else None
 
 
+def fence_language(line: str) -> str:
+    """The language a fence line names ("```python" gives "python"; "" when it names none or opens no fence)."""
+    m = _FENCE_RE.match(line)
+    return m.group(3) if m else ""
+
+
 class BlockSplitter:
     """Cuts markdown source into completed blocks as it arrives.
 
     A block ends at a blank line outside a code fence, at a closing fence, before
     an opening fence, and around a heading or a rule. Blank lines between blocks
     are dropped. The cut does not depend on how the source is chunked.
+
+    A list is the exception to the blank line: its items may stand apart (a "loose" list) and an
+    item may hold more than one paragraph (indented under it). So a blank line in a list is held,
+    and the next line that is not blank decides: another item, or an indented line, continues the
+    list's block; anything else ends it there. A list cut at each blank line would render as
+    several lists, its items' later paragraphs flush left and the items after them indented as if
+    they were a sub-list of the first.
     """
 
     def __init__(self) -> None:
@@ -105,6 +122,8 @@ class BlockSplitter:
         self._fence: str | None = None
         self._done: list[str] = []
         self._cut = False
+        self._list = False  # the open block holds a list item: a blank line may not end it
+        self._blank = False  # a blank line was held in the open list block
 
     @property
     def in_fence(self) -> bool:
@@ -151,22 +170,35 @@ class BlockSplitter:
                 self._fence = None
                 self._flush()
             return
+        blank = not line.strip()
+        if self._blank and not blank:
+            self._blank = False
+            if not (_LIST_RE.match(line) or _ITEM_PARAGRAPH_RE.match(line)):
+                self._flush()  # the list ended at the blank line held
         fence = _FENCE_RE.match(line)
         if fence:
             self._flush()
             self._fence = fence.group(2)
             self._lines.append(line)
-        elif not line.strip():
-            self._flush()
+        elif blank:
+            if self._list:
+                self._lines.append("")  # held: the next line says whether the list goes on
+                self._blank = True
+            else:
+                self._flush()
         elif _heading(line) is not None or _RULE_RE.match(line):
             self._flush()
             self._lines.append(line)
             self._flush()
         else:
+            self._list = self._list or bool(_LIST_RE.match(line))
             self._lines.append(line)
 
     def _flush(self) -> None:
         self._cut = True
+        self._list = self._blank = False
+        while self._lines and not self._lines[-1]:
+            self._lines.pop()  # the blank lines a list held at its end
         if self._lines:
             self._done.append("\n".join(self._lines))
             self._lines = []
@@ -212,11 +244,14 @@ class BlockRenderer:
 
     Args:
         cites: The source numbers an answer's citation marks may point at (``inline.py``).
+        copy_links: Write the "Copy" link and the language above each code block; False where the
+            block is shown with a header of its own (a message's code segment).
     """
 
     def __init__(self, palette: CodePalette | None = None, colour_code: bool = True,
-                 cites: frozenset[int] = frozenset()) -> None:
+                 cites: frozenset[int] = frozenset(), copy_links: bool = True) -> None:
         self._cites = cites
+        self._copy_links = copy_links
         self.palette = palette or LIGHT_CODE
         self.codes: list[str] = []
         self._colour_code = colour_code
@@ -263,11 +298,13 @@ class BlockRenderer:
         lang, p = fence.group(3), self.palette
         label = f'&nbsp;&nbsp;<span style="color:{p.muted}">{html.escape(lang, quote=False)}</span>'
         coloured = highlight_code(code, lang if self._colour_code else "", p)
+        pre = (f'<pre style="background-color:{p.background}; color:{p.foreground}; '
+               f'font-family:{p.mono_css}; margin-top:2px">{coloured}</pre>')
+        if not self._copy_links:
+            return pre
         return (
             f'<p style="margin-top:8px; margin-bottom:0px"><a href="copy:{len(self.codes) - 1}" '
-            f'style="color:{p.link}">Copy</a>{label if lang else ""}</p>'
-            f'<pre style="background-color:{p.background}; color:{p.foreground}; '
-            f'font-family:{p.mono_css}; margin-top:2px">{coloured}</pre>'
+            f'style="color:{p.link}">Copy</a>{label if lang else ""}</p>{pre}'
         )
 
     def _mixed(self, lines: list[str], depth: int) -> str:
@@ -318,7 +355,11 @@ class BlockRenderer:
         )
 
     def _list(self, lines: list[str]) -> str:
-        """Nested lists, by indentation; lines without a marker continue the item above."""
+        """Nested lists, by indentation; lines without a marker continue the item above.
+
+        An item's further paragraphs (after a blank line the splitter held) stay in the item, a blank
+        line between them; the blank lines that only set items apart are dropped.
+        """
         items: list[tuple[int, str, list[str]]] = []
         for line in lines:
             m = _LIST_RE.match(line)
@@ -326,6 +367,9 @@ class BlockRenderer:
                 items.append((len(m.group(1).expandtabs(4)), m.group(2), [m.group(3)]))
             else:
                 items[-1][2].append(line.strip())
+        for _, _, text in items:
+            while len(text) > 1 and not text[-1]:
+                text.pop()
         out: list[str] = []
         stack: list[tuple[int, str]] = []
         for indent, marker, text in items:

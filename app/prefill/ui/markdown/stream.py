@@ -20,6 +20,9 @@ runs on without a newline (a model that never ends its paragraph) would make eac
 append cost the paragraph's length. While streaming, the shown tail is cut into
 display lines of at most SOFT_BREAK characters; the finished block is rendered whole.
 
+While a fence is open, the tail shows its code without the fence line itself: the line that
+opened it is markup, and a message's code block names its language in a header of its own.
+
 Should the renderer fail on a block anyway, the whole answer is shown as plain text
 from then on (and the failure logged): a message is never lost to a renderer bug.
 
@@ -58,17 +61,31 @@ class MarkdownStream:
         budget: What the shown part may cost (``fold.py``); None: all of it is shown.
         cites: The source numbers the answer's citation marks may point at (links to ``cite:N``); a
             change takes effect at the next ``set_text``.
+        copy_links: Write a "Copy" link above each code block (``BlockRenderer``).
+        line_height: Lines of prose as a multiple of the font's height (1.0: the font's own).
+        code_line_height: The same for lines of code.
     """
 
     def __init__(
         self, document: QTextDocument, palette: CodePalette | None = None, budget: int | None = SHOWN_COST,
-        cites: frozenset[int] = frozenset(),
+        cites: frozenset[int] = frozenset(), copy_links: bool = True, line_height: float = 1.0,
+        code_line_height: float = 1.0,
     ) -> None:
         self._document = document
         self.cites = cites
         self._palette = palette or LIGHT_CODE
         self._budget = budget
+        self._copy_links = copy_links
         document.setUndoRedoEnabled(False)
+        # Rendered blocks take their line height from the document's style sheet, the tail's from these.
+        self._prose_block = _spaced(line_height)
+        self._code_block = _spaced(code_line_height)
+        if line_height != 1.0 or code_line_height != 1.0:
+            prose, code = round(line_height * 100), round(code_line_height * 100)
+            document.setDefaultStyleSheet(
+                f"p, li, blockquote, h1, h2, h3, h4, h5, h6, td, th {{ line-height: {prose}%; }} "
+                f"pre {{ line-height: {code}%; }}"
+            )
         self._plain = QTextCharFormat()
         self._mono = QTextCharFormat()
         self._mono.setFontFamilies(list(self._palette.mono_fonts))
@@ -154,7 +171,7 @@ class MarkdownStream:
             while run + len(line) > SOFT_BREAK:
                 k = SOFT_BREAK - run
                 cursor.insertText(line[:k], fmt)
-                cursor.insertBlock(QTextBlockFormat(), fmt)
+                cursor.insertBlock(self._tail_block(), fmt)
                 line, run = line[k:], 0
             if line:
                 cursor.insertText(line, fmt)
@@ -188,15 +205,19 @@ class MarkdownStream:
         self._shown = MarkdownBuffer()  # what passed the fold
         self._fold = Fold(self._budget)
         self._splitter = BlockSplitter()
-        self._renderer = BlockRenderer(self._palette, cites=self.cites)
+        self._renderer = BlockRenderer(self._palette, cites=self.cites, copy_links=self._copy_links)
         self._tail_start = 0
         self._tail_run = 0  # characters shown since the tail's last line break
         self._finished = False
         self._failed = False
         self._document.clear()
+        QTextCursor(self._document).setBlockFormat(self._prose_block)
 
     def _tail_format(self) -> QTextCharFormat:
         return self._mono if self._splitter.in_fence else self._plain
+
+    def _tail_block(self) -> QTextBlockFormat:
+        return self._code_block if self._splitter.in_fence else self._prose_block
 
     def _commit(self, blocks: list[str], final: bool) -> None:
         """Replace the tail by the HTML of ``blocks``, then show the new tail after it."""
@@ -232,10 +253,15 @@ class MarkdownStream:
                 cursor.deletePreviousChar()  # the empty block that was waiting for a tail
         else:
             if html:
-                cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+                cursor.insertBlock(self._tail_block(), QTextCharFormat())
+            elif cursor.block().length() == 1:
+                cursor.setBlockFormat(self._tail_block())  # the empty tail block: code or prose now
             self._tail_start = cursor.position()
             self._tail_run = 0
-            self._insert_tail(cursor, self._splitter.tail)
+            tail = self._splitter.tail
+            if self._splitter.in_fence:
+                tail = tail.partition("\n")[2]  # the fence line is markup: the code shows alone
+            self._insert_tail(cursor, tail)
         cursor.endEditBlock()
 
     def _show_plain(self) -> None:
@@ -244,3 +270,11 @@ class MarkdownStream:
         self._document.clear()
         self._tail_start = self._tail_run = 0
         self._insert_tail(QTextCursor(self._document), self._shown.text, self._plain)
+
+
+def _spaced(line_height: float) -> QTextBlockFormat:
+    """A block format whose lines are ``line_height`` times the font's height."""
+    block = QTextBlockFormat()
+    if line_height != 1.0:
+        block.setLineHeight(line_height * 100, QTextBlockFormat.LineHeightTypes.ProportionalHeight.value)
+    return block

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from prefill.ui.widgets.colours import DARK, LIGHT
+
 
 @dataclass(frozen=True)
 class CodePalette:
@@ -35,5 +37,5 @@ class CodePalette:
         return ", ".join(f"'{family}'" if " " in family else family for family in self.mono_fonts)
 
 
-LIGHT_CODE = CodePalette("default", "#f6f8fa", "#1f2328", "#eaeef2", "#656d76", "#0969da", "#fff1a8")
-DARK_CODE = CodePalette("github-dark", "#161b22", "#e6edf3", "#343942", "#8d96a0", "#4493f8", "#5c4b12")
+LIGHT_CODE = CodePalette("default", LIGHT.code_block, "#1f2328", "#eaeef2", "#656d76", "#0969da", "#fff1a8")
+DARK_CODE = CodePalette("github-dark", DARK.code_block, "#e6edf3", "#343942", "#8d96a0", "#4493f8", "#5c4b12")

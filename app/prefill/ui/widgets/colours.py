@@ -47,6 +47,7 @@ class ThemeColours:
     fit_cpu_bg: str
     fit_no: str
     fit_no_bg: str
+    code_block: str
 
 
 # Each role's colour in the light and the dark theme, side by side.
@@ -93,6 +94,7 @@ _ROLES: dict[str, tuple[str, str]] = {
     "fit_cpu_bg": ("#fef3c7", "#713f12"),
     "fit_no": ("#991b1b", "#fecaca"),
     "fit_no_bg": ("#fee2e2", "#7f1d1d"),
+    "code_block": ("#f6f8fa", "#161b22"),  # a code block's rounded box (the code palette's background)
 }
 LIGHT = ThemeColours(**{role: pair[0] for role, pair in _ROLES.items()})
 DARK = ThemeColours(**{role: pair[1] for role, pair in _ROLES.items()})

@@ -28,6 +28,8 @@ SHAPES: dict[str, str] = {
     "check": '<path d="m5 12.5 4.5 4.5L19 7.5"/>',
     "regenerate": '<path d="M20 12a8 8 0 1 1-2.34-5.66"/><path d="M20 4v5h-5"/>',
     "more": '<path d="M6 12h.01M12 12h.01M18 12h.01"/>',
+    "branch": '<circle cx="6" cy="5.5" r="2"/><circle cx="6" cy="18.5" r="2"/><circle cx="18" cy="8" r="2"/>'
+              '<path d="M6 7.5v9M18 10c0 4-6 3.5-11 7"/>',
     # the composer
     "send": '<path d="M12 19V5m0 0-6 6m6-6 6 6"/>',
     "stop": '<rect x="6.5" y="6.5" width="11" height="11" rx="2"/>',

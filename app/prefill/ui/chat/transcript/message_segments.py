@@ -11,6 +11,11 @@ source with a ``MarkdownStream``; a segment left behind is finished once, never 
 body places its segments itself rather than through a box layout, which would lay out every segment
 again whenever the last one grows: a segment's change of height moves only the segments below it.
 
+A code block is drawn as a rounded block of its own (the chat's style sheet: ``QTextBrowser#code-block``)
+with a header row above the code: the language its fence names and a Copy button that copies exactly
+the code and says "Copied" for a moment. The header stands in the browser's top margin, so the block
+stays one widget that scrolls sideways as before.
+
 A long message is folded (``ui/markdown/fold.py``): the body cuts the source where its rich-text
 budget runs out, before routing, so however long a message grows (a 10,000-row table, a 4 MB
 line), its segments hold a bounded text; a bar below them says how much is folded, and its
@@ -24,17 +29,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QObject, QSizeF, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QFocusEvent, QResizeEvent, QTextCursor
+from PySide6.QtCore import QObject, QRect, QSizeF, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QFocusEvent, QGuiApplication, QResizeEvent, QTextCursor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QSizePolicy, QTextBrowser, QTextEdit, QToolButton, QWidget
 
+from prefill.ui.chat.transcript.copy_button import CopyConfirm, icon_button
 from prefill.ui.markdown.fold import Fold, fit, folded_words
+from prefill.ui.markdown.rich_text import code_blocks, fence_language
 from prefill.ui.markdown.segments import Piece, SegmentRouter
 from prefill.ui.markdown.stream import MarkdownStream
 from prefill.ui.markdown.text_buffer import MarkdownBuffer
 from prefill.ui.widgets.plain_text import plain_label
+from prefill.ui.widgets.tokens import SPACE, TYPE
 
 SLICE_COST = 4_000  # what a text set at once renders per turn of the event loop (``fold.cost``)
+CODE_GAP = SPACE.sm  # above and below a code block, between it and the prose
+CODE_INSET = SPACE.sm  # the code's sides and bottom inside its rounded block (clear of the corners)
+DOC_MARGIN = SPACE.xxs  # around a segment's text
+LANGUAGE_CHARS = 40  # a fence's language longer than this is cut (it is the model's text)
+COPY_CODE_TIP = "Copy the code"
 
 # A thin bar that reads on both themes (grey over the message's own background).
 _BAR_STYLE = (
@@ -72,7 +85,7 @@ class SafeBrowser(QTextBrowser):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.anchorClicked.connect(self.link_clicked)
         self.document().documentLayout().documentSizeChanged.connect(self._on_document_size_changed)
-        self.document().setDocumentMargin(2)
+        self.document().setDocumentMargin(DOC_MARGIN)
 
     def loadResource(self, type: int, name: QUrl | str) -> Any:
         return None  # never fetch what a model's answer points at
@@ -82,11 +95,39 @@ class SafeBrowser(QTextBrowser):
 
     def _fit_height(self) -> None:
         bar = self.horizontalScrollBar()
-        extra = bar.sizeHint().height() if bar.maximum() > 0 else 0
+        margins = self.viewportMargins()
+        extra = (bar.sizeHint().height() if bar.maximum() > 0 else 0) + margins.top() + margins.bottom()
         height = int(self.document().size().height()) + 4 + extra
         if height != self.maximumHeight() or height != self.minimumHeight():
             self.setFixedHeight(height)
             self.fitted.emit()
+
+
+class CodeHeader(QWidget):
+    """The row above a code block: the language it is written in, and Copy (which says "Copied")."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setObjectName("code-header")
+        self.language = plain_label()
+        self.language.setObjectName("code-language")
+        self.language.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.copy = icon_button("copy", COPY_CODE_TIP, "Copy", "code-copy")
+        self.copy.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.copied = CopyConfirm(self.copy, COPY_CODE_TIP)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(CODE_INSET + DOC_MARGIN, SPACE.xxs, SPACE.xs, 0)  # the label over the code
+        lay.addWidget(self.language, 1)
+        lay.addWidget(self.copy)
+        self.set_language("")
+
+    def set_language(self, language: str) -> None:
+        """The language the fence names ("" shows "code")."""
+        shown = language[:LANGUAGE_CHARS] + ("…" if len(language) > LANGUAGE_CHARS else "")
+        self.language.setText(shown or "code")
+        self.copy.setToolTip(COPY_CODE_TIP if not language else f"{COPY_CODE_TIP} ({shown})")
+        self.copied.tip = self.copy.toolTip()
+        self.copy.setAccessibleName(self.copied.tip)
 
 
 class Segment(SafeBrowser):
@@ -96,18 +137,50 @@ class Segment(SafeBrowser):
         index: Its place in the message (0: the first).
         code: Whether it shows a code block.
         stream: Renders its part of the message's source into its document.
+        header: A code block's header row (language and Copy); None for prose.
     """
 
     def __init__(self, index: int, code: bool, palette: Any, parent: QWidget | None = None,
                  cites: frozenset[int] = frozenset()) -> None:
         super().__init__(parent)
+        self.header: CodeHeader | None = None
         self.index = index
         self.code = code
+        self._named = False  # a code block's header names its language from the fence's line, once
         if code:
+            self.setObjectName("code-block")
             # The line stays whole; the bar under the block scrolls it, the pane keeps its width.
             self.setLineWrapMode(QTextEdit.LineWrapMode.NoWrap)
-        # The body folds, not each segment.
-        self.stream = MarkdownStream(self.document(), palette, budget=None, cites=cites)
+            self.header = CodeHeader(self)
+            self.header.copy.clicked.connect(self.copy_code)
+            self.setViewportMargins(CODE_INSET, self.header.sizeHint().height(), CODE_INSET, CODE_INSET)
+        else:
+            self.setObjectName("message-text")
+        # The body folds, not each segment. Its own header copies a code block: no Copy link in the text.
+        self.stream = MarkdownStream(
+            self.document(), palette, budget=None, cites=cites, copy_links=not code,
+            line_height=TYPE.body_line_height, code_line_height=TYPE.code_line_height,
+        )
+
+    def code_text(self) -> str:
+        """A code block's code as it stands (its fences left out; "" for prose)."""
+        if not self.code:
+            return ""
+        blocks = self.stream.code_blocks or code_blocks(self.stream.text)  # still streaming: not rendered yet
+        return blocks[0] if blocks else ""
+
+    def copy_code(self) -> None:
+        """Copy exactly the code (a code block's Copy), and say so."""
+        QGuiApplication.clipboard().setText(self.code_text())
+        if self.header is not None:
+            self.header.copied.confirm()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        header = getattr(self, "header", None)  # a resize may come while the base is being made
+        if header is not None:
+            r = self.contentsRect()
+            header.setGeometry(QRect(r.left(), r.top(), r.width(), self.viewportMargins().top()))
 
     def focusInEvent(self, event: QFocusEvent) -> None:
         # Prose with citation marks is a Tab stop (``MessageBody.set_citations``): arriving by Tab puts the
@@ -123,6 +196,10 @@ class Segment(SafeBrowser):
 
     def append(self, text: str) -> None:
         """Render more of its source (see ``MarkdownStream.append``), staying where it was scrolled to."""
+        if self.header is not None and not self._named and text:
+            # A code segment's first piece opens with its whole fence line (``SegmentRouter``).
+            self._named = True
+            self.header.set_language(fence_language(text.partition("\n")[0]))
         at = self.horizontalScrollBar().value()
         self.stream.append(text)
         self._scroll_back(at)
@@ -370,6 +447,8 @@ class MessageBody(QWidget):
         segment.fitted.connect(self._on_segment_fitted)
         if self._watcher is not None:
             segment.installEventFilter(self._watcher)
+            if segment.header is not None:
+                segment.header.copy.installEventFilter(self._watcher)
         self.segments.append(segment)
         segment.resize(max(1, self.width()), segment.height())
         segment.show()
@@ -392,11 +471,14 @@ class MessageBody(QWidget):
         y = 0
         if first > 0:
             before = self.segments[first - 1]
-            y = before.y() + (0 if before.isHidden() else before.height())
+            y = before.y() + (0 if before.isHidden() else before.height() + self._gap_after(before))
         width = max(1, self.width())
         for segment in self.segments[first:]:
+            shown = not segment.isHidden()
+            if shown and segment.code and y > 0 and not self._gap_after(self.segments[segment.index - 1]):
+                y += CODE_GAP  # prose above a code block: a gap between them
             segment.setGeometry(0, y, width, segment.height())
-            y += 0 if segment.isHidden() else segment.height()
+            y += segment.height() + self._gap_after(segment) if shown else 0
         bar = self.fold_bar
         if bar is not None and not bar.isHidden():
             height = bar.sizeHint().height()
@@ -404,6 +486,10 @@ class MessageBody(QWidget):
             y += height
         if self.height() != y or self.minimumHeight() != y:
             self.setFixedHeight(y)
+
+    def _gap_after(self, segment: Segment) -> int:
+        """The room below a code block, before what follows it (none after the last segment)."""
+        return CODE_GAP if segment.code and segment.index < len(self.segments) - 1 else 0
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)

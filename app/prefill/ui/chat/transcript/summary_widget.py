@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QBoxLayout, QGraphicsOpacityEffect, QSizePolicy, QToolButton, QVBoxLayout
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QGraphicsOpacityEffect, QSizePolicy, QToolButton
 
 from prefill.ui.chat.transcript.inline_editor import InlineEditor
 from prefill.ui.chat.transcript.message_widget import ROLE_TITLES, MessageWidget
 from prefill.ui.chat.transcript.summary_rows import SUMMARY, WORKING, summary_note
 from prefill.ui.widgets.plain_text import plain_label
+from prefill.ui.widgets.tokens import SPACE
 
 FOLDED_OPACITY = 0.5  # of a folded row's text
 FOLDED_TITLE = " · folded into the summary below"
@@ -55,30 +56,22 @@ class SummaryWidget(MessageWidget):
         self.summary_text.setWordWrap(True)
         self.summary_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary_text.setAccessibleName("The summary of the earlier turns")
-        lay = self.layout()
-        assert isinstance(lay, QVBoxLayout)
-        head = lay.itemAt(0)
-        bar = head.layout() if head is not None else None
-        assert isinstance(bar, QBoxLayout)
+        bar = self.head
         for i in reversed(range(bar.count())):  # the base's stretch: the note takes the room instead
             item = bar.itemAt(i)
             if item is not None and item.spacerItem() is not None:
                 bar.removeItem(item)
         bar.insertWidget(0, self.toggle)
         bar.insertWidget(1, self.note, 1)
-        lay.insertWidget(lay.indexOf(self.body), self.summary_text)
+        self.content.insertWidget(self.content.indexOf(self.body), self.summary_text)
+        outer = self.layout()
+        if outer is not None:
+            outer.setContentsMargins(SPACE.md, SPACE.xs, SPACE.md, SPACE.xs)  # inside its dashed outline
         self.buttons["delete"].setText("Remove")
         for name, tip in TIPS.items():
             self.buttons[name].setToolTip(tip)
             self.buttons[name].setAccessibleName(tip)
         self._show(False)
-
-    def sizeHint(self) -> QSize:
-        """As tall as the wrapped summary needs at the width it has (the view measures rows by this)."""
-        hint = super().sizeHint()
-        if self.hasHeightForWidth() and self.width() > 0:
-            hint.setHeight(self.heightForWidth(self.width()))
-        return hint
 
     def is_open(self) -> bool:
         return self.toggle.isChecked()
@@ -134,6 +127,8 @@ def mark_folded(widget: MessageWidget, folded: bool) -> None:
         return
     widget.setProperty("folded", folded)
     widget.title.setText(ROLE_TITLES.get(widget.role, widget.role) + (FOLDED_TITLE if folded else ""))
+    if widget.role not in (SUMMARY, "tool"):
+        widget.title.setVisible(folded or widget.role == "notice")  # the label says why the row is dimmed
     parts = (widget.summary_text, widget.note) if isinstance(widget, SummaryWidget) else (widget.body, widget.tool)
     for part in parts:
         if part is None:

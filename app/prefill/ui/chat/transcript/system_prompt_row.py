@@ -8,6 +8,7 @@ from PySide6.QtGui import QPalette, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QSizePolicy, QToolButton, QVBoxLayout
 
 from prefill.ui.widgets.plain_text import plain_label
+from prefill.ui.widgets.tokens import SPACE
 
 
 class SystemPromptRow(QFrame):
@@ -35,8 +36,9 @@ class SystemPromptRow(QFrame):
         self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._mute()
         lay = QVBoxLayout(self)
-        lay.setContentsMargins(12, 4, 12, 4)
+        lay.setContentsMargins(SPACE.md, SPACE.xs, SPACE.md, SPACE.xs)
         lay.setSpacing(0)
+        self._lay = lay
         head = QHBoxLayout()
         head.addWidget(self.toggle)
         head.addWidget(self.preview, 1)
@@ -68,6 +70,12 @@ class SystemPromptRow(QFrame):
         self.toggle.setChecked(False)
         self._show(False)
         self.setVisible(bool(self.text))
+
+    def set_sides(self, side: int) -> None:
+        """Its margin at each side, so that its words line up with the chat's column."""
+        margins = self._lay.contentsMargins()
+        if margins.left() != side:
+            self._lay.setContentsMargins(side, margins.top(), side, margins.bottom())
 
     def is_open(self) -> bool:
         return self.toggle.isChecked()

@@ -9,6 +9,10 @@ scroll far away give their widget back.
 A flush appends only the new text of the streaming row to its widget, and placing the
 widgets costs the rows on screen, so the cost grows neither with the answer nor the chat.
 
+The messages stand in a centred column (``column_width``): about COLUMN.width wide, growing with the
+view up to COLUMN.max_width and shrinking with it (not below COLUMN.min_width while the view has room),
+so lines of text keep a readable length at any window size.
+
 While the user has not scrolled up, the view follows the newest text; otherwise the row
 at the top of the viewport stays where it is when heights above it change. A question sent goes to
 the bottom and follows again, wherever the reader had scrolled. The chat's system prompt stands above
@@ -22,7 +26,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, QRect, Qt, QTimer, Signal
-from PySide6.QtGui import QPainter, QPaintEvent, QResizeEvent, QShowEvent
+from PySide6.QtGui import QFont, QFontMetricsF, QPainter, QPaintEvent, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import QAbstractScrollArea, QFrame, QWidget
 
 from prefill.ui.chat.images.image_strip import ImageThumbs
@@ -33,16 +37,31 @@ from prefill.ui.chat.transcript.summary_widget import SummaryWidget, mark_folded
 from prefill.ui.chat.transcript.system_prompt_row import SystemPromptRow
 from prefill.ui.chat.transcript.transcript_model import Roles, TranscriptModel
 from prefill.ui.chat.transcript.undo_toast import UndoToast
+from prefill.ui.widgets.tokens import COLUMN, SPACE, TYPE
 
-PAD = 12  # around the messages
-SPACING = 10  # between two messages
+PAD = SPACE.md  # around the messages
+SPACING = SPACE.md  # between two messages (no more than PAD: a row at the top of the viewport shows)
+GUTTER = SPACE.xl  # at each side of the column, while the view has room for it
 MARGIN_SCREENS = 1.0  # rendered above and below the viewport, so a scroll finds them ready
 KEEP_SCREENS = 3.0  # widgets further than this from the viewport are given back
 SLICE_S = 0.008  # a slice of rendering stops before this, having made at least one row
 REGUESS_PX = 40  # a width change that makes the guessed heights be guessed again
 STICK_PX = 8  # this close to the bottom counts as following the newest text
-CHROME_PX = 48  # a message's title bar, margins and figures line, for estimates
+CHROME_PX = 48  # a message's footer (actions, figures) and a bubble's margins, for estimates
 EMPTY_HINT = "A new chat. Write your message below and press Enter to send it."
+
+
+def column_width(room: int) -> int:
+    """The chat column's width in a view with ``room`` pixels inside its padding.
+
+    COLUMN.width once the view has it and a gutter each side, then growing by half of what the view
+    gains, up to COLUMN.max_width; in a narrower view the column gives up its gutters first, then
+    shrinks with the view, not below COLUMN.min_width unless the view itself is narrower.
+    """
+    inside = room - 2 * GUTTER
+    if inside >= COLUMN.width:
+        return min(COLUMN.max_width, COLUMN.width + (inside - COLUMN.width) // 2)
+    return max(1, min(room, max(COLUMN.min_width, inside)))
 
 
 class ChatView(QAbstractScrollArea):
@@ -76,6 +95,8 @@ class ChatView(QAbstractScrollArea):
         self.setAccessibleName("Transcript (Page Up and Page Down scroll it)")
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # a Tab stop: the keys scroll it
         self._heights = RowHeights()
+        self._body_font = QFont(self.font())  # the messages' text, for the guessed heights
+        self._body_font.setPixelSize(TYPE.body)
         self._live: dict[int, MessageWidget] = {}
         self._seen: dict[int, int] = {}  # chunks of each live row already given to its widget
         self._seen_thinking: dict[int, int] = {}  # the same for each live row's thinking
@@ -303,7 +324,7 @@ class ChatView(QAbstractScrollArea):
             w.set_images(r.images, self.thumbs)
         w.set_retry_visible(row == self._unanswered_row())
         mark_folded(w, row < self._folded)
-        w.setGeometry(PAD, 0, self._width, max(1, self._heights[row] - SPACING))
+        w.setGeometry(self._left(), 0, self._width, max(1, self._heights[row] - SPACING))
         w.show()
         w.installEventFilter(self)
         self._live[row] = w
@@ -412,9 +433,10 @@ class ChatView(QAbstractScrollArea):
             lo, hi = heights.row_at(v - PAD - keep), heights.row_at(v - PAD + view_h + keep)
             self._drop_live([r for r in self._live if not lo <= r <= hi])
         v = self._scroll_value(view_h) if n else 0
+        left = self._left()
         for row, w in self._live.items():
             w.setGeometry(
-                PAD, PAD + heights.top(row) - v, self._width, max(1, heights[row] - SPACING)
+                left, PAD + heights.top(row) - v, self._width, max(1, heights[row] - SPACING)
             )
         bar = self.verticalScrollBar()
         bar.setRange(0, self._scroll_max(view_h))
@@ -456,12 +478,18 @@ class ChatView(QAbstractScrollArea):
         return min(max(0, PAD + self._heights.top(row) + offset), top)
 
     def _text_width(self) -> int:
-        return max(1, self.viewport().width() - 2 * PAD)
+        """The column's width (see ``column_width``)."""
+        return column_width(max(1, self.viewport().width() - 2 * PAD))
+
+    def _left(self) -> int:
+        """Where the column starts: centred in the viewport."""
+        return max(0, (self.viewport().width() - self._width) // 2)
 
     def _estimate(self, texts: Iterable[str]) -> list[int]:
-        fm = self.fontMetrics()
+        fm = QFontMetricsF(self._body_font)
+        line = round(fm.lineSpacing() * TYPE.body_line_height)
         return estimate_heights(
-            texts, self._width or 600, fm.lineSpacing(), fm.averageCharWidth(), CHROME_PX + SPACING
+            texts, self._width or COLUMN.width, line, fm.averageCharWidth(), CHROME_PX + SPACING
         )
 
     # --- scrolling and resizing ----------------------------------------------------------------
@@ -484,6 +512,7 @@ class ChatView(QAbstractScrollArea):
     def _place_system_row(self) -> None:
         """The system prompt's row over the top margin it takes from the viewport (none while hidden)."""
         row = self.system_row
+        row.set_sides(max(0, (self.width() - column_width(max(1, self.width() - 2 * PAD))) // 2))  # with the column
         height = row.heightForWidth(self.width()) if row.hasHeightForWidth() else row.sizeHint().height()
         height = height if not row.isHidden() else 0
         row.setGeometry(0, 0, self.width(), height)
