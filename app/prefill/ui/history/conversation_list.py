@@ -15,7 +15,6 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPoint, QRect, QS
 from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import (
     QHBoxLayout,
-    QInputDialog,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -29,6 +28,8 @@ from PySide6.QtWidgets import (
 
 from prefill.store import ConversationRecord, SearchHit
 from prefill.ui.widgets.plain_text import Button, ask, plain_label, tooltip
+from prefill.ui.widgets.text_sheet import TextSheet
+from prefill.ui.widgets.tokens import SPACE
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -131,7 +132,7 @@ class ConversationList(QWidget):
                            (self.rename_button, "Rename the chat"), (self.delete_button, "Delete the chat")):
             part.setAccessibleName(name)  # a screen reader's words where the part's own do not say it
         lay = QVBoxLayout(self)
-        lay.setContentsMargins(6, 6, 6, 6)
+        lay.setContentsMargins(SPACE.sm, SPACE.sm, SPACE.sm, SPACE.sm)
         lay.addWidget(self.search)
         lay.addWidget(self.list, 1)
         lay.addWidget(self.empty, 1)
@@ -147,6 +148,7 @@ class ConversationList(QWidget):
         self.delete_button.clicked.connect(self._on_delete_clicked)
         self._quiet = False
         self.today = date.today  # what "today" is (tests fix it)
+        self.rename_sheet: TextSheet | None = None  # the last Rename sheet opened (kept until the next)
 
     def current_id(self) -> int | None:
         item = self.list.currentItem()
@@ -235,9 +237,12 @@ class ConversationList(QWidget):
         cid, item = self.current_id(), self.list.currentItem()
         if cid is None or item is None:
             return
-        title, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=item.data(TITLE_ROLE))
-        if ok and title.strip():
-            self.rename_requested.emit(cid, title.strip())
+        if self.rename_sheet is not None:
+            self.rename_sheet.deleteLater()  # the one before, done with
+        self.rename_sheet = TextSheet(self, "Rename chat", "The name this chat has in the list.",
+                                      str(item.data(TITLE_ROLE)), save_text="Rename")
+        self.rename_sheet.saved.connect(lambda title, cid=cid: self.rename_requested.emit(cid, title))
+        self.rename_sheet.open()
 
     def _on_delete_clicked(self) -> None:
         cid = self.current_id()

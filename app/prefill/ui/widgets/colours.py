@@ -31,6 +31,8 @@ class ThemeColours:
     kv_amber: str
     kv_red: str
     focus: str
+    hover: str
+    danger: str
 
 
 # Each role's colour in the light and the dark theme, side by side.
@@ -55,6 +57,8 @@ _ROLES: dict[str, tuple[str, str]] = {
     # The keyboard's place: darker than the highlight in light, lighter in dark, so it reads on
     # buttons, bubbles and the window alike (at least 3:1 against each, WCAG 2.2's focus contrast).
     "focus": ("#1d4ed8", "#93c5fd"),
+    "hover": ("#e3e6ea", "#333944"),  # a button or a list row under the pointer
+    "danger": ("#b91c1c", "#f87171"),  # what is wrong with a value, beside its field
 }
 LIGHT = ThemeColours(**{role: pair[0] for role, pair in _ROLES.items()})
 DARK = ThemeColours(**{role: pair[1] for role, pair in _ROLES.items()})

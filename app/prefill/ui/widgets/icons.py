@@ -44,6 +44,9 @@ class _LineIconEngine(QIconEngine):
     def clone(self) -> QIconEngine:
         return _LineIconEngine(self._name)
 
+    def iconName(self) -> str:
+        return self._name  # QIcon.name(): which line icon this is
+
 
 def icon(name: str) -> QIcon:
     """The line icon called ``name``, tinted by the theme in use when it is drawn.

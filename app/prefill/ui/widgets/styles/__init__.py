@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from prefill.ui.widgets.colours import ThemeColours, colours_for
-from prefill.ui.widgets.styles import chat, focus, sidebar
+from prefill.ui.widgets.styles import base, chat, focus, sidebar, window
 
-_PIECES: tuple[Callable[[ThemeColours], str], ...] = (chat.sheet, sidebar.sheet, focus.sheet)
+# base first (every control), focus last (the ring overrides a border); rooms' pieces between them.
+_PIECES: tuple[Callable[[ThemeColours], str], ...] = (base.sheet, chat.sheet, sidebar.sheet, window.sheet, focus.sheet)
 
 
 def style_sheet(effective: str) -> str:
