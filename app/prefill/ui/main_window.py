@@ -161,7 +161,9 @@ class MainWindow(QMainWindow):
         self._build_toolbar()
         self.panels = PanelToggles(self.splitter, {"chats": self.conversations, "sidebar": self.sidebar},
                                    self.findChildren(QToolBar)[0])
-        self.toolbar_fit = set_toolbar_icons(self, self.model_loaded, self.model_combo)
+        self.toolbar_fit = set_toolbar_icons(  # in a narrow window the longest words give way to shorter ones
+            self, self.model_loaded, self.model_combo,
+            [(self.system_action, "Prompt"), (self.history_menu.button, "Export"), (self.shortcuts_action, "Keys")])
         self.actions_offered = RoomActions()  # what the shortcuts run, offered by each room
         self._wire()
         self._restore_geometry()

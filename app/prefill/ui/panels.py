@@ -12,6 +12,7 @@ as it always did.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSize, Qt, QTimer, Signal, SignalInstance
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QToolBar,
+    QToolButton,
     QWidget,
 )
 
@@ -155,15 +157,22 @@ class StatusLabel(QLabel):
 
 
 class ToolbarFit(QObject):
-    """Keeps every tool bar button whole, its word beside its icon, at any window width (900 px too,
-    with a model loaded): what gives way is the status line, cut with "…" down to STATUS_MIN and then
-    out of sight, and after it the model picker, down to PICKER_MIN. Nothing falls into the tool bar's
-    overflow menu and no word is dropped for an icon alone."""
+    """Keeps every tool bar button whole, a word beside its icon, at any window width (900 px too, with a
+    model loaded): what gives way first is the status line, cut with "…" down to STATUS_MIN and then out of
+    sight; then the model picker, down to PICKER_MIN; then the longest words, for shorter ones (`short`:
+    "System prompt" reads "Prompt"; the whole name stays its tooltip and its name for screen readers).
+    Nothing falls into the tool bar's overflow menu and no button is left an icon alone."""
 
-    def __init__(self, window: QWidget, bar: QToolBar, picker: QComboBox | None = None):
+    def __init__(self, window: QWidget, bar: QToolBar, picker: QComboBox | None = None,
+                 short: Sequence[tuple[QAction | QToolButton, str]] = ()):
         super().__init__(window)
         self.window, self.bar, self.picker = window, bar, picker
         self._picker_min = picker.minimumWidth() if picker is not None else 0
+        self._words = [(part, part.text(), word) for part, word in short]  # (button, its whole word, a short one)
+        for part, whole, _word in self._words:  # a screen reader says the whole name, whichever word shows
+            button = bar.widgetForAction(part) if isinstance(part, QAction) else part
+            if button is not None and not button.accessibleName():
+                button.setAccessibleName(whole)
         window.installEventFilter(self)
         self._pending = False
         for label in bar.findChildren(StatusLabel):
@@ -176,20 +185,26 @@ class ToolbarFit(QObject):
 
     def fit(self) -> None:
         self._pending = False
+        self.bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        if self._squeeze(short=False) > 0 and self._words:
+            self._squeeze(short=True)
+
+    def _squeeze(self, short: bool) -> int:
+        """Lay the bar out with the whole words (or the short ones), cutting the status line and then the
+        picker as far as they go; returns the pixels still over the window's width."""
+        for part, whole, word in self._words:
+            part.setText(word if short else whole)
         labels = self.bar.findChildren(StatusLabel)
         for label in labels:
             label.setMaximumWidth(MAX_WIDTH)
         if self.picker is not None:
             self.picker.setMinimumWidth(self._picker_min)
             self.picker.setMaximumWidth(MAX_WIDTH)
-        self.bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         over = self.bar.sizeHint().width() - self.window.width()
         for label in labels:  # first the status line: cut short, then out of sight
             if over > 0:
                 natural = label.sizeHint().width()
-                cut = max(STATUS_MIN, natural - over)
-                if natural - over < STATUS_MIN // 2:
-                    cut = 0
+                cut = 0 if natural - over < STATUS_MIN // 2 else max(STATUS_MIN, natural - over)
                 label.setMaximumWidth(cut)
                 over -= natural - cut
         if over > 0 and self.picker is not None:  # then the picker's width, down to its least
@@ -197,6 +212,8 @@ class ToolbarFit(QObject):
             cut = max(PICKER_MIN, now - over)
             self.picker.setMinimumWidth(min(self._picker_min, cut))
             self.picker.setMaximumWidth(cut)
+            over -= now - cut
+        return over
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.window and event.type() in (QEvent.Type.Resize, QEvent.Type.Show):
@@ -204,14 +221,16 @@ class ToolbarFit(QObject):
         return super().eventFilter(watched, event)
 
 
-def set_toolbar_icons(w: QMainWindow, model_loaded: SignalInstance, picker: QComboBox | None = None) -> ToolbarFit:
+def set_toolbar_icons(w: QMainWindow, model_loaded: SignalInstance, picker: QComboBox | None = None,
+                      short: Sequence[tuple[QAction | QToolButton, str]] = ()) -> ToolbarFit:
     """The line icons of the tool bar's actions (the window's attributes named in ACTION_ICONS), with their
-    words beside them at every width: the status line and the picker give way instead (ToolbarFit)."""
+    words beside them at every width: the status line, the picker and the longest words give way instead
+    (ToolbarFit; `short`: a button and its shorter word)."""
     for attribute, name in ACTION_ICONS:
         action = getattr(w, attribute, None)
         if isinstance(action, QAction):
             action.setIcon(icon(name))
-    fit = ToolbarFit(w, w.findChildren(QToolBar)[0], picker)
+    fit = ToolbarFit(w, w.findChildren(QToolBar)[0], picker, short)
     model_loaded.connect(lambda _m: fit.fit())  # the model's name beside the picker takes room
     return fit
 
