@@ -22,14 +22,16 @@ from PySide6.QtWidgets import (
     QPushButton,
     QStyledItemDelegate,
     QStyleOptionViewItem,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from prefill.store import ConversationRecord, SearchHit
+from prefill.ui.widgets.icons import icon
 from prefill.ui.widgets.plain_text import Button, ask, plain_label, tooltip
 from prefill.ui.widgets.text_sheet import TextSheet
-from prefill.ui.widgets.tokens import SPACE
+from prefill.ui.widgets.tokens import ICON, SPACE
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -84,6 +86,14 @@ class GroupDelegate(QStyledItemDelegate):
         super().paint(painter, item, index)
 
 
+def _icon_button(name: str, tip: str) -> QToolButton:
+    button = QToolButton()
+    button.setIcon(icon(name))
+    button.setIconSize(QSize(ICON.toolbar, ICON.toolbar))
+    button.setToolTip(tip)
+    return button
+
+
 class ConversationList(QWidget):
     """Signals:
         selected(int): a conversation was picked.
@@ -122,12 +132,18 @@ class ConversationList(QWidget):
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.hide()
         self.menu: QMenu | None = None  # the last context menu (tests trigger its actions)
-        self.new_button = QPushButton("New chat")
-        self.rename_button = QPushButton("Rename")
-        self.delete_button = QPushButton("Delete")
+        self.new_button = QPushButton(icon("new-chat"), "New chat")
+        self.new_button.setObjectName("new-chat")
+        # Rename and Delete as icons (their words on hover, and in the chat's right-click menu), so the list
+        # stays narrow enough for the chat column at 900 px.
+        self.rename_button = _icon_button("edit", "Rename the chat (also on a right click)")
+        self.delete_button = _icon_button("delete", "Delete the chat (also on a right click)")
         buttons = QHBoxLayout()
-        for b in (self.new_button, self.rename_button, self.delete_button):
-            buttons.addWidget(b)
+        buttons.setSpacing(SPACE.xs)
+        buttons.addWidget(self.new_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.rename_button)
+        buttons.addWidget(self.delete_button)
         for part, name in ((self.search, "Search chats"), (self.list, "Chats"), (self.new_button, "New chat"),
                            (self.rename_button, "Rename the chat"), (self.delete_button, "Delete the chat")):
             part.setAccessibleName(name)  # a screen reader's words where the part's own do not say it

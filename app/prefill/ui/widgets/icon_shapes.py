@@ -37,6 +37,7 @@ SHAPES: dict[str, str] = {
     # navigation and state
     "chevron-left": '<path d="m15 6-6 6 6 6"/>',
     "chevron-right": '<path d="m9 6 6 6-6 6"/>',
+    "chevron-up": '<path d="m6 15 6-6 6 6"/>',
     "chevron-down": '<path d="m6 9 6 6 6-6"/>',
     "search": '<circle cx="11" cy="11" r="6.5"/><path d="m20 20-4.4-4.4"/>',
     "close": '<path d="M6 6l12 12M18 6 6 18"/>',

@@ -9,7 +9,8 @@ keyboard, keeping each control's size (a push button's 1 px border becomes 2 px,
 from __future__ import annotations
 
 from prefill.ui.widgets.colours import ThemeColours
-from prefill.ui.widgets.tokens import RADIUS, SPACE
+from prefill.ui.widgets.icons import icon_file
+from prefill.ui.widgets.tokens import ICON, RADIUS, SPACE
 
 # A push button's padding: the focus ring takes 1 px of it (focus.py), so the button keeps its size.
 BUTTON_PAD_V, BUTTON_PAD_H = SPACE.xs + 1, SPACE.md + 2
@@ -19,6 +20,8 @@ TOOL_PAD_V, TOOL_PAD_H = SPACE.xxs + 1, SPACE.xs
 
 def sheet(c: ThemeColours) -> str:
     """Rules for the standard controls, in both themes."""
+    up, down = icon_file("chevron-up", c.muted), icon_file("chevron-down", c.muted)
+    arrow = f"width: {ICON.inline - SPACE.xs}px; height: {ICON.inline - SPACE.xs}px;"
     return f"""
 QPushButton {{ background: {c.button}; color: {c.text}; border: 1px solid {c.border};
     border-radius: {RADIUS.sm}px; padding: {BUTTON_PAD_V}px {BUTTON_PAD_H}px; }}
@@ -46,6 +49,15 @@ QComboBox {{ background: {c.button}; padding: {SPACE.xs}px {SPACE.sm}px; }}
 QComboBox:hover {{ background: {c.hover}; }}
 QComboBox:editable {{ background: {c.base}; }}
 QComboBox::drop-down {{ border: none; width: {SPACE.xl}px; }}
+QComboBox::down-arrow {{ image: url({down}); {arrow} }}
+QAbstractSpinBox::up-button, QAbstractSpinBox::down-button {{ subcontrol-origin: border; width: {SPACE.xl}px;
+    border: none; background: transparent; }}
+QAbstractSpinBox::up-button {{ subcontrol-position: top right; }}
+QAbstractSpinBox::down-button {{ subcontrol-position: bottom right; }}
+QAbstractSpinBox::up-button:hover, QAbstractSpinBox::down-button:hover {{ background: {c.hover}; }}
+QAbstractSpinBox::up-arrow {{ image: url({up}); {arrow} }}
+QAbstractSpinBox::down-arrow {{ image: url({down}); {arrow} }}
+QAbstractSpinBox {{ padding-right: {SPACE.xl}px; }}
 QComboBox QAbstractItemView {{ background: {c.card}; border: 1px solid {c.border}; border-radius: 0;
     padding: {SPACE.xs}px; outline: 0; }}
 QAbstractItemView {{ background: {c.base}; alternate-background-color: {c.alternate_base};

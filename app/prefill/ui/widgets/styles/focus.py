@@ -23,8 +23,8 @@ QLineEdit:focus, QPlainTextEdit:focus, QTextEdit:focus, QAbstractItemView:focus 
 QAbstractScrollArea:focus {{ {ring} }}
 QComboBox:focus {{ {ring} }}
 QCheckBox:focus, QRadioButton:focus {{ {ring} }}
-QSpinBox:focus, QDoubleSpinBox:focus, QSlider:focus {{ {ring} }}
-QLineEdit:focus, QAbstractSpinBox:focus, QComboBox:focus {{ padding: {SPACE.xs - 1}px {SPACE.sm - 1}px; }}
+QAbstractSpinBox:focus, QSlider:focus {{ {ring} }}
+QLineEdit:focus, QComboBox:focus {{ padding: {SPACE.xs - 1}px {SPACE.sm - 1}px; }}
 QPlainTextEdit:focus, QTextEdit:focus {{ padding: {SPACE.xs - 1}px; }}
 QAbstractSpinBox QLineEdit:focus, QComboBox QLineEdit:focus {{ border: none; padding: 0; background: transparent; }}
 QComboBox QAbstractItemView:focus {{ border: 1px solid {c.border}; }}
