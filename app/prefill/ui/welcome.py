@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QPushButton, QVBoxLayout, QWidget
 
 from prefill.ui.widgets.icons import icon
 from prefill.ui.widgets.plain_text import plain_label
@@ -27,7 +27,8 @@ class Welcome(QWidget):
         column = QWidget()  # the words in a column of the chat's width, in the middle of the page
         column.setMaximumWidth(COLUMN.width)
         lay = QVBoxLayout(column)
-        lay.setSpacing(SPACE.md)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(SPACE.sm)
         title = plain_label("Welcome to Prefill")
         title.setObjectName("welcome-title")
         title.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -40,23 +41,16 @@ class Welcome(QWidget):
         text.setWordWrap(True)
         text.setAlignment(Qt.AlignmentFlag.AlignCenter)
         lay.addWidget(text)
-        lay.addSpacing(SPACE.md)
         self.bundled_button = primary(QPushButton("Start with SmolLM2-135M (bundled, 98 MB)"))
         self.bundled_button.setObjectName("use-bundled")
         open_button = QPushButton("Open a .gguf file…")
         open_button.setObjectName("open-model-file")
         open_button.setIcon(icon("folder"))
         open_button.clicked.connect(self.open_file)
-        buttons = QHBoxLayout()
-        buttons.setSpacing(SPACE.sm)
-        buttons.addStretch(1)
-        if bundled is not None:
+        if bundled is not None:  # one above the other: the column keeps to the chat's least width
             self.bundled_button.clicked.connect(lambda: self.use_model.emit(str(bundled)))
-            buttons.addWidget(self.bundled_button)
-        buttons.addWidget(open_button)
-        buttons.addStretch(1)
-        lay.addLayout(buttons)
-        lay.addSpacing(SPACE.md)
+            lay.addWidget(self.bundled_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        lay.addWidget(open_button, 0, Qt.AlignmentFlag.AlignHCenter)
         more = plain_label(
             "Other models: search and download GGUF models from the Hugging Face hub in the Models tab "
             "above, or open any .gguf file you have."
@@ -66,7 +60,7 @@ class Welcome(QWidget):
         more.setAlignment(Qt.AlignmentFlag.AlignCenter)
         lay.addWidget(more)
         outer = QVBoxLayout(self)
-        outer.setContentsMargins(SPACE.xl, SPACE.xl, SPACE.xl, SPACE.xl)
+        outer.setContentsMargins(SPACE.lg, 0, SPACE.lg, 0)  # the stretches above and below give it air
         outer.addStretch(1)
         outer.addWidget(column, 0, Qt.AlignmentFlag.AlignHCenter)
         outer.addStretch(2)
