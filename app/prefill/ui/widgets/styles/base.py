@@ -13,7 +13,7 @@ from prefill.ui.widgets.icons import icon_file
 from prefill.ui.widgets.tokens import ICON, RADIUS, SPACE
 
 # A push button's padding: the focus ring takes 1 px of it (focus.py), so the button keeps its size.
-BUTTON_PAD_V, BUTTON_PAD_H = SPACE.xs + 1, SPACE.md + 2
+BUTTON_PAD_V, BUTTON_PAD_H = SPACE.xs + 1, SPACE.md
 # A tool button's border is 2 px and transparent: the focus ring only colours it.
 TOOL_PAD_V, TOOL_PAD_H = SPACE.xxs + 1, SPACE.xs
 
