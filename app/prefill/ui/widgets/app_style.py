@@ -33,7 +33,7 @@ class PrefillStyle(QProxyStyle):
     def __init__(self, base: QStyle | None = None) -> None:
         super().__init__(base if base is not None else QStyleFactory.create("Fusion"))
 
-    def styleHint(self, hint: QStyle.StyleHint, option: QStyleOption | None = None,  # type: ignore[override]
+    def styleHint(self, hint: QStyle.StyleHint, option: QStyleOption | None = None,
                   widget: QWidget | None = None, returnData: object = None) -> int:
         if hint == QStyle.StyleHint.SH_DialogButtonBox_ButtonsHaveIcons:
             return 0
