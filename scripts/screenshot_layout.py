@@ -4,7 +4,9 @@ is wider than the pane (it scrolls in its own block), the chat list grouped by d
 
 Chats are written into the throw-away history at fixed ages (now, two hours ago, yesterday, four days
 and three weeks ago), the bundled SmolLM2 is loaded, the newest chat opened. Saves, under <out>:
-layout-light-1400.png, layout-dark-1400.png, layout-light-900.png, layout-dark-900.png (the window only).
+layout-light-1400.png, layout-dark-1400.png, layout-light-900.png, layout-dark-900.png (the window only),
+then the sheets over the window at 1400×900: sheet-rename.png (renaming the chat, light) and
+sheet-system-prompt-light.png, sheet-system-prompt-dark.png (its system prompt).
 
     python scripts/screenshot_layout.py [--out packaging/screenshots]
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -44,6 +47,7 @@ def main() -> int:
 
 def inside(out: Path) -> int:
     from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QDialog
 
     from prefill.store import HistoryStore
     from prefill.store.app_settings import Settings
@@ -89,8 +93,33 @@ def inside(out: Path) -> int:
         at(1400, 900, "light", "layout-light-1400.png",
            lambda: at(1400, 900, "dark", "layout-dark-1400.png",
                       lambda: at(900, 600, "light", "layout-light-900.png",
-                                 lambda: at(900, 600, "dark", "layout-dark-900.png",
-                                            lambda: QTimer.singleShot(100, app.quit)))))
+                                 lambda: at(900, 600, "dark", "layout-dark-900.png", sheets))))
+
+    def sheet_shot(theme: str, name: str, open_sheet: Callable[[], QDialog], then: Callable[[], None]) -> None:
+        w.set_theme(apply_theme(app, theme))
+        w.resize(1400, 900)
+
+        def shoot_it() -> None:
+            sheet = open_sheet()
+            QTimer.singleShot(500, lambda: (shots.shoot(name), sheet.reject(), then()))
+
+        QTimer.singleShot(300, shoot_it)
+
+    def rename() -> QDialog:
+        w.conversations.rename_button.click()
+        assert w.conversations.rename_sheet is not None
+        return w.conversations.rename_sheet
+
+    def system_prompt() -> QDialog:
+        w.system_action.trigger()
+        assert w.system_sheet is not None
+        return w.system_sheet
+
+    def sheets() -> None:
+        sheet_shot("light", "sheet-rename.png", rename,
+                   lambda: sheet_shot("light", "sheet-system-prompt-light.png", system_prompt,
+                                      lambda: sheet_shot("dark", "sheet-system-prompt-dark.png", system_prompt,
+                                                         lambda: QTimer.singleShot(100, app.quit))))
 
     def open_chat(cid: int) -> None:
         w.controller.conversation_opened.connect(lambda _c: QTimer.singleShot(300, shots_in_turn))
@@ -99,7 +128,7 @@ def inside(out: Path) -> int:
     w.model_loaded.connect(lambda _m: open_chat(seed()))
     QTimer.singleShot(300, lambda: w.load_model(str(model)))
     shots.run(120_000)
-    return 0 if len(shots.saved) == 4 else 1
+    return 0 if len(shots.saved) == 7 else 1
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ def under_xvfb(script: str, out: Path, prepare: Callable[[Path], list[str]] = la
     if not shutil.which("Xvfb"):
         print("Xvfb is missing: apt-get install xvfb", file=sys.stderr)
         return 1
-    display = ":96"
+    display = free_display()
     xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1400x900x24", "-nolisten", "tcp"])
     home = tempfile.mkdtemp(prefix="prefill-shot-")
     try:
@@ -34,6 +34,15 @@ def under_xvfb(script: str, out: Path, prepare: Callable[[Path], list[str]] = la
     finally:
         xvfb.terminate()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def free_display(first: int = 96) -> str:
+    """The first X display number from `first` up that no server holds (its lock file is absent), so two
+    screenshot runs side by side do not draw on each other's screen."""
+    n = first
+    while Path(f"/tmp/.X{n}-lock").exists() or Path(f"/tmp/.X11-unix/X{n}").exists():
+        n += 1
+    return f":{n}"
 
 
 def main_for(script: str, prepare: Callable[[Path], list[str]] = lambda _home: []) -> int:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from datetime import date, datetime
 
 import pytest
-from PySide6.QtCore import QPoint
-from PySide6.QtWidgets import QInputDialog
+from PySide6.QtCore import QPoint, Qt
 
 from prefill.store import ConversationRecord, SearchHit
 from prefill.ui.history import conversation_list as cl
@@ -70,9 +69,12 @@ def test_the_context_menu_renames_exports_and_deletes(qtbot, chats: Conversation
     assert names == ["Rename…", "Export…", "Delete…"]
     assert chats.current_id() == 2  # the menu acts on the chat it was opened on
     actions = {a.text(): a for a in menu.actions()}
-    monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("Renamed", True))
+    actions["Rename…"].trigger()  # a sheet, with the chat's name ready to be replaced
+    sheet = chats.rename_sheet
+    assert sheet is not None and sheet.field.text() == "second"
+    qtbot.keyClicks(sheet.field, "Renamed")
     with qtbot.waitSignal(chats.rename_requested) as renamed:
-        actions["Rename…"].trigger()
+        qtbot.keyClick(sheet.field, Qt.Key.Key_Return)
     assert renamed.args == [2, "Renamed"]
     with qtbot.waitSignal(chats.export_requested) as exported:
         actions["Export…"].trigger()

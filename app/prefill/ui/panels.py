@@ -1,5 +1,5 @@
 """The window's side panels: the chat list and the sidebar shown or hidden (tool bar buttons, shortcuts),
-remembered with the splitter's positions, and the icons of the tool bar.
+remembered with the splitter's positions; and the tool bar's icons and how it fits the window's width.
 
 The chat column keeps its width when the window changes state (welcome, loading, chat): the side panels
 are given a fixed width policy, so text that grows in them (a long model name while loading) is cut or
@@ -12,67 +12,52 @@ as it always did.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QRectF, QSize, Qt, QTimer, Signal, SignalInstance
-from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPaintEvent, QPixmap
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSize, Qt, QTimer, Signal, SignalInstance
+from PySide6.QtGui import QAction, QPainter, QPaintEvent
 from PySide6.QtWidgets import (
-    QApplication,
+    QComboBox,
     QFileDialog,
     QLabel,
     QMainWindow,
     QSizePolicy,
     QSplitter,
-    QStyle,
     QToolBar,
+    QToolButton,
     QWidget,
 )
 
 from prefill.store.history_export import ExportFormat
 from prefill.ui.history.menu import HistoryMenu
+from prefill.ui.widgets.icons import icon
 from prefill.ui.widgets.plain_text import tooltip
 
 PANEL_WIDTHS = {"chats": 220, "sidebar": 300}  # given back to a panel shown again from nothing
 HIDDEN_MARK = "|hidden="
 MAX_WIDTH = 16777215  # Qt's QWIDGETSIZE_MAX: no maximum
-STATUS_MIN = 80  # px a status line in the tool bar keeps when the window is narrow
+STATUS_MIN = 80  # px a status line in the tool bar keeps while there is room for it at all
+PICKER_MIN = 160  # px the model picker keeps however narrow the window
 
-# Tool bar actions: (attribute of the window, freedesktop icon name, Qt's own icon when the theme has none).
-ACTION_ICONS: tuple[tuple[str, str, QStyle.StandardPixmap], ...] = (
-    ("models_action", "folder-download", QStyle.StandardPixmap.SP_DriveHDIcon),
-    ("serve_action", "network-server", QStyle.StandardPixmap.SP_DriveNetIcon),
-    ("system_action", "document-edit", QStyle.StandardPixmap.SP_FileDialogDetailedView),
-    ("settings_action", "preferences-system", QStyle.StandardPixmap.SP_FileDialogInfoView),
-    ("shortcuts_action", "input-keyboard", QStyle.StandardPixmap.SP_DialogHelpButton),
-    ("cancel_load_action", "process-stop", QStyle.StandardPixmap.SP_BrowserStop),
+# Tool bar actions: (attribute of the window, the line icon it shows: ui/widgets/icon_shapes.py).
+ACTION_ICONS: tuple[tuple[str, str], ...] = (
+    ("models_action", "models"),
+    ("serve_action", "serve"),
+    ("system_action", "system-prompt"),
+    ("settings_action", "settings"),
+    ("shortcuts_action", "shortcuts"),
+    ("cancel_load_action", "close"),
 )
+PANEL_ICONS = {"chats": "chats", "sidebar": "figures"}
 
 
-def themed_icon(name: str, fallback: QStyle.StandardPixmap) -> QIcon:
-    """The platform theme's icon `name`, else the style's own (drawn by Qt: never an empty square)."""
-    icon = QIcon.fromTheme(name)
-    if icon.isNull():
-        icon = QApplication.style().standardIcon(fallback)
-    return icon
-
-
-def panel_icon(side: str, colour: QColor) -> QIcon:
-    """A window outline with its left (chats) or right (sidebar) strip filled: drawn here, as no icon
-    theme names these."""
-    pixmap = QPixmap(32, 32)
-    pixmap.fill(Qt.GlobalColor.transparent)
-    p = QPainter(pixmap)
-    p.setRenderHint(QPainter.RenderHint.Antialiasing)
-    pen = p.pen()
-    pen.setColor(colour)
-    pen.setWidthF(2.5)
-    p.setPen(pen)
-    outline = QRectF(3, 6, 26, 20)
-    p.drawRoundedRect(outline, 3, 3)
-    strip = QRectF(3, 6, 9, 20) if side == "chats" else QRectF(20, 6, 9, 20)
-    p.fillRect(strip, colour)
-    p.end()
-    return QIcon(pixmap)
+def toolbar_spacer() -> QWidget:
+    """An empty widget that takes the tool bar's spare width, pushing what follows to its right end."""
+    spacer = QWidget()
+    spacer.setObjectName("toolbar-spacer")
+    spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+    return spacer
 
 
 class PanelToggles(QObject):
@@ -85,14 +70,13 @@ class PanelToggles(QObject):
     def __init__(self, splitter: QSplitter, panels: dict[str, QWidget], bar: QToolBar):
         super().__init__(bar)
         self.splitter, self.panels, self.bar = splitter, panels, bar
-        colour = bar.palette().windowText().color()
         words = {"chats": ("Chats", "Show or hide the chat list"),
                  "sidebar": ("Figures", "Show or hide the sidebar with the model's figures")}
         self.actions: dict[str, QAction] = {}
         for name, panel in panels.items():
             panel.setSizePolicy(QSizePolicy.Policy.Preferred, panel.sizePolicy().verticalPolicy())
             text, tip = words[name]
-            action = QAction(panel_icon(name, colour), text, bar)
+            action = QAction(icon(PANEL_ICONS[name]), text, bar)  # tinted by the theme when drawn
             action.setObjectName(f"toggle-{name}")
             action.setCheckable(True)
             action.setChecked(True)
@@ -106,14 +90,6 @@ class PanelToggles(QObject):
         bar.addAction(self.actions["sidebar"])
         for i in range(splitter.count()):  # the chat column stretches; the panels keep their width
             splitter.setStretchFactor(i, 0 if splitter.widget(i) in panels.values() else 1)
-        bar.installEventFilter(self)  # a theme switch redraws the icons in its text colour
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.bar and event.type() == QEvent.Type.PaletteChange:
-            colour = self.bar.palette().windowText().color()
-            for name, action in self.actions.items():
-                action.setIcon(panel_icon(name, colour))
-        return super().eventFilter(watched, event)
 
     def is_shown(self, name: str) -> bool:
         return not self.panels[name].isHidden()
@@ -181,13 +157,22 @@ class StatusLabel(QLabel):
 
 
 class ToolbarFit(QObject):
-    """Words beside the tool bar's icons while the window is wide enough for them, the icons alone
-    (their words on hover and for screen readers) when it is not, and a status line cut short if even
-    that is too wide, so no button falls into the tool bar's overflow menu at 900 px."""
+    """Keeps every tool bar button whole, a word beside its icon, at any window width (900 px too, with a
+    model loaded): what gives way first is the status line, cut with "…" down to STATUS_MIN and then out of
+    sight; then the model picker, down to PICKER_MIN; then the longest words, for shorter ones (`short`:
+    "System prompt" reads "Prompt"; the whole name stays its tooltip and its name for screen readers).
+    Nothing falls into the tool bar's overflow menu and no button is left an icon alone."""
 
-    def __init__(self, window: QWidget, bar: QToolBar):
+    def __init__(self, window: QWidget, bar: QToolBar, picker: QComboBox | None = None,
+                 short: Sequence[tuple[QAction | QToolButton, str]] = ()):
         super().__init__(window)
-        self.window, self.bar = window, bar
+        self.window, self.bar, self.picker = window, bar, picker
+        self._picker_min = picker.minimumWidth() if picker is not None else 0
+        self._words = [(part, part.text(), word) for part, word in short]  # (button, its whole word, a short one)
+        for part, whole, _word in self._words:  # a screen reader says the whole name, whichever word shows
+            button = bar.widgetForAction(part) if isinstance(part, QAction) else part
+            if button is not None and not button.accessibleName():
+                button.setAccessibleName(whole)
         window.installEventFilter(self)
         self._pending = False
         for label in bar.findChildren(StatusLabel):
@@ -200,18 +185,35 @@ class ToolbarFit(QObject):
 
     def fit(self) -> None:
         self._pending = False
+        self.bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        if self._squeeze(short=False) > 0 and self._words:
+            self._squeeze(short=True)
+
+    def _squeeze(self, short: bool) -> int:
+        """Lay the bar out with the whole words (or the short ones), cutting the status line and then the
+        picker as far as they go; returns the pixels still over the window's width."""
+        for part, whole, word in self._words:
+            part.setText(word if short else whole)
         labels = self.bar.findChildren(StatusLabel)
         for label in labels:
             label.setMaximumWidth(MAX_WIDTH)
-        self.bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        if self.bar.sizeHint().width() > self.window.width():
-            self.bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
-        over = self.bar.sizeHint().width() - self.window.width() + 8  # the bar's own margins
-        for label in labels:
+        if self.picker is not None:
+            self.picker.setMinimumWidth(self._picker_min)
+            self.picker.setMaximumWidth(MAX_WIDTH)
+        over = self.bar.sizeHint().width() - self.window.width()
+        for label in labels:  # first the status line: cut short, then out of sight
             if over > 0:
-                cut = max(STATUS_MIN, label.sizeHint().width() - over)
-                over -= label.sizeHint().width() - cut
+                natural = label.sizeHint().width()
+                cut = 0 if natural - over < STATUS_MIN // 2 else max(STATUS_MIN, natural - over)
                 label.setMaximumWidth(cut)
+                over -= natural - cut
+        if over > 0 and self.picker is not None:  # then the picker's width, down to its least
+            now = max(self.picker.sizeHint().width(), self._picker_min)
+            cut = max(PICKER_MIN, now - over)
+            self.picker.setMinimumWidth(min(self._picker_min, cut))
+            self.picker.setMaximumWidth(cut)
+            over -= now - cut
+        return over
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.window and event.type() in (QEvent.Type.Resize, QEvent.Type.Show):
@@ -219,14 +221,16 @@ class ToolbarFit(QObject):
         return super().eventFilter(watched, event)
 
 
-def set_toolbar_icons(w: QMainWindow, model_loaded: SignalInstance) -> ToolbarFit:
-    """Icons for the tool bar's actions (the window's attributes named in ACTION_ICONS), from the platform
-    theme or Qt's own, with their words beside them where the window has room."""
-    for attribute, name, fallback in ACTION_ICONS:
+def set_toolbar_icons(w: QMainWindow, model_loaded: SignalInstance, picker: QComboBox | None = None,
+                      short: Sequence[tuple[QAction | QToolButton, str]] = ()) -> ToolbarFit:
+    """The line icons of the tool bar's actions (the window's attributes named in ACTION_ICONS), with their
+    words beside them at every width: the status line, the picker and the longest words give way instead
+    (ToolbarFit; `short`: a button and its shorter word)."""
+    for attribute, name in ACTION_ICONS:
         action = getattr(w, attribute, None)
         if isinstance(action, QAction):
-            action.setIcon(themed_icon(name, fallback))
-    fit = ToolbarFit(w, w.findChildren(QToolBar)[0])
+            action.setIcon(icon(name))
+    fit = ToolbarFit(w, w.findChildren(QToolBar)[0], picker, short)
     model_loaded.connect(lambda _m: fit.fit())  # the model's name beside the picker takes room
     return fit
 

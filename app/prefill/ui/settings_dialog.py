@@ -37,6 +37,8 @@ from prefill.store.app_settings import PER_MODEL_FIELDS, RELOAD_FIELDS, SECTIONS
 from prefill.ui.models.models_folder import folder_problem
 from prefill.ui.settings_editors import RELOAD_NOTE, FieldEditor, range_text, side_by_side
 from prefill.ui.widgets.plain_text import plain_label, tooltip
+from prefill.ui.widgets.text_sheet import primary
+from prefill.ui.widgets.tokens import SPACE
 
 LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Generation", ("sampling.temperature", "sampling.top_k", "sampling.top_p", "sampling.min_p",
@@ -83,6 +85,9 @@ class SettingsDialog(QDialog):
             page = QWidget()
             form = QFormLayout(page)
             form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+            form.setContentsMargins(SPACE.lg, SPACE.lg, SPACE.lg, SPACE.lg)
+            form.setHorizontalSpacing(SPACE.lg)
+            form.setVerticalSpacing(SPACE.sm)
             if title == "Model":
                 self._model_scope(form, model)
             for key in keys:
@@ -110,9 +115,12 @@ class SettingsDialog(QDialog):
         self.problem.setWordWrap(True)
         self.problem.hide()
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        primary(self.buttons.button(QDialogButtonBox.StandardButton.Ok))
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         lay = QVBoxLayout(self)
+        lay.setContentsMargins(SPACE.lg, SPACE.lg, SPACE.lg, SPACE.lg)
+        lay.setSpacing(SPACE.md)
         lay.setSizeConstraint(QVBoxLayout.SizeConstraint.SetMinimumSize)  # grows when a fault is explained
         lay.addWidget(tabs)
         lay.addWidget(self.problem)
@@ -229,7 +237,7 @@ class SettingsDialog(QDialog):
 
 def _heading(text: str) -> QLabel:
     label = plain_label(text)
-    label.setStyleSheet("font-weight: 600;")
+    label.setObjectName("heading")  # drawn bold by the style sheet (ui/widgets/styles/window.py)
     return label
 
 

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from prefill.engine.setting_fields import choices
 from prefill.ui.widgets.plain_text import plain_label
+from prefill.ui.widgets.tokens import SPACE
 
 COUNT = "count"  # the combo entry of a "choice or a number" field that enables its spin box
 INT_LIMIT = 2**31 - 1  # a QSpinBox holds a C int
@@ -116,8 +117,7 @@ class FieldEditor:
         self.side.setEnabled(False)  # drawn muted, as a hint
         self.side.setVisible(bool(note))
         self.fault = plain_label()
-        self.fault.setObjectName("setting-fault")
-        self.fault.setStyleSheet("color: #b91c1c;")
+        self.fault.setObjectName("setting-fault")  # in the theme's danger colour (ui/widgets/styles/window.py)
         self.fault.hide()
         self.row = side_by_side(self.widget, self.side)
         self.form: QFormLayout | None = None  # where `fault` has a row of its own (`place`)
@@ -234,6 +234,7 @@ def side_by_side(main: QWidget, side: QWidget | QLabel) -> QWidget:
     box = QWidget()
     row = QHBoxLayout(box)
     row.setContentsMargins(0, 0, 0, 0)
+    row.setSpacing(SPACE.sm)
     row.addWidget(main, 1)
     row.addWidget(side)
     return box

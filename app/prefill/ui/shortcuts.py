@@ -44,6 +44,7 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("toggle-chats", "Ctrl+B", "Show or hide the chat list"),
     Shortcut("toggle-sidebar", "Ctrl+Alt+B", "Show or hide the sidebar (the model's figures)"),
     Shortcut("shortcuts", "Ctrl+/", "Show these shortcuts"),
+    Shortcut("quit", "Ctrl+Q", "Quit Prefill (an answer being written is stopped and saved first)"),
 )
 
 # Keys handled by one part of the window, for the sheet: (where, keys, what they do).
@@ -56,6 +57,8 @@ PLACE_KEYS: tuple[tuple[str, str, str], ...] = (
                                       "the toolbar, the chats, the sidebar"),
     ("Buttons", "Space", "Press the button that has the keyboard"),
     ("Editing a message", "Enter / Shift+Enter / Esc", "Save / a new line / cancel"),
+    ("Renaming a chat", "Enter / Esc", "Rename / cancel"),
+    ("System prompt", "Ctrl+Enter / Enter / Esc", "Save / a new line / cancel"),
     ("Dialogs", "Esc", "Close without changing anything"),
 )
 

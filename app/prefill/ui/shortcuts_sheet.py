@@ -1,28 +1,31 @@
 """The shortcuts sheet (Ctrl+/): every window shortcut, as `shortcuts.sheet_rows` reads them from
-the one table that installs them, and the keys of the message box, the transcript and dialogs."""
+the one table that installs them, and the keys of the message box, the transcript and dialogs.
+
+The keys are drawn as key caps beside what they do, under a plain heading for where they work
+("Anywhere in the window", "Message box"…): no table grid, no column headers.
+"""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QDialog,
     QDialogButtonBox,
-    QHeaderView,
-    QTableWidget,
-    QTableWidgetItem,
+    QFrame,
+    QGridLayout,
+    QLabel,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
 
 from prefill.ui.widgets.plain_text import plain_label
-
-KEYS_COLUMN, WHAT_COLUMN, WHERE_COLUMN = range(3)
+from prefill.ui.widgets.tokens import COLUMN, SPACE
 
 
 class ShortcutsSheet(QDialog):
-    """A read-only table: keys, what they do, and where they work. Escape or Close shuts it."""
+    """Key caps and what they do, grouped by where they work. Escape or Close shuts it; ``body`` (the
+    scrolling list) takes the keyboard, so the arrows and Page Up/Down scroll it."""
 
     def __init__(self, rows: list[tuple[str, str, str]], parent: QWidget | None = None):
         """`rows`: (keys, what they do, where), top to bottom."""
@@ -30,40 +33,54 @@ class ShortcutsSheet(QDialog):
         self.setObjectName("shortcuts-sheet")
         self.setWindowTitle("Keyboard shortcuts")
         self.setAccessibleName("Keyboard shortcuts")
-        self.table = QTableWidget(len(rows), 3)
-        self.table.setObjectName("shortcuts-table")
-        self.table.setAccessibleName("Shortcuts: keys, what they do, where")
-        self.table.setHorizontalHeaderLabels(["Keys", "What it does", "Where"])
-        self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setWordWrap(True)
-        for i, row in enumerate(rows):
-            for column, text in enumerate(row):
-                item = QTableWidgetItem(text)  # plain text: a table item never reads markup
-                item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
-                self.table.setItem(i, column, item)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(KEYS_COLUMN, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(WHAT_COLUMN, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(WHERE_COLUMN, QHeaderView.ResizeMode.ResizeToContents)
-        self.table.resizeRowsToContents()
+        self._caps: list[QLabel] = []
+        inner = QWidget()
+        inner.setObjectName("shortcuts-rows")
+        grid = QGridLayout(inner)
+        grid.setContentsMargins(SPACE.xs, 0, SPACE.md, SPACE.sm)
+        grid.setHorizontalSpacing(SPACE.lg)
+        grid.setVerticalSpacing(SPACE.sm)
+        grid.setColumnStretch(1, 1)
+        line, shown = 0, ""
+        for keys, what, where in rows:
+            if where != shown:  # a heading over each place's keys
+                shown = where
+                heading = plain_label(where)
+                heading.setObjectName("shortcuts-heading")
+                grid.addWidget(heading, line, 0, 1, 2)
+                line += 1
+            cap = plain_label(keys)
+            cap.setObjectName("keycap")
+            cap.setAccessibleName(f"{keys}: {what}")
+            self._caps.append(cap)
+            said = plain_label(what)
+            said.setWordWrap(True)
+            grid.addWidget(cap, line, 0, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+            grid.addWidget(said, line, 1)
+            line += 1
+        grid.setRowStretch(line, 1)
+        self.body = QScrollArea()
+        self.body.setObjectName("shortcuts-list")
+        self.body.setAccessibleName("Shortcuts: keys, what they do, where")
+        self.body.setFrameShape(QFrame.Shape.NoFrame)
+        self.body.setWidgetResizable(True)
+        self.body.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.body.setWidget(inner)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         lay = QVBoxLayout(self)
-        lay.addWidget(plain_label("Every button is also reachable with Tab; Space presses it."))
-        lay.addWidget(self.table, 1)
+        lay.setContentsMargins(SPACE.xl, SPACE.lg, SPACE.xl, SPACE.lg)
+        lay.setSpacing(SPACE.sm)
+        intro = plain_label("Every button is also reachable with Tab; Space presses it.")
+        intro.setObjectName("sheet-hint")
+        lay.addWidget(intro)
+        lay.addWidget(self.body, 1)
         lay.addWidget(buttons)
-        self.resize(760, 560)
-
-    def showEvent(self, event: QShowEvent) -> None:
-        super().showEvent(event)
-        self.table.resizeRowsToContents()  # now that the columns have their widths: no row taller than its text
+        self.resize(COLUMN.width, COLUMN.width * 3 // 4)
 
     def keys(self) -> list[str]:
-        """The Keys column, top to bottom."""
-        items = (self.table.item(i, KEYS_COLUMN) for i in range(self.table.rowCount()))
-        return [item.text() for item in items if item is not None]
+        """The keys listed, top to bottom."""
+        return [cap.text() for cap in self._caps]
 
 
 def show_sheet(window: QWidget, rows: list[tuple[str, str, str]]) -> ShortcutsSheet:
@@ -74,5 +91,5 @@ def show_sheet(window: QWidget, rows: list[tuple[str, str, str]]) -> ShortcutsSh
     sheet.show()
     sheet.raise_()
     sheet.activateWindow()
-    sheet.table.setFocus()
+    sheet.body.setFocus()
     return sheet

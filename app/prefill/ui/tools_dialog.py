@@ -30,9 +30,12 @@ from PySide6.QtWidgets import (
 from prefill.mcp_tools.config import HttpServer, McpServer, StdioServer, config_document, parse_config
 from prefill.mcp_tools.state import ServerState, ServerStatus
 from prefill.ui.widgets.plain_text import inform, plain_label, tooltip
+from prefill.ui.widgets.text_sheet import primary
+from prefill.ui.widgets.tokens import COLUMN, SPACE
 from prefill.ui.workers.mcp_servers import McpServers
 
 MAX_PASTE_CHARS = 1 << 20
+EDITOR_LINES = 3  # the lines an entry's arguments, environment or headers box shows
 FULL_TEXT = Qt.ItemDataRole.UserRole + 1  # a row's whole text (a failure's reason, a tool's description)
 
 
@@ -94,7 +97,7 @@ class ServerEditor(QDialog):
         self.headers = QPlainTextEdit()
         self.headers.setPlaceholderText("Name: value, one per line")
         for box in (self.args, self.env, self.headers):
-            box.setFixedHeight(70)
+            box.setFixedHeight(box.fontMetrics().lineSpacing() * EDITOR_LINES + 2 * SPACE.sm)
         if isinstance(server, StdioServer):
             self.command.setText(server.command)
             self.args.setPlainText("\n".join(server.args))
@@ -118,9 +121,10 @@ class ServerEditor(QDialog):
             form.addRow(title, widget)
             self._rows[kind] += [title, widget]
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        primary(buttons.button(QDialogButtonBox.StandardButton.Ok))
         buttons.accepted.connect(self._on_buttons_accepted)
         buttons.rejected.connect(self.reject)
-        lay = QVBoxLayout(self)
+        lay = _roomy(QVBoxLayout(self))
         lay.addLayout(form)
         lay.addWidget(self.problem)
         lay.addWidget(buttons)
@@ -161,6 +165,13 @@ class ServerEditor(QDialog):
         self.accept()
 
 
+def _roomy(lay: QVBoxLayout) -> QVBoxLayout:
+    """A dialog's layout with the design system's margins and gaps."""
+    lay.setContentsMargins(SPACE.xl, SPACE.lg, SPACE.xl, SPACE.lg)
+    lay.setSpacing(SPACE.md)
+    return lay
+
+
 def _pair(line: str, sep: str) -> tuple[str, str]:
     key, _, value = line.partition(sep)
     return key.strip(), value.strip()
@@ -181,8 +192,9 @@ class ToolsDialog(QDialog):
         self.error.setObjectName("tools-error")
         self.error.setWordWrap(True)
         self.tree = QTreeWidget()
-        self.tree.setHeaderLabels(["Server / tool", "State / description"])
-        self.tree.setColumnWidth(0, 230)
+        self.tree.setColumnCount(2)
+        self.tree.setHeaderHidden(True)  # a server's row says its state, a tool's its description
+        self.tree.setColumnWidth(0, COLUMN.min_width // 2)
         self.tree.itemChanged.connect(self._on_tree_item_changed)
         self.tree.currentItemChanged.connect(self._on_tree_current_item_changed)
         self.detail = plain_label()  # the chosen row's whole text (a failure's reason is long)
@@ -203,7 +215,7 @@ class ToolsDialog(QDialog):
         row.addStretch(1)
         close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         close.rejected.connect(self.reject)
-        lay = QVBoxLayout(self)
+        lay = _roomy(QVBoxLayout(self))
         lay.addWidget(intro)
         lay.addWidget(self.error)
         lay.addWidget(self.tree, 1)
@@ -320,12 +332,14 @@ class PasteDialog(QDialog):
         self.text.setPlaceholderText(json.dumps(config_document([StdioServer("example", "npx", ("-y", "server"))]),
                                                 indent=2))
         self.problem = plain_label()
+        self.problem.setObjectName("paste-problem")
         self.problem.setWordWrap(True)
         self.problem.hide()
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        primary(buttons.button(QDialogButtonBox.StandardButton.Ok))
         buttons.accepted.connect(self._on_buttons_accepted)
         buttons.rejected.connect(self.reject)
-        lay = QVBoxLayout(self)
+        lay = _roomy(QVBoxLayout(self))
         lay.addWidget(plain_label('Paste the "mcpServers" block of another client\'s config:'))
         lay.addWidget(self.text, 1)
         lay.addWidget(self.problem)

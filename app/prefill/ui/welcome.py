@@ -7,7 +7,10 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QPushButton, QVBoxLayout, QWidget
 
-from prefill.ui.widgets.plain_text import plain_label, rich_label
+from prefill.ui.widgets.icons import icon
+from prefill.ui.widgets.plain_text import plain_label
+from prefill.ui.widgets.text_sheet import primary
+from prefill.ui.widgets.tokens import COLUMN, SPACE
 
 
 class Welcome(QWidget):
@@ -21,30 +24,43 @@ class Welcome(QWidget):
 
     def __init__(self, bundled: Path | None):
         super().__init__()
-        lay = QVBoxLayout(self)
-        lay.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        title = rich_label("<h2>Welcome to Prefill</h2>")
+        column = QWidget()  # the words in a column of the chat's width, in the middle of the page
+        column.setMaximumWidth(COLUMN.width)
+        lay = QVBoxLayout(column)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(SPACE.sm)
+        title = plain_label("Welcome to Prefill")
+        title.setObjectName("welcome-title")
         title.setAlignment(Qt.AlignmentFlag.AlignCenter)
         lay.addWidget(title)
         text = plain_label(
-            "Chat with a language model on this computer, and watch the engine work: "
-            "prompt length, KV cache, time to first token and tokens per second, live."
+            "Chat with a language model on this computer, and watch the engine work, live: how long "
+            "the prompt is, the memory cells it fills, the wait for the first word and the writing speed."
         )
+        text.setObjectName("welcome-text")
         text.setWordWrap(True)
         text.setAlignment(Qt.AlignmentFlag.AlignCenter)
         lay.addWidget(text)
-        self.bundled_button = QPushButton("Start with SmolLM2-135M (bundled, 98 MB)")
+        self.bundled_button = primary(QPushButton("Start with SmolLM2-135M (bundled, 98 MB)"))
         self.bundled_button.setObjectName("use-bundled")
-        if bundled is not None:
-            self.bundled_button.clicked.connect(lambda: self.use_model.emit(str(bundled)))
-            lay.addWidget(self.bundled_button, 0, Qt.AlignmentFlag.AlignCenter)
         open_button = QPushButton("Open a .gguf file…")
+        open_button.setObjectName("open-model-file")
+        open_button.setIcon(icon("folder"))
         open_button.clicked.connect(self.open_file)
-        lay.addWidget(open_button, 0, Qt.AlignmentFlag.AlignCenter)
-        more = rich_label(
-            "Other models: search and download GGUF models from the Hugging Face hub in the "
-            "<b>Models</b> tab above, or open any .gguf you have."
+        if bundled is not None:  # one above the other: the column keeps to the chat's least width
+            self.bundled_button.clicked.connect(lambda: self.use_model.emit(str(bundled)))
+            lay.addWidget(self.bundled_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        lay.addWidget(open_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        more = plain_label(
+            "Other models: search and download GGUF models from the Hugging Face hub in the Models tab "
+            "above, or open any .gguf file you have."
         )
+        more.setObjectName("welcome-more")
         more.setWordWrap(True)
         more.setAlignment(Qt.AlignmentFlag.AlignCenter)
         lay.addWidget(more)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(SPACE.lg, 0, SPACE.lg, 0)  # the stretches above and below give it air
+        outer.addStretch(1)
+        outer.addWidget(column, 0, Qt.AlignmentFlag.AlignHCenter)
+        outer.addStretch(2)

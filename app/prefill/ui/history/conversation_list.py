@@ -19,7 +19,6 @@ from PySide6.QtGui import QColor, QPainter, QPalette
 from PySide6.QtWidgets import (
     QApplication,
     QHBoxLayout,
-    QInputDialog,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
     QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -35,7 +35,10 @@ from PySide6.QtWidgets import (
 from prefill.store import ConversationRecord, SearchHit
 from prefill.store.search import search_terms
 from prefill.ui.widgets.colours import colours_for
+from prefill.ui.widgets.icons import icon
 from prefill.ui.widgets.plain_text import Button, ask, plain_label, tooltip
+from prefill.ui.widgets.text_sheet import TextSheet
+from prefill.ui.widgets.tokens import ICON, SPACE
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -169,6 +172,14 @@ class GroupDelegate(QStyledItemDelegate):
         painter.restore()
 
 
+def _icon_button(name: str, tip: str) -> QToolButton:
+    button = QToolButton()
+    button.setIcon(icon(name))
+    button.setIconSize(QSize(ICON.toolbar, ICON.toolbar))
+    button.setToolTip(tip)
+    return button
+
+
 class ConversationList(QWidget):
     """Signals:
         selected(int): a conversation was picked.
@@ -208,17 +219,23 @@ class ConversationList(QWidget):
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.hide()
         self.menu: QMenu | None = None  # the last context menu (tests trigger its actions)
-        self.new_button = QPushButton("New chat")
-        self.rename_button = QPushButton("Rename")
-        self.delete_button = QPushButton("Delete")
+        self.new_button = QPushButton(icon("new-chat"), "New chat")
+        self.new_button.setObjectName("new-chat")
+        # Rename and Delete as icons (their words on hover, and in the chat's right-click menu), so the list
+        # stays narrow enough for the chat column at 900 px.
+        self.rename_button = _icon_button("edit", "Rename the chat (also on a right click)")
+        self.delete_button = _icon_button("delete", "Delete the chat (also on a right click)")
         buttons = QHBoxLayout()
-        for b in (self.new_button, self.rename_button, self.delete_button):
-            buttons.addWidget(b)
+        buttons.setSpacing(SPACE.xs)
+        buttons.addWidget(self.new_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.rename_button)
+        buttons.addWidget(self.delete_button)
         for part, name in ((self.search, "Search chats"), (self.list, "Chats"), (self.new_button, "New chat"),
                            (self.rename_button, "Rename the chat"), (self.delete_button, "Delete the chat")):
             part.setAccessibleName(name)  # a screen reader's words where the part's own do not say it
         lay = QVBoxLayout(self)
-        lay.setContentsMargins(6, 6, 6, 6)
+        lay.setContentsMargins(SPACE.sm, SPACE.sm, SPACE.sm, SPACE.sm)
         lay.addWidget(self.search)
         lay.addWidget(self.list, 1)
         lay.addWidget(self.empty, 1)
@@ -234,6 +251,7 @@ class ConversationList(QWidget):
         self.delete_button.clicked.connect(self._on_delete_clicked)
         self._quiet = False
         self.today = date.today  # what "today" is (tests fix it)
+        self.rename_sheet: TextSheet | None = None  # the last Rename sheet opened (kept until the next)
 
     def current_id(self) -> int | None:
         item = self.list.currentItem()
@@ -330,9 +348,12 @@ class ConversationList(QWidget):
         cid, item = self.current_id(), self.list.currentItem()
         if cid is None or item is None:
             return
-        title, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=item.data(TITLE_ROLE))
-        if ok and title.strip():
-            self.rename_requested.emit(cid, title.strip())
+        if self.rename_sheet is not None:
+            self.rename_sheet.deleteLater()  # the one before, done with
+        self.rename_sheet = TextSheet(self, "Rename chat", "The name this chat has in the list.",
+                                      str(item.data(TITLE_ROLE)), save_text="Rename")
+        self.rename_sheet.saved.connect(lambda title, cid=cid: self.rename_requested.emit(cid, title))
+        self.rename_sheet.open()
 
     def _on_delete_clicked(self) -> None:
         cid = self.current_id()

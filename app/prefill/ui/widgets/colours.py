@@ -48,6 +48,8 @@ class ThemeColours:
     fit_no: str
     fit_no_bg: str
     code_block: str
+    hover: str
+    danger: str
 
 
 # Each role's colour in the light and the dark theme, side by side.
@@ -95,6 +97,8 @@ _ROLES: dict[str, tuple[str, str]] = {
     "fit_no": ("#991b1b", "#fecaca"),
     "fit_no_bg": ("#fee2e2", "#7f1d1d"),
     "code_block": ("#f6f8fa", "#161b22"),  # a code block's rounded box (the code palette's background)
+    "hover": ("#e3e6ea", "#333944"),  # a button or a list row under the pointer
+    "danger": ("#b91c1c", "#f87171"),  # what is wrong with a value, beside its field
 }
 LIGHT = ThemeColours(**{role: pair[0] for role, pair in _ROLES.items()})
 DARK = ThemeColours(**{role: pair[1] for role, pair in _ROLES.items()})

@@ -6,6 +6,10 @@ widget is disabled), so one QIcon follows a change of theme without being made a
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 from PySide6.QtCore import QByteArray, QPoint, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import QGuiApplication, QIcon, QIconEngine, QImage, QPainter, QPalette, QPixmap
 from PySide6.QtSvg import QSvgRenderer
@@ -44,6 +48,9 @@ class _LineIconEngine(QIconEngine):
     def clone(self) -> QIconEngine:
         return _LineIconEngine(self._name)
 
+    def iconName(self) -> str:
+        return self._name  # QIcon.name(): which line icon this is
+
 
 def icon(name: str) -> QIcon:
     """The line icon called ``name``, tinted by the theme in use when it is drawn.
@@ -54,3 +61,20 @@ def icon(name: str) -> QIcon:
     if name not in SHAPES:
         raise KeyError(f"no icon called {name!r}")
     return QIcon(_LineIconEngine(name))
+
+
+def icon_file(name: str, colour: str) -> str:
+    """The line icon ``name`` stroked in ``colour`` (``#rrggbb``), as an SVG file for a style sheet's
+    ``image: url(…)`` (the arrows of combo and spin boxes, which a style sheet cannot draw otherwise).
+    Written once per process into a folder of its own; a few hundred bytes.
+
+    Raises:
+        KeyError: no icon has that name.
+    """
+    shape = SHAPES[name]
+    folder = Path(tempfile.gettempdir()) / f"prefill-icons-{os.getuid() if hasattr(os, 'getuid') else 0}"
+    path = folder / f"{name}-{colour.lstrip('#')}.svg"
+    if not path.exists():
+        folder.mkdir(mode=0o700, exist_ok=True)
+        path.write_bytes(_svg(shape, colour))
+    return path.as_posix()

@@ -1,4 +1,5 @@
-"""Light and dark themes: the Fusion style, a palette and a small style sheet.
+"""Light and dark themes: the Fusion style (under :mod:`app_style`), the body font, a palette and the
+style sheet.
 
 The theme follows the system's colour scheme (Qt 6.5+ ``QStyleHints.colorScheme``)
 unless the settings choose "light" or "dark". :func:`apply_theme` applies a choice
@@ -16,6 +17,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
+from prefill.ui.widgets.app_style import apply_style
 from prefill.ui.widgets.code_palette import DARK_CODE, LIGHT_CODE, CodePalette
 from prefill.ui.widgets.colours import colours_for
 from prefill.ui.widgets.styles import style_sheet
@@ -95,7 +97,8 @@ def code_palette(effective: str) -> CodePalette:
 
 
 def apply_theme(app: QApplication, choice: str) -> str:
-    """Set the Fusion style, the palette and the style sheet for ``choice``.
+    """Set the style (Fusion, no icons on dialog buttons), the body font, the palette and the style sheet
+    for ``choice``.
 
     Returns:
         The effective theme, "light" or "dark".
@@ -104,7 +107,7 @@ def apply_theme(app: QApplication, choice: str) -> str:
         ValueError: ``choice`` is not "system", "light" or "dark".
     """
     effective = effective_theme(app, choice)
-    app.setStyle("Fusion")
+    apply_style(app)
     app.setPalette(build_palette(effective))
     app.setStyleSheet(style_sheet(effective))
     return effective

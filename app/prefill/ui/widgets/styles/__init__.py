@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from prefill.ui.widgets.colours import ThemeColours, colours_for
-from prefill.ui.widgets.styles import chat, composer, focus, models, notices, sidebar
+from prefill.ui.widgets.styles import base, chat, composer, focus, models, notices, sidebar, window
 
-_PIECES: tuple[Callable[[ThemeColours], str], ...] = (chat.sheet, sidebar.sheet, models.sheet, notices.sheet,
-                                                     focus.sheet, composer.sheet)
+# base first (every control), focus last (the ring overrides a border); rooms' pieces between them.
+_PIECES: tuple[Callable[[ThemeColours], str], ...] = (base.sheet, chat.sheet, sidebar.sheet, models.sheet,
+                                                     notices.sheet, composer.sheet, window.sheet, focus.sheet)
 
 
 def style_sheet(effective: str) -> str:
