@@ -96,7 +96,7 @@ def test_regenerate_keeps_the_later_turns_on_the_old_version_over_a_restart_and_
     assert read == [text for _, text in regenerated]
     json_out, md_out = tmp_path / "chats.json", tmp_path / "chats.md"
     for path, fmt in ((json_out, "json"), (md_out, "md")):
-        with qtbot.waitSignal(w2.history_menu.notice, timeout=10_000):
+        with qtbot.waitSignal(w2.history_menu.news, timeout=10_000):
             w2.history_menu.export_to(path, fmt, [cid])
     answer = json.loads(json_out.read_text(encoding="utf-8"))["conversations"][0]["messages"][1]
     assert (answer["content"], answer["version"]) == ("A plum.", 1)
