@@ -9,6 +9,7 @@ import pytest
 from prefill.engine.drafts.draft_length import PROBE_EVERY
 from prefill.engine.drafts.step_rates import (
     COST_PROBE_FIRST,
+    COST_SAMPLES,
     FIRST_JUDGED,
     RETRY_FIRST,
     RETRY_MOST,
@@ -117,17 +118,25 @@ def test_drafts_are_no_longer_than_their_last_token_pays_for_and_none_where_none
     rates, gate = rates_after_plain(), DraftGate()
     assert rates.longest(ROWS, 0.9) is None and not rates.hopeless(ROWS)  # no drafted step measured yet
     # 8 drafted tokens add 4 ms: each an 80th of a plain step, worth a 20th of a token at four rows
-    rates.drafted(ROWS, ROWS + 7, PLAIN_S + 0.004, 1, [(gate, 8, 8)])
+    for step in range(1, 1 + COST_SAMPLES):
+        assert rates.token_cost(ROWS) is None  # not on one step: a busy moment is not a price
+        rates.drafted(ROWS, ROWS + 7, PLAIN_S + 0.004, step, [(gate, 8, 8)])
     assert rates.token_cost(ROWS) == pytest.approx(1 / 80)
     assert rates.longest(ROWS, 1.0) is None  # a token always taken always pays
     assert rates.longest(ROWS, 0.8) == 13  # 0.8^13 = 0.055 > 0.05 * 1.02 > 0.8^14
     assert rates.longest(ROWS, 0.04) == 0
+    # one step slowed by something else does not make drafts hopeless: the price is a sum over a sum
+    rates.drafted(ROWS, ROWS, PLAIN_S * 3, COST_SAMPLES + 1, [(gate, 1, 1)])
+    assert not rates.hopeless(ROWS)
     # a CPU's batch: every drafted token adds a quarter of a four-row step, worth a whole token
     cpu = rates_after_plain()
-    cpu.drafted(ROWS, ROWS + 8, 2 * PLAIN_S, 1, [(DraftGate(), 4, 5)])
+    for step in range(1, 1 + COST_SAMPLES):
+        cpu.drafted(ROWS, ROWS + 4, 2 * PLAIN_S, step, [(DraftGate(), 4, 5)])
     assert cpu.hopeless(ROWS) and cpu.longest(ROWS, 0.99) == 0
-    assert not cpu.cost_probe_due(ROWS, COST_PROBE_FIRST) and cpu.cost_probe_due(ROWS, 1 + COST_PROBE_FIRST)
-    cpu.drafted(ROWS, ROWS + 4, 2 * PLAIN_S, 1 + COST_PROBE_FIRST, [(DraftGate(), 4, 5)])  # the probe confirms it
+    first = COST_SAMPLES + COST_PROBE_FIRST
+    assert not cpu.cost_probe_due(ROWS, first - 1) and cpu.cost_probe_due(ROWS, first)
+    cpu.drafted(ROWS, ROWS + 4, 2 * PLAIN_S, first, [(DraftGate(), 4, 5)])  # the probe confirms it
     # the next probe after twice the wait
-    assert not cpu.cost_probe_due(ROWS, 3 * COST_PROBE_FIRST) and cpu.cost_probe_due(ROWS, 1 + 3 * COST_PROBE_FIRST)
+    assert not cpu.cost_probe_due(ROWS, first + 2 * COST_PROBE_FIRST - 1)
+    assert cpu.cost_probe_due(ROWS, first + 2 * COST_PROBE_FIRST)
     assert not cpu.hopeless(1)  # each count of rows on its own: at one row the cost is not known

@@ -14,8 +14,10 @@ out) and `StepRates` keeps what it sees:
   the one a plain step gives, against the time they added to the step (the step's time past the plain
   one, shared among the step's drafts by their drafted tokens), both in moving averages.
 
-- for each count of rows, what a drafted token adds to a step (the step's time past the plain one over
-  the tokens drafted in it, in plain steps, a moving average). A drafted token that is always taken
+- for each count of rows, what a drafted token adds to a step: over the last COST_WINDOW drafted steps,
+  their time past plain steps' over the tokens they drafted, in plain steps (a sum over a sum, so that
+  one slow step of one drafted token, a moment the machine was busy, does not set the price; and no
+  price before COST_SAMPLES drafted steps). A drafted token that is always taken
   brings one token; one taken with chance p after j - 1 others brings p^j; so no draft is longer than
   the last token that brings more than rows x its cost (`longest`), and where not even a token that is
   always taken would (a CPU's compute-bound batch at several rows: `hopeless`), nothing is drafted at
@@ -38,6 +40,7 @@ kernel's work); the scheduler does not pass them in.
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 
 from prefill.engine.drafts.draft_length import PROBE_EVERY
@@ -50,7 +53,8 @@ FIRST_JUDGED = 2  # drafted steps a request's drafts are judged on before they m
 # Drafts must realise this much more than the plain rate to go on: the plain time is a moving average
 # whose noise a drafted step's is measured against.
 MARGIN = 0.02
-COST_KEEP = 0.7  # how much of a drafted token's moving average cost one more drafted step keeps
+COST_WINDOW = 8  # the drafted steps a drafted token's price is taken over
+COST_SAMPLES = 2  # drafted steps measured before a drafted token has a price
 COST_PROBE_FIRST = 32  # steps at a hopeless count of rows before a drafted step measures the cost again
 PROBE_DRAFT = 4  # the longest draft of a slot in such a cost probe
 PARTS = ("build", "draft", "events", "decode", "take")  # a step's parts, in order (see `StepRates.report`)
@@ -91,7 +95,7 @@ class StepRates:
 
     def __init__(self) -> None:
         self._plain: dict[int, tuple[float, int]] = {}  # rows -> (moving average seconds, step measured at)
-        self._token_cost: dict[int, float] = {}  # rows -> what a drafted token adds, in plain steps (moving average)
+        self._costs: dict[int, deque[tuple[float, int]]] = {}  # rows -> the last drafted steps' (extra, drafted)
         self._cost_probe: dict[int, tuple[int, int]] = {}  # hopeless rows -> (step of the next cost probe, wait)
         self.plain_totals = _Totals()
         self.drafted_totals = _Totals()
@@ -108,8 +112,12 @@ class StepRates:
         return found is None or step - found[1] >= PROBE_EVERY
 
     def token_cost(self, rows: int) -> float | None:
-        """What a drafted token adds to a step of `rows` decoding rows, in plain steps (None: not measured)."""
-        return self._token_cost.get(rows)
+        """What a drafted token adds to a step of `rows` decoding rows, in plain steps (None: not measured
+        on COST_SAMPLES drafted steps yet)."""
+        found = self._costs.get(rows)
+        if found is None or len(found) < COST_SAMPLES:
+            return None
+        return sum(e for e, _ in found) / sum(n for _, n in found)
 
     def hopeless(self, rows: int) -> bool:
         """Whether at `rows` decoding rows not even a drafted token that is always taken pays."""
@@ -124,7 +132,7 @@ class StepRates:
     def longest(self, rows: int, p: float) -> int | None:
         """The longest draft whose last token, taken with chance `p` given the ones before it, brings more
         than its measured cost at `rows` decoding rows (None: not measured, or no bound)."""
-        cost = self._token_cost.get(rows)
+        cost = self.token_cost(rows)
         if cost is None:
             return None
         need = rows * cost * (1 + MARGIN)  # the tokens a drafted token must bring to pay for itself
@@ -159,7 +167,7 @@ class StepRates:
         self._add(self.drafted_totals, rows, tokens, seconds, base, drafted, parts)
         extra = (seconds - base) / base  # in plain steps of these rows
         if drafted > 0:
-            self._learn_cost(rows, extra / drafted, step)
+            self._learn_cost(rows, extra, drafted, step)
         for gate, n, got in drafts:
             if n <= 0:
                 continue
@@ -178,9 +186,8 @@ class StepRates:
                 gate.wait = min(RETRY_MOST, 2 * gate.wait)
                 gate.judged = 0  # its next try is judged on its own
 
-    def _learn_cost(self, rows: int, cost: float, step: int) -> None:
-        old = self._token_cost.get(rows)
-        self._token_cost[rows] = cost if old is None else COST_KEEP * old + (1 - COST_KEEP) * cost
+    def _learn_cost(self, rows: int, extra: float, drafted: int, step: int) -> None:
+        self._costs.setdefault(rows, deque(maxlen=COST_WINDOW)).append((extra, drafted))
         if self.hopeless(rows):
             wait = self._cost_probe[rows][1] * 2 if rows in self._cost_probe else COST_PROBE_FIRST
             self._cost_probe[rows] = (step + min(wait, RETRY_MOST), min(wait, RETRY_MOST))
