@@ -235,6 +235,7 @@ def replay(client: httpx.Client, dialect: str, n_conv: int, args: argparse.Names
             new_prefill(row)
             last[i] = row["prompt"]
             rows.append(row)
+            print(json.dumps({"dialect": dialect, "conversations": n_conv, **row}), file=sys.stderr, flush=True)
     return rows
 
 
