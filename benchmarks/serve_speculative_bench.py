@@ -12,15 +12,20 @@ several slots, even the plain server's answer to a prompt was seen to change wit
 history, a near tie flipped, likely by the order attention sums a sequence's cells in). Prints one
 JSON object. Rerun with:
 
-    python benchmarks/serve_speculative_bench.py [--clients 4] [--pairs 4] [--threads N]
+    python benchmarks/serve_speculative_bench.py [--clients 4] [--pairs 4] [--threads N] [--tasks copy,free]
 
 The figure issue 20 asks for: 4 clients with n-gram drafts on a copy task, aggregate tok/s / without
-(on a 2-core CPU at one thread, 0.90-0.98: see draft_length.share and the issue's closing note).
+(on a 2-core CPU at one thread, 0.90-0.98 before the server judged its drafts by the rates its steps
+realise: engine/drafts/step_rates.py). `--breakdown` runs the same requests on the scheduler in this
+process instead (no HTTP), once without drafts and once with, and prints where a step's time goes
+(`StepRates.report`: the batch built, the drafts looked up, the events handed out, llama_decode, the
+tokens taken), for plain and drafted steps.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import http.client
 import json
 import os
@@ -145,6 +150,47 @@ def compare(off_url: str, on_url: str, prompts: list[str], args: argparse.Namesp
     }
 
 
+def breakdown(args: argparse.Namespace, model: Path, tasks: dict[str, list[str]]) -> dict[str, object]:
+    """Each task's requests on an in-process scheduler, without drafts and with: the step rates' report."""
+    from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed
+    from prefill.engine.batch.runtime import load_batch_model
+    from prefill.engine.batch.scheduler import BatchScheduler
+    from prefill.engine.drafts.step_rates import StepRates
+    from prefill.engine.events import Finished
+    from prefill.engine.message import Message
+    from prefill.engine.prompt.model_chat import ModelChat
+    from prefill.engine.request import ChatRequest
+    from prefill.engine.settings import LoadSettings, ServeSampling
+
+    sampling = ServeSampling(temperature=0.0, repeat_penalty=1.0, max_tokens=args.max_tokens)
+    settings = LoadSettings(n_ctx=1024, n_gpu_layers="none", flash_attn="on", n_threads=args.threads)
+    out: dict[str, object] = {}
+    for mode in ("off", "ngram"):
+        sched = BatchScheduler(load_batch_model(model, settings, args.clients), speculative=mode)
+        try:
+            chat = ModelChat(sched.model.header.chat_template, sched.runtime)
+            for name, texts in tasks.items():
+                asks = [tuple(chat.prompt(ChatRequest.of([Message("user", t)], sampling))[1]) for t in texts]
+                done = [threading.Event() for _ in asks]
+
+                def sink(event: BatchEvent, ended: threading.Event) -> None:
+                    if isinstance(event, Finished | Failed):
+                        ended.set()
+
+                for _ in range(args.pairs):
+                    for ev in done:
+                        ev.clear()
+                    for p, ended in zip(asks, done, strict=True):
+                        sched.submit(BatchRequest(p, sampling, functools.partial(sink, ended=ended)))
+                    for ev in done:
+                        ev.wait(600)
+                out[f"{name}/{mode}"] = sched.rates.report()
+                sched.rates = StepRates()  # each task's figures on their own
+        finally:
+            sched.close()
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", type=Path, default=None, help="a .gguf (default: the bundled SmolLM2)")
@@ -154,6 +200,8 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=160)
     ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads (default: Prefill's choice)")
     ap.add_argument("--tasks", default="copy,free")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="the requests on an in-process scheduler: where a step's time goes, drafted or not")
     args = ap.parse_args()
     model = args.model or bundled_model_path()
     if model is None:
@@ -162,6 +210,11 @@ def main() -> int:
         "copy": ["Repeat this text exactly:\n\n" + PASSAGES[i % len(PASSAGES)] for i in range(args.clients)],
         "free": [FREE[i % len(FREE)] for i in range(args.clients)],
     }
+    tasks = {name: tasks[name] for name in args.tasks.split(",")}
+    if args.breakdown:
+        print(json.dumps({"model": model.name, "clients": args.clients, "breakdown": breakdown(args, model, tasks)}),
+              flush=True)
+        return 0
     off, off_url = start_server(args, model, "off")
     on, on_url = start_server(args, model, "ngram")
     try:
@@ -169,8 +222,8 @@ def main() -> int:
             ask(url, "Hello", 8)  # warm-up
         out: dict[str, object] = {"model": model.name, "clients": args.clients, "requests": args.requests,
                                   "max_tokens": args.max_tokens, "pairs": args.pairs}
-        for name in args.tasks.split(","):
-            out[name] = compare(off_url, on_url, tasks[name], args)
+        for name, prompts in tasks.items():
+            out[name] = compare(off_url, on_url, prompts, args)
     finally:
         for p in (off, on):
             p.send_signal(signal.SIGINT)

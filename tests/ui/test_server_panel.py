@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from openai import OpenAI
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
+from prefill.engine.batch.prompt_cache import PromptCacheSnapshot
 from prefill.engine.batch.snapshot import BatchSnapshot, SlotSnapshot
 from prefill.engine.settings import LoadSettings
 from prefill.server.lifecycle import ServeOptions
@@ -168,6 +170,31 @@ def test_the_panel_spans_each_models_heading_and_sums_the_figures(qtbot, engine_
     assert [w.table.columnSpan(r, 0) for r in range(w.slots.rowCount())] == [7, 1, 1, 7, 1, 7]
     controller.snapshot.emit(BatchSnapshot(slots=(SlotSnapshot(0, "idle"),)))  # a server of one model
     assert w.table.columnSpan(0, 0) == 1 and w.slots.rowCount() == 1
+
+
+def test_the_prompt_cache_shows_for_one_model_and_for_each_of_several(qtbot, engine_thread) -> None:
+    controller = ServerController(engine_thread.worker)
+    w = ServerPanel(controller, lambda: None)
+    qtbot.addWidget(w)
+    cache = PromptCacheSnapshot(limit=512 << 20, entries=3, bytes=40 << 20, hits=5, tokens_saved=12_345)
+    controller.snapshot.emit(BatchSnapshot(slots=(SlotSnapshot(0, "idle"),), prompt_cache=cache))
+    assert w.cache.text() == "Prompt cache: 3 prompts · 40.0 MiB of 512.0 MiB · 5 hits · 12,345 tokens saved"
+    assert w.cache.isVisibleTo(w)
+    disk = replace(cache, entries=1, hits=1, tokens_saved=1, disk_limit=1 << 30, disk_entries=2,
+                   disk_bytes=80 << 20)
+    controller.snapshot.emit(BatchSnapshot(slots=(SlotSnapshot(0, "idle"),), prompt_cache=disk))
+    assert w.cache.text() == ("Prompt cache: 1 prompt · 40.0 MiB of 512.0 MiB · 1 hit · 1 token saved · "
+                              "2 on disk (80.0 MiB of 1.0 GiB)")
+    several = two_models()
+    first, second = several.models[0], several.models[1]
+    assert first.batch is not None and second.batch is not None
+    several = replace(several, models=(replace(first, batch=replace(first.batch, prompt_cache=cache)),
+                                       second, *several.models[2:]))
+    controller.snapshot.emit(several)  # a line per model that has slots, by its name; off says so
+    assert w.cache.text().split("\n") == [
+        "llama-<b>8b</b>: Prompt cache: 3 prompts · 40.0 MiB of 512.0 MiB · 5 hits · 12,345 tokens saved",
+        "qwen: Prompt cache off"]
+    assert w.cache.textFormat() == Qt.TextFormat.PlainText  # a model's name is shown as it is
 
 
 @pytest.mark.model

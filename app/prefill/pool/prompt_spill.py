@@ -13,13 +13,17 @@ the server: a server restarted on the same model finds them again.
 
 It lives in the pool, which may use both the batch engine and the window's file format (the two
 engine rooms never import each other): the scheduler knows it only as `engine.batch.prompt_cache.Spill`.
-One thread uses it (the scheduler's).
+Two threads use it: the prompt cache's writer puts files, the scheduler's finds, reads and drops them.
+A lock keeps the folder's listing, reading and deleting apart from the writer's eviction; the writer
+signs and writes a file's bytes outside it (a file appears whole, by a rename), so a step that looks for
+a prompt waits for no write.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -90,6 +94,7 @@ class PromptSpill:
         self.notes: deque[str] = deque(maxlen=NOTES_KEPT)
         self.written = self.loaded = self.discarded = 0
         self._scopes: dict[str, str] = {}
+        self._lock = threading.RLock()  # the folder's listing, reads and deletes against the writer's eviction
         foreign = self.disk.discard_foreign(build_tag())
         if foreign:
             self._note(f"{foreign} cached prompt file{'s were' if foreign > 1 else ' was'} deleted: written by "
@@ -118,8 +123,14 @@ class PromptSpill:
 
     def usage(self) -> tuple[int, int]:
         """(files, bytes) in the folder."""
-        u = self.disk.usage()
-        return u.files, u.bytes
+        with self._lock:
+            for _ in range(3):
+                try:
+                    u = self.disk.usage()
+                except FileNotFoundError:  # a file being written was renamed as it was listed
+                    continue
+                return u.files, u.bytes
+        return 0, 0
 
     # --- writing ----------------------------------------------------------------------------
     def put(self, owner: str, tokens: Sequence[int], prompt_len: int, state: bytearray) -> bool:
@@ -127,9 +138,10 @@ class PromptSpill:
         was not written (the reason in `notes`)."""
         scope = self.scope(owner)
         header = StateHeader(scope, tuple(tokens), ((PROMPT, min(prompt_len, len(tokens))),), len(state))
-        if self.disk.has(scope, header.key):
-            return True
-        why = self.disk.room_for(len(state) + HEAD_SIZE + 64 + 12 * len(tokens))
+        with self._lock:
+            if self.disk.has(scope, header.key):
+                return True
+            why = self.disk.room_for(len(state) + HEAD_SIZE + 64 + 12 * len(tokens))
         if why:
             log.info("a prompt was not kept on disk: %s", why)
             return False
@@ -146,11 +158,12 @@ class PromptSpill:
         """`owner`'s files with their checked headers; a file whose header fails its checks is deleted
         and said in `notes`."""
         out = []
-        for path, found in self.disk.candidates(self.scope(owner)):
-            if isinstance(found, CorruptState):
-                self._discard(path, found)
-                continue
-            out.append(DiskEntry(path, found, owner, np.asarray(found.tokens, dtype=np.int64)))
+        with self._lock:
+            for path, found in list(self.disk.candidates(self.scope(owner))):
+                if isinstance(found, CorruptState):
+                    self._discard(path, found)
+                    continue
+                out.append(DiskEntry(path, found, owner, np.asarray(found.tokens, dtype=np.int64)))
         return out
 
     def best(self, owner: str, prompt: Sequence[int]) -> tuple[DiskEntry | None, int]:
@@ -167,11 +180,14 @@ class PromptSpill:
         """The state of `entry`, checked whole against its signature; None when it fails (the file is then
         deleted, and why is said in `notes`)."""
         assert isinstance(entry, DiskEntry)
-        try:
-            state = self.disk.read_blob(entry.path, entry.header)
-        except CorruptState as fault:
-            self._discard(entry.path, fault)
-            return None
+        with self._lock:
+            if not entry.path.exists():  # let go to make room since it was listed: a miss, not a fault
+                return None
+            try:
+                state = self.disk.read_blob(entry.path, entry.header)
+            except CorruptState as fault:
+                self._discard(entry.path, fault)
+                return None
         self.loaded += 1
         return state
 
@@ -179,7 +195,8 @@ class PromptSpill:
         """Delete a file whose prompt a slot holds now (it is kept again when it leaves the slot), or one
         llama.cpp refused."""
         assert isinstance(entry, DiskEntry)
-        self.disk.discard(entry.path)
+        with self._lock:
+            self.disk.discard(entry.path)
 
     def _discard(self, path: Path, fault: CorruptState) -> None:
         self.disk.discard(path)

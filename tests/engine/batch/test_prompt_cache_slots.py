@@ -3,7 +3,8 @@ a prompt that left its slot is found again on any slot, within its byte bound, b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,8 +13,8 @@ import pytest
 from prefill.engine.batch.request import BatchRequest
 from prefill.engine.batch.scheduler import BatchScheduler
 from prefill.engine.events import PrefillDone
-from prefill.pool.prompt_spill import PromptSpill
-from tests.engine.batch.test_scheduler import GREEDY, Collector, make_scheduler
+from prefill.pool.prompt_spill import DiskEntry, PromptSpill
+from tests.engine.batch.test_scheduler import GREEDY, WAIT_S, Collector, make_scheduler
 
 pytestmark = pytest.mark.model
 RULES = "Answer in short plain sentences, one fact at a time, and never give a fact twice. " * 2
@@ -180,7 +181,8 @@ def test_prompts_past_the_bound_go_to_disk_come_back_and_outlive_the_scheduler(
     try:
         for c in convs[:3]:
             ask(sched, c)
-        snap = sched.snapshot().prompt_cache
+        assert sched.prompt_cache.flush(WAIT_S)  # written by the cache's own thread
+        snap = sched.prompt_cache.snapshot()
         assert (snap.entries, snap.disk_entries) == (1, 1)  # 1 in memory, 0 let go to disk
         assert cached(ask(sched, convs[0] + more)) == len(convs[0])  # read back from disk
         assert sched.snapshot().prompt_cache.disk_hits == 1
@@ -191,6 +193,7 @@ def test_prompts_past_the_bound_go_to_disk_come_back_and_outlive_the_scheduler(
         assert cached(ask(again, convs[1] + more)) == len(convs[1])
         for c in convs[3:]:
             ask(again, c)  # convs[1] + more goes to memory, then to disk
+        assert again.prompt_cache.flush(WAIT_S)
         (path,) = (tmp_path / "prompts").glob("*.kvstate")
         raw = bytearray(path.read_bytes())
         raw[-1] ^= 0xFF
@@ -200,6 +203,47 @@ def test_prompts_past_the_bound_go_to_disk_come_back_and_outlive_the_scheduler(
         assert snap.discarded == 1 and "checksum does not match" in snap.note and not path.exists()
     finally:
         again.close()
+
+
+class HeldSpill(PromptSpill):
+    """The disk tier with writes that wait until the test lets them go: a slow disk."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder / "prompts", 64 << 20, "tiny", secret_file=folder / "key")
+        self.entered = threading.Event()
+        self.go = threading.Event()
+
+    def put(self, owner: str, tokens: Sequence[int], prompt_len: int, state: bytearray) -> bool:
+        self.entered.set()
+        assert self.go.wait(WAIT_S)
+        return super().put(owner, tokens, prompt_len, state)
+
+
+def test_a_write_to_disk_in_flight_holds_up_no_step_and_its_file_is_read_back_after(
+        tiny_model: Path, one_state: int, tmp_path: Path) -> None:
+    spill = HeldSpill(tmp_path)
+    sched = make_scheduler(tiny_model, 1, n_ctx=1024, prompt_cache_bytes=int(one_state * 1.5), prompt_spill=spill)
+    more = tokens(sched, " more", first=False)
+    convs = [conversation(sched, i) for i in range(4)]
+    try:
+        for c in convs[:3]:
+            ask(sched, c)  # the third lets the first go to disk
+        assert spill.entered.wait(WAIT_S)  # its write has begun, and waits for the disk
+        served = ask(sched, convs[3])  # prefilled and decoded meanwhile (the second goes to wait behind it)
+        assert served.wait().reason == "length" and not spill.go.is_set()
+        snap = sched.prompt_cache.snapshot()
+        assert (snap.disk_writing, snap.disk_entries) == (2, 0)
+        found, n = sched.prompt_cache.best("", convs[0])  # while it is written, it is found in memory
+        assert found is not None and n == len(convs[0]) and not isinstance(found, DiskEntry)
+        spill.go.set()
+        assert sched.prompt_cache.flush(WAIT_S)
+        snap = sched.prompt_cache.snapshot()
+        assert (snap.disk_writing, snap.disk_entries) == (0, 2)
+        assert cached(ask(sched, convs[0] + more)) == len(convs[0])  # read back from its file, checked
+        assert sched.snapshot().prompt_cache.disk_hits == 1
+    finally:
+        spill.go.set()
+        sched.close()
 
 
 def test_a_new_conversation_in_an_empty_slot_takes_the_shared_start_from_the_other_slot(

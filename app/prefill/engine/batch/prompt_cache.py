@@ -13,20 +13,29 @@ given: `pool/prompt_spill.py`, found again from there the same way), and a state
 bound is never kept. Another owner's entries are never compared, so a request gets no cached tokens
 from another client's conversation.
 
-One thread uses it (the scheduler's); `snapshot` is a frozen value any thread may read.
+A state let go to disk is written by a thread of the cache's own (`_Writer`), in the order the states
+left, so that no step of the scheduler waits while a large state is signed and written. Until its file
+is written it is still found in memory, as any entry is; at most WRITES_WAITING wait for the disk, and
+past that the oldest waiting one is not written (it was the least recently used of all).
+
+One thread uses it (the scheduler's), besides its writer; `snapshot` is a frozen value any thread may read.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
+import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
+log = logging.getLogger(__name__)
 MIN_TOKENS = 32  # a shorter prompt is read again faster than it is kept and looked up
+WRITES_WAITING = 4  # states let go that may wait for the disk; past it the oldest waiting is not written
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,8 @@ class PromptCacheSnapshot:
     disk_entries: int = 0
     disk_bytes: int = 0
     disk_hits: int = 0  # of `hits`, those read back from disk
+    disk_writing: int = 0  # states let go that wait for the disk, or are being written (found in memory until then)
+    disk_skipped: int = 0  # states let go that were not written: more than WRITES_WAITING waited already
     discarded: int = 0  # files on disk refused by their checks (damaged, cut short, not written here)
     note: str = ""  # the last thing the disk tier had to say (a file discarded and why)
 
@@ -91,7 +102,10 @@ class Spilled(Protocol):
 
 
 class Spill(Protocol):
-    """Where the cache puts the prompts it lets go, and finds them again (on disk: pool/prompt_spill.py)."""
+    """Where the cache puts the prompts it lets go, and finds them again (on disk: pool/prompt_spill.py).
+
+    `put` and `usage` are called from the cache's writer thread while the scheduler's thread may call
+    `best`, `load`, `drop` and `usage`: an implementation keeps the two apart."""
 
     discarded: int  # prompts refused by their checks
     notes: deque[str]  # what it had to say, the last last
@@ -113,6 +127,77 @@ class Spill(Protocol):
 Found = CacheEntry | Spilled
 
 
+class _Writer:
+    """Writes the states the cache lets go to its spill on a thread of its own, one at a time, in the order
+    they were let go. Until a state is written it is `in_flight` (the cache still finds it in memory)."""
+
+    def __init__(self, spill: Spill, written: Callable[[tuple[int, int]], None]):
+        """`written` is told the spill's usage (prompts, bytes) after each write, on the writer's thread."""
+        self.spill = spill
+        self.written = written
+        self.skipped = 0
+        self._cv = threading.Condition()
+        self._waiting: deque[CacheEntry] = deque()
+        self._writing: CacheEntry | None = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="prefill-prompt-spill", daemon=True)
+        self._thread.start()
+
+    def put(self, entry: CacheEntry) -> None:
+        """Write `entry` after those let go before it; the oldest waiting one is not written when
+        WRITES_WAITING wait already (the disk is slower than prompts are let go)."""
+        with self._cv:
+            if self._closed:
+                return
+            if len(self._waiting) >= WRITES_WAITING:
+                self._waiting.popleft()
+                self.skipped += 1
+                log.info("a prompt let go of was not written to disk: %d waited for it already", WRITES_WAITING)
+            self._waiting.append(entry)
+            self._cv.notify_all()
+
+    def in_flight(self) -> list[CacheEntry]:
+        """The states let go and not yet written, the one being written first."""
+        with self._cv:
+            return ([self._writing] if self._writing is not None else []) + list(self._waiting)
+
+    def cancel(self, entry: CacheEntry) -> None:
+        """Do not write `entry` after all (a slot holds its prompt now), unless it is being written."""
+        with self._cv:
+            if entry in self._waiting:
+                self._waiting.remove(entry)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every state let go so far is written; False when `timeout` passed first."""
+        with self._cv:
+            return self._cv.wait_for(lambda: not self._waiting and self._writing is None, timeout)
+
+    def close(self) -> None:
+        """Write what waits, then stop the thread."""
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._waiting and not self._closed:
+                    self._cv.wait()
+                if not self._waiting:
+                    return  # closed, and everything written
+                entry = self._waiting.popleft()
+                self._writing = entry
+            try:
+                self.spill.put(entry.owner, entry.tokens, entry.prompt_len, entry.state)
+                self.written(self.spill.usage())
+            except Exception:  # a spill that failed loses this prompt's copy on disk, never the scheduler
+                log.exception("a prompt could not be written to disk")
+            with self._cv:
+                self._writing = None
+                self._cv.notify_all()
+
+
 class PromptCache:
     """States of prompts that left their slot, at most `limit` bytes together (0: off); those it lets go
     are written to `spill` when there is one."""
@@ -125,6 +210,7 @@ class PromptCache:
         self._clock = itertools.count(1)
         self._hits = self._saved = self._stored = self._evicted = self._disk_hits = 0
         self._disk_usage = self.spill.usage() if self.spill is not None else (0, 0)
+        self._writer = _Writer(self.spill, self._on_written) if self.spill is not None else None
 
     @property
     def on(self) -> bool:
@@ -144,7 +230,7 @@ class PromptCache:
         a token."""
         in_memory: CacheEntry | None = None
         most = 0
-        mine = [e for e in self._entries if e.owner == owner]
+        mine = [e for e in self._entries + self._in_flight() if e.owner == owner]
         if mine:
             ids = np.asarray(prompt, dtype=np.int64)
             for e in mine:
@@ -194,8 +280,8 @@ class PromptCache:
             oldest = min(self._entries, key=lambda e: e.used)
             self._drop(oldest)
             self._evicted += 1
-            if self.spill is not None and self.spill.put(oldest.owner, oldest.tokens, oldest.prompt_len, oldest.state):
-                self._disk_usage = self.spill.usage()
+            if self._writer is not None:
+                self._writer.put(oldest)
         entry = CacheEntry(owner, key, prompt_len, state, used=next(self._clock))
         self._entries.append(entry)
         self._bytes += entry.size
@@ -230,13 +316,33 @@ class PromptCache:
         if entry in self._entries:
             self._entries.remove(entry)
             self._bytes -= entry.size
+        elif self._writer is not None:
+            self._writer.cancel(entry)  # one let go and found again before it was written
+
+    def _in_flight(self) -> list[CacheEntry]:
+        return self._writer.in_flight() if self._writer is not None else []
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every state let go so far is on disk (True at once without a spill); False when
+        `timeout` passed first."""
+        return self._writer.flush(timeout) if self._writer is not None else True
+
+    def close(self) -> None:
+        """Write the states that wait for the disk, then stop the writer (the scheduler's close)."""
+        if self._writer is not None:
+            self._writer.close()
+
+    def _on_written(self, usage: tuple[int, int]) -> None:  # the writer's thread: one assignment
+        self._disk_usage = usage
 
     def snapshot(self) -> PromptCacheSnapshot:
-        spill = self.spill
+        spill, writer = self.spill, self._writer
         return PromptCacheSnapshot(
             limit=self.limit, entries=len(self._entries), bytes=self._bytes,
             tokens=sum(len(e.tokens) for e in self._entries), hits=self._hits, tokens_saved=self._saved,
             stored=self._stored, evicted=self._evicted, disk_limit=spill.budget if spill is not None else 0,
             disk_entries=self._disk_usage[0], disk_bytes=self._disk_usage[1], disk_hits=self._disk_hits,
             discarded=spill.discarded if spill is not None else 0,
+            disk_writing=len(writer.in_flight()) if writer is not None else 0,
+            disk_skipped=writer.skipped if writer is not None else 0,
             note=spill.notes[-1] if spill is not None and spill.notes else "")

@@ -13,7 +13,9 @@ takes the start it shares with another idle slot (a system prompt) from that slo
 With `speculative="ngram"` (or "draft", with a draft model), a slot whose request samples greedily
 follows its token with a draft in the same batch and keeps the part the model agrees with
 (slot_drafts.py); every token it keeps still goes through `_accept`, one by one, so a rejected draft
-never reaches a client.
+never reaches a client. Every step is timed whole (`StepRates`): a slot drafts only while its drafted
+steps realise more tokens per second than plain steps of as many rows, and a plain step now and then
+keeps that rate known (engine/drafts/step_rates.py).
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ from prefill.engine.batch.slot_drafts import (
 from prefill.engine.batch.snapshot import BatchSnapshot, RateMeter, SlotSnapshot, recent_rate
 from prefill.engine.drafts import rules
 from prefill.engine.drafts.batch_drift import TieMargin
-from prefill.engine.drafts.draft_length import PROBE_EVERY, DecodeCosts, share
+from prefill.engine.drafts.draft_length import DecodeCosts, share
+from prefill.engine.drafts.step_rates import PROBE_DRAFT, DraftGate, StepRates
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
 from prefill.engine.events import Finished, FinishReason, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.prompt.answer_decoder import AnswerDecoder
@@ -128,7 +131,7 @@ class BatchScheduler:
     `speculation_note` says why the slots cannot speculate on this model at all ("" when they can).
     `prompt_cache_bytes` bounds the prompts kept in host memory once they leave their slot (0: none kept;
     None: as many bytes as the slots' own KV cache, `default_prompt_cache`); those it lets go are written to
-    `prompt_spill` (on disk) when there is one.
+    `prompt_spill` (on disk) when there is one, by a thread of the cache's own (no step waits for the disk).
     """
 
     def __init__(self, model: LoadedBatchModel, on_snapshot: Callable[[BatchSnapshot], None] | None = None,
@@ -150,6 +153,7 @@ class BatchScheduler:
         self._source: SlotDraftSource | None = (
             (self.draft_model or NgramSlots()) if self._speculate else None)
         self.decode_costs = DecodeCosts()  # what this model's decodes cost, drafts and all (scheduler thread)
+        self.rates = StepRates()  # what its steps realise, with drafts and without (scheduler thread)
         # how often each kind of draft was right, over every slot and request: one model, learnt 4x as fast
         self._judged: dict[int, list[float]] = {}
         self.tie_margin = TieMargin()  # how far its batched logits drift from one-token ones (measured once)
@@ -219,6 +223,7 @@ class BatchScheduler:
             self._stopping = True
             self._cv.notify()
         self._thread.join()
+        self.prompt_cache.close()  # what waits for the disk is written: a server started next finds it
         self.runtime.close()
         if self._source is not None:
             self._source.close()
@@ -414,6 +419,7 @@ class BatchScheduler:
         """One llama_decode: every decoding slot's next token, prefill chunks in the room left, then
         drafts in what is left after that (a full step drafts less, and a prompt waits for no draft)."""
         rt, batch, active = self.runtime, self._batch, self._active
+        t_start = time.perf_counter()
         batch.clear()
         decoding = [j for j in active if j.state == "decode"]
         for j in decoding:
@@ -429,14 +435,18 @@ class BatchScheduler:
                 done = j.fed + len(chunk) == len(j.pending)
                 j.index = batch.add(chunk, len(j.slot.tokens), j.slot.index, done)
                 chunks.append((j, chunk, done))
+        priced = True  # a step the rates may learn from
         if self._source is not None and decoding and self.tie_margin.drift is None:
             self._measure_drift(decoding)  # before the first draft; not a step's price
+            priced = False
         began = time.perf_counter()  # a draft model's own decodes count in the step's price
         if self._source is not None and decoding and self.tie_margin.drift is not None:
             self._add_drafts(decoding, self._source)
         if batch.n == 0:
             return
+        t_drafted = time.perf_counter()
         self._events_out(idle=False)
+        t_events = time.perf_counter()
         rc = rt.decode_batch(batch)
         if rc != 0:
             for j in decoding + [c[0] for c in chunks]:
@@ -444,7 +454,8 @@ class BatchScheduler:
             return
         now = time.perf_counter()
         self._steps += 1
-        n_rows = len(decoding) + len(chunks)
+        rows = len(decoding)
+        n_rows = rows + len(chunks)
         if n_rows > self._peak_seqs:
             self._peak_seqs = n_rows
         ready = decoding
@@ -458,9 +469,13 @@ class BatchScheduler:
                 ready.append(j)
         sample_at = rt.sample_at
         emitted = self._emitted
+        judged: list[tuple[DraftGate, int, int]] = []  # each drafting slot's gate, tokens drafted, tokens got
         for j in ready:
             if j.draft:
+                drafted, before = len(j.draft), j.n_gen
                 self._take_draft(j, now)
+                if j.drafts is not None:
+                    judged.append((j.drafts.gate, drafted, j.n_gen - before))
                 continue
             tok = j.answer.forced() if j.answer.budget is not None else None  # a thinking's close
             if tok is None:
@@ -470,21 +485,46 @@ class BatchScheduler:
                     self._fail(j, grammar.why_stopped())
                     continue
             self._accept(j, tok, now)
-        self._rate.add(now, self._emitted - emitted)
-        if self._source is not None and not chunks:  # a prompt's chunk is a larger kernel's work: not a step's price
+        got = self._emitted - emitted
+        self._rate.add(now, got)
+        if not chunks and priced:  # a prompt's chunk is a larger kernel's work: not a step's price
             # The whole step, checking the drafts and handing out the tokens too: what the slots wait for.
-            self.decode_costs.add(batch.n, time.perf_counter() - began)
+            end = time.perf_counter()
+            if self._source is not None:
+                self.decode_costs.add(batch.n, end - began)
+            parts = {"build": began - t_start, "draft": t_drafted - began, "events": t_events - t_drafted,
+                     "decode": now - t_events, "take": end - now}
+            if judged:
+                self.rates.drafted(rows, got, end - t_start, self._steps, judged, parts)
+            else:
+                self.rates.plain(rows, got, end - t_start, self._steps, parts)
 
     def _add_drafts(self, decoding: list[_Job], source: SlotDraftSource) -> None:
         """Ask `source` once for every greedy slot's draft, each as long as its share of the room
-        (`share`: what the drafted tokens bring against what they add to the decode)."""
+        (`share`: what the drafted tokens bring against what they add to the decode); only slots whose
+        drafts pay as the steps realise them (`StepRates`), and none when a plain step is due."""
         batch = self._batch
         drafting = [(j, j.drafts) for j in decoding if j.drafts is not None]
-        if not drafting or rules.WEIGH_COSTS and self._steps % PROBE_EVERY == 0:
-            return  # every PROBE_EVERY steps one without drafts, so that the plain step keeps its own price
+        rates, rows, probing = self.rates, len(decoding), False
+        if drafting and rules.WEIGH_COSTS:
+            step = self._steps
+            if rates.probe_due(rows, step):
+                return  # a step without drafts now and then, so that the plain step keeps its own rate
+            probing = rates.hopeless(rows)  # not even a draft always taken pays at this many rows
+            if probing and not rates.cost_probe_due(rows, step):
+                return
+            # a slot whose drafted steps did not realise more than plain ones waits before it tries again
+            drafting = [(j, d) for j, d in drafting if rates.may_draft(d.gate, step, rows)]
+        if not drafting:
+            return
         # each slot's room: its context and max_tokens (the first drafted token sits after `last`)
         limits = [min(self.n_ctx_seq - len(j.slot.tokens) - 1, j.max_tokens - j.n_gen) for j, _ in drafting]
         asks = [d.ask(limit) for (_, d), limit in zip(drafting, limits, strict=True)]
+        if rules.WEIGH_COSTS:  # no longer than the last drafted token that pays for what it adds, as measured
+            caps = [PROBE_DRAFT if probing else rates.longest(rows, a[0]) if a is not None else None for a in asks]
+            limits = [limit if cap is None else min(limit, cap) for limit, cap in zip(limits, caps, strict=True)]
+            asks = [a if a is None or cap is None else (a[0], min(a[1], cap)) if cap > 0 else None
+                    for a, cap in zip(asks, caps, strict=True)]
         lengths = None
         if rules.WEIGH_COSTS and any(asks):
             lengths = share(self.decode_costs, batch.n, [a for a in asks if a is not None], batch.room)

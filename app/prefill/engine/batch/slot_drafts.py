@@ -20,7 +20,8 @@ dropped from the cache and decoded again the plain way in the next step.
 How long each slot's draft is: the slots share one decode, so a drafted token costs every slot the
 time it adds to that decode. The scheduler measures its decodes (`DecodeCosts`) and gives the room
 to the drafted tokens likeliest to be taken while they bring more tokens per second than they cost
-(`draft_length.share`), each slot's chance from its own drafts so far.
+(`draft_length.share`), each slot's chance from its own drafts so far. Whether a slot drafts at all is
+judged by what its drafted steps realised against plain steps (`step_rates.StepRates`, its `gate`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from prefill.engine.drafts.batch_drift import SIZES
 from prefill.engine.drafts.draft_length import DraftLength, Prior, flat_prior
 from prefill.engine.drafts.ngram_draft import NgramIndex
 from prefill.engine.drafts.rules import SPECULATIVE_MODES, why_not, why_not_thinking
+from prefill.engine.drafts.step_rates import DraftGate
 from prefill.engine.settings import ServeSampling
 from prefill.engine.speculation import DRAFT_MAX
 
@@ -114,6 +116,7 @@ class SlotDrafts:
         self.drafted = 0
         self.accepted = 0
         self.plain_next = False  # after a near tie: the next step decodes one token, as plain decoding does
+        self.gate = DraftGate()  # whether its drafts pay, as the server's steps realise them (step_rates.py)
 
     def taken(self, token: int) -> None:
         """A token of the answer was emitted: it is part of the text drafts follow."""

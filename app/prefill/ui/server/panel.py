@@ -3,7 +3,8 @@
 `ServerController` starts and stops the server off the GUI thread and turns the
 schedulers' snapshots into a signal; `SlotTableModel` holds the slots for a view, under each
 model's name and state when the server holds several; `ServerPanel` is the switch, the address
-with a copy button, the requests in flight and queued, the aggregate rate, and the slots table.
+with a copy button, the requests in flight and queued, the aggregate rate, each model's prompt cache
+(`cache_line`: prompts kept, bytes of its bound, hits, tokens saved), and the slots table.
 The window's chat is one of the slots: the engine worker serves the model it holds
 (`EngineWorker.serve`).
 """
@@ -34,8 +35,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from prefill.engine.batch.prompt_cache import PromptCacheSnapshot
 from prefill.engine.batch.runtime import MAX_SEQUENCES
 from prefill.engine.batch.snapshot import BatchSnapshot, SlotSnapshot
+from prefill.engine.units import format_bytes
 from prefill.server.lifecycle import ServeOptions
 from prefill.server.served_slots import ModelSlots, ServerSlots
 from prefill.ui.widgets.plain_text import plain_label
@@ -90,6 +93,24 @@ class ServerController(QObject):
 
 
 COLUMNS = ("Slot", "State", "Request", "Tokens", "KV cells", "tok/s", "Drafts taken")
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def cache_line(cache: PromptCacheSnapshot) -> str:
+    """One model's prompt cache in words: "Prompt cache: 3 prompts · 40.0 MiB of 512.0 MiB · 5 hits ·
+    1,234 tokens saved", and what it keeps on disk when it has a disk tier."""
+    if cache.limit <= 0:
+        return "Prompt cache off"
+    words = [f"Prompt cache: {_count(cache.entries, 'prompt')}",
+             f"{format_bytes(cache.bytes)} of {format_bytes(cache.limit)}",
+             _count(cache.hits, "hit"), f"{_count(cache.tokens_saved, 'token')} saved"]
+    if cache.disk_limit:
+        words.append(f"{cache.disk_entries:,} on disk ({format_bytes(cache.disk_bytes)} of "
+                     f"{format_bytes(cache.disk_limit)})")
+    return " · ".join(words)
 
 
 class SlotTableModel(QAbstractTableModel):
@@ -202,6 +223,7 @@ class ServerPanel(QWidget):
         self.copy = QPushButton("Copy")
         self.copy.setEnabled(False)
         self.status = plain_label()
+        self.cache = plain_label()  # each model's prompt cache, a line each
         self.slots = SlotTableModel(self)
         self.table = QTableView()
         self.table.setModel(self.slots)
@@ -222,6 +244,7 @@ class ServerPanel(QWidget):
         layout.addLayout(top)
         layout.addLayout(row)
         layout.addWidget(self.status)
+        layout.addWidget(self.cache)
         layout.addWidget(self.table)
 
         self.switch.toggled.connect(self._on_switch_toggled)
@@ -274,6 +297,10 @@ class ServerPanel(QWidget):
         self.status.setText(
             f"{models}{server.in_flight} in flight · {server.queued} queued · {server.aggregate_tps:.0f} tok/s in "
             f"all · {server.served} served")
+        several = len(server.models) > 1
+        self.cache.setText("\n".join(
+            f"{m.id}: {cache_line(m.batch.prompt_cache)}" if several else cache_line(m.batch.prompt_cache)
+            for m in server.models if m.batch is not None))
         self.slots.set_server(server)
 
     @Slot()
@@ -289,6 +316,7 @@ class ServerPanel(QWidget):
         self.address.setText(text)
         self.copy.setEnabled(False)
         self.status.setText("")
+        self.cache.setText("")
         self.switch.blockSignals(True)
         self.switch.setChecked(False)
         self.switch.blockSignals(False)
