@@ -33,6 +33,18 @@ def _layout(w) -> dict[QWidget, QRect]:
             if c.isVisible() and c not in notices}
 
 
+def _settled_layout(qtbot, w) -> dict[QWidget, QRect]:
+    """The layout once it stays the same between two looks (the toolbar fits its words after a resize)."""
+    seen = [_layout(w)]
+
+    def same() -> bool:
+        seen.append(_layout(w))
+        return seen[-1] == seen[-2]
+
+    qtbot.waitUntil(same)
+    return seen[-1]
+
+
 def test_load_a_model_first_goes_once_a_model_loads(app, qtbot, smollm2: Path) -> None:
     w = app.open(small_settings())
     w.input.editor.setPlainText("Hi")
@@ -117,7 +129,7 @@ def test_a_toast_does_not_change_any_widgets_geometry_in_the_layout(app, qtbot) 
     w = app.open(small_settings())
     w.resize(900, 600)
     qtbot.waitUntil(lambda: w.width() == 900)
-    before = _layout(w)
+    before = _settled_layout(qtbot, w)
     w.show_toast("Exported 3 chats to /tmp/chats.json.")
     assert w.toast.isVisible()
     qtbot.wait(50)  # a frame: anything the toast would push has moved by now
