@@ -35,11 +35,11 @@ def _layout(w) -> dict[QWidget, QRect]:
 
 def _settled_layout(qtbot, w) -> dict[QWidget, QRect]:
     """The layout once it stays the same between two looks (the toolbar fits its words after a resize)."""
-    seen = [_layout(w)]
+    seen: list[dict[QWidget, QRect]] = []
 
-    def same() -> bool:
+    def same() -> bool:  # waitUntil lets events run between two calls, never before the first
         seen.append(_layout(w))
-        return seen[-1] == seen[-2]
+        return len(seen) > 1 and seen[-1] == seen[-2]
 
     qtbot.waitUntil(same)
     return seen[-1]
