@@ -44,8 +44,12 @@ def test_fusion_ranks_a_passage_both_find_first(indexed) -> None:  # noqa: ANN00
     s = Searcher(indexed)
     both = s.search("home", "bread degrees", HashEmbedder(), k=5, mode="both")
     assert Path(both[0].file).name == "kitchen.txt"
-    assert both[0].score == pytest.approx(2 / 3)  # first in each list: 1/(2 + 1) twice
+    # the best by meaning (1 of 1) and all the question's words, once each: each half near 1
+    assert 0.8 < both[0].score <= 1.0
     assert [p.score for p in both] == sorted((p.score for p in both), reverse=True)
+    rrf = s.search("home", "bread degrees", HashEmbedder(), k=5, mode="both", fusion="rrf")
+    assert Path(rrf[0].file).name == "kitchen.txt"
+    assert rrf[0].score == pytest.approx(2 / 3)  # first in each list: 1/(2 + 1) twice
 
 
 def test_queries_that_would_break_fts_syntax(indexed) -> None:  # noqa: ANN001
@@ -142,8 +146,87 @@ def test_the_first_by_words_is_not_buried_by_passages_both_lists_rank_fairly(tmp
         (d / f"other{i}.txt").write_text(f"nothing {i}")
     conn = open_index(tmp_path / "i.sqlite3")
     index_files(conn, "c", [d], _TwoWay(), count_words)
-    found = Searcher(conn).search("c", "zq7 common", _TwoWay(), k=5, mode="both")
+    found = Searcher(conn).search("c", "zq7 common", _TwoWay(), k=5, mode="both", fusion="rrf")
     assert "x.txt" in [Path(p.file).name for p in found]
+
+
+class _Graded:
+    """Cosines as a model gives them: "common" texts from 0.5 down, the rest near 0.1; the question at 1."""
+
+    model_id, n_embd = "graded", 2
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        out = []
+        for t in texts:
+            cos = 1.0 if t.startswith("zq7") else 0.5 - 0.05 * t.count("filler") if "common" in t else 0.1
+            out.append([cos, (1 - cos * cos) ** 0.5])
+        return out
+
+
+def test_a_rare_code_by_words_outranks_passages_only_fairly_near_in_meaning(tmp_path: Path) -> None:
+    # The same passages with graded cosines (the scores fusion weighs them; two-way vectors would make the
+    # five identical to the question): the code's passage, far in meaning, is among the first five.
+    d = tmp_path / "d"
+    d.mkdir()
+    for i in range(5):
+        (d / f"m{i}.txt").write_text("common " + "filler " * i)
+    (d / "x.txt").write_text("the part zq7 is here")
+    for i in range(6):
+        (d / f"other{i}.txt").write_text(f"nothing {i}")
+    conn = open_index(tmp_path / "i.sqlite3")
+    index_files(conn, "c", [d], _Graded(), count_words)
+    found = Searcher(conn).search("c", "zq7 common", _Graded(), k=5, mode="both")
+    assert "x.txt" in [Path(p.file).name for p in found]
+
+
+class _Meaning:
+    """The question and the answer point nearly the same way (cosine 0.8); every other text elsewhere."""
+
+    model_id, n_embd = "meaning", 2
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] if "gadget" in t else [0.8, 0.6] if "Hold the recessed" in t else [0.0, 1.0]
+                for t in texts]
+
+
+def test_a_common_word_of_a_question_in_other_words_does_not_outrank_the_best_by_meaning(tmp_path: Path) -> None:
+    # Asked in other words than the answer's, the question shares one word ("start") with an unrelated
+    # passage: words alone rank that passage first. Reciprocal rank counted it as much as the best by
+    # meaning, and put it first; over the most the question's words could score it counts little.
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "router.txt").write_text("Hold the recessed button on the back for ten seconds with a paperclip.")
+    (d / "oven.txt").write_text("Start the oven early so it is hot.")
+    for i in range(8):
+        (d / f"other{i}.txt").write_text(f"nothing here {i}")
+    conn = open_index(tmp_path / "i.sqlite3")
+    index_files(conn, "c", [d], _Meaning(), count_words)
+    s = Searcher(conn)
+    q = "how do I bring the gadget to its factory state from the start"
+    assert Path(s.search("c", q, k=1, mode="words")[0].file).name == "oven.txt"
+    assert Path(s.search("c", q, _Meaning(), k=1, mode="both", fusion="rrf")[0].file).name == "oven.txt"
+    [top, second] = s.search("c", q, _Meaning(), k=2, mode="both")
+    assert Path(top.file).name == "router.txt" and Path(second.file).name == "oven.txt"
+    assert top.score == pytest.approx(0.5)  # the best by meaning, no word of the question
+
+
+def test_the_words_scale_is_the_sum_of_the_question_words_idf(indexed, tmp_path: Path) -> None:  # noqa: ANN001
+    # FTS5's idf over the whole index, a word no passage has as the rarest, an accented one as FTS5 stores
+    # it: what a passage holding every word once at the average length scores.
+    import math
+
+    s = Searcher(indexed)
+    n = indexed.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    with_pump = indexed.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'pump'").fetchone()[0]
+    idf = {m: math.log((n - m + 0.5) / (m + 0.5)) for m in (with_pump, 0)}
+    assert s._most_words_score("the pump") == pytest.approx(max(idf[with_pump], 1e-6))
+    assert s._most_words_score("pump cafe") == pytest.approx(max(idf[with_pump], 1e-6) + idf[0])
+    extra = tmp_path / "more"
+    extra.mkdir()
+    (extra / "menu.txt").write_text("Café au lait.")  # stored as "cafe"
+    index_files(indexed, "home", [extra], HashEmbedder(), count_words, prune=False)
+    n += 1
+    assert s._most_words_score("Café") == pytest.approx(math.log((n - 1 + 0.5) / (1 + 0.5)))
 
 
 def test_numpy_is_the_default_and_sqlite_vec_is_asked_for(indexed) -> None:  # noqa: ANN001

@@ -1,19 +1,36 @@
-"""Finding passages: by vectors (meaning), by words (FTS5's bm25), or both fused by reciprocal rank.
+"""Finding passages: by vectors (meaning), by words (FTS5's bm25), or both fused.
 
-Fusion (Cormack et al., 2009) adds 1/(k + rank) over the two lists for each passage, so neither score's
-scale has to be matched to the other's. The paper's k is 60, for lists of 1,000 from millions of
-documents; here the lists (50 each) cover much of a person's collection, and k = 60 ranks a passage both
-lists place tenth above the one that either places first: on the project's corpus (benchmarks/docs_bench.py,
-96 questions, bundled MiniLM) recall@5 was 0.81 with k = 60 against 0.97 with k = 2 at 64-token passages
-(vectors alone 0.77, words alone 0.76), and 0.83 against 1.0 at 200 (words alone 1.0). So k is 2: the
-first few of either list lead, and agreement orders the rest.
+Both lists' scores are fused, each on a scale from 0 (nothing) to 1 (the best match there can be): the
+"convex combination of theoretically normalised scores" of Bruch et al. (2023), with reciprocal rank's
+fault mended on the words' side:
+
+- by meaning, the cosine similarity over the best one found, below 0 counted as 0. A cosine has no level
+  that means "a perfect match" for every model (MiniLM's answers sit near 0.3 to 0.7, its unrelated
+  passages near 0.1; other models put everything between 0.7 and 0.9), so the best found is the top;
+- by words, bm25 over the most the question's words could give: the sum of their idf as FTS5 computes it
+  (a word no passage has counting as the rarest), which is what a passage holding each once at the
+  average length scores. A passage that holds the question's rare code scores near 1; one that holds only
+  a common word or two of a question asked in other words scores near 0, where reciprocal rank and
+  normalising by the best found both count it as the first by words, as much as the first by meaning.
+
+The fused score is their mean (`words_weight` weighs the words'). Reciprocal-rank fusion (Cormack et al.,
+2009: 1/(k + rank) summed over the lists) is kept as `fusion="rrf"`: it needs no scale, but ranks the best
+of a list first however poor a match it is. On the project's corpus (benchmarks/docs_bench.py, bundled
+MiniLM, 200-token passages) words alone found every "place" and "exact" question's passage (each names a
+rare word of it) and reciprocal rank fused to recall@5 1.0 but MRR 0.76, below words alone (0.79); on
+questions asked in other words (24) it kept vectors' recall (0.75) and lost their MRR (0.74 to 0.54).
+The paper's k is 60, for lists of 1,000 from millions of documents; here the lists (50 each) cover much of
+a person's collection, and k = 60 ranks a passage both lists place tenth above the one either places first
+(recall@5 0.83 against 1.0 with k = 2 on the "place" questions), so `rrf` uses k = 2.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 import time
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,6 +39,7 @@ from prefill.documents.indexer import Embedder
 from prefill.documents.vectors import VectorSearch
 
 Mode = Literal["vectors", "words", "both"]
+Fusion = Literal["scores", "rrf"]
 RRF_K = 2
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words nearly every passage has: bm25 gives them almost no weight, yet scoring one reads its whole posting
@@ -48,7 +66,9 @@ class Passage:
         heading: Its heading path (" > " between headings).
         text: Its words.
         score: How well it matched: cosine similarity (vectors), bm25 made positive (words), or the fused
-            reciprocal-rank sum (both); larger is better, within one search.
+            score (both: the mean of the cosine over the best found and of bm25 over the most the question's
+            words could score, each from 0 to 1; or the reciprocal-rank sum with `fusion="rrf"`); larger is
+            better.
     """
 
     chunk_id: int
@@ -78,7 +98,8 @@ class Searcher:
         self.last_times = SearchTimes(0.0, 0.0)
 
     def search(self, collection: str | Collection, query: str, embedder: Embedder | None = None, k: int = 5,
-               mode: Mode = "both", pool: int = 50, words_weight: float = 1.0, rrf_k: int = RRF_K) -> list[Passage]:
+               mode: Mode = "both", pool: int = 50, words_weight: float = 1.0, rrf_k: int = RRF_K,
+               fusion: Fusion = "scores") -> list[Passage]:
         """The `k` passages that best answer `query`.
 
         Args:
@@ -88,9 +109,10 @@ class Searcher:
             k: How many passages.
             mode: "vectors", "words", or "both" (fused).
             pool: How many each way feeds the fusion.
-            words_weight: What a rank by words counts in the fusion against one by vectors (1: as much).
-            rrf_k: The fusion's constant (see above): small lets the first of either list lead, 60 (the
+            words_weight: What the words' score (or rank) counts in the fusion against the vectors' (1: as much).
+            rrf_k: Reciprocal rank's constant (see above): small lets the first of either list lead, 60 (the
                 paper's) rewards passages both lists rank fairly well.
+            fusion: "scores" (each list's scores on an absolute scale, averaged) or "rrf" (reciprocal rank).
 
         Raises:
             CollectionNotFound: No collection of that name.
@@ -116,17 +138,25 @@ class Searcher:
             ranked = words
         else:
             fused: dict[int, float] = {}
-            for hits, weight in ((vec, 1.0), (words, words_weight)):
-                for rank, (cid, _) in enumerate(hits):
-                    fused[cid] = fused.get(cid, 0.0) + weight / (rrf_k + rank + 1)
+            if fusion == "rrf":
+                for hits, weight in ((vec, 1.0), (words, words_weight)):
+                    for rank, (cid, _) in enumerate(hits):
+                        fused[cid] = fused.get(cid, 0.0) + weight / (rrf_k + rank + 1)
+            else:
+                most = self._most_words_score(query) if words else 1.0
+                top = max(vec[0][1], 1e-9) if vec else 1.0
+                for cid, cos in vec:
+                    fused[cid] = max(cos, 0.0) / top / (1.0 + words_weight)
+                for cid, bm in words:
+                    fused[cid] = fused.get(cid, 0.0) + words_weight * min(bm / most, 1.0) / (1.0 + words_weight)
+            # equal scores keep the order they came in: by meaning first, then by words
             ranked = sorted(fused.items(), key=lambda kv: -kv[1])[:k]
         out = self._passages(ranked[:k])
         self.last_times = SearchTimes(embed_ms, (time.perf_counter() - t0) * 1000 - embed_ms)
         return out
 
     def _words(self, c: Collection, query: str, k: int) -> list[tuple[int, float]]:
-        words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
-        terms = [w for w in words if w not in STOPWORDS] or words
+        terms = _terms(query)
         if not terms:
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:64])
@@ -143,6 +173,26 @@ class Searcher:
                 WHERE chunks_fts MATCH ? AND f.collection_id = ? ORDER BY s LIMIT ?""", (match, c.id, k)).fetchall()
             hits = [(int(i), -float(s)) for i, s in rows]
         return hits
+
+    def _most_words_score(self, query: str) -> float:
+        """The bm25 a passage would score holding each of the question's words once, at the average length:
+        the sum of their idf as FTS5 reckons it over the whole index (a word no passage has: the rarest's)."""
+        terms = _terms(query)
+        if not terms:
+            return 1.0
+        self._conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_fts_terms "
+                           "USING fts5vocab(main, chunks_fts, row)")
+        n = int(self._conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        folded = {t: _fold(t) for t in terms}
+        rows = self._conn.execute(f"""SELECT term, doc FROM temp.chunks_fts_terms
+                                      WHERE term IN ({",".join("?" * len(folded))})""",
+                                  list(set(folded.values()))).fetchall()
+        docs = {str(t): int(d) for t, d in rows}
+        # fts5_aux.c: idf = log((N - n + 0.5) / (n + 0.5)), at least 1e-6; a word once at the average
+        # length scores idf * tf * (k1 + 1) / (tf + k1) = idf
+        most = sum(max(math.log((n - docs.get(f, 0) + 0.5) / (docs.get(f, 0) + 0.5)), 1e-6)
+                   for f in folded.values())
+        return max(most, 1e-6)
 
     def _in_collection(self, c: Collection, ids: list[int]) -> set[int]:
         if not ids:
@@ -162,3 +212,14 @@ class Searcher:
         by_id = {r[0]: r for r in rows}
         return [Passage(cid, by_id[cid][1], by_id[cid][2], by_id[cid][3], by_id[cid][4], by_id[cid][5],
                         by_id[cid][6], score) for cid, score in ranked if cid in by_id]
+
+
+def _terms(query: str) -> list[str]:
+    """The question's words as searched: lower case, once each, the commonest left out (unless that is all)."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    return ([w for w in words if w not in STOPWORDS] or words)[:64]
+
+
+def _fold(word: str) -> str:
+    """A word as FTS5's unicode61 tokenizer (remove_diacritics 2) stores it: no accents."""
+    return "".join(ch for ch in unicodedata.normalize("NFD", word) if not unicodedata.combining(ch))
