@@ -210,27 +210,41 @@ def test_a_common_word_of_a_question_in_other_words_does_not_outrank_the_best_by
     assert top.score == pytest.approx(0.5)  # the best by meaning, no word of the question
 
 
-def test_the_words_scale_is_the_sum_of_the_question_words_idf(indexed, tmp_path: Path) -> None:  # noqa: ANN001
-    # FTS5's idf over the whole index, a word no passage has as the rarest, an accented one as FTS5 stores
-    # it: what a passage holding every word once at the average length scores.
+def test_the_words_score_is_the_share_of_the_question_words_held_weighed_by_rarity(tmp_path: Path) -> None:
+    # idf as Lucene's BM25 has it over the whole index (above 0 for a word in half the passages, where
+    # FTS5's is 0); an accented word as FTS5 stores it, an underscore parting words as FTS5 does.
     import math
 
-    s = Searcher(indexed)
-    n = indexed.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    with_pump = indexed.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'pump'").fetchone()[0]
-    idf = {m: math.log((n - m + 0.5) / (m + 0.5)) for m in (with_pump, 0)}
-    assert s._most_words_score("the pump") == pytest.approx(max(idf[with_pump], 1e-6))
-    assert s._most_words_score("pump cafe") == pytest.approx(max(idf[with_pump], 1e-6) + idf[0])
-    extra = tmp_path / "more"
-    extra.mkdir()
-    (extra / "menu.txt").write_text("Café au lait.")  # stored as "cafe"
-    index_files(indexed, "home", [extra], HashEmbedder(), count_words, prune=False)
-    n += 1
-    assert s._most_words_score("Café") == pytest.approx(math.log((n - 1 + 0.5) / (1 + 0.5)))
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "a.txt").write_text("Café pump_valve here.")
+    (d / "b.txt").write_text("The pump there.")
+    conn = open_index(tmp_path / "i.sqlite3")
+    index_files(conn, "c", [d], HashEmbedder(), count_words)
+    s = Searcher(conn)
+    rows = conn.execute("SELECT c.id, f.path FROM chunks c JOIN files f ON f.id = c.file_id")
+    ids = {Path(f).name: i for i, f in rows}
+
+    def idf(n: int) -> float:
+        return math.log(1 + (2 - n + 0.5) / (n + 0.5))
+
+    shares = s._word_shares("the CAFE pump zebra", [(ids["a.txt"], 1.0), (ids["b.txt"], 1.0)])
+    most = idf(1) + idf(2) + idf(0)  # cafe, pump, zebra ("the" left out)
+    assert shares[ids["a.txt"]] == pytest.approx((idf(1) + idf(2)) / most)
+    assert shares[ids["b.txt"]] == pytest.approx(idf(2) / most) and idf(2) > 0
+    assert s._word_shares("valve", [(ids["a.txt"], 1.0)])[ids["a.txt"]] == pytest.approx(1.0)
 
 
-def test_numpy_is_the_default_and_sqlite_vec_is_asked_for(indexed) -> None:  # noqa: ANN001
-    # sqlite-vec's vec_distance_cosine scans every row in SQL: 265 ms a search at 100,000 passages against
-    # numpy's 8 ms (benchmarks/docs_bench.py), so it is used only when asked.
-    s = Searcher(indexed)
-    assert (s.vectors.backend, s.vectors.why_numpy) == ("numpy", "sqlite-vec was not asked for")
+def test_a_word_in_half_a_small_collection_still_counts(tmp_path: Path) -> None:
+    # Two passages: FTS5's idf for "barn" (in one of two) is 0, so its bm25 said nothing; the share still
+    # does, and the passage holding the question's words comes first where meaning is a near tie.
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "owls.md").write_text("# Owls\n\nThe barn owl hunts mice at night over open fields.\n")
+    (d / "tea.txt").write_text("Green tea is steamed or pan-fired soon after picking.\n")
+    conn = open_index(tmp_path / "i.sqlite3")
+    index_files(conn, "c", [d], HashEmbedder(), count_words)
+    s = Searcher(conn)
+    q = "what do barn owls hunt"
+    assert [Path(p.file).name for p in s.search("c", q, HashEmbedder(), k=2, mode="vectors")][0] == "tea.txt"
+    assert Path(s.search("c", q, HashEmbedder(), k=1, mode="both")[0].file).name == "owls.md"

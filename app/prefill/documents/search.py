@@ -7,11 +7,14 @@ fault mended on the words' side:
 - by meaning, the cosine similarity over the best one found, below 0 counted as 0. A cosine has no level
   that means "a perfect match" for every model (MiniLM's answers sit near 0.3 to 0.7, its unrelated
   passages near 0.1; other models put everything between 0.7 and 0.9), so the best found is the top;
-- by words, bm25 over the most the question's words could give: the sum of their idf as FTS5 computes it
-  (a word no passage has counting as the rarest), which is what a passage holding each once at the
-  average length scores. A passage that holds the question's rare code scores near 1; one that holds only
-  a common word or two of a question asked in other words scores near 0, where reciprocal rank and
-  normalising by the best found both count it as the first by words, as much as the first by meaning.
+- by words, bm25 over the first's, times the share of the question's words that first passage holds,
+  each word weighed by its rarity over the whole index (idf). bm25 orders the list and sets its ratios
+  (how often a word comes, how long the passage is, a heading); the share sets how far the list is to
+  be trusted: a passage that holds the question's rare code scores near 1; the first by words of a
+  question asked in other words, holding only a common word or two of it, scores near 0, where
+  reciprocal rank and normalising by the best found both count it as much as the first by meaning.
+  The share weighs words by Lucene's idf, log(1 + (N - n + 0.5) / (n + 0.5)), not FTS5's, which is 0
+  for a word in half the passages (so in a small collection, where it would make every share 0).
 
 The fused score is their mean (`words_weight` weighs the words'). Reciprocal-rank fusion (Cormack et al.,
 2009: 1/(k + rank) summed over the lists) is kept as `fusion="rrf"`: it needs no scale, but ranks the best
@@ -42,6 +45,7 @@ Mode = Literal["vectors", "words", "both"]
 Fusion = Literal["scores", "rrf"]
 RRF_K = 2
 _WORD = re.compile(r"\w+", re.UNICODE)
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 # Words nearly every passage has: bm25 gives them almost no weight, yet scoring one reads its whole posting
 # list (every passage, at 100,000 passages a third of a second), so a question's words leave them out.
 STOPWORDS = frozenset("""
@@ -66,9 +70,9 @@ class Passage:
         heading: Its heading path (" > " between headings).
         text: Its words.
         score: How well it matched: cosine similarity (vectors), bm25 made positive (words), or the fused
-            score (both: the mean of the cosine over the best found and of bm25 over the most the question's
-            words could score, each from 0 to 1; or the reciprocal-rank sum with `fusion="rrf"`); larger is
-            better.
+            score (both: the mean of the cosine over the best found and of bm25 over the best found times
+            the share of the question's words that best holds, each from 0 to 1; or the reciprocal-rank
+            sum with `fusion="rrf"`); larger is better.
     """
 
     chunk_id: int
@@ -96,6 +100,7 @@ class Searcher:
         self._conn = conn
         self.vectors = VectorSearch(conn, use_sqlite_vec)
         self.last_times = SearchTimes(0.0, 0.0)
+        self._count: tuple[object, int] | None = None
 
     def search(self, collection: str | Collection, query: str, embedder: Embedder | None = None, k: int = 5,
                mode: Mode = "both", pool: int = 50, words_weight: float = 1.0, rrf_k: int = RRF_K,
@@ -143,12 +148,15 @@ class Searcher:
                     for rank, (cid, _) in enumerate(hits):
                         fused[cid] = fused.get(cid, 0.0) + weight / (rrf_k + rank + 1)
             else:
-                most = self._most_words_score(query) if words else 1.0
                 top = max(vec[0][1], 1e-9) if vec else 1.0
                 for cid, cos in vec:
                     fused[cid] = max(cos, 0.0) / top / (1.0 + words_weight)
+                # bm25 orders the words' list and sets its ratios (how often, how long, in a heading); the
+                # share of the question its first holds sets the list's level
+                level = self._word_shares(query, words[:1]).get(words[0][0], 0.0) if words else 0.0
+                best = max(words[0][1], 1e-12) if words else 1.0
                 for cid, bm in words:
-                    fused[cid] = fused.get(cid, 0.0) + words_weight * min(bm / most, 1.0) / (1.0 + words_weight)
+                    fused[cid] = fused.get(cid, 0.0) + words_weight * level * bm / best / (1.0 + words_weight)
             # equal scores keep the order they came in: by meaning first, then by words
             ranked = sorted(fused.items(), key=lambda kv: -kv[1])[:k]
         out = self._passages(ranked[:k])
@@ -174,25 +182,33 @@ class Searcher:
             hits = [(int(i), -float(s)) for i, s in rows]
         return hits
 
-    def _most_words_score(self, query: str) -> float:
-        """The bm25 a passage would score holding each of the question's words once, at the average length:
-        the sum of their idf as FTS5 reckons it over the whole index (a word no passage has: the rarest's)."""
-        terms = _terms(query)
-        if not terms:
-            return 1.0
+    def _word_shares(self, query: str, hits: list[tuple[int, float]]) -> dict[int, float]:
+        """For each passage found by words, the share of the question's words it holds, each word weighed
+        by its rarity over the whole index (BM25's idf as Lucene has it, log(1 + (N - n + 0.5) / (n + 0.5)),
+        which stays above 0 where FTS5's falls to nothing: a word in half of a small collection's passages)."""
+        tokens = _tokens(query)
+        if not tokens or not hits:
+            return {}
         self._conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_fts_terms "
                            "USING fts5vocab(main, chunks_fts, row)")
-        n = int(self._conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
-        folded = {t: _fold(t) for t in terms}
+        n = self._passages_in_index()
         rows = self._conn.execute(f"""SELECT term, doc FROM temp.chunks_fts_terms
-                                      WHERE term IN ({",".join("?" * len(folded))})""",
-                                  list(set(folded.values()))).fetchall()
+                                      WHERE term IN ({",".join("?" * len(tokens))})""", tokens).fetchall()
         docs = {str(t): int(d) for t, d in rows}
-        # fts5_aux.c: idf = log((N - n + 0.5) / (n + 0.5)), at least 1e-6; a word once at the average
-        # length scores idf * tf * (k1 + 1) / (tf + k1) = idf
-        most = sum(max(math.log((n - docs.get(f, 0) + 0.5) / (docs.get(f, 0) + 0.5)), 1e-6)
-                   for f in folded.values())
-        return max(most, 1e-6)
+        idf = {t: math.log(1 + (n - docs.get(t, 0) + 0.5) / (docs.get(t, 0) + 0.5)) for t in tokens}
+        most = sum(idf.values())
+        ids = [cid for cid, _ in hits]
+        held = {int(r[0]): set(_tokens(f"{r[1]} {r[2]}", keep_common=True)) for r in self._conn.execute(
+            f"SELECT id, text, heading FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids)}
+        return {cid: sum(w for t, w in idf.items() if t in held.get(cid, ())) / most for cid in ids}
+
+    def _passages_in_index(self) -> int:
+        """How many passages the whole index holds (what idf counts over), counted again when any collection
+        changed: at 100,000 passages a count takes milliseconds."""
+        key = self._conn.execute("SELECT group_concat(id || ':' || generation) FROM collections").fetchone()[0]
+        if self._count is None or self._count[0] != key:
+            self._count = (key, int(self._conn.execute("SELECT count(*) FROM chunks").fetchone()[0]))
+        return self._count[1]
 
     def _in_collection(self, c: Collection, ids: list[int]) -> set[int]:
         if not ids:
@@ -220,6 +236,10 @@ def _terms(query: str) -> list[str]:
     return ([w for w in words if w not in STOPWORDS] or words)[:64]
 
 
-def _fold(word: str) -> str:
-    """A word as FTS5's unicode61 tokenizer (remove_diacritics 2) stores it: no accents."""
-    return "".join(ch for ch in unicodedata.normalize("NFD", word) if not unicodedata.combining(ch))
+def _tokens(text: str, keep_common: bool = False) -> list[str]:
+    """The words of `text` as FTS5's unicode61 tokenizer (remove_diacritics 2) stores them: letters and
+    digits (an underscore parts them), lower case, no accents; once each, the commonest left out (unless that
+    is all, or `keep_common`)."""
+    folded = "".join(ch for ch in unicodedata.normalize("NFD", text.lower()) if not unicodedata.combining(ch))
+    words = list(dict.fromkeys(_TOKEN.findall(folded)))
+    return words if keep_common else ([w for w in words if w not in STOPWORDS] or words)[:64]
