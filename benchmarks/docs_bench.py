@@ -1,11 +1,14 @@
 """Documents: retrieval quality, indexing speed, search latency and memory.
 
-  quality      the project's corpus (tests/documents/corpus.py: 32 documents in seven formats, 96 questions,
+  quality      the project's corpus (tests/documents/corpus.py: 38 documents in seven formats, 132 questions,
                each with the sentence that answers it) indexed, then each question searched by vectors
-               alone, words alone (FTS5 bm25) and both fused (reciprocal rank): recall@5 (the answering
-               sentence, in its file and on its page, among the first five passages) and MRR over the first 10;
-               both_words_0.5 fuses with a rank by words counting half one by vectors; both_k10 and both_k60
-               with the fusion's constant at 10 and 60 in place of search.RRF_K (2); both_rerank takes the
+               alone, words alone (FTS5 bm25) and both fused (search.py: each list's scores on a scale of
+               0 to 1, averaged): recall@5 (the answering sentence, in its file and on its page, among the
+               first five passages) and MRR over the first 10, for all questions and for each group
+               (`groups`: "place", the 96 that name their place's rare name; "paraphrase", 24 asked in
+               other words; "exact", 12 asked by a name, code or number); both_words_0.5 weighs the words'
+               score half; both_rrf and both_rrf_k60 fuse by reciprocal rank (search's fusion="rrf", the
+               constant at RRF_K, 2, and at 60, the paper's); both_rerank takes the
                fused search's first 20 (search.py's candidates, as the server does) and reorders them by
                the reranker's scores (`rerank_ms`: its time a question, p50 and p95). The reranker is a GGUF
                given with --reranker, or by default the bundled MiniLM converted with a made-up, seeded
