@@ -1,11 +1,14 @@
 """Documents: retrieval quality, indexing speed, search latency and memory.
 
-  quality      the project's corpus (tests/documents/corpus.py: 32 documents in seven formats, 96 questions,
+  quality      the project's corpus (tests/documents/corpus.py: 38 documents in seven formats, 132 questions,
                each with the sentence that answers it) indexed, then each question searched by vectors
-               alone, words alone (FTS5 bm25) and both fused (reciprocal rank): recall@5 (the answering
-               sentence, in its file and on its page, among the first five passages) and MRR over the first 10;
-               both_words_0.5 fuses with a rank by words counting half one by vectors; both_k10 and both_k60
-               with the fusion's constant at 10 and 60 in place of search.RRF_K (2); both_rerank takes the
+               alone, words alone (FTS5 bm25) and both fused (search.py: each list's scores on a scale of
+               0 to 1, averaged): recall@5 (the answering sentence, in its file and on its page, among the
+               first five passages) and MRR over the first 10, for all questions and for each group
+               (`groups`: "place", the 96 that name their place's rare name; "paraphrase", 24 asked in
+               other words; "exact", 12 asked by a name, code or number); both_words_0.5 weighs the words'
+               score half; both_rrf and both_rrf_k60 fuse by reciprocal rank (search's fusion="rrf", the
+               constant at RRF_K, 2, and at 60, the paper's); both_rerank takes the
                fused search's first 20 (search.py's candidates, as the server does) and reorders them by
                the reranker's scores (`rerank_ms`: its time a question, p50 and p95). The reranker is a GGUF
                given with --reranker, or by default the bundled MiniLM converted with a made-up, seeded
@@ -123,6 +126,13 @@ def _rank_of(q, found: list) -> int | None:  # noqa: ANN001
                  and _norm(q.passage) in _norm(p.text) and (q.page is None or p.page == q.page)), None)
 
 
+def _scores(ranks: list[int | None]) -> dict:
+    """recall@5 and MRR (over the first 10) of these ranks (None: not among the first 10)."""
+    n = max(len(ranks), 1)
+    return {"n": len(ranks), "recall_at_5": round(sum(r is not None and r <= 5 for r in ranks) / n, 3),
+            "mrr": round(sum(1.0 / r for r in ranks if r) / n, 3)}
+
+
 def quality(embedder, count, folder: Path, chunk_tokens: int = 200, reranker=None) -> dict:  # noqa: ANN001
     questions = write_corpus(folder / "corpus")
     conn = open_index(folder / "q.sqlite3")
@@ -136,19 +146,16 @@ def quality(embedder, count, folder: Path, chunk_tokens: int = 200, reranker=Non
                  "index": {"seconds": round(elapsed, 2), "pages": report.pages, "chunks": report.chunks,
                            "files_per_s": round(len(report.outcomes) / elapsed, 1),
                            "chunks_per_s": round(report.chunks / elapsed, 1)}}
-    runs = [("vectors", "vectors", 1.0, 2), ("words", "words", 1.0, 2), ("both", "both", 1.0, 2),
-            ("both_words_0.5", "both", 0.5, 2), ("both_k10", "both", 1.0, 10), ("both_k60", "both", 1.0, 60)]
-    for name, mode, weight, rrf_k in runs:
-        hits5, rr, misses = 0, 0.0, []
-        for q in questions:
-            found = s.search("corpus", q.question, embedder, k=10, mode=mode, words_weight=weight, rrf_k=rrf_k)
-            rank = _rank_of(q, found)
-            hits5 += rank is not None and rank <= 5
-            rr += 1.0 / rank if rank else 0.0
-            if rank is None or rank > 5:
-                misses.append(q.question)
-        out[name] = {"recall_at_5": round(hits5 / len(questions), 3), "mrr": round(rr / len(questions), 3),
-                     "missed": misses[:5]}
+    runs = [("vectors", "vectors", 1.0, 2, "scores"), ("words", "words", 1.0, 2, "scores"),
+            ("both", "both", 1.0, 2, "scores"), ("both_words_0.5", "both", 0.5, 2, "scores"),
+            ("both_rrf", "both", 1.0, 2, "rrf"), ("both_rrf_k60", "both", 1.0, 60, "rrf")]
+    for name, mode, weight, rrf_k, fusion in runs:
+        ranks = [_rank_of(q, s.search("corpus", q.question, embedder, k=10, mode=mode, words_weight=weight,
+                                      rrf_k=rrf_k, fusion=fusion)) for q in questions]
+        out[name] = {**_scores(ranks), "missed": [q.question for q, r in zip(questions, ranks, strict=True)
+                                                  if r is None or r > 5][:5],
+                     "groups": {g: _scores([r for q, r in zip(questions, ranks, strict=True) if q.group == g])
+                                for g in dict.fromkeys(q.group for q in questions)}}
     if reranker is not None:
         hits5, rr, misses, times = 0, 0.0, [], []
         for q in questions:

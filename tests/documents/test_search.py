@@ -44,8 +44,12 @@ def test_fusion_ranks_a_passage_both_find_first(indexed) -> None:  # noqa: ANN00
     s = Searcher(indexed)
     both = s.search("home", "bread degrees", HashEmbedder(), k=5, mode="both")
     assert Path(both[0].file).name == "kitchen.txt"
-    assert both[0].score == pytest.approx(2 / 3)  # first in each list: 1/(2 + 1) twice
+    # the best by meaning (1 of 1) and all the question's words, once each: each half near 1
+    assert 0.8 < both[0].score <= 1.0
     assert [p.score for p in both] == sorted((p.score for p in both), reverse=True)
+    rrf = s.search("home", "bread degrees", HashEmbedder(), k=5, mode="both", fusion="rrf")
+    assert Path(rrf[0].file).name == "kitchen.txt"
+    assert rrf[0].score == pytest.approx(2 / 3)  # first in each list: 1/(2 + 1) twice
 
 
 def test_queries_that_would_break_fts_syntax(indexed) -> None:  # noqa: ANN001
@@ -142,12 +146,105 @@ def test_the_first_by_words_is_not_buried_by_passages_both_lists_rank_fairly(tmp
         (d / f"other{i}.txt").write_text(f"nothing {i}")
     conn = open_index(tmp_path / "i.sqlite3")
     index_files(conn, "c", [d], _TwoWay(), count_words)
-    found = Searcher(conn).search("c", "zq7 common", _TwoWay(), k=5, mode="both")
+    found = Searcher(conn).search("c", "zq7 common", _TwoWay(), k=5, mode="both", fusion="rrf")
     assert "x.txt" in [Path(p.file).name for p in found]
 
 
-def test_numpy_is_the_default_and_sqlite_vec_is_asked_for(indexed) -> None:  # noqa: ANN001
-    # sqlite-vec's vec_distance_cosine scans every row in SQL: 265 ms a search at 100,000 passages against
-    # numpy's 8 ms (benchmarks/docs_bench.py), so it is used only when asked.
-    s = Searcher(indexed)
-    assert (s.vectors.backend, s.vectors.why_numpy) == ("numpy", "sqlite-vec was not asked for")
+class _Graded:
+    """Cosines as a model gives them: "common" texts from 0.5 down, the rest near 0.1; the question at 1."""
+
+    model_id, n_embd = "graded", 2
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        out = []
+        for t in texts:
+            cos = 1.0 if t.startswith("zq7") else 0.5 - 0.05 * t.count("filler") if "common" in t else 0.1
+            out.append([cos, (1 - cos * cos) ** 0.5])
+        return out
+
+
+def test_a_rare_code_by_words_outranks_passages_only_fairly_near_in_meaning(tmp_path: Path) -> None:
+    # The same passages with graded cosines (the scores fusion weighs them; two-way vectors would make the
+    # five identical to the question): the code's passage, far in meaning, is among the first five.
+    d = tmp_path / "d"
+    d.mkdir()
+    for i in range(5):
+        (d / f"m{i}.txt").write_text("common " + "filler " * i)
+    (d / "x.txt").write_text("the part zq7 is here")
+    for i in range(6):
+        (d / f"other{i}.txt").write_text(f"nothing {i}")
+    conn = open_index(tmp_path / "i.sqlite3")
+    index_files(conn, "c", [d], _Graded(), count_words)
+    found = Searcher(conn).search("c", "zq7 common", _Graded(), k=5, mode="both")
+    assert "x.txt" in [Path(p.file).name for p in found]
+
+
+class _Meaning:
+    """The question and the answer point nearly the same way (cosine 0.8); every other text elsewhere."""
+
+    model_id, n_embd = "meaning", 2
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] if "gadget" in t else [0.8, 0.6] if "Hold the recessed" in t else [0.0, 1.0]
+                for t in texts]
+
+
+def test_a_common_word_of_a_question_in_other_words_does_not_outrank_the_best_by_meaning(tmp_path: Path) -> None:
+    # Asked in other words than the answer's, the question shares one word ("start") with an unrelated
+    # passage: words alone rank that passage first. Reciprocal rank counted it as much as the best by
+    # meaning, and put it first; over the most the question's words could score it counts little.
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "router.txt").write_text("Hold the recessed button on the back for ten seconds with a paperclip.")
+    (d / "oven.txt").write_text("Start the oven early so it is hot.")
+    for i in range(8):
+        (d / f"other{i}.txt").write_text(f"nothing here {i}")
+    conn = open_index(tmp_path / "i.sqlite3")
+    index_files(conn, "c", [d], _Meaning(), count_words)
+    s = Searcher(conn)
+    q = "how do I bring the gadget to its factory state from the start"
+    assert Path(s.search("c", q, k=1, mode="words")[0].file).name == "oven.txt"
+    assert Path(s.search("c", q, _Meaning(), k=1, mode="both", fusion="rrf")[0].file).name == "oven.txt"
+    [top, second] = s.search("c", q, _Meaning(), k=2, mode="both")
+    assert Path(top.file).name == "router.txt" and Path(second.file).name == "oven.txt"
+    assert top.score == pytest.approx(0.5)  # the best by meaning, no word of the question
+
+
+def test_the_words_score_is_the_share_of_the_question_words_held_weighed_by_rarity(tmp_path: Path) -> None:
+    # idf as Lucene's BM25 has it over the whole index (above 0 for a word in half the passages, where
+    # FTS5's is 0); an accented word as FTS5 stores it, an underscore parting words as FTS5 does.
+    import math
+
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "a.txt").write_text("Café pump_valve here.")
+    (d / "b.txt").write_text("The pump there.")
+    conn = open_index(tmp_path / "i.sqlite3")
+    index_files(conn, "c", [d], HashEmbedder(), count_words)
+    s = Searcher(conn)
+    rows = conn.execute("SELECT c.id, f.path FROM chunks c JOIN files f ON f.id = c.file_id")
+    ids = {Path(f).name: i for i, f in rows}
+
+    def idf(n: int) -> float:
+        return math.log(1 + (2 - n + 0.5) / (n + 0.5))
+
+    shares = s._word_shares("the CAFE pump zebra", [(ids["a.txt"], 1.0), (ids["b.txt"], 1.0)])
+    most = idf(1) + idf(2) + idf(0)  # cafe, pump, zebra ("the" left out)
+    assert shares[ids["a.txt"]] == pytest.approx((idf(1) + idf(2)) / most)
+    assert shares[ids["b.txt"]] == pytest.approx(idf(2) / most) and idf(2) > 0
+    assert s._word_shares("valve", [(ids["a.txt"], 1.0)])[ids["a.txt"]] == pytest.approx(1.0)
+
+
+def test_a_word_in_half_a_small_collection_still_counts(tmp_path: Path) -> None:
+    # Two passages: FTS5's idf for "barn" (in one of two) is 0, so its bm25 said nothing; the share still
+    # does, and the passage holding the question's words comes first where meaning is a near tie.
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "owls.md").write_text("# Owls\n\nThe barn owl hunts mice at night over open fields.\n")
+    (d / "tea.txt").write_text("Green tea is steamed or pan-fired soon after picking.\n")
+    conn = open_index(tmp_path / "i.sqlite3")
+    index_files(conn, "c", [d], HashEmbedder(), count_words)
+    s = Searcher(conn)
+    q = "what do barn owls hunt"
+    assert [Path(p.file).name for p in s.search("c", q, HashEmbedder(), k=2, mode="vectors")][0] == "tea.txt"
+    assert Path(s.search("c", q, HashEmbedder(), k=1, mode="both")[0].file).name == "owls.md"
