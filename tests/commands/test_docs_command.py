@@ -176,3 +176,25 @@ def test_chat_turns_with_documents_print_their_sources(tmp_path: Path, capsys: p
     assert [(s["n"], Path(str(s["file"])).name, s["page"]) for s in printed] == [(1, "owls.md", None),
                                                                                  (2, "tea.txt", None)]
     lib.close()
+
+
+def test_the_terminal_takes_the_windows_embedding_model_unless_one_is_given(tmp_path: Path, capsys) -> None:
+    """A collection indexed in the window with the embedding model of Settings > Documents is searched with
+    that model by `prefill docs` and `prefill chat --docs` too; --embed-model still wins."""
+    from dataclasses import replace
+
+    from prefill.commands.docs import DEFAULT_EMBED_MODEL, embed_model_spec
+    from prefill.store.app_settings import Settings
+    from prefill.store.settings_file import SettingsFile
+
+    file = SettingsFile(tmp_path / "settings.json")
+    assert embed_model_spec(None, file) == DEFAULT_EMBED_MODEL  # no settings file: the bundled model
+    chosen = str(tmp_path / "e5-small.gguf")
+    settings = Settings()
+    file.save(replace(settings, documents=replace(settings.documents, embedding_model=chosen)))
+    assert embed_model_spec(None, file) == chosen
+    assert embed_model_spec("other.gguf", file) == "other.gguf"
+    locked = tmp_path / "locked"
+    locked.mkdir()  # a folder where the file should be: unreadable, so said, and the bundled model used
+    assert embed_model_spec(None, SettingsFile(locked)) == DEFAULT_EMBED_MODEL
+    assert "embedding model setting is not used" in capsys.readouterr().err

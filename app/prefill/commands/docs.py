@@ -24,6 +24,8 @@ from prefill.documents.indexer import IndexProgress, IndexReport
 from prefill.documents.library import DocumentLibrary
 from prefill.engine.units import format_bytes
 from prefill.session.documents import DocumentSource
+from prefill.store.errors import SettingsError
+from prefill.store.settings_file import SettingsFile
 
 if TYPE_CHECKING:
     from prefill.documents.embedding import ModelEmbedder
@@ -32,9 +34,23 @@ DEFAULT_EMBED_MODEL = "bundled-embed"
 
 
 def add_embed_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--embed-model", metavar="PATH", default=DEFAULT_EMBED_MODEL,
-                   help="the embedding model's GGUF that indexes and searches the documents "
-                        f"(default {DEFAULT_EMBED_MODEL}: the bundled all-MiniLM-L6-v2)")
+    p.add_argument("--embed-model", metavar="PATH", default=None,
+                   help="the embedding model's GGUF that indexes and searches the documents (default: the "
+                        f"window's setting, Settings > Documents; without one {DEFAULT_EMBED_MODEL}, the bundled "
+                        "all-MiniLM-L6-v2)")
+
+
+def embed_model_spec(given: str | None, settings_file: SettingsFile | None = None) -> str:
+    """--embed-model, or where it is not given the window's `documents.embedding_model`, or the bundled
+    model. An unreadable settings file is said on stderr and the bundled model used."""
+    if given is not None:
+        return given
+    try:
+        chosen = (settings_file or SettingsFile()).load().documents.embedding_model
+    except SettingsError as e:
+        print(f"prefill: the window's embedding model setting is not used: {terminal_line(str(e))}", file=sys.stderr)
+        chosen = ""
+    return chosen or DEFAULT_EMBED_MODEL
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -87,12 +103,13 @@ def open_library() -> DocumentLibrary:
         raise CliError(str(e)) from e
 
 
-def load_embedder(spec: str) -> ModelEmbedder:
+def load_embedder(spec: str | None) -> ModelEmbedder:
     """The embedding model --embed-model names, loaded (`close_embedder` closes it)."""
     from prefill.commands.options import bundled_embed_file
     from prefill.documents.embedding import ModelEmbedder
     from prefill.engine.embed.model import EmbeddingModel
 
+    spec = embed_model_spec(spec)
     path = bundled_embed_file() if spec == DEFAULT_EMBED_MODEL else Path(spec).expanduser()
     return ModelEmbedder(EmbeddingModel.load(path))
 
@@ -165,7 +182,7 @@ def index_paths(library: DocumentLibrary, name: str, paths: Sequence[Path], embe
     return report
 
 
-def _with_embedder(spec: str, work: Callable[[ModelEmbedder], int]) -> int:
+def _with_embedder(spec: str | None, work: Callable[[ModelEmbedder], int]) -> int:
     embedder = load_embedder(spec)
     try:
         return work(embedder)

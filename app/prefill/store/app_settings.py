@@ -159,7 +159,8 @@ class MemorySettings(Section):
 
 @dataclass(frozen=True)
 class DocumentsSettings(Section):
-    """How documents are indexed and searched (the window's; `prefill docs` takes --embed-model)."""
+    """How documents are indexed and searched: the window's, and `prefill docs` and `chat --docs` without
+    --embed-model."""
 
     NAME: ClassVar[str] = "documents"
     embedding_model: str = field(
