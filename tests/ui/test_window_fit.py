@@ -1,7 +1,7 @@
 """The window at 900×600 and 1280×720 after a model loads (a scripted model, the theme's type): the chat
 list folds so that the chat column keeps its least width, every figure in the sidebar shows whole, the
-composer's Send is inside the window; the chat list comes back when the window is wide again, and a
-chat list the user shows in a narrow window stays, without being saved as folded."""
+composer's Send is inside the window and its hint shows whole; the chat list comes back when the window
+is wide again, and a chat list the user shows in a narrow window stays, without being saved as folded."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QRect, QSize
+from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
 from prefill.session.loaded import LoadedModel
@@ -68,6 +68,11 @@ def test_at_900x600_the_chat_list_folds_and_every_figure_and_send_show_whole(qtb
         cut = [(label.text(), label.width(), label.sizeHint().width()) for label in values if not _whole(label)]
         assert not cut, cut
         assert _inside(w, w.input.button) and _inside(w, w.sidebar)
+        editor = w.input.editor  # empty: its hint, wrapped at the composer's width, shows whole
+        margin = int(editor.document().documentMargin())
+        hint = editor.fontMetrics().boundingRect(0, 0, editor.viewport().width() - 2 * margin, 10_000,
+                                                 int(Qt.TextFlag.TextWordWrap), editor.placeholderText())
+        assert editor.viewport().height() >= hint.height() + 2 * margin
     assert w.conversations.isVisible()  # 1280 px: room for the chat list again
     _sized(qtbot, w, 900, 600)
     assert not w.conversations.isVisible() and not w.panels.actions["chats"].isChecked()

@@ -68,6 +68,11 @@ class _Editor(SubmitEdit):
 
     def shown_lines(self) -> int:
         """The lines its text takes, wrapped at its width (a plain text layout counts lines, not pixels)."""
+        if self.document().isEmpty() and self.placeholderText():  # the hint, wrapped, shown whole
+            width = max(1, self.viewport().width() - int(self.document().documentMargin() * 2))
+            flags = int(Qt.TextFlag.TextWordWrap)
+            tall = self.fontMetrics().boundingRect(0, 0, width, 10_000, flags, self.placeholderText()).height()
+            return max(1, -(-tall // self.fontMetrics().lineSpacing()))
         return max(1, int(self.document().documentLayout().documentSize().height()))
 
 
