@@ -93,3 +93,15 @@ def test_a_chat_list_shown_in_a_narrow_window_stays(qtbot, window: MainWindow) -
     assert not w.conversations.isVisible() and "hidden=chats" in w.panels.state()
     _sized(qtbot, w, 1400, 900)
     assert not w.conversations.isVisible()  # the user's hide holds at every width
+
+
+def test_copying_the_last_answer_scrolled_away_says_so_in_a_toast_not_a_banner(qtbot, window: MainWindow,
+                                                                               monkeypatch) -> None:
+    w = window
+    with qtbot.waitSignal(w.controller.answer_finished, timeout=10_000):
+        w.controller.send("Name a fruit.")
+    monkeypatch.setattr(w.chat_view, "live_widget", lambda _row: None)  # its row scrolled far out of view
+    w.actions_offered.run("copy-answer")  # Ctrl+Shift+C
+    assert QApplication.clipboard().text() == "An apple."
+    assert w.toast.isVisible() and w.toast.text() == "Copied the last answer."
+    assert not w.notice.isVisible()

@@ -255,7 +255,7 @@ class MainWindow(QMainWindow):
                                     self)
         chat = ChatParts(self.controller, self.chat_view, self.transcript, self.input, self.tool_approval,
                          self.reasoning_controls, self.tools_button)
-        self.message_actions = wire_chat(chat, self.actions_offered, self.show_notice)
+        self.message_actions = wire_chat(chat, self.actions_offered, self.show_notice, self.show_toast)
         self.prompt_count = PromptCount(w, self.controller, self.transcript, self.input, lambda: self.loaded, self)
         self.prompt_count.follow_tools(self.mcp)  # the tools' schemas are in every prompt: counted again
         wire_sidebar(self.sidebar, w)
