@@ -105,3 +105,17 @@ def test_copying_the_last_answer_scrolled_away_says_so_in_a_toast_not_a_banner(q
     assert QApplication.clipboard().text() == "An apple."
     assert w.toast.isVisible() and w.toast.text() == "Copied the last answer."
     assert not w.notice.isVisible()
+
+
+def test_the_composer_is_as_wide_as_the_messages_column_at_every_width(qtbot, window: MainWindow) -> None:
+    from prefill.ui.chat.transcript.view import PAD
+    from prefill.ui.widgets.tokens import column_width
+
+    w = window
+    w.resize(1400, 900)
+    for width in (900, 1280, 1400, 2400):
+        _sized(qtbot, w, width, 720)
+        qtbot.waitUntil(lambda: w.input.column.width() == column_width(w.input.width() - 2 * PAD), timeout=2000)
+        messages = w.chat_view._text_width()  # the transcript's column: its viewport is short of its scroll bar
+        assert abs(w.input.column.width() - messages) <= w.chat_view.verticalScrollBar().sizeHint().width(), width
+    assert w.input.column.width() == COLUMN.max_width  # 2400 px: no wider than the column's limit
