@@ -20,7 +20,7 @@ from prefill.ui.widgets.colours import colours_for
 from prefill.ui.widgets.tokens import SPACE
 
 EMPTY_TEXT = "The writing speed is drawn here while an answer is written."
-AVERAGE_TEXT = "average only: no curve was kept"
+AVERAGE_TEXT = "average only (no curve kept)"
 CURVE_KEY = "speed_curve"  # an answer's figures: [[start ms, end ms, tok/s], …]
 CURVE_STEPS = 60  # the most steps a stored curve keeps (neighbours are merged, tokens kept)
 PLOT_HEIGHT = 96  # px: room for the scale's three lines and the curve
@@ -155,9 +155,10 @@ class RatePlot(QWidget):
         p.drawText(QRectF(plot.left(), below, plot.width(), fm.height()), Qt.AlignmentFlag.AlignLeft, "0 s")
         p.drawText(QRectF(plot.left(), below, plot.width(), fm.height()), Qt.AlignmentFlag.AlignRight,
                    f"{end_ms / 1000:.1f} s")
-        if self.average_only:
-            p.drawText(QRectF(plot.left(), plot.top(), plot.width(), fm.height()), Qt.AlignmentFlag.AlignHCenter,
-                       AVERAGE_TEXT)
+        if self.average_only:  # under the dashed line (at the top), over the axis; cut with "…" if narrow
+            room = plot.adjusted(SPACE.xs, 0, -SPACE.xs, -SPACE.xxs)
+            words = fm.elidedText(AVERAGE_TEXT, Qt.TextElideMode.ElideRight, int(room.width()))
+            p.drawText(room, int(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom), words)
 
         def at(t_ms: float, rate: float) -> QPointF:
             return QPointF(plot.left() + t_ms / span * plot.width(), plot.bottom() - rate / top_rate * plot.height())
