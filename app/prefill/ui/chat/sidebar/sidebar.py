@@ -394,7 +394,7 @@ class EngineSidebar(QWidget):
         self._waiting = False
         self.headline.set_state("")
         self._set("ttft", f"{m.ttft_ms:.0f} ms")
-        self._set("prefill", f"{m.prefill_tps:.0f} tok/s · {m.prefill_ms:.0f} ms")
+        self._set("prefill", f"{m.prefill_tps:.0f} tok/s · {m.prefill_ms:.0f} ms" if m.prefill_ms > 0 else "")
         self._set("decode", f"{m.decode_tps:.1f} tok/s")
         self._set("itl", f"{m.itl_p50_ms:.1f} ms · worst 5% {m.itl_p95_ms:.1f} ms" if m.completion_tokens > 1 else "")
         split = self._split(m)

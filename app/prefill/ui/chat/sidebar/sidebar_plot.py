@@ -20,7 +20,7 @@ from prefill.ui.widgets.colours import colours_for
 from prefill.ui.widgets.tokens import SPACE
 
 EMPTY_TEXT = "The writing speed is drawn here while an answer is written."
-AVERAGE_TEXT = "average only (no curve kept)"
+AVERAGE_TEXT = "average only"  # a stored answer without its curve
 CURVE_KEY = "speed_curve"  # an answer's figures: [[start ms, end ms, tok/s], …]
 CURVE_STEPS = 60  # the most steps a stored curve keeps (neighbours are merged, tokens kept)
 PLOT_HEIGHT = 96  # px: room for the scale's three lines and the curve
