@@ -33,6 +33,15 @@ def _layout(w) -> dict[QWidget, QRect]:
             if c.isVisible() and c not in notices}
 
 
+def _settled(w) -> bool:
+    """The window's layout no longer changes when the events waiting are handled."""
+    from PySide6.QtWidgets import QApplication
+
+    then = _layout(w)
+    QApplication.processEvents()
+    return _layout(w) == then
+
+
 def test_load_a_model_first_goes_once_a_model_loads(app, qtbot, smollm2: Path) -> None:
     w = app.open(small_settings())
     w.input.editor.setPlainText("Hi")
@@ -117,6 +126,7 @@ def test_a_toast_does_not_change_any_widgets_geometry_in_the_layout(app, qtbot) 
     w = app.open(small_settings())
     w.resize(900, 600)
     qtbot.waitUntil(lambda: w.width() == 900)
+    qtbot.waitUntil(lambda: _settled(w))  # the resize laid out (the composer's height, the tool bar's words)
     before = _layout(w)
     w.show_toast("Exported 3 chats to /tmp/chats.json.")
     assert w.toast.isVisible()
