@@ -119,3 +119,15 @@ def test_the_composer_is_as_wide_as_the_messages_column_at_every_width(qtbot, wi
         messages = w.chat_view._text_width()  # the transcript's column: its viewport is short of its scroll bar
         assert abs(w.input.column.width() - messages) <= w.chat_view.verticalScrollBar().sizeHint().width(), width
     assert w.input.column.width() == COLUMN.max_width  # 2400 px: no wider than the column's limit
+
+
+def test_a_sidebar_dragged_wide_stays_when_the_window_narrows_with_the_chat_list_hidden(qtbot,
+                                                                                      window: MainWindow) -> None:
+    w = window
+    _sized(qtbot, w, 1400, 900)
+    w.panels.actions["chats"].trigger()  # the user hides the chat list
+    sizes = w.splitter.sizes()
+    w.splitter.setSizes([sizes[0], sizes[1] - 150, sizes[2] + 150])  # and drags the sidebar wider
+    qtbot.waitUntil(lambda: w.sidebar.width() >= 440)
+    _sized(qtbot, w, 900, 600)
+    assert w.sidebar.isVisible() and w.panels.actions["sidebar"].isChecked()

@@ -145,12 +145,10 @@ class PanelToggles(QObject):
         the sidebar; never one the user showed while folded), and unfold them when the window has room."""
         if width <= 0 or not self.splitter.isVisible():  # laid out only once shown
             return
-        sizes = dict(zip((self.splitter.widget(i) for i in range(self.splitter.count())), self.splitter.sizes()))
         wanted = [n for n in FOLD_ORDER if n in self.panels and n not in self._user_hidden]
 
-        def panel_width(name: str) -> int:
-            now = sizes.get(self.panels[name], 0)
-            return now if self.is_shown(name) and now >= 40 else PANEL_WIDTHS[name]
+        def panel_width(name: str) -> int:  # its usual width: one dragged wider gives way, never folds
+            return PANEL_WIDTHS[name]
 
         room = width - COLUMN.min_width - self.splitter.handleWidth() * (self.splitter.count() - 1)
         fold: set[str] = set()
