@@ -1,5 +1,6 @@
 """Screenshots of an answer's versions under Xvfb: a chat whose answer was regenerated twice, shown at
-version 2 / 3 (alternatives.png), and its question edited in place with a delete's Undo bar showing
+version 2 / 3 (alternatives.png: the later question follows version 3, so it is not shown), then back at
+3 / 3 with the last answer deleted (its Undo showing) and the second question edited in place
 (alternatives-edit.png).
 
 The model is the bundled SmolLM2-135M, sampled with a seed per answer, so the three versions differ
@@ -57,11 +58,18 @@ def inside(out: Path) -> int:
         QTimer.singleShot(600, lambda: (shoot("alternatives.png"), edit()))
 
     def edit() -> None:
+        w.message_actions.run("newer", 1)  # back to 3 / 3, which the second question followed
+        QTimer.singleShot(600, delete_and_edit)
+
+    def delete_and_edit() -> None:
         w.message_actions.run("delete", 3)  # the Undo bar shows for a few seconds
         w.message_actions.run("edit", 2)
-        editor = w.chat_view.live_widget(2).editor  # type: ignore[union-attr]
-        if editor is not None:
-            editor.text.setPlainText("And one for a very large, very fluffy white dog that loves the snow?")
+        QTimer.singleShot(300, type_in)  # the row's editor opens once the view has laid the row out again
+
+    def type_in() -> None:
+        row = w.chat_view.live_widget(2)
+        if row is not None and row.editor is not None:
+            row.editor.text.setPlainText("And one for a very large, very fluffy white dog that loves the snow?")
         QTimer.singleShot(600, lambda: (shoot("alternatives-edit.png"), shots.app.quit()))
 
     w.model_loaded.connect(step)

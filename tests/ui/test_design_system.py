@@ -80,6 +80,31 @@ def test_an_icon_follows_a_theme_switch_without_being_made_again(app: QApplicati
     assert _close(_ink(serve), DARK.text)  # the same QIcon, drawn again in the dark theme's ink
 
 
+def test_an_icon_is_drawn_once_per_size_and_theme_and_kept(app: QApplication, monkeypatch) -> None:
+    from PySide6.QtCore import QRect
+    from PySide6.QtGui import QImage, QPainter
+
+    from prefill.ui.widgets import icons
+
+    drawn: list[str] = []
+    svg = icons._svg
+    monkeypatch.setattr(icons, "_kept", {}, raising=False)
+    monkeypatch.setattr(icons, "_svg", lambda shape, colour: drawn.append(colour) or svg(shape, colour))
+    apply_theme(app, "light")
+    copy = icon("copy")
+    for _ in range(3):  # a streaming answer repaints the same Copy icons again and again
+        image = QImage(64, 64, QImage.Format.Format_ARGB32_Premultiplied)
+        painter = QPainter(image)
+        copy.paint(painter, QRect(0, 0, 48, 48))
+        painter.end()
+        icon("copy").pixmap(48, 48)  # another QIcon of the same name shares the kept pixmap
+    assert len(drawn) == 1
+    apply_theme(app, "dark")
+    assert _close(_ink(copy), DARK.text) and len(drawn) == 2  # a new colour: drawn again
+    apply_theme(app, "light")
+    assert _close(_ink(copy), LIGHT.text) and len(drawn) == 2  # the light one was kept
+
+
 class _IconsOnButtons(QProxyStyle):
     """A platform that asks for icons on dialog buttons, as KDE and most X11 desktops do."""
 

@@ -187,6 +187,8 @@ def test_a_chat_from_the_keyboard_alone(app, qtbot, smollm2: Path) -> None:
 
 def test_tab_visits_every_part_in_order_and_every_stop_has_a_name(app, qtbot, smollm2: Path) -> None:
     w = app.open(small_settings(max_tokens=4))
+    w.resize(1280, 720)  # room for the chat list beside the chat (a narrower window folds it)
+    qtbot.waitUntil(lambda: w.conversations.isVisible())
     load(qtbot, w, smollm2)
     _active(qtbot, w)
     with qtbot.waitSignal(w.controller.answer_finished, timeout=ANSWER_TIMEOUT):
@@ -215,6 +217,8 @@ def test_tab_visits_every_part_in_order_and_every_stop_has_a_name(app, qtbot, sm
 
 def test_toolbar_actions_take_tab_and_are_named(app, qtbot) -> None:
     w = app.open()
+    w.resize(1280, 720)  # the chat list shown (a narrower window folds it)
+    qtbot.waitUntil(lambda: w.conversations.isVisible())
     _active(qtbot, w)
     stops = _walk(qtbot, w.input.editor)
     by_name = {_named(s): s for s in stops}

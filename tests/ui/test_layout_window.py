@@ -25,6 +25,8 @@ def _shortcut(w: MainWindow, name: str) -> None:
 
 def test_panels_toggle_by_button_and_shortcut_and_are_remembered(qtbot, app) -> None:
     w = app.open(small_settings())
+    w.resize(1280, 720)  # room for both panels beside the chat column (a narrow window folds the chat list)
+    qtbot.waitUntil(lambda: w.conversations.isVisible())
     assert {s.name for s in SHORTCUTS} >= {"toggle-chats", "toggle-sidebar"}
     chats, sidebar = w.panels.actions["chats"], w.panels.actions["sidebar"]
     bar = w.findChild(QToolBar)
@@ -38,6 +40,7 @@ def test_panels_toggle_by_button_and_shortcut_and_are_remembered(qtbot, app) -> 
     app.close(w)
 
     again = app.open()  # a restart on the same settings file
+    again.resize(1280, 720)
     assert not again.conversations.isVisible() and not again.sidebar.isVisible()
     assert not again.panels.actions["chats"].isChecked()
     _shortcut(again, "toggle-chats")
@@ -47,13 +50,16 @@ def test_panels_toggle_by_button_and_shortcut_and_are_remembered(qtbot, app) -> 
     app.close(again)
 
     third = app.open()
+    third.resize(1280, 720)
+    qtbot.waitUntil(lambda: third.conversations.isVisible())
     assert third.conversations.isVisible() and third.sidebar.isVisible()
 
 
 def test_the_chat_column_keeps_its_width_across_states(qtbot, app, smollm2) -> None:
     w = app.open(small_settings())
     w.resize(1400, 900)
-    qtbot.waitUntil(lambda: w.stack.width() > 0)
+    handles = w.splitter.handleWidth() * (w.splitter.count() - 1)
+    qtbot.waitUntil(lambda: w.conversations.isVisible() and sum(w.splitter.sizes()) + handles == w.splitter.width())
     welcome = w.splitter.sizes()
     assert w.stack.currentWidget() is w.welcome
     w.sidebar.set_loading("a model whose name is very long indeed, " * 4)  # as while loading

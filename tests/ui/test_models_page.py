@@ -489,3 +489,19 @@ def test_a_gated_repository_points_to_the_token_field_in_settings(
     qtbot.waitUntil(lambda: "is gated" in page.message.text(), timeout=WAIT)
     said = page.message.text()
     assert "Settings › Downloads › Hugging Face token" in said and "HF_TOKEN" not in said, said
+
+
+def test_the_copy_link_of_a_code_block_in_a_model_card_copies_its_code(qtbot) -> None:
+    from PySide6.QtCore import QUrl
+    from PySide6.QtGui import QGuiApplication
+
+    from prefill.hub.model_card import ModelCard
+    from prefill.ui.models.card_view import CardView
+
+    view = CardView()
+    qtbot.addWidget(view)
+    view.show_card(ModelCard("a/b", "Run it:\n\n```bash\nllama-cli -m b.gguf\n```\n", ()), "a/b")
+    assert 'href="copy:0"' in view.toHtml()
+    QGuiApplication.clipboard().setText("")
+    view.anchorClicked.emit(QUrl("copy:0"))
+    assert QGuiApplication.clipboard().text() == "llama-cli -m b.gguf"

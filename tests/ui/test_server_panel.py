@@ -36,6 +36,7 @@ def test_slot_model_shows_a_slots_draft_acceptance() -> None:
                  SlotSnapshot(1, "decode", "#2", 12, 30, 42, 90.0, drafted=40, accepted=25)))
     last = m.columnCount() - 1
     assert m.headerData(last, Qt.Orientation.Horizontal) == "Drafts taken"
+    assert m.headerData(4, Qt.Orientation.Horizontal) == "Memory cells"  # KV cells in the sidebar's words
     assert m.data(m.index(0, last)) == "" and m.data(m.index(1, last)) == "25 / 40"
 
 

@@ -57,7 +57,7 @@ from prefill.ui.widgets.icons import icon
 from prefill.ui.widgets.notices import NoticeAction, NoticeArea
 from prefill.ui.widgets.text_sheet import TextSheet
 from prefill.ui.widgets.theme import ThemeFollower, code_palette
-from prefill.ui.widgets.tokens import ICON
+from prefill.ui.widgets.tokens import COLUMN, ICON
 from prefill.ui.wiring.room_actions import RoomActions
 from prefill.ui.wiring.settings_changes import SettingsChanges
 from prefill.ui.workers.documents_worker import DocumentsThread
@@ -148,6 +148,7 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(self.conversations)
         self.splitter.addWidget(middle)
         self.splitter.addWidget(self.sidebar)
+        self.sidebar.setMinimumWidth(COLUMN.side_min_width)  # a label beside its value, never a sliver
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([220, 640, 300])
         self.tabs = MainTabs(self.splitter, self._build_models_page)
@@ -254,7 +255,7 @@ class MainWindow(QMainWindow):
                                     self)
         chat = ChatParts(self.controller, self.chat_view, self.transcript, self.input, self.tool_approval,
                          self.reasoning_controls, self.tools_button)
-        self.message_actions = wire_chat(chat, self.actions_offered, self.show_notice)
+        self.message_actions = wire_chat(chat, self.actions_offered, self.show_notice, self.show_toast)
         self.prompt_count = PromptCount(w, self.controller, self.transcript, self.input, lambda: self.loaded, self)
         self.prompt_count.follow_tools(self.mcp)  # the tools' schemas are in every prompt: counted again
         wire_sidebar(self.sidebar, w)

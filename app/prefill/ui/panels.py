@@ -3,7 +3,10 @@ remembered with the splitter's positions; and the tool bar's icons and how it fi
 
 The chat column keeps its width when the window changes state (welcome, loading, chat): the side panels
 are given a fixed width policy, so text that grows in them (a long model name while loading) is cut or
-wrapped in the panel instead of taking width from the chat.
+wrapped in the panel instead of taking width from the chat. A window too narrow for the chat column
+beside both panels (900 px) folds the chat list, then the sidebar, instead of squeezing all three, and
+unfolds them when it is wide again; a panel the user shows while folded stays, and only what the user hid
+is saved as hidden.
 
 The splitter's own saved state does not say which widgets were hidden, so the hidden panels are written
 after it, ``<base64 state>|hidden=chats,sidebar``; base64 has no ``|``, so a state saved before this reads
@@ -33,8 +36,10 @@ from prefill.store.history_export import ExportFormat
 from prefill.ui.history.menu import HistoryMenu
 from prefill.ui.widgets.icons import icon
 from prefill.ui.widgets.plain_text import tooltip
+from prefill.ui.widgets.tokens import COLUMN
 
 PANEL_WIDTHS = {"chats": 220, "sidebar": 300}  # given back to a panel shown again from nothing
+FOLD_ORDER = ("chats", "sidebar")  # a window too narrow for the chat column folds the chat list first
 HIDDEN_MARK = "|hidden="
 MAX_WIDTH = 16777215  # Qt's QWIDGETSIZE_MAX: no maximum
 STATUS_MIN = 80  # px a status line in the tool bar keeps while there is room for it at all
@@ -90,17 +95,41 @@ class PanelToggles(QObject):
         bar.addAction(self.actions["sidebar"])
         for i in range(splitter.count()):  # the chat column stretches; the panels keep their width
             splitter.setStretchFactor(i, 0 if splitter.widget(i) in panels.values() else 1)
+            splitter.setCollapsible(i, False)  # a panel too narrow is folded (its button), never cut to nothing
+        self._user_hidden: set[str] = set()  # what the user hid: saved, kept at every width
+        self._folded: set[str] = set()  # what a narrow window hid: shown again when there is room
+        self._pinned: set[str] = set()  # shown by the user while folded: kept until there is room for all
+        self._auto = False
+        splitter.installEventFilter(self)
 
     def is_shown(self, name: str) -> bool:
         return not self.panels[name].isHidden()
 
     def set_shown(self, name: str, shown: bool) -> None:
-        panel = self.panels[name]
-        if shown == self.is_shown(name):
-            self.actions[name].setChecked(shown)
+        """Show or hide a panel as the user asked (a button, a shortcut, the saved state). A panel the
+        user shows while the window had folded it stays, whatever the width (the chat column gives way)."""
+        if self._auto:
             return
-        panel.setVisible(shown)
-        self.actions[name].setChecked(shown)
+        if shown:
+            self._user_hidden.discard(name)
+            if name in self._folded:
+                self._pinned.add(name)
+        else:
+            self._user_hidden.add(name)
+            self._pinned.discard(name)
+        self._folded.discard(name)
+        self._apply(name, shown)
+        self._fold(self.splitter.width())
+
+    def _apply(self, name: str, shown: bool) -> None:
+        panel = self.panels[name]
+        self._auto = True  # the action's toggled signal says the same again: not the user's choice
+        try:
+            self.actions[name].setChecked(shown)
+        finally:
+            self._auto = False
+        if shown != self.is_shown(name):
+            panel.setVisible(shown)
         if shown:
             index = self.splitter.indexOf(panel)
             sizes = self.splitter.sizes()
@@ -111,13 +140,46 @@ class PanelToggles(QObject):
                 sizes[index] = give
                 self.splitter.setSizes(sizes)
 
+    def _fold(self, width: int) -> None:
+        """Fold the panels that leave the chat column under its least width (the chat list first, then
+        the sidebar; never one the user showed while folded), and unfold them when the window has room."""
+        if width <= 0 or not self.splitter.isVisible():  # laid out only once shown
+            return
+        wanted = [n for n in FOLD_ORDER if n in self.panels and n not in self._user_hidden]
+
+        def panel_width(name: str) -> int:  # its usual width: one dragged wider gives way, never folds
+            return PANEL_WIDTHS[name]
+
+        room = width - COLUMN.min_width - self.splitter.handleWidth() * (self.splitter.count() - 1)
+        fold: set[str] = set()
+        if sum(panel_width(n) for n in wanted) <= room:
+            self._pinned.clear()  # room for every panel: the next squeeze folds again
+        elif not self._pinned & set(wanted):  # a panel the user showed narrow: the chat column gives way
+            for name in wanted:
+                fold.add(name)
+                if sum(panel_width(n) for n in wanted if n not in fold) <= room:
+                    break
+        for name in wanted:
+            if name in fold and self.is_shown(name):
+                self._folded.add(name)
+                self._apply(name, False)
+            elif name not in fold and name in self._folded:
+                self._folded.discard(name)
+                self._apply(name, True)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.splitter and event.type() in (QEvent.Type.Resize, QEvent.Type.Show):
+            self._fold(self.splitter.width())
+        return super().eventFilter(watched, event)
+
     def toggle(self, name: str) -> None:
         self.set_shown(name, not self.is_shown(name))
 
     def state(self) -> str:
-        """The splitter's positions (base64) and, after them, the hidden panels."""
+        """The splitter's positions (base64) and, after them, the panels the user hid (not those folded
+        for a narrow window)."""
         text = bytes(self.splitter.saveState().toBase64().data()).decode()
-        hidden = [name for name in self.panels if not self.is_shown(name)]
+        hidden = [name for name in self.panels if name in self._user_hidden]
         return text + (HIDDEN_MARK + ",".join(hidden) if hidden else "")
 
     def restore(self, text: str) -> None:

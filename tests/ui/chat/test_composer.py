@@ -14,9 +14,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QToolButton, QWidget
 
 from prefill.store import HistoryStore, SettingsFile
-from prefill.ui.chat.composer.input_box import MAX_LINES, InputBox
+from prefill.ui.chat.composer.input_box import MAX_LINES, PAD, InputBox
 from prefill.ui.main_window import MainWindow
-from prefill.ui.widgets.tokens import COLUMN
+from prefill.ui.widgets.tokens import COLUMN, column_width
 from prefill.ui.workers.engine_worker import EngineThread
 from prefill.ui.workers.store_worker import StoreProxy, Stores
 from tests.scripted_backend import ScriptedBackend
@@ -118,4 +118,6 @@ def test_the_card_keeps_to_the_chat_column(qtbot) -> None:
     assert box.card.width() == box.column.width() and box.meter.width() == box.column.width()
     box.resize(700, 200)
     qtbot.waitUntil(lambda: box.column.width() < 700)
-    assert box.column.width() >= 700 - 2 * 24  # as wide as the space allows, below the column's widest
+    assert box.column.width() == column_width(700 - 2 * PAD) == 700 - 2 * PAD - 2 * COLUMN.gutter  # as the messages'
+    box.resize(500, 200)  # narrower than the least column with its gutters: the gutters go first
+    qtbot.waitUntil(lambda: box.column.width() == 500 - 2 * PAD)

@@ -204,6 +204,10 @@ def test_opening_a_chat_shows_its_last_answer_and_a_new_chat_clears(qtbot) -> No
     assert s.text("tokens") == f"40 tokens · {finish_words('length')}"
     assert s.text("decode") == "20.0 tok/s" and s.text("prompt") == "74 tokens"
     assert s.plot.points == pytest.approx([20.0]) and s.plot.average_only  # no curve kept: its average, dashed
+    s.show_answer({"completion_tokens": 5, "decode_tps": 9.0, "ttft_ms": 40.0})  # kept without its reading
+    assert s.text("decode") == "9.0 tok/s" and not s.shows("prefill")  # not "0 tok/s · 0 ms"
+    s.show_answer({"completion_tokens": 1, "decode_tps": 9.0, "ttft_ms": 40.0})
+    assert s.text("tokens") == "1 token"
     s.show_answer({})  # a new chat
     assert not s.shows("tokens") and not s.shows("decode") and s.plot.points == []
 

@@ -38,8 +38,10 @@ class ChatParts:
     tools_button: ChatToolsButton
 
 
-def wire_chat(parts: ChatParts, actions: RoomActions, notice: Callable[[str], None]) -> MessageActions:
-    """Connect the chat's parts to each other and offer its actions; returns the messages' buttons' runner."""
+def wire_chat(parts: ChatParts, actions: RoomActions, notice: Callable[[str], None],
+              toast: Callable[[str], None]) -> MessageActions:
+    """Connect the chat's parts to each other and offer its actions; returns the messages' buttons' runner.
+    `notice` is a banner (what needs action), `toast` passing news (copied)."""
     c = parts.controller
     parts.input.stop.connect(c.stop)
     c.notice.connect(notice)
@@ -54,11 +56,11 @@ def wire_chat(parts: ChatParts, actions: RoomActions, notice: Callable[[str], No
     message_actions = MessageActions(c, parts.view)
     parts.view.message_action.connect(message_actions.run)
     c.row_requested.connect(parts.view.scroll_to_row)
-    offer_chat_actions(parts, actions, notice)
+    offer_chat_actions(parts, actions, toast)
     return message_actions
 
 
-def offer_chat_actions(parts: ChatParts, actions: RoomActions, notice: Callable[[str], None]) -> None:
+def offer_chat_actions(parts: ChatParts, actions: RoomActions, toast: Callable[[str], None]) -> None:
     """The chat's shortcut actions: on the last answer (or message), the chat, the message box."""
     c, rows = parts.controller, parts.transcript
 
@@ -81,7 +83,7 @@ def offer_chat_actions(parts: ChatParts, actions: RoomActions, notice: Callable[
             widget.copy_text()  # its Copy button says so
         else:  # scrolled far away: no button to confirm on
             QGuiApplication.clipboard().setText(rows.row(row).content)
-            notice("Copied the last answer.")
+            toast("Copied the last answer.")
 
     def branch() -> None:
         row = last(("user", "assistant"))

@@ -10,11 +10,12 @@ a clicked one through the link guard, which shows a hidden address first.
 from __future__ import annotations
 
 from PySide6.QtCore import QUrl
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from prefill.hub.model_card import MAX_CARD_BYTES, ModelCard
 from prefill.ui.markdown.link_guard import open_link
-from prefill.ui.markdown.rich_text import LIGHT_CODE, CodePalette, is_safe_url, render_markdown
+from prefill.ui.markdown.rich_text import LIGHT_CODE, CodePalette, code_blocks, is_safe_url, render_markdown
 
 
 class CardView(QTextBrowser):
@@ -33,6 +34,7 @@ class CardView(QTextBrowser):
         self.document().setUndoRedoEnabled(False)
         self.palette_ = palette or LIGHT_CODE
         self.resources_asked: list[str] = []
+        self._text = ""  # the card's markdown, for its code blocks' Copy links
         self.anchorClicked.connect(self._on_anchor_clicked)
         self.show_status("Choose a repository to read its model card.")
 
@@ -49,6 +51,7 @@ class CardView(QTextBrowser):
         text = (facts + "\n" if facts else "") + (card.text or "*The model card is empty.*")
         if card.truncated:
             text += f"\n\n*The card is longer than {MAX_CARD_BYTES >> 10} KiB; the rest is not shown.*"
+        self._text = text
         self.setHtml(render_markdown(text, self.palette_))
 
     def show_status(self, text: str) -> None:
@@ -56,7 +59,12 @@ class CardView(QTextBrowser):
         self.setPlainText(text)
 
     def _on_anchor_clicked(self, url: QUrl) -> None:
-        if is_safe_url(url.toString()):
+        if url.scheme() == "copy":  # a code block's Copy: its code, as the chat's do
+            codes = code_blocks(self._text)
+            n = url.path()
+            if n.isdigit() and int(n) < len(codes):
+                QGuiApplication.clipboard().setText(codes[int(n)])
+        elif is_safe_url(url.toString()):
             open_link(self, self.document(), url)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
+from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem
 
 from prefill.engine.units import format_bytes
 from prefill.hub.library import LocalModel
@@ -35,7 +35,7 @@ def make_tree() -> QTreeWidget:
     tree.setHeaderLabels(["Model", "Size", "Here", "Fit on this machine"])
     tree.header().setStretchLastSection(True)
     tree.setColumnWidth(NAME, SPACE.xxl * 7)
-    tree.setColumnWidth(SIZE, SPACE.xxl * 2 + SPACE.sm)
+    tree.header().setSectionResizeMode(SIZE, QHeaderView.ResizeMode.ResizeToContents)  # "113.2 KiB" whole
     tree.setColumnWidth(HERE, SPACE.xxl * 3 + SPACE.xs)
     tree.setUniformRowHeights(False)
     return tree

@@ -92,7 +92,7 @@ class ServerController(QObject):
         self.stopped.emit()
 
 
-COLUMNS = ("Slot", "State", "Request", "Tokens", "KV cells", "tok/s", "Drafts taken")
+COLUMNS = ("Slot", "State", "Request", "Tokens", "Memory cells", "tok/s", "Drafts taken")
 
 
 def _count(n: int, word: str) -> str:
@@ -114,7 +114,7 @@ def cache_line(cache: PromptCacheSnapshot) -> str:
 
 
 class SlotTableModel(QAbstractTableModel):
-    """One row per slot: state, request, tokens (prompt + generated), KV cells, decode rate, and
+    """One row per slot: state, request, tokens (prompt + generated), memory cells (KV), decode rate, and
     how many drafted tokens the model accepted of those it checked (speculative decoding). When the
     server holds several models, each model's slots follow a heading row: its name, its state, its
     memory and its requests (`is_heading`; the view spans it across the columns)."""

@@ -1,7 +1,9 @@
 """The theme-tinted line icons: :func:`icon` gives a QIcon drawn from :mod:`icon_shapes`.
 
 The icon engine paints at paint time in the application palette's text colour (muted when the
-widget is disabled), so one QIcon follows a change of theme without being made again.
+widget is disabled), so one QIcon follows a change of theme without being made again. Each icon's
+pixmap is drawn once per size, mode and colour and kept (the transcript repaints the same few icons
+on every message while an answer streams: a repaint draws a kept pixmap, never parses an SVG again).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QPoint, QRect, QRectF, QSize, Qt
+from PySide6.QtCore import QByteArray, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import QGuiApplication, QIcon, QIconEngine, QImage, QPainter, QPalette, QPixmap
 from PySide6.QtSvg import QSvgRenderer
 
@@ -25,25 +27,37 @@ def _svg(shape: str, colour: str) -> bytes:
     ).encode()
 
 
+_kept: dict[tuple[str, int, int, int, str, float], QPixmap] = {}  # (name, size, mode, colour, ratio): pixmap
+
+
 class _LineIconEngine(QIconEngine):
     def __init__(self, name: str) -> None:
         super().__init__()
         self._name = name
 
-    def paint(self, painter: QPainter, rect: QRect, mode: QIcon.Mode, state: QIcon.State) -> None:
+    def _kept_pixmap(self, size: QSize, mode: QIcon.Mode, ratio: float) -> QPixmap:
         palette = QGuiApplication.palette()
         group = QPalette.ColorGroup.Disabled if mode == QIcon.Mode.Disabled else QPalette.ColorGroup.Active
         colour = palette.color(group, QPalette.ColorRole.WindowText).name()
-        renderer = QSvgRenderer(QByteArray(_svg(SHAPES[self._name], colour)))
-        renderer.render(painter, QRectF(rect))
+        key = (self._name, size.width(), size.height(), mode.value, colour, ratio)
+        kept = _kept.get(key)
+        if kept is None:
+            image = QImage(size * ratio, QImage.Format.Format_ARGB32_Premultiplied)
+            image.fill(Qt.GlobalColor.transparent)
+            painter = QPainter(image)
+            QSvgRenderer(QByteArray(_svg(SHAPES[self._name], colour))).render(painter, QRectF(image.rect()))
+            painter.end()
+            kept = _kept[key] = QPixmap.fromImage(image)
+            kept.setDevicePixelRatio(ratio)
+        return kept
+
+    def paint(self, painter: QPainter, rect: QRect, mode: QIcon.Mode, state: QIcon.State) -> None:
+        device = painter.device()
+        ratio = device.devicePixelRatioF() if device is not None else 1.0
+        painter.drawPixmap(rect, self._kept_pixmap(rect.size(), mode, ratio))
 
     def pixmap(self, size: QSize, mode: QIcon.Mode, state: QIcon.State) -> QPixmap:
-        image = QImage(size, QImage.Format.Format_ARGB32_Premultiplied)
-        image.fill(Qt.GlobalColor.transparent)
-        painter = QPainter(image)
-        self.paint(painter, QRect(QPoint(0, 0), size), mode, state)
-        painter.end()
-        return QPixmap.fromImage(image)
+        return QPixmap(self._kept_pixmap(size, mode, 1.0))  # a copy: the caller may draw on it
 
     def clone(self) -> QIconEngine:
         return _LineIconEngine(self._name)

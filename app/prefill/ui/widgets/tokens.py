@@ -54,6 +54,7 @@ class Column:
     min_width: int = 480
     width: int = 760
     max_width: int = 920
+    gutter: int = 24  # at each side of the column, while the view has room for it
     side_min_width: int = 200  # a side panel narrower than this has no room for a label beside its value
 
 
@@ -70,3 +71,14 @@ SPACE = Spacing()
 RADIUS = Radii()
 COLUMN = Column()
 ICON = IconSizes()
+
+
+def column_width(room: int) -> int:
+    """The chat column's width (the messages' and the composer's) in a pane with ``room`` pixels inside
+    its padding: COLUMN.width once the pane has it and a gutter each side, then growing by half of what
+    the pane gains, up to COLUMN.max_width; in a narrower pane the column gives up its gutters first, then
+    shrinks with the pane, not below COLUMN.min_width unless the pane itself is narrower."""
+    inside = room - 2 * COLUMN.gutter
+    if inside >= COLUMN.width:
+        return min(COLUMN.max_width, COLUMN.width + (inside - COLUMN.width) // 2)
+    return max(1, min(room, max(COLUMN.min_width, inside)))

@@ -26,8 +26,9 @@ from prefill.ui.chat.images.image_strip import ImageStrip, ImageThumbs
 from prefill.ui.chat.transcript.submit_edit import SubmitEdit
 from prefill.ui.widgets.icons import icon
 from prefill.ui.widgets.plain_text import tooltip
-from prefill.ui.widgets.tokens import COLUMN, ICON, SPACE
+from prefill.ui.widgets.tokens import COLUMN, ICON, SPACE, column_width
 
+PAD = SPACE.md  # at each side of the composer, as around the messages (transcript/view.py)
 MIN_LINES = 1  # the field's height, in lines of text, when empty
 MAX_LINES = 10  # past this many lines the field scrolls instead of growing
 IMAGES_TIP = "Attach images (or paste them, or drop them on the window)"
@@ -68,6 +69,11 @@ class _Editor(SubmitEdit):
 
     def shown_lines(self) -> int:
         """The lines its text takes, wrapped at its width (a plain text layout counts lines, not pixels)."""
+        if self.document().isEmpty() and self.placeholderText():  # the hint, wrapped, shown whole
+            width = max(1, self.viewport().width() - int(self.document().documentMargin() * 2))
+            flags = int(Qt.TextFlag.TextWordWrap)
+            tall = self.fontMetrics().boundingRect(0, 0, width, 10_000, flags, self.placeholderText()).height()
+            return max(1, -(-tall // self.fontMetrics().lineSpacing()))
         return max(1, int(self.document().documentLayout().documentSize().height()))
 
 
@@ -144,7 +150,7 @@ class InputBox(QWidget):
         # The chat's column: the card and the meter as wide as the messages, centred, within COLUMN's limits.
         self.column = QWidget()
         self.column.setObjectName("composer-column")
-        self.column.setMaximumWidth(COLUMN.max_width)
+        self.column.setMaximumWidth(COLUMN.max_width)  # then as wide as the messages' (resizeEvent)
         self.column.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         col = QVBoxLayout(self.column)
         col.setContentsMargins(0, 0, 0, 0)
@@ -152,8 +158,8 @@ class InputBox(QWidget):
         col.addWidget(self.card)
         col.addWidget(self.meter)
         outer = QHBoxLayout(self)
-        outer.setContentsMargins(SPACE.lg, SPACE.xs, SPACE.lg, SPACE.sm)
-        outer.addStretch(0)  # what the column leaves past its widest, on either side
+        outer.setContentsMargins(PAD, SPACE.xs, PAD, SPACE.sm)
+        outer.addStretch(0)  # what the column leaves past its width, on either side
         outer.addWidget(self.column, 1)
         outer.addStretch(0)
 
@@ -220,6 +226,7 @@ class InputBox(QWidget):
 
     def resizeEvent(self, e: QResizeEvent) -> None:
         super().resizeEvent(e)
+        self.column.setMaximumWidth(column_width(max(1, e.size().width() - 2 * PAD)))  # as wide as the messages
         self._fit_height()  # the text wraps at a new width
 
     # --- what goes with the message: images, documents ------------------------------------------

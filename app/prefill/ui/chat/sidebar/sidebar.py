@@ -394,13 +394,13 @@ class EngineSidebar(QWidget):
         self._waiting = False
         self.headline.set_state("")
         self._set("ttft", f"{m.ttft_ms:.0f} ms")
-        self._set("prefill", f"{m.prefill_tps:.0f} tok/s · {m.prefill_ms:.0f} ms")
+        self._set("prefill", f"{m.prefill_tps:.0f} tok/s · {m.prefill_ms:.0f} ms" if m.prefill_ms > 0 else "")
         self._set("decode", f"{m.decode_tps:.1f} tok/s")
         self._set("itl", f"{m.itl_p50_ms:.1f} ms · worst 5% {m.itl_p95_ms:.1f} ms" if m.completion_tokens > 1 else "")
         split = self._split(m)
         self._set("tokens",
-                  f"{m.completion_tokens} tokens{split}" + (f" · {finish_words(m.finish_reason)}" if m.finish_reason
-                                                            else ""))
+                  f"{m.completion_tokens} token{'' if m.completion_tokens == 1 else 's'}{split}"
+                  + (f" · {finish_words(m.finish_reason)}" if m.finish_reason else ""))
         self._set("ttfa", f"{m.answer_ttft_ms:.0f} ms" if m.answer_ttft_ms and m.reasoning_tokens else "")
         if m.prompt_tokens:
             self._set("prompt", f"{m.prompt_tokens} tokens")

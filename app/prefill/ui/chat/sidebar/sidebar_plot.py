@@ -19,8 +19,8 @@ from prefill.engine.events import MetricsSnapshot
 from prefill.ui.widgets.colours import colours_for
 from prefill.ui.widgets.tokens import SPACE
 
-EMPTY_TEXT = "The writing speed is drawn here\nwhile an answer is written."
-AVERAGE_TEXT = "average only: no curve was kept"
+EMPTY_TEXT = "The writing speed is drawn here while an answer is written."
+AVERAGE_TEXT = "average only"  # a stored answer without its curve
 CURVE_KEY = "speed_curve"  # an answer's figures: [[start ms, end ms, tok/s], …]
 CURVE_STEPS = 60  # the most steps a stored curve keeps (neighbours are merged, tokens kept)
 PLOT_HEIGHT = 96  # px: room for the scale's three lines and the curve
@@ -131,6 +131,11 @@ class RatePlot(QWidget):
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         fm = p.fontMetrics()
         muted = self.palette().placeholderText().color()
+        if not self.segments:  # no axes yet: the words across the whole plot, wrapped, never cut
+            p.setPen(muted)
+            p.drawText(QRectF(self.rect()).adjusted(SPACE.sm, 0, -SPACE.sm, 0),
+                       int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap), EMPTY_TEXT)
+            return
         top_rate = _nice_ceiling(max(self.points, default=0.0) * 1.05)
         scale = f"{top_rate:,.0f}"
         left = fm.horizontalAdvance(max(scale, "tok/s", key=len)) + SPACE.sm
@@ -142,9 +147,6 @@ class RatePlot(QWidget):
         p.setPen(muted)
         right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         p.drawText(QRectF(0, 0, left - SPACE.xs, fm.height()), right, "tok/s")  # the unit above the scale
-        if not self.segments:
-            p.drawText(plot, Qt.AlignmentFlag.AlignCenter, EMPTY_TEXT)
-            return
         end_ms = self.segments[-1][1]
         span = max(end_ms, 1.0)
         for value, y in ((top_rate, plot.top()), (0.0, plot.bottom())):
@@ -153,9 +155,10 @@ class RatePlot(QWidget):
         p.drawText(QRectF(plot.left(), below, plot.width(), fm.height()), Qt.AlignmentFlag.AlignLeft, "0 s")
         p.drawText(QRectF(plot.left(), below, plot.width(), fm.height()), Qt.AlignmentFlag.AlignRight,
                    f"{end_ms / 1000:.1f} s")
-        if self.average_only:
-            p.drawText(QRectF(plot.left(), plot.top(), plot.width(), fm.height()), Qt.AlignmentFlag.AlignHCenter,
-                       AVERAGE_TEXT)
+        if self.average_only:  # under the dashed line (at the top), over the axis; cut with "…" if narrow
+            room = plot.adjusted(SPACE.xs, 0, -SPACE.xs, -SPACE.xxs)
+            words = fm.elidedText(AVERAGE_TEXT, Qt.TextElideMode.ElideRight, int(room.width()))
+            p.drawText(room, int(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom), words)
 
         def at(t_ms: float, rate: float) -> QPointF:
             return QPointF(plot.left() + t_ms / span * plot.width(), plot.bottom() - rate / top_rate * plot.height())

@@ -3,15 +3,13 @@
 A copy gives no other sign that it happened, so the button confirms it; a timer (never a sleep)
 puts it back, and a second copy while it confirms starts the moment again.
 
-The transcript shows the same few icons on every message and every code block, and repaints them
-while an answer streams; their pixmaps are drawn once per size, state and theme colour and kept
-(``_KeptIcon``), so a repaint does not parse and render an SVG per button.
+The icons' pixmaps are kept by ``icons.icon`` (per size, mode and theme colour), so the transcript's
+repaints while an answer streams do not render an SVG per button.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QPoint, QRect, QSize, Qt, QTimer
-from PySide6.QtGui import QGuiApplication, QIcon, QIconEngine, QPainter, QPalette, QPixmap
+from PySide6.QtCore import QObject, QSize, Qt, QTimer
 from PySide6.QtWidgets import QToolButton
 
 from prefill.ui.widgets.icons import icon
@@ -19,37 +17,6 @@ from prefill.ui.widgets.tokens import ICON
 
 COPIED_MS = 1500  # how long a Copy button says "Copied"
 COPIED = "Copied"
-
-_kept: dict[tuple[str, int, int, int, int, int], QPixmap] = {}  # (name, size, mode, state, colour): pixmap
-
-
-class _KeptIcon(QIconEngine):
-    """The line icon ``name`` (``icons.icon``), its pixmaps kept per size, mode, state and theme colour."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self._name = name
-        self._drawn = icon(name)
-
-    def pixmap(self, size: QSize, mode: QIcon.Mode, state: QIcon.State) -> QPixmap:
-        group = QPalette.ColorGroup.Disabled if mode == QIcon.Mode.Disabled else QPalette.ColorGroup.Active
-        colour = QGuiApplication.palette().color(group, QPalette.ColorRole.WindowText).rgba()
-        key = (self._name, size.width(), size.height(), mode.value, state.value, colour)
-        kept = _kept.get(key)
-        if kept is None:
-            kept = _kept[key] = self._drawn.pixmap(size, mode, state)
-        return kept
-
-    def paint(self, painter: QPainter, rect: QRect, mode: QIcon.Mode, state: QIcon.State) -> None:
-        painter.drawPixmap(QRect(QPoint(rect.x(), rect.y()), rect.size()), self.pixmap(rect.size(), mode, state))
-
-    def clone(self) -> QIconEngine:
-        return _KeptIcon(self._name)
-
-
-def kept_icon(name: str) -> QIcon:
-    """``icons.icon(name)``, drawn once per size and theme colour (see the module's docstring)."""
-    return QIcon(_KeptIcon(name))
 
 
 def icon_button(name: str, tip: str, text: str = "", object_name: str = "") -> QToolButton:
@@ -61,7 +28,7 @@ def icon_button(name: str, tip: str, text: str = "", object_name: str = "") -> Q
     b = QToolButton()
     if object_name:
         b.setObjectName(object_name)
-    b.setIcon(kept_icon(name))
+    b.setIcon(icon(name))
     b.setIconSize(QSize(ICON.inline, ICON.inline))
     b.setText(text or tip)
     b.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
@@ -104,7 +71,7 @@ class CopyConfirm(QObject):
 
     def _show(self, copied: bool) -> None:
         b = self.button
-        b.setIcon(kept_icon("check" if copied else "copy"))
+        b.setIcon(icon("check" if copied else "copy"))
         b.setText(COPIED if copied else "Copy")
         b.setToolTip(COPIED if copied else self.tip)
         b.setAccessibleName(COPIED if copied else self.tip)

@@ -6,6 +6,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QWidget
 
 from prefill.ui.widgets.plain_text import plain_label
+from prefill.ui.widgets.tokens import SPACE
 
 MARGIN = 12  # from the bottom of the chat
 
@@ -30,7 +31,7 @@ class UndoToast(QFrame):
         self.undo.setAccessibleName("Undo the delete")
         self.undo.clicked.connect(self.undo_requested)
         lay = QHBoxLayout(self)
-        lay.setContentsMargins(12, 4, 6, 4)
+        lay.setContentsMargins(SPACE.md, SPACE.xs, SPACE.xs, SPACE.xs)  # a pill, as the window's toast
         lay.addWidget(self.label)
         lay.addWidget(self.undo)
         self.hide()

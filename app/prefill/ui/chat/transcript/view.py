@@ -9,9 +9,9 @@ scroll far away give their widget back.
 A flush appends only the new text of the streaming row to its widget, and placing the
 widgets costs the rows on screen, so the cost grows neither with the answer nor the chat.
 
-The messages stand in a centred column (``column_width``): about COLUMN.width wide, growing with the
-view up to COLUMN.max_width and shrinking with it (not below COLUMN.min_width while the view has room),
-so lines of text keep a readable length at any window size.
+The messages stand in a centred column (``tokens.column_width``, the composer's too): about COLUMN.width
+wide, growing with the view up to COLUMN.max_width and shrinking with it (not below COLUMN.min_width while
+the view has room), so lines of text keep a readable length at any window size.
 
 While the user has not scrolled up, the view follows the newest text; otherwise the row
 at the top of the viewport stays where it is when heights above it change. A question sent goes to
@@ -37,11 +37,11 @@ from prefill.ui.chat.transcript.summary_widget import SummaryWidget, mark_folded
 from prefill.ui.chat.transcript.system_prompt_row import SystemPromptRow
 from prefill.ui.chat.transcript.transcript_model import Roles, TranscriptModel
 from prefill.ui.chat.transcript.undo_toast import UndoToast
-from prefill.ui.widgets.tokens import COLUMN, SPACE, TYPE
+from prefill.ui.widgets.tokens import COLUMN, SPACE, TYPE, column_width
 
 PAD = SPACE.md  # around the messages
 SPACING = SPACE.md  # between two messages (no more than PAD: a row at the top of the viewport shows)
-GUTTER = SPACE.xl  # at each side of the column, while the view has room for it
+GUTTER = COLUMN.gutter  # at each side of the column, while the view has room for it
 MARGIN_SCREENS = 1.0  # rendered above and below the viewport, so a scroll finds them ready
 KEEP_SCREENS = 3.0  # widgets further than this from the viewport are given back
 SLICE_S = 0.008  # a slice of rendering stops before this, having made at least one row
@@ -49,19 +49,6 @@ REGUESS_PX = 40  # a width change that makes the guessed heights be guessed agai
 STICK_PX = 8  # this close to the bottom counts as following the newest text
 CHROME_PX = 48  # a message's footer (actions, figures) and a bubble's margins, for estimates
 EMPTY_HINT = "A new chat. Write your message below and press Enter to send it."
-
-
-def column_width(room: int) -> int:
-    """The chat column's width in a view with ``room`` pixels inside its padding.
-
-    COLUMN.width once the view has it and a gutter each side, then growing by half of what the view
-    gains, up to COLUMN.max_width; in a narrower view the column gives up its gutters first, then
-    shrinks with the view, not below COLUMN.min_width unless the view itself is narrower.
-    """
-    inside = room - 2 * GUTTER
-    if inside >= COLUMN.width:
-        return min(COLUMN.max_width, COLUMN.width + (inside - COLUMN.width) // 2)
-    return max(1, min(room, max(COLUMN.min_width, inside)))
 
 
 class ChatView(QAbstractScrollArea):

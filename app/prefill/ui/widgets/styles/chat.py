@@ -37,4 +37,9 @@ QToolButton[chatAction="true"] {{ background: transparent; border: 2px solid tra
 QToolButton[chatAction="true"]:hover {{ background: {c.button}; }}
 QToolButton[chatAction="true"]:focus {{ border: 2px solid {c.focus}; background: {c.alternate_base};
     padding: {SPACE.xxs}px; }}
-QToolButton#message-retry {{ font-size: {TYPE.small}px; padding: {SPACE.xxs}px {SPACE.xs}px; }}"""
+QToolButton#message-retry {{ font-size: {TYPE.small}px; padding: {SPACE.xxs}px {SPACE.xs}px; }}
+QToolButton#summary-toggle {{ background: transparent; border: 2px solid transparent; border-radius: {RADIUS.sm}px;
+    padding: {SPACE.xxs}px {SPACE.xs}px; }}
+QToolButton#summary-toggle:hover {{ background: {c.button}; }}
+QToolButton#summary-toggle:focus {{ border: 2px solid {c.focus}; }}
+QLabel#summary-note {{ color: {c.muted}; font-size: {TYPE.small}px; }}"""

@@ -12,11 +12,11 @@ def sheet(c: ThemeColours) -> str:
 QToolBar#main-toolbar {{ background: {c.window}; border: none; border-bottom: 1px solid {c.border};
     padding: {SPACE.xs}px {SPACE.sm}px; spacing: {SPACE.xxs}px; }}
 QToolBar#main-toolbar::separator {{ background: {c.border}; width: 1px; margin: {SPACE.xs}px {SPACE.xs}px; }}
-QToolBar#main-toolbar QToolButton, QToolBar#main-toolbar QLabel, QToolBar#main-toolbar QComboBox {{
-    font-size: {TYPE.small}px; }}
-QToolBar#main-toolbar QComboBox {{ padding: {SPACE.xxs + 1}px {SPACE.sm}px; }}
+QToolBar#main-toolbar QToolButton, QToolBar#main-toolbar QLabel, QToolBar#main-toolbar QComboBox,
+QToolBar#main-toolbar QSpinBox {{ font-size: {TYPE.small}px; }}
+QToolBar#main-toolbar QComboBox, QToolBar#main-toolbar QSpinBox {{ padding: {SPACE.xxs + 1}px {SPACE.sm}px; }}
 QToolBar#main-toolbar QComboBox:focus {{ padding: {SPACE.xxs}px {SPACE.sm - 1}px; }}
-QToolButton#export-import::menu-indicator {{ image: none; width: 0; }}
+QToolButton#export-import::menu-indicator, QToolButton#chat-tools::menu-indicator {{ image: none; width: 0; }}
 QLabel#load-state {{ color: {c.muted}; padding: 0 {SPACE.xs}px; }}
 QLabel#sheet-title {{ font-size: {TYPE.title}px; font-weight: 600; }}
 QLabel#sheet-hint, QLabel#sheet-keys {{ color: {c.muted}; }}
