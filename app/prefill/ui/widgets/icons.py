@@ -9,9 +9,9 @@ on every message while an answer streams: a repaint draws a kept pixmap, never p
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
+import platformdirs
 from PySide6.QtCore import QByteArray, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import QGuiApplication, QIcon, QIconEngine, QImage, QPainter, QPalette, QPixmap
 from PySide6.QtSvg import QSvgRenderer
@@ -19,12 +19,18 @@ from PySide6.QtSvg import QSvgRenderer
 from prefill.ui.widgets.icon_shapes import SHAPES
 
 
-def _svg(shape: str, colour: str) -> bytes:
+def _document(shape: str, colour: str) -> bytes:
+    """An icon's SVG, stroked in `colour`."""
     return (
         '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="none" '
         f'stroke="{colour}" stroke-width="1.75" stroke-linecap="round" stroke-linejoin="round">'
         f"{shape}</svg>"
     ).encode()
+
+
+def _svg(shape: str, colour: str) -> bytes:
+    """The SVG an icon is drawn from (its own name: a test counts the drawings by it)."""
+    return _document(shape, colour)
 
 
 _kept: dict[tuple[str, int, int, int, str, float], QPixmap] = {}  # (name, size, mode, colour, ratio): pixmap
@@ -77,18 +83,27 @@ def icon(name: str) -> QIcon:
     return QIcon(_LineIconEngine(name))
 
 
-def icon_file(name: str, colour: str) -> str:
+def icon_file(name: str, colour: str, folder: Path | None = None) -> str:
     """The line icon ``name`` stroked in ``colour`` (``#rrggbb``), as an SVG file for a style sheet's
     ``image: url(…)`` (the arrows of combo and spin boxes, which a style sheet cannot draw otherwise).
-    Written once per process into a folder of its own; a few hundred bytes.
+    Written once into the user's own cache folder (``folder``; not the shared temp folder, where another
+    user could put a file of theirs first), whole or not at all; a few hundred bytes. "" where it cannot
+    be written (the control then keeps Fusion's own arrow).
 
     Raises:
         KeyError: no icon has that name.
     """
     shape = SHAPES[name]
-    folder = Path(tempfile.gettempdir()) / f"prefill-icons-{os.getuid() if hasattr(os, 'getuid') else 0}"
+    folder = folder or Path(platformdirs.user_cache_dir("prefill", appauthor=False)) / "icons"
     path = folder / f"{name}-{colour.lstrip('#')}.svg"
-    if not path.exists():
-        folder.mkdir(mode=0o700, exist_ok=True)
-        path.write_bytes(_svg(shape, colour))
+    document = _document(shape, colour)
+    if path.is_file() and path.read_bytes() == document:
+        return path.as_posix()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.{os.getpid()}.part")
+        part.write_bytes(document)
+        os.replace(part, path)
+    except OSError:
+        return ""
     return path.as_posix()

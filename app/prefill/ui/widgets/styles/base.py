@@ -18,6 +18,11 @@ BUTTON_PAD_V, BUTTON_PAD_H = SPACE.xs + 1, SPACE.md
 TOOL_PAD_V, TOOL_PAD_H = SPACE.xxs + 1, SPACE.xs
 
 
+def _arrow(selector: str, image: str, size: str) -> str:
+    """An arrow drawn from a line icon's file; none (Fusion's own) where the file could not be written."""
+    return f"{selector} {{ image: url({image}); {size} }}" if image else ""
+
+
 def sheet(c: ThemeColours) -> str:
     """Rules for the standard controls, in both themes."""
     up, down = icon_file("chevron-up", c.muted), icon_file("chevron-down", c.muted)
@@ -49,14 +54,14 @@ QComboBox {{ background: {c.button}; padding: {SPACE.xs}px {SPACE.sm}px; }}
 QComboBox:hover {{ background: {c.hover}; }}
 QComboBox:editable {{ background: {c.base}; }}
 QComboBox::drop-down {{ border: none; width: {SPACE.xl}px; }}
-QComboBox::down-arrow {{ image: url({down}); {arrow} }}
+{_arrow('QComboBox::down-arrow', down, arrow)}
 QAbstractSpinBox::up-button, QAbstractSpinBox::down-button {{ subcontrol-origin: border; width: {SPACE.xl}px;
     border: none; background: transparent; }}
 QAbstractSpinBox::up-button {{ subcontrol-position: top right; }}
 QAbstractSpinBox::down-button {{ subcontrol-position: bottom right; }}
 QAbstractSpinBox::up-button:hover, QAbstractSpinBox::down-button:hover {{ background: {c.hover}; }}
-QAbstractSpinBox::up-arrow {{ image: url({up}); {arrow} }}
-QAbstractSpinBox::down-arrow {{ image: url({down}); {arrow} }}
+{_arrow('QAbstractSpinBox::up-arrow', up, arrow)}
+{_arrow('QAbstractSpinBox::down-arrow', down, arrow)}
 QAbstractSpinBox {{ padding-right: {SPACE.xl}px; }}
 QComboBox QAbstractItemView {{ background: {c.card}; border: 1px solid {c.border}; border-radius: 0;
     padding: {SPACE.xs}px; outline: 0; }}
