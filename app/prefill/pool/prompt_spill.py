@@ -92,7 +92,7 @@ class PromptSpill:
         self.disk = KvDiskCache(folder, budget, secret_file=secret_file or default_secret_file())
         self.shape = shape
         self.notes: deque[str] = deque(maxlen=NOTES_KEPT)
-        self.written = self.loaded = self.discarded = 0
+        self.discarded = 0
         self._scopes: dict[str, str] = {}
         self._lock = threading.RLock()  # the folder's listing, reads and deletes against the writer's eviction
         foreign = self.disk.discard_foreign(build_tag())
@@ -150,7 +150,6 @@ class PromptSpill:
         except OSError as e:
             self._note(f"a prompt could not be written to disk: {e.strerror or e}")
             return False
-        self.written += 1
         return True
 
     # --- reading ----------------------------------------------------------------------------
@@ -188,7 +187,6 @@ class PromptSpill:
             except CorruptState as fault:
                 self._discard(entry.path, fault)
                 return None
-        self.loaded += 1
         return state
 
     def drop(self, entry: Spilled) -> None:

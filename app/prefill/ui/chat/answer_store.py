@@ -121,7 +121,7 @@ class AnswerStore:
         f = turn.finished
         text, reasoning = turn.text, turn.reasoning
         reason = f.reason if f is not None else "stop"
-        figures = stored_figures(turn)
+        figures = stored_figures(turn, extra.get(SOURCES_KEY) if extra else None)
         if figures and extra:
             figures = {**figures, **extra}
 
@@ -182,15 +182,16 @@ def answer_figures(turn: Turn) -> dict[str, Any]:
     return figures
 
 
-def stored_figures(turn: Turn) -> dict[str, Any]:
+def stored_figures(turn: Turn, sources: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """An answer's figures as the history keeps them: the row's, the turn's calls with their results
-    (the tool rows of a reopened chat come from them), and the sources it cites."""
+    (the tool rows of a reopened chat come from them), and the sources it cites (`sources`: already
+    worked out by `sources_figure`)."""
     figures = answer_figures(turn)
     calls = [{**done_figures(ev), "result": ev.text[:STORED_RESULT_CHARS]} for ev in turn.calls]
     if calls:
         figures = {**figures, "tool_calls": calls}
     if turn.sources:
-        figures = {**figures, SOURCES_KEY: sources_figure(turn.sources, turn.text)}
+        figures = {**figures, SOURCES_KEY: sources if sources is not None else sources_figure(turn.sources, turn.text)}
     return figures
 
 

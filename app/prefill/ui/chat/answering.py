@@ -26,7 +26,7 @@ from prefill.store.app_settings import Settings
 from prefill.ui.chat.answer_store import AnswerStore, answer_figures, call_figures, done_figures
 from prefill.ui.chat.sidebar.sidebar import EngineSidebar
 from prefill.ui.chat.sidebar.sidebar_plot import CURVE_KEY
-from prefill.ui.chat.sources.cited import cited_sources
+from prefill.ui.chat.sources.cited import SOURCES_KEY, sources_figure, stored_sources
 from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
 from prefill.ui.workers.engine_worker import EngineWorker
 
@@ -188,11 +188,13 @@ class AnswerRelay(QObject):
         if figures:  # the writing speed's curve, drawn again when the chat is opened again
             figures[CURVE_KEY] = self._sidebar.plot.curve()
         # As the history keeps them (a long passage: its part the answer relied on), so a reopened chat shows the same.
+        kept = sources_figure(t.turn.sources, t.turn.text)
         self._model.update_row(t.row, content=f.text, reasoning=f.reasoning, streaming=False,
-                               figures=figures, finish_reason=f.reason,
-                               sources=cited_sources(t.turn.sources, t.turn.text))
-        # with its calls (the tool rows of a reopened chat come from them), what retrieval did, and the curve
-        self._answers.answer_finished(t.turn, {k: figures[k] for k in ("retrieval", CURVE_KEY) if k in figures})
+                               figures=figures, finish_reason=f.reason, sources=stored_sources(kept))
+        # with its calls (the tool rows of a reopened chat come from them), what retrieval did, the curve and
+        # the sources as just worked out (matching each passage's words is not done twice)
+        extra = {k: figures[k] for k in ("retrieval", CURVE_KEY) if k in figures}
+        self._answers.answer_finished(t.turn, {**extra, SOURCES_KEY: kept} if kept else extra)
         self._end()
         if f.error:
             self.notice.emit(f.error)

@@ -207,8 +207,3 @@ def card_list(name: str, accessible: str, model: CardModel | QSortFilterProxyMod
     view.setUniformItemSizes(False)
     view.setSpacing(0)
     return view
-
-
-def chip_width(view: QWidget, words: str) -> int:
-    """How wide a chip with these words is drawn in `view` (for a test that it is not cut)."""
-    return chip_size(chip_font(view.font()), words)[0]

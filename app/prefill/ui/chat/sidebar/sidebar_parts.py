@@ -92,10 +92,6 @@ class FigureCard(QFrame):
         if self._auto_hide:
             self.setVisible(any(v.text() for v in self._values))
 
-    def shows(self, value: QLabel) -> bool:
-        """Whether `value`'s row is in the card (it has something to say)."""
-        return bool(value.text())
-
 
 class Headline(QFrame):
     """The writing speed and the time to the first word, large, over the plot; or, with no figures,
