@@ -22,8 +22,8 @@ CITATION_RULE = (
 )
 
 # A mark: [n] or [n, m, …], not right after a letter or digit (a[1] is an index, not a citation).
-_MARK = re.compile(r"(?<![\w\]\[])\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]|(?<=\])\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
-_CODE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.DOTALL)
+MARK = re.compile(r"(?<![\w\]\[])\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]|(?<=\])\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
+CODE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -94,11 +94,20 @@ def sources_block(sources: Sequence[NumberedSource]) -> str:
     return CITATION_RULE + "\n\n" + "\n\n".join(f"{s.label}\n{s.quote}" for s in sources)
 
 
+def without_code(answer: str) -> str:
+    """`answer` with its code (fenced blocks, inline spans) blanked, same length: a[1] in code is no mark."""
+    return CODE.sub(lambda m: " " * len(m.group(0)), answer)
+
+
+def mark_numbers(mark: re.Match[str]) -> list[int]:
+    """The numbers a `MARK` match cites."""
+    return [int(x) for x in (mark.group(1) or mark.group(2)).split(",")]
+
+
 def _marks(answer: str) -> list[int]:
-    text = _CODE.sub(lambda m: " " * len(m.group(0)), answer)
     out: list[int] = []
-    for m in _MARK.finditer(text):
-        out.extend(int(x) for x in (m.group(1) or m.group(2)).split(","))
+    for m in MARK.finditer(without_code(answer)):
+        out.extend(mark_numbers(m))
     return out
 
 

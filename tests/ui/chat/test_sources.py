@@ -220,3 +220,13 @@ def test_a_listed_source_opens_its_passage_by_the_keyboard(qtbot, message: Messa
 def test_a_stored_source_is_a_cited_source() -> None:
     (s,) = cited_sources([doc(4, "C:\\docs\\plan.docx")], "See [4].")
     assert isinstance(s, CitedSource) and isinstance(s, DocumentSource) and s.name == "plan.docx"
+
+
+def test_a_source_cited_second_in_a_run_of_marks_has_its_claim() -> None:
+    """"[1][3]" cites 3 as well (the prompt teaches that form): the sentence before the run is 3's claim
+    too, read by the same mark pattern as the sources the answer is given."""
+    from prefill.ui.chat.sources.relied_on import claims
+
+    answer = "The lighthouse was built in 1874 [1][3]. It is white [2]."
+    assert claims(answer, 3) == ["The lighthouse was built in 1874"]
+    assert claims(answer, 1) == claims(answer, 3) and claims(answer, 2) == ["It is white"]

@@ -14,10 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# [n] or [n, m…], not right after a letter or digit (as documents/sources.py reads marks).
-_MARK = re.compile(r"(?<![\w\[])\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
+from prefill.documents.sources import MARK, mark_numbers, without_code
+
 _MARK_BODY = re.compile(r"\d{1,3}(?:\s*,\s*\d{1,3})*")
-_CODE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.DOTALL)
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 _WORD = re.compile(r"\w+")
 _COMMON = frozenset(
@@ -54,10 +53,10 @@ def words(text: str) -> set[str]:
 def claims(answer: str, n: int) -> list[str]:
     """The sentences of `answer` that cite source `n` (each the text before a mark back to the sentence's
     start; a mark that opens its sentence cites the sentence before it)."""
-    text = _CODE.sub(lambda m: " " * len(m.group(0)), answer)
+    text = without_code(answer)
     out: list[str] = []
-    for m in _MARK.finditer(text):
-        if n not in (int(x) for x in m.group(1).split(",")):
+    for m in MARK.finditer(text):  # the marks as the sources themselves are told apart
+        if n not in mark_numbers(m):
             continue
         before = _without_marks(text[max(0, m.start() - CLAIM_CHARS):m.start()])
         ends = [e.end() for e in _SENTENCE_END.finditer(before)]
