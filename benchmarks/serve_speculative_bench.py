@@ -6,7 +6,9 @@ after another (temperature 0, repeat penalty 1, non-streamed); the aggregate rat
 tokens over the run's wall time. Two tasks: "copy" (repeat a passage from the prompt: drafts from
 the text itself should mostly be taken) and "free" (nothing to copy: speculation should cost
 little). Runs alternate in ABBA pairs (this machine's speed swings within seconds) and the headline
-is the median of the pairs' ratios (ngram / off). Every answer's text is compared between the two
+is the median of the pairs' ratios (ngram / off). A third task, "passage" (not run by default), is the
+chat engine's copy task (`speculative_bench.py`: ~375 tokens copied), for the server's figure beside
+the chat's: `--clients 1 --tasks passage --max-tokens 450`. Every answer's text is compared between the two
 servers (`identical_text`), and each server's with its own earlier runs (`repeatable_text`: with
 several slots, even the plain server's answer to a prompt was seen to change with the slot's cache
 history, a near tie flipped, likely by the order attention sums a sequence's cells in). Prints one
@@ -42,6 +44,7 @@ from urllib.parse import urlsplit
 APP = Path(__file__).resolve().parents[1] / "app"
 sys.path.insert(0, str(APP))
 
+from prefill.bench.copy_passage import COPY
 from prefill.hub.bundled import bundled_model_path
 
 PASSAGES = (
@@ -209,6 +212,7 @@ def main() -> int:
     tasks = {
         "copy": ["Repeat this text exactly:\n\n" + PASSAGES[i % len(PASSAGES)] for i in range(args.clients)],
         "free": [FREE[i % len(FREE)] for i in range(args.clients)],
+        "passage": [COPY] * args.clients,  # the chat engine's copy task (speculative_bench.py)
     }
     tasks = {name: tasks[name] for name in args.tasks.split(",")}
     if args.breakdown:

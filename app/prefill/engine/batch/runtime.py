@@ -73,7 +73,7 @@ class BatchRuntime(LlamaRuntime):
         cp.n_seq_max = n_seq
         cp.kv_unified = False
         # A step decoding several slots is a batch too: the prompt's extra threads (LoadSettings.
-        # prefill_threads) would take the core the server's event loop runs on.
+        # prefill_threads) would take the core the server's event loop runs on (`threads_for`).
         cp.n_threads = cp.n_threads_batch = settings.threads
         cp.flash_attn_type = FLASH_ATTN_TYPES[settings.flash_attn]
         cp.type_k = cp.type_v = ggml_type_id(settings.kv_type)
@@ -95,6 +95,7 @@ class BatchRuntime(LlamaRuntime):
         self.n_ctx = int(llama_cpp.llama_n_ctx(self.ctx))
         self.n_ctx_seq = int(llama_cpp.llama_n_ctx_seq(self.ctx))
         self.n_batch = settings.n_batch
+        self._batch_threads = settings.threads
 
     # --- per-sequence KV cells ---------------------------------------------------------
     def seq_cells(self, seq: int) -> int:
@@ -131,6 +132,23 @@ class BatchRuntime(LlamaRuntime):
         return ok
 
     # --- decode -------------------------------------------------------------------------
+    def threads_for(self, wide: bool) -> int:
+        """Set the threads of the next batches; returns the count. A wide batch runs on the prompt's
+        threads (LoadSettings.prefill_threads), others on `settings.threads`; a one-token batch runs on
+        `settings.threads` either way (llama.cpp's choice).
+
+        The scheduler calls a step wide when it holds one sequence's tokens (a prompt's chunk, one
+        slot's drafts: the event loop has one stream to write) or any drafts: on 2 cores a drafted
+        token cost 0.37 of a one-token step with 2 threads and 0.68 with 1 (SmolLM2 Q4_1, 10 tokens
+        after 500), so drafts could bring at most 2.7x, or 1.5x, and at 4 slots hardly ever paid.
+        Several slots' plain steps stay on `settings.threads`: the loop writes to several streams
+        meanwhile, and a preempted thread stalls the others at every barrier."""
+        n = self.settings.prefill_threads if wide else self.settings.threads
+        if n != self._batch_threads:
+            llama_cpp.llama_set_n_threads(self.ctx, self.settings.threads, n)
+            self._batch_threads = n
+        return n
+
     def decode_batch(self, batch: TokenBatch) -> int:
         """Evaluate a filled batch; the C status (0 is success)."""
         return int(llama_cpp.llama_decode(self.ctx, batch.struct))

@@ -447,6 +447,7 @@ class BatchScheduler:
         t_drafted = time.perf_counter()
         self._events_out(idle=False)
         t_events = time.perf_counter()
+        rt.threads_for(len(decoding) + len(chunks) == 1 or any(j.draft for j in decoding))
         rc = rt.decode_batch(batch)
         if rc != 0:
             for j in decoding + [c[0] for c in chunks]:
