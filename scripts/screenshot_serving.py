@@ -1,7 +1,8 @@
 """Screenshots of the window serving its model, and of a chat served by a remote endpoint, under Xvfb.
 
-serving-window-slot.png: the server panel on, an HTTP client streaming in one slot while the
-window's own question streams in another (the slots table names it `window`).
+serving-window-slot.png (and serving-window-slot-dark.png): the server panel on, an HTTP client
+streaming in one slot while the window's own question streams in another (the slots list names it
+`window`).
 remote-endpoint.png: the window chatting through `prefill serve` (another process) as a remote:
 the sidebar's KV cache reads "unknown". Uses the bundled SmolLM2.
 
@@ -67,8 +68,15 @@ def inside(out: Path) -> int:
         started.wait(60)
         w.input.editor.setPlainText(QUESTION)
         w.input._on_editor_submit()
-        QTimer.singleShot(1500, lambda: shoot("serving-window-slot.png"))
+        QTimer.singleShot(1500, lambda: (shoot("serving-window-slot.png"), in_dark()))
         w.controller.answer_finished.connect(on_served_answer)
+
+    def in_dark() -> None:
+        from prefill.ui.widgets.theme import apply_theme
+
+        w.set_theme(apply_theme(shots.app, "dark"))
+        QTimer.singleShot(400, lambda: (shoot("serving-window-slot-dark.png"),
+                                        w.set_theme(apply_theme(shots.app, "light"))))
 
     def on_served_answer(_f: object) -> None:
         w.controller.answer_finished.disconnect(on_served_answer)
@@ -91,7 +99,7 @@ def inside(out: Path) -> int:
     for proc in remote:
         proc.terminate()
         proc.wait()
-    return 0 if len(shots.saved) == 2 else 1
+    return 0 if len(shots.saved) == 3 else 1
 
 
 if __name__ == "__main__":

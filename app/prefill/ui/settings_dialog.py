@@ -84,14 +84,14 @@ class SettingsDialog(QDialog):
         for title, keys in LAYOUT:
             page = QWidget()
             form = QFormLayout(page)
-            form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+            form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)  # each label beside its field
             form.setContentsMargins(SPACE.lg, SPACE.lg, SPACE.lg, SPACE.lg)
             form.setHorizontalSpacing(SPACE.lg)
             form.setVerticalSpacing(SPACE.sm)
             if title == "Model":
                 self._model_scope(form, model)
             for key in keys:
-                if key == "model.overflow_policy":
+                if key == "model.overflow_policy" and self.model_path:  # else the scope heading says so
                     form.addRow(_heading("For every model"))
                 editor = self._editor(key)
                 editor.place(form, plain_label("" if isinstance(editor.widget, QCheckBox) else editor.label))
@@ -237,7 +237,7 @@ class SettingsDialog(QDialog):
 
 def _heading(text: str) -> QLabel:
     label = plain_label(text)
-    label.setObjectName("heading")  # drawn bold by the style sheet (ui/widgets/styles/window.py)
+    label.setObjectName("heading")  # a section heading (ui/widgets/styles/dialogs.py)
     return label
 
 

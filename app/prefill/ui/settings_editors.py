@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -72,7 +73,7 @@ FIELD_WORDS: dict[str, dict[str, str]] = {
         COUNT: "After this many minutes:",
     },
 }
-RELOAD_NOTE = "changing this reloads the model"
+RELOAD_NOTE = "reloads the model"
 
 
 def words_for(value: str, key: str = "") -> str:
@@ -119,7 +120,8 @@ class FieldEditor:
         self.fault = plain_label()
         self.fault.setObjectName("setting-fault")  # in the theme's danger colour (ui/widgets/styles/window.py)
         self.fault.hide()
-        self.row = side_by_side(self.widget, self.side)
+        # A number's box is as wide as its numbers, its note beside it; a list or a text takes the row.
+        self.row = side_by_side(self.widget, self.side, stretch=not isinstance(self.widget, QAbstractSpinBox))
         self.form: QFormLayout | None = None  # where `fault` has a row of its own (`place`)
 
     def value(self) -> Any:
@@ -230,11 +232,14 @@ def _quietly(widget: QWidget, change: Callable[[], None]) -> None:
     widget.blockSignals(False)
 
 
-def side_by_side(main: QWidget, side: QWidget | QLabel) -> QWidget:
+def side_by_side(main: QWidget, side: QWidget | QLabel, stretch: bool = True) -> QWidget:
+    """`main` with `side` after it; `main` takes the room left unless not `stretch`."""
     box = QWidget()
     row = QHBoxLayout(box)
     row.setContentsMargins(0, 0, 0, 0)
     row.setSpacing(SPACE.sm)
-    row.addWidget(main, 1)
+    row.addWidget(main, 1 if stretch else 0)
     row.addWidget(side)
+    if not stretch:
+        row.addStretch(1)
     return box

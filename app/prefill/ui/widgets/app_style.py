@@ -24,6 +24,7 @@ _OWN_ICONS: dict[QStyle.StandardPixmap, str] = {
     QStyle.StandardPixmap.SP_LineEditClearButton: "close",
     QStyle.StandardPixmap.SP_TitleBarCloseButton: "close",
     QStyle.StandardPixmap.SP_DockWidgetCloseButton: "close",
+    QStyle.StandardPixmap.SP_TitleBarNormalButton: "pop-out",  # a dock's float button
 }
 
 
