@@ -206,7 +206,7 @@ def test_the_panel_spans_each_models_heading_and_sums_the_figures(qtbot, engine_
                                  ("Writing speed", "60 tok/s in all"), ("Served", "3"))
     assert w.slot_list.headings() == [True, False, False, True, False, True]  # a line across for each model
     heading = w.slot_list.rows[0]
-    assert heading.text() == "llama-<b>8b</b> · loaded · pinned · 3.0 GiB · 1 in flight"
+    assert heading.full == "llama-<b>8b</b> · loaded · pinned · 3.0 GiB · 1 in flight"
     assert heading.textFormat() == Qt.TextFormat.PlainText  # a model's id is shown as it is
     controller.snapshot.emit(BatchSnapshot(slots=(SlotSnapshot(0, "idle"),)))  # a server of one model
     assert w.slot_list.headings() == [False] and w.slots.rowCount() == 1

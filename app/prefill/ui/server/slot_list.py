@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 Index = QModelIndex | QPersistentModelIndex
 EMPTY = "The server's request slots show here while it serves."
 REQUEST_EMS, FIGURES_EMS = 5, 8  # the least a request's name and a slot's figures are cut to, in ems
+HEADING_EMS = 12  # the least a model's line above its slots is cut to
 STATES = ("prefill", "decode", "idle")  # the words a slot's state takes (the widest sets the column)
 
 
@@ -128,7 +129,7 @@ class SlotList(QScrollArea):
         self.column.addWidget(self.empty)
         self.column.addStretch(1)
         self.setWidget(inside)
-        self.rows: list[SlotRow | QLabel] = []  # a SlotRow per slot, a QLabel per model's heading
+        self.rows: list[SlotRow | ElidedLabel] = []  # a SlotRow per slot, an ElidedLabel per model's heading
         model.modelReset.connect(self._on_model_reset)
         model.dataChanged.connect(self._on_model_data_changed)
         self._on_model_reset()
@@ -145,7 +146,7 @@ class SlotList(QScrollArea):
         self.rows = []
         for r in range(self.model.rowCount()):
             if self.model.is_heading(r):
-                heading = plain_label()  # a model's id: plain text
+                heading = ElidedLabel(HEADING_EMS, Qt.TextElideMode.ElideRight)  # a model's id: plain text
                 heading.setObjectName("slot-heading")
                 self.rows.append(heading)
             else:
@@ -164,4 +165,4 @@ class SlotList(QScrollArea):
         if isinstance(row, SlotRow):
             row.show_values(values)
         else:
-            row.setText(values[0])
+            row.set_full(values[0])

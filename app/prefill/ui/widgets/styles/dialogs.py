@@ -23,10 +23,12 @@ QLabel#heading, QLabel#model-scope {{ color: {c.muted}; font-size: {TYPE.small}p
 QLabel#setting-side-note {{ font-size: {TYPE.small}px; }}
 QLabel#tools-intro, QLabel#tools-detail {{ color: {c.muted}; }}
 QTreeWidget#tools-tree {{ background: {c.card}; border: 1px solid {c.border}; border-radius: {RADIUS.md}px;
-    padding: {SPACE.xs}px; }}
-QTreeWidget#tools-tree::item {{ padding: {SPACE.xs}px {SPACE.xxs}px; border-radius: {RADIUS.sm}px; }}
-QTreeWidget#tools-tree::item:hover:!selected {{ background: {c.hover}; }}
-QTreeWidget#tools-tree::item:selected {{ background: {c.highlight}; color: {c.highlighted_text}; }}
+    padding: {SPACE.xs}px; show-decoration-selected: 1; }}
+QTreeWidget#tools-tree::item {{ padding: {SPACE.xs}px {SPACE.xxs}px; border-radius: 0; }}
+QTreeWidget#tools-tree::item:hover:!selected, QTreeWidget#tools-tree::branch:hover:!selected {{
+    background: {c.hover}; }}
+QTreeWidget#tools-tree::item:selected, QTreeWidget#tools-tree::branch:selected {{ background: {c.highlight};
+    color: {c.highlighted_text}; }}
 QTreeView::branch {{ background: transparent; }}
 {_branch('closed', closed)}
 {_branch('open', opened)}"""
