@@ -21,7 +21,7 @@ from prefill.ui.widgets.dock_title import DOCK_TIP, FLOAT_TIP, DockTitle, titled
 from prefill.ui.widgets.icon_shapes import SHAPES
 from prefill.ui.widgets.styles import style_sheet
 from prefill.ui.widgets.theme import apply_theme
-from prefill.ui.widgets.tokens import TYPE
+from prefill.ui.widgets.tokens import SPACE, TYPE
 from tests.ui.look import restored_look
 from tests.ui.test_settings_per_model import MODEL
 
@@ -50,6 +50,10 @@ def test_a_spin_box_s_arrows_and_a_tree_s_branches_are_line_icons_in_the_theme(a
                            ("QTreeView::branch:has-children:open", "chevron-down")):
         drawn = _rule_image(sheet, selector).read_text()
         assert SHAPES[name] in drawn and f'stroke="{colours.muted}"' in drawn, selector
+    for selector, name in (("QAbstractSpinBox::up-arrow:off", "chevron-up"),
+                           ("QAbstractSpinBox::down-arrow:off, QAbstractSpinBox::down-arrow:disabled", "chevron-down")):
+        drawn = _rule_image(sheet, selector).read_text()  # at its limit or disabled: fainter, in the border's ink
+        assert SHAPES[name] in drawn and f'stroke="{colours.border}"' in drawn, selector
 
 
 def _has_ink(image, x0: int, colour: str) -> bool:
@@ -60,7 +64,8 @@ def _has_ink(image, x0: int, colour: str) -> bool:
 
 
 @pytest.mark.parametrize(("theme", "colours"), THEMES)
-def test_a_spin_box_draws_its_arrows_in_the_muted_ink(app, qtbot, theme: str, colours) -> None:
+def test_a_spin_box_draws_its_arrows_in_the_muted_ink_and_its_number_off_the_border(app, qtbot, theme: str,
+                                                                                    colours) -> None:
     apply_theme(app, theme)
     spin = QSpinBox()
     qtbot.addWidget(spin)
@@ -69,6 +74,7 @@ def test_a_spin_box_draws_its_arrows_in_the_muted_ink(app, qtbot, theme: str, co
     qtbot.waitExposed(spin)
     image = spin.grab().toImage()
     assert _has_ink(image, image.width() - 28, colours.muted)  # the chevrons, in the muted role's colour
+    assert spin.lineEdit().textMargins().left() == SPACE.sm  # the number off the left border, as in a line edit
 
 
 @pytest.fixture
