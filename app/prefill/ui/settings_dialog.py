@@ -35,7 +35,7 @@ from prefill.hub.model_names import model_display_name
 from prefill.session.loaded import LoadedModel
 from prefill.store.app_settings import PER_MODEL_FIELDS, RELOAD_FIELDS, SECTIONS, ModelSettings, Settings
 from prefill.ui.models.models_folder import folder_problem
-from prefill.ui.settings_editors import RELOAD_NOTE, FieldEditor, range_text, side_by_side
+from prefill.ui.settings_editors import RELOAD_NOTE, FieldEditor, fit_width, range_text, side_by_side
 from prefill.ui.widgets.plain_text import plain_label, tooltip
 from prefill.ui.widgets.text_sheet import primary
 from prefill.ui.widgets.tokens import SPACE
@@ -169,8 +169,10 @@ class SettingsDialog(QDialog):
         """GPU layers as "N of M layers", M from the loaded model."""
         gpu = self.editors["model.n_gpu_layers"]
         if self.n_layer and gpu.spin is not None:
-            gpu.spin.setSuffix(f" of {self.n_layer} layers")
-            gpu.side.setText(f"the model has {self.n_layer} layers · {RELOAD_NOTE}")
+            gpu.spin.setSuffix(f" of {self.n_layer} layers")  # the model's count shows in the box
+            fit_width(gpu.spin, gpu.widest())
+            gpu.side.setText(RELOAD_NOTE)
+            gpu.side.setToolTip(tooltip(f"The model has {self.n_layer} layers."))
 
     def result_settings(self) -> Settings:
         """The edited settings: a loaded model's own load settings and thinking budget, or (Use for

@@ -33,6 +33,7 @@ from prefill.ui.widgets.tokens import SPACE
 
 COUNT = "count"  # the combo entry of a "choice or a number" field that enables its spin box
 INT_LIMIT = 2**31 - 1  # a QSpinBox holds a C int
+WIDE_DIGITS = 7  # the digits a number box without a maximum has room for
 FLOAT_LIMIT = 1e9
 # Text fields that name a file: a "Choose…" button opens a file dialog with this filter.
 FILE_FILTERS = {"model.draft_model_path": "GGUF models (*.gguf)", "documents.embedding_model": "GGUF models (*.gguf)"}
@@ -204,7 +205,14 @@ class FieldEditor:
         spin.setRange(-INT_LIMIT, INT_LIMIT)
         spin.setValue(value)
         spin.valueChanged.connect(on_change)
+        fit_width(spin, self.widest())
         return spin
+
+    def widest(self, decimals: int = 0) -> str:
+        """The widest number the field takes, as digits: its box is as wide as that (not as a C int)."""
+        high, low = self.meta.get("max"), self.meta.get("min")
+        digits = len(str(int(high))) if high is not None else WIDE_DIGITS
+        return ("-" if low is not None and low < 0 else "") + "8" * digits + ("." + "8" * decimals if decimals else "")
 
     def _float_spin(self, value: float, on_change: Callable[[], None]) -> QDoubleSpinBox:
         spin = QDoubleSpinBox()
@@ -214,6 +222,7 @@ class FieldEditor:
         spin.setRange(-FLOAT_LIMIT, FLOAT_LIMIT)
         spin.setValue(value)
         spin.valueChanged.connect(on_change)
+        fit_width(spin, self.widest(spin.decimals()))
         return spin
 
     def _on_browse_clicked(self, line: QLineEdit) -> None:
@@ -223,6 +232,13 @@ class FieldEditor:
             chosen = QFileDialog.getExistingDirectory(self.widget, self.label, line.text())
         if chosen:
             line.setText(chosen)
+
+
+def fit_width(spin: QSpinBox | QDoubleSpinBox, widest: str) -> None:
+    """Cap `spin`'s width at what `widest` (its widest number) takes with its prefix and suffix, its
+    margins and its arrows; a longer number still fits by scrolling in the box."""
+    text = f"{spin.prefix()}{widest}{spin.suffix()}"
+    spin.setMaximumWidth(spin.fontMetrics().horizontalAdvance(text) + SPACE.xl + 3 * SPACE.sm)
 
 
 def _quietly(widget: QWidget, change: Callable[[], None]) -> None:
