@@ -112,6 +112,8 @@ def test_a_dock_s_buttons_float_it_dock_it_and_close_it(docked, qtbot) -> None:
     assert bar.float_button.toolTip() == FLOAT_TIP
     bar.close_button.click()
     qtbot.waitUntil(lambda: not dock.isVisible())
+    dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetClosable)  # may not float: no Float button
+    assert bar.float_button.isHidden() and not bar.close_button.isHidden()
 
 
 def _headings(d: SettingsDialog) -> list[str]:

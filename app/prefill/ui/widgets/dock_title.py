@@ -39,6 +39,8 @@ class DockTitle(QWidget):
         self.close_button.clicked.connect(dock.close)
         dock.topLevelChanged.connect(self._on_dock_top_level_changed)
         dock.windowTitleChanged.connect(self.title.setText)
+        dock.featuresChanged.connect(self._on_dock_features_changed)
+        self._on_dock_features_changed(dock.features())
 
     def _button(self, name: str, icon_name: str, tip: str) -> QToolButton:
         button = QToolButton()
@@ -49,6 +51,12 @@ class DockTitle(QWidget):
         button.setToolTip(tip)
         button.setAccessibleName(tip)
         return button
+
+    def _on_dock_features_changed(self, features: QDockWidget.DockWidgetFeature) -> None:
+        """A button for what the dock allows: Float where it may float, Close where it may close."""
+        feature = QDockWidget.DockWidgetFeature
+        self.float_button.setVisible(bool(features & feature.DockWidgetFloatable))
+        self.close_button.setVisible(bool(features & feature.DockWidgetClosable))
 
     def _on_float_clicked(self) -> None:
         self._dock.setFloating(not self._dock.isFloating())
