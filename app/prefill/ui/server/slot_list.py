@@ -2,24 +2,20 @@
 it answers and its figures, each figure with its unit (no grid, no column header); a model's line
 across the list above its slots when the server holds several.
 
-The list follows a `SlotTableModel` (ui/server/panel.py): a reset builds the rows again, a changed row
+The list follows a `SlotTableModel` (ui/server/slot_model.py): a reset builds the rows again, a changed row
 updates its labels only, so a snapshot a few times a second lays nothing out anew.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSize, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from prefill.engine.batch.runtime import MAX_SEQUENCES
+from prefill.ui.server.slot_model import SlotTableModel
 from prefill.ui.widgets.plain_text import plain_label, tooltip
 from prefill.ui.widgets.tokens import SPACE
-
-if TYPE_CHECKING:
-    from prefill.ui.server.panel import SlotTableModel
 
 Index = QModelIndex | QPersistentModelIndex
 EMPTY = "The server's request slots show here while it serves."
