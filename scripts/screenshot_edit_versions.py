@@ -73,7 +73,7 @@ def inside(out: Path) -> int:
         from prefill.ui.widgets.theme import apply_theme
 
         w.set_theme(apply_theme(shots.app, "dark"))
-        QTimer.singleShot(500, lambda: (shoot("serve-900x600-dark.png", window_only=True), shots.app.quit()))
+        QTimer.singleShot(1500, lambda: (shoot("serve-900x600-dark.png", window_only=True), shots.app.quit()))
 
     w.model_loaded.connect(lambda _m: step())
     c.answer_finished.connect(step)
