@@ -2,7 +2,8 @@
 
 edit-versions.png: a chat whose first question was edited: it shows ‹ 2 / 2 › and the answer to the new
 words. edit-versions-older.png: paged back to 1 / 2, the old words with the turns that followed them.
-serve-900x600.png: the window at 900×600 with the Server panel open, nothing cut off.
+serve-900x600.png (and serve-900x600-dark.png): the window at 900×600 with the Server panel open, nothing
+cut off.
 
 The model is the bundled SmolLM2-135M, greedy, so the pictures are the same on every run. Needs Xvfb.
 
@@ -66,13 +67,19 @@ def inside(out: Path) -> int:
     def small() -> None:
         w.resize(900, 600)
         w.serve_action.setChecked(True)
-        QTimer.singleShot(800, lambda: (shoot("serve-900x600.png", window_only=True), shots.app.quit()))
+        QTimer.singleShot(800, lambda: (shoot("serve-900x600.png", window_only=True), small_dark()))
+
+    def small_dark() -> None:
+        from prefill.ui.widgets.theme import apply_theme
+
+        w.set_theme(apply_theme(shots.app, "dark"))
+        QTimer.singleShot(1500, lambda: (shoot("serve-900x600-dark.png", window_only=True), shots.app.quit()))
 
     w.model_loaded.connect(lambda _m: step())
     c.answer_finished.connect(step)
     QTimer.singleShot(300, lambda: w.load_model(str(model)))
     shots.run(180_000)
-    return 0 if len(shots.saved) == 3 else 1
+    return 0 if len(shots.saved) == 4 else 1
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 """Screenshots of the window serving its model, and of a chat served by a remote endpoint, under Xvfb.
 
 serving-window-slot.png: the server panel on, an HTTP client streaming in one slot while the
-window's own question streams in another (the slots table names it `window`).
+window's own question streams in another (the slots list names it `window`).
 remote-endpoint.png: the window chatting through `prefill serve` (another process) as a remote:
 the sidebar's KV cache reads "unknown". Uses the bundled SmolLM2.
+With --theme dark: serving-window-slot-dark.png alone, the same moment in the dark theme.
 
-    python scripts/screenshot_serving.py [--out packaging/screenshots]
+    python scripts/screenshot_serving.py [--out packaging/screenshots] [--theme dark]
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ QUESTION = "Write a haiku about the sea."
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=Path("packaging/screenshots"))
-    return under_xvfb(__file__, ap.parse_args().out)
+    ap.add_argument("--theme", choices=("light", "dark"), default="light")
+    args = ap.parse_args()
+    return under_xvfb(__file__, args.out, lambda _home: [args.theme])
 
 
 def client_stream(url: str, started: threading.Event) -> None:
@@ -41,7 +44,7 @@ def client_stream(url: str, started: threading.Event) -> None:
         started.set()
 
 
-def inside(out: Path) -> int:
+def inside(out: Path, theme: str = "light") -> int:
     from dataclasses import replace
 
     from PySide6.QtCore import QTimer
@@ -49,7 +52,9 @@ def inside(out: Path) -> int:
     from prefill.hub.bundled import bundled_model_path
     from prefill.store.endpoints import SavedEndpoint
 
-    shots = Shots(out, lambda s: replace(s, sampling=replace(s.sampling, max_tokens=120, seed=3)), bundled_model_path())
+    shots = Shots(out, lambda s: replace(s, sampling=replace(s.sampling, max_tokens=120, seed=3)), bundled_model_path(),
+                  theme)
+    dark = theme == "dark"
     w, shoot = shots.window, shots.shoot
     remote: list[subprocess.Popen[str]] = []
 
@@ -67,7 +72,8 @@ def inside(out: Path) -> int:
         started.wait(60)
         w.input.editor.setPlainText(QUESTION)
         w.input._on_editor_submit()
-        QTimer.singleShot(1500, lambda: shoot("serving-window-slot.png"))
+        QTimer.singleShot(1500, lambda: (shoot("serving-window-slot-dark.png" if dark else "serving-window-slot.png"),
+                                         shots.app.quit() if dark else None))
         w.controller.answer_finished.connect(on_served_answer)
 
     def on_served_answer(_f: object) -> None:
@@ -91,10 +97,10 @@ def inside(out: Path) -> int:
     for proc in remote:
         proc.terminate()
         proc.wait()
-    return 0 if len(shots.saved) == 2 else 1
+    return 0 if len(shots.saved) == (1 if dark else 2) else 1
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--inside":
-        raise SystemExit(inside(Path(sys.argv[2])))
+        raise SystemExit(inside(Path(sys.argv[2]), *sys.argv[3:4]))
     raise SystemExit(main())

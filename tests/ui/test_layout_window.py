@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication, QToolBar, QToolButton
 from prefill.ui.main_window import MainWindow
 from prefill.ui.panels import ACTION_ICONS
 from prefill.ui.shortcuts import SHORTCUTS
+from prefill.ui.widgets.dock_title import DockTitle
 from prefill.ui.widgets.theme import apply_theme
 from tests.ui.conftest import LOAD_TIMEOUT, load, small_settings
 from tests.ui.look import restored_look
@@ -209,6 +210,8 @@ def test_serve_opens_inside_the_window_and_the_window_fits_900x600_with_it(qtbot
     w.serve_action.setChecked(True)
     qtbot.waitUntil(lambda: w.server_dock is not None and w.server_dock.isVisible() and w.server_dock.height() > 0)
     assert w.size() == QSize(1280, 720)  # the Server panel opened inside the window: it did not grow
+    bar = w.server_dock.titleBarWidget()  # our title bar: line-icon buttons, not the platform's
+    assert isinstance(bar, DockTitle) and bar.close_button.icon().name() == "close"
     for tab in (w.tabs.show_models, w.tabs.show_chat):
         tab()
         hint = w.minimumSizeHint()

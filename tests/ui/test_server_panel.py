@@ -1,4 +1,5 @@
-"""The server switch and the slots panel: a real server on the tiny model, a real client."""
+"""The server switch and the slots panel: a real server on the tiny model, a real client; the panel's
+figures as label/value cards and its slots as a list of rows (no table, no grid, no header)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ import pytest
 from openai import OpenAI
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QGroupBox, QHeaderView, QTableView
 
 from prefill.engine.batch.prompt_cache import PromptCacheSnapshot
 from prefill.engine.batch.snapshot import BatchSnapshot, SlotSnapshot
 from prefill.engine.settings import LoadSettings
 from prefill.server.lifecycle import ServeOptions
 from prefill.server.served_slots import ServerSlots
+from prefill.ui.server.figure_cards import FiguresCard
 from prefill.ui.server.panel import ServerController, ServerPanel, SlotTableModel
+from prefill.ui.server.slot_list import SlotRow, slot_figures
 from prefill.ui.workers.engine_worker import EngineThread, EngineWorker
 
 START_MS = 60_000
@@ -86,8 +90,11 @@ def test_the_switch_serves_and_the_slots_show_a_request(qtbot, panel: ServerPane
     assert panel.address.text().startswith("http://127.0.0.1:") and panel.address.text().endswith("/v1")
     assert panel.slots.rowCount() == 0 or panel.slots.rowCount() == 2
     assert not panel.port.isEnabled() and not panel.parallel.isEnabled()  # fixed while it serves
+    assert panel.copy.icon().name() == "copy" and panel.copy.toolTip() == "Copy the address"
     panel.copy.click()
     assert QGuiApplication.clipboard().text() == panel.address.text()
+    assert panel.copy.icon().name() == "check" and panel.copy.toolTip() == "Copied"  # for a moment
+    qtbot.waitUntil(lambda: panel.copy.icon().name() == "copy", timeout=5000)
 
     client = OpenAI(base_url=panel.address.text(), api_key="none", max_retries=0)
     model = client.models.list().data[0].id
@@ -96,15 +103,17 @@ def test_the_switch_serves_and_the_slots_show_a_request(qtbot, panel: ServerPane
     first = threading.Event()
     reader = threading.Thread(target=lambda: (next(iter(stream)), first.set()), daemon=True)
     reader.start()
-    qtbot.waitUntil(lambda: panel.status.text().startswith("1 in flight"), timeout=START_MS)
+    qtbot.waitUntil(lambda: panel.figure("In flight") == "1", timeout=START_MS)
     qtbot.waitUntil(lambda: "decode" in {panel.slots.data(panel.slots.index(r, 1)) for r in range(2)})
     assert first.wait(30)
     stream.close()
-    qtbot.waitUntil(lambda: panel.status.text().startswith("0 in flight"), timeout=START_MS)
+    qtbot.waitUntil(lambda: panel.figure("In flight") == "0", timeout=START_MS)
 
     with qtbot.waitSignal(panel.controller.stopped, timeout=START_MS):
         panel.switch.setChecked(False)
     assert panel.address.text() == "Off" and not panel.copy.isEnabled() and panel.slots.rowCount() == 0
+    assert panel.slot_list.rows == [] and panel.slot_list.empty.isVisibleTo(panel)
+    assert not panel.figures.isVisibleTo(panel) and panel.cache_cards() == []  # no figures while it is off
     assert panel.port.isEnabled() and panel.parallel.isEnabled()
 
 
@@ -134,8 +143,34 @@ def test_snapshot_text(qtbot, engine_thread) -> None:
     qtbot.addWidget(w)
     controller.snapshot.emit(BatchSnapshot(slots=(SlotSnapshot(0, "decode", "#1", 3, 4, 7, 50.0),),
                                            queued=2, aggregate_tps=123.4, served=9))
-    assert w.status.text() == "3 in flight · 2 queued · 123 tok/s in all · 9 served"
-    assert w.slots.rowCount() == 1
+    assert w.requests.rows() == (("In flight", "3"), ("Queued", "2"), ("Writing speed", "123 tok/s in all"),
+                                 ("Served", "9"))
+    assert w.figures.isVisibleTo(w) and w.slots.rowCount() == 1
+    (row,) = w.slot_list.rows
+    assert isinstance(row, SlotRow) and not w.slot_list.empty.isVisibleTo(w)
+    assert (row.number.text(), row.state.text(), row.request.full) == ("Slot 0", "decode", "#1")
+    assert row.figures.full == "50 tok/s · 3 + 4 tokens · 7 memory cells"  # each figure with its unit
+    assert row.state.property("busy") is True
+    controller.snapshot.emit(BatchSnapshot(slots=(SlotSnapshot(0, "idle", kv_cells=5),)))
+    assert w.slot_list.rows == [row]  # the same row, its labels changed
+    assert (row.state.text(), row.figures.full, row.request.full) == ("idle", "5 memory cells", "")
+    assert row.state.property("busy") is False
+
+
+def test_the_panel_has_no_table_grid_or_header(qtbot, engine_thread) -> None:
+    controller = ServerController(engine_thread.worker)
+    w = ServerPanel(controller, lambda: None)
+    qtbot.addWidget(w)
+    controller.snapshot.emit(two_models())
+    assert w.slot_list.rows
+    assert not w.findChildren(QTableView) and not w.findChildren(QHeaderView) and not w.findChildren(QGroupBox)
+    assert w.findChildren(FiguresCard) and all(c.objectName() == "server-card" for c in w.findChildren(FiguresCard))
+
+
+def test_a_slots_figures_carry_their_units_and_drafts_while_it_speculates() -> None:
+    assert slot_figures("12 + 30", "42", "90", "25 / 40") == ("90 tok/s · 12 + 30 tokens · 42 memory cells · "
+                                                              "25 / 40 drafts taken")
+    assert slot_figures("", "0", "", "") == "0 memory cells"
 
 
 def two_models() -> ServerSlots:
@@ -167,10 +202,15 @@ def test_the_panel_spans_each_models_heading_and_sums_the_figures(qtbot, engine_
     w = ServerPanel(controller, lambda: None)
     qtbot.addWidget(w)
     controller.snapshot.emit(two_models())
-    assert w.status.text() == "3 models · 2 in flight · 1 queued · 60 tok/s in all · 3 served"
-    assert [w.table.columnSpan(r, 0) for r in range(w.slots.rowCount())] == [7, 1, 1, 7, 1, 7]
+    assert w.requests.rows() == (("Models", "3"), ("In flight", "2"), ("Queued", "1"),
+                                 ("Writing speed", "60 tok/s in all"), ("Served", "3"))
+    assert w.slot_list.headings() == [True, False, False, True, False, True]  # a line across for each model
+    heading = w.slot_list.rows[0]
+    assert heading.full == "llama-<b>8b</b> · loaded · pinned · 3.0 GiB · 1 in flight"
+    assert heading.textFormat() == Qt.TextFormat.PlainText  # a model's id is shown as it is
     controller.snapshot.emit(BatchSnapshot(slots=(SlotSnapshot(0, "idle"),)))  # a server of one model
-    assert w.table.columnSpan(0, 0) == 1 and w.slots.rowCount() == 1
+    assert w.slot_list.headings() == [False] and w.slots.rowCount() == 1
+    assert w.figure("Models") == ""
 
 
 def test_the_prompt_cache_shows_for_one_model_and_for_each_of_several(qtbot, engine_thread) -> None:
@@ -179,23 +219,25 @@ def test_the_prompt_cache_shows_for_one_model_and_for_each_of_several(qtbot, eng
     qtbot.addWidget(w)
     cache = PromptCacheSnapshot(limit=512 << 20, entries=3, bytes=40 << 20, hits=5, tokens_saved=12_345)
     controller.snapshot.emit(BatchSnapshot(slots=(SlotSnapshot(0, "idle"),), prompt_cache=cache))
-    assert w.cache.text() == "Prompt cache: 3 prompts · 40.0 MiB of 512.0 MiB · 5 hits · 12,345 tokens saved"
-    assert w.cache.isVisibleTo(w)
+    kept = ("Kept", "3 prompts · 40.0 MiB of 512.0 MiB")
+    assert w.cache_cards() == [("Prompt cache", (kept, ("Reused", "5 hits · 12,345 tokens saved")))]
+    assert w.caches[0].isVisibleTo(w)
     disk = replace(cache, entries=1, hits=1, tokens_saved=1, disk_limit=1 << 30, disk_entries=2,
                    disk_bytes=80 << 20)
     controller.snapshot.emit(BatchSnapshot(slots=(SlotSnapshot(0, "idle"),), prompt_cache=disk))
-    assert w.cache.text() == ("Prompt cache: 1 prompt · 40.0 MiB of 512.0 MiB · 1 hit · 1 token saved · "
-                              "2 on disk (80.0 MiB of 1.0 GiB)")
+    assert w.cache_cards() == [("Prompt cache", (("Kept", "1 prompt · 40.0 MiB of 512.0 MiB"),
+                                                 ("Reused", "1 hit · 1 token saved"),
+                                                 ("On disk", "2 (80.0 MiB of 1.0 GiB)")))]
     several = two_models()
     first, second = several.models[0], several.models[1]
     assert first.batch is not None and second.batch is not None
     several = replace(several, models=(replace(first, batch=replace(first.batch, prompt_cache=cache)),
                                        second, *several.models[2:]))
     controller.snapshot.emit(several)  # a line per model that has slots, by its name; off says so
-    assert w.cache.text().split("\n") == [
-        "llama-<b>8b</b>: Prompt cache: 3 prompts · 40.0 MiB of 512.0 MiB · 5 hits · 12,345 tokens saved",
-        "qwen: Prompt cache off"]
-    assert w.cache.textFormat() == Qt.TextFormat.PlainText  # a model's name is shown as it is
+    assert w.cache_cards() == [
+        ("Prompt cache · llama-<b>8b</b>", (kept, ("Reused", "5 hits · 12,345 tokens saved"))),
+        ("Prompt cache · qwen", (("", "Off"),))]
+    assert w.caches[0].title.textFormat() == Qt.TextFormat.PlainText  # a model's name is shown as it is
 
 
 @pytest.mark.model

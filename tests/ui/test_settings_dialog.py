@@ -58,7 +58,7 @@ def test_choices_and_ranges_come_from_the_schema(qtbot) -> None:
     n_ctx = d.editors["model.n_ctx"]
     assert isinstance(n_ctx.input, QSpinBox)
     low, high = fields["n_ctx"]["min"], fields["n_ctx"]["max"]
-    assert n_ctx.side.text() == f"{low:,} – {high:,} · changing this reloads the model"
+    assert n_ctx.side.text() == f"{low:,} – {high:,} · reloads the model"
     top_p = d.editors["sampling.top_p"]
     assert isinstance(top_p.input, QDoubleSpinBox) and top_p.side.text() == "0 – 1"
     assert "reloads" not in top_p.side.text()

@@ -75,7 +75,7 @@ def test_gpu_layers_as_n_of_m_and_the_reload_note(qtbot) -> None:
     gpu.set_value(12)
     assert gpu.spin is not None and gpu.spin.text() == "12 of 30 layers"
     assert gpu.input.currentText() == "This many:"
-    assert "30 layers" in gpu.side.text() and "reloads the model" in gpu.side.text()
+    assert "30 layers" in gpu.side.toolTip() and "reloads the model" in gpu.side.text()  # the count in the box
     assert "reloads" in d.editors["model.kv_type"].side.text()
     assert "reloads" not in d.editors["model.overflow_policy"].side.text()
 

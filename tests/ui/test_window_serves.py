@@ -51,7 +51,7 @@ def test_the_window_chat_is_a_slot_beside_a_client(app, qtbot, smollm2: Path) ->
     assert worker.server.scheduler.snapshot().peak_batch_seqs >= 2  # decoded in one batch
     assert w.transcript.row(w.transcript.rowCount() - 1).content == answer.text
     stream.close()
-    qtbot.waitUntil(lambda: panel.status.text().startswith("0 in flight"), timeout=START_MS)
+    qtbot.waitUntil(lambda: panel.figure("In flight") == "0", timeout=START_MS)
 
     stop_serving(qtbot, w)
     qtbot.waitUntil(lambda: type(worker.engine).__name__ == "ChatEngine", timeout=START_MS)
@@ -75,12 +75,12 @@ def test_with_one_slot_the_window_waits_in_the_queue_and_can_stop_there(app, qtb
     c = w.controller
     with qtbot.waitSignal(c.answer_finished, timeout=START_MS) as finished:
         c.send("Name a colour.")
-        qtbot.waitUntil(lambda: "1 queued" in panel.status.text(), timeout=START_MS)  # the window waits its turn
+        qtbot.waitUntil(lambda: panel.figure("Queued") == "1", timeout=START_MS)  # the window waits its turn
         assert w.transcript.row(1).streaming and not w.transcript.row(1).content
         c.stop()
     f = finished.args[0]
     assert f.reason == "cancelled" and f.text == "" and f.metrics.completion_tokens == 0
-    qtbot.waitUntil(lambda: "0 queued" in panel.status.text(), timeout=START_MS)
+    qtbot.waitUntil(lambda: panel.figure("Queued") == "0", timeout=START_MS)
     assert worker_slots_busy(w) == 1  # the client's request went on
 
     stream.close()  # its slot frees; the window's next question gets it

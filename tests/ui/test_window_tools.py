@@ -208,6 +208,8 @@ def test_the_dialog_lists_servers_tools_and_why_one_failed(qtbot, tmp_path: Path
         assert forecast.text(1) == "ready, 1 tool"
         tool = forecast.child(0)
         assert tool.text(0) == TOOL and "weather" in tool.text(1).lower()
+        assert dialog.tree.objectName() == "tools-tree"  # a card of servers (styles/dialogs.py), not a stock tree
+        assert forecast.font(0).bold() and not tool.font(0).bold()  # a server's name over its tools
         assert missing.text(1).startswith("failed: ") and len(missing.text(1)) > len("failed: ") + 10
         assert broken.text(1).startswith("refused: ")
         assert [t.name for t in mcp.offered()] == [TOOL]

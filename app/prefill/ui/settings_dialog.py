@@ -35,7 +35,7 @@ from prefill.hub.model_names import model_display_name
 from prefill.session.loaded import LoadedModel
 from prefill.store.app_settings import PER_MODEL_FIELDS, RELOAD_FIELDS, SECTIONS, ModelSettings, Settings
 from prefill.ui.models.models_folder import folder_problem
-from prefill.ui.settings_editors import RELOAD_NOTE, FieldEditor, range_text, side_by_side
+from prefill.ui.settings_editors import RELOAD_NOTE, FieldEditor, fit_width, range_text, side_by_side
 from prefill.ui.widgets.plain_text import plain_label, tooltip
 from prefill.ui.widgets.text_sheet import primary
 from prefill.ui.widgets.tokens import SPACE
@@ -84,14 +84,14 @@ class SettingsDialog(QDialog):
         for title, keys in LAYOUT:
             page = QWidget()
             form = QFormLayout(page)
-            form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+            form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)  # each label beside its field
             form.setContentsMargins(SPACE.lg, SPACE.lg, SPACE.lg, SPACE.lg)
             form.setHorizontalSpacing(SPACE.lg)
             form.setVerticalSpacing(SPACE.sm)
             if title == "Model":
                 self._model_scope(form, model)
             for key in keys:
-                if key == "model.overflow_policy":
+                if key == "model.overflow_policy" and self.model_path:  # else the scope heading says so
                     form.addRow(_heading("For every model"))
                 editor = self._editor(key)
                 editor.place(form, plain_label("" if isinstance(editor.widget, QCheckBox) else editor.label))
@@ -169,8 +169,10 @@ class SettingsDialog(QDialog):
         """GPU layers as "N of M layers", M from the loaded model."""
         gpu = self.editors["model.n_gpu_layers"]
         if self.n_layer and gpu.spin is not None:
-            gpu.spin.setSuffix(f" of {self.n_layer} layers")
-            gpu.side.setText(f"the model has {self.n_layer} layers · {RELOAD_NOTE}")
+            gpu.spin.setSuffix(f" of {self.n_layer} layers")  # the model's count shows in the box
+            fit_width(gpu.spin, gpu.widest())
+            gpu.side.setText(RELOAD_NOTE)
+            gpu.side.setToolTip(tooltip(f"The model has {self.n_layer} layers."))
 
     def result_settings(self) -> Settings:
         """The edited settings: a loaded model's own load settings and thinking budget, or (Use for
@@ -237,7 +239,7 @@ class SettingsDialog(QDialog):
 
 def _heading(text: str) -> QLabel:
     label = plain_label(text)
-    label.setObjectName("heading")  # drawn bold by the style sheet (ui/widgets/styles/window.py)
+    label.setObjectName("heading")  # a section heading (ui/widgets/styles/dialogs.py)
     return label
 
 

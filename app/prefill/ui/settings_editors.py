@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -32,6 +33,7 @@ from prefill.ui.widgets.tokens import SPACE
 
 COUNT = "count"  # the combo entry of a "choice or a number" field that enables its spin box
 INT_LIMIT = 2**31 - 1  # a QSpinBox holds a C int
+WIDE_DIGITS = 7  # the digits a number box without a maximum has room for
 FLOAT_LIMIT = 1e9
 # Text fields that name a file: a "Choose…" button opens a file dialog with this filter.
 FILE_FILTERS = {"model.draft_model_path": "GGUF models (*.gguf)", "documents.embedding_model": "GGUF models (*.gguf)"}
@@ -72,7 +74,7 @@ FIELD_WORDS: dict[str, dict[str, str]] = {
         COUNT: "After this many minutes:",
     },
 }
-RELOAD_NOTE = "changing this reloads the model"
+RELOAD_NOTE = "reloads the model"
 
 
 def words_for(value: str, key: str = "") -> str:
@@ -119,7 +121,8 @@ class FieldEditor:
         self.fault = plain_label()
         self.fault.setObjectName("setting-fault")  # in the theme's danger colour (ui/widgets/styles/window.py)
         self.fault.hide()
-        self.row = side_by_side(self.widget, self.side)
+        # A number's box is as wide as its numbers, its note beside it; a list or a text takes the row.
+        self.row = side_by_side(self.widget, self.side, stretch=not isinstance(self.widget, QAbstractSpinBox))
         self.form: QFormLayout | None = None  # where `fault` has a row of its own (`place`)
 
     def value(self) -> Any:
@@ -202,7 +205,14 @@ class FieldEditor:
         spin.setRange(-INT_LIMIT, INT_LIMIT)
         spin.setValue(value)
         spin.valueChanged.connect(on_change)
+        fit_width(spin, self.widest())
         return spin
+
+    def widest(self, decimals: int = 0) -> str:
+        """The widest number the field takes, as digits: its box is as wide as that (not as a C int)."""
+        high, low = self.meta.get("max"), self.meta.get("min")
+        digits = len(str(int(high))) if high is not None else WIDE_DIGITS
+        return ("-" if low is not None and low < 0 else "") + "8" * digits + ("." + "8" * decimals if decimals else "")
 
     def _float_spin(self, value: float, on_change: Callable[[], None]) -> QDoubleSpinBox:
         spin = QDoubleSpinBox()
@@ -212,6 +222,7 @@ class FieldEditor:
         spin.setRange(-FLOAT_LIMIT, FLOAT_LIMIT)
         spin.setValue(value)
         spin.valueChanged.connect(on_change)
+        fit_width(spin, self.widest(spin.decimals()))
         return spin
 
     def _on_browse_clicked(self, line: QLineEdit) -> None:
@@ -223,6 +234,13 @@ class FieldEditor:
             line.setText(chosen)
 
 
+def fit_width(spin: QSpinBox | QDoubleSpinBox, widest: str) -> None:
+    """Cap `spin`'s width at what `widest` (its widest number) takes with its prefix and suffix, its
+    margins and its arrows; a longer number still fits by scrolling in the box."""
+    text = f"{spin.prefix()}{widest}{spin.suffix()}"
+    spin.setMaximumWidth(spin.fontMetrics().horizontalAdvance(text) + SPACE.xl + 3 * SPACE.sm)
+
+
 def _quietly(widget: QWidget, change: Callable[[], None]) -> None:
     """Set an editor's first value without telling the dialog (it is not a change)."""
     widget.blockSignals(True)
@@ -230,11 +248,14 @@ def _quietly(widget: QWidget, change: Callable[[], None]) -> None:
     widget.blockSignals(False)
 
 
-def side_by_side(main: QWidget, side: QWidget | QLabel) -> QWidget:
+def side_by_side(main: QWidget, side: QWidget | QLabel, stretch: bool = True) -> QWidget:
+    """`main` with `side` after it; `main` takes the room left unless not `stretch`."""
     box = QWidget()
     row = QHBoxLayout(box)
     row.setContentsMargins(0, 0, 0, 0)
     row.setSpacing(SPACE.sm)
-    row.addWidget(main, 1)
+    row.addWidget(main, 1 if stretch else 0)
     row.addWidget(side)
+    if not stretch:
+        row.addStretch(1)
     return box

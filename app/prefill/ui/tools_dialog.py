@@ -187,11 +187,13 @@ class ToolsDialog(QDialog):
         self.mcp = mcp
         intro = plain_label("Tools from MCP servers (mcp.json). A checked tool is offered to the model in chats; "
                             "each call asks you first unless you always allow that tool.")
+        intro.setObjectName("tools-intro")
         intro.setWordWrap(True)
         self.error = plain_label()
         self.error.setObjectName("tools-error")
         self.error.setWordWrap(True)
         self.tree = QTreeWidget()
+        self.tree.setObjectName("tools-tree")  # a card of servers, each over its tools (styles/dialogs.py)
         self.tree.setColumnCount(2)
         self.tree.setHeaderHidden(True)  # a server's row says its state, a tool's its description
         self.tree.setColumnWidth(0, COLUMN.min_width // 2)
@@ -237,6 +239,7 @@ class ToolsDialog(QDialog):
             state = self.mcp.states.get(server.name)
             item = QTreeWidgetItem([server.name, state_text(state, server.disabled)])
             item.setData(0, Qt.ItemDataRole.UserRole, server.name)
+            _bold(item)
             _set_full_text(item, item.text(1))
             for tool in (t for t in self.mcp.tools if t.server == server.name):
                 child = QTreeWidgetItem([tool.model_name, tool.description.split("\n")[0]])
@@ -314,6 +317,13 @@ class ToolsDialog(QDialog):
     def _save(self, servers: list[McpServer], removed: list[str]) -> None:
         self.mcp.save(servers, error=lambda e: inform(self, "Tools", f"The server list was not saved: {e}"),
                       removed=removed)
+
+
+def _bold(item: QTreeWidgetItem) -> None:
+    """A server's row in bold: its tools are listed under it."""
+    font = item.font(0)
+    font.setBold(True)
+    item.setFont(0, font)
 
 
 def _set_full_text(item: QTreeWidgetItem, text: str) -> None:

@@ -1,12 +1,12 @@
 """The window's switch for `prefill serve`, its address, and the slots at work, live.
 
 `ServerController` starts and stops the server off the GUI thread and turns the
-schedulers' snapshots into a signal; `SlotTableModel` holds the slots for a view, under each
-model's name and state when the server holds several; `ServerPanel` is the switch, the address
-with a copy button, the requests in flight and queued, the aggregate rate, each model's prompt cache
-(`cache_line`: prompts kept, bytes of its bound, hits, tokens saved), and the slots table.
-The window's chat is one of the slots: the engine worker serves the model it holds
-(`EngineWorker.serve`).
+schedulers' snapshots into a signal; `SlotTableModel` (slot_model.py) holds the slots for a view, under
+each model's name and state when the server holds several; `ServerPanel` is the switch, the address
+with a copy button, and below them cards of figures (requests in flight and queued, the aggregate
+rate, served; each model's prompt cache: `figure_cards.cache_rows`) beside the slots' list
+(`slot_list.SlotList`). The window's chat is one of the slots: the engine worker serves the model it
+holds (`EngineWorker.serve`).
 """
 
 from __future__ import annotations
@@ -15,38 +15,42 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
-    QModelIndex,
     QObject,
-    QPersistentModelIndex,
+    QSize,
     Qt,
+    QTimer,
     Signal,
     Slot,
 )
-from PySide6.QtGui import QFont, QGuiApplication
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
+    QFrame,
     QHBoxLayout,
-    QHeaderView,
-    QPushButton,
+    QScrollArea,
     QSpinBox,
-    QTableView,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from prefill.engine.batch.prompt_cache import PromptCacheSnapshot
 from prefill.engine.batch.runtime import MAX_SEQUENCES
-from prefill.engine.batch.snapshot import BatchSnapshot, SlotSnapshot
-from prefill.engine.units import format_bytes
+from prefill.engine.batch.snapshot import BatchSnapshot
 from prefill.server.lifecycle import ServeOptions
-from prefill.server.served_slots import ModelSlots, ServerSlots
+from prefill.server.served_slots import ServerSlots
+from prefill.ui.server.figure_cards import FiguresCard, Rows, cache_rows
+from prefill.ui.server.slot_list import SlotList
+from prefill.ui.server.slot_model import SlotTableModel
+from prefill.ui.widgets.icons import icon
 from prefill.ui.widgets.plain_text import plain_label
+from prefill.ui.widgets.tokens import ICON, SPACE
 from prefill.ui.workers.engine_worker import EngineWorker
 
-Index = QModelIndex | QPersistentModelIndex
+__all__ = ["ServerController", "ServerPanel", "SlotTableModel"]  # the model lives in slot_model.py
 DEFAULT_PORT = 8080  # where OpenAI clients look first (llama.cpp's server's too)
 DEFAULT_PARALLEL = 4
+COPY_TIP = "Copy the address"
+COPIED_MS = 1500  # how long the Copy button shows its check mark
 
 
 class ServerController(QObject):
@@ -92,110 +96,9 @@ class ServerController(QObject):
         self.stopped.emit()
 
 
-COLUMNS = ("Slot", "State", "Request", "Tokens", "Memory cells", "tok/s", "Drafts taken")
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
-
-
-def cache_line(cache: PromptCacheSnapshot) -> str:
-    """One model's prompt cache in words: "Prompt cache: 3 prompts · 40.0 MiB of 512.0 MiB · 5 hits ·
-    1,234 tokens saved", and what it keeps on disk when it has a disk tier."""
-    if cache.limit <= 0:
-        return "Prompt cache off"
-    words = [f"Prompt cache: {_count(cache.entries, 'prompt')}",
-             f"{format_bytes(cache.bytes)} of {format_bytes(cache.limit)}",
-             _count(cache.hits, "hit"), f"{_count(cache.tokens_saved, 'token')} saved"]
-    if cache.disk_limit:
-        words.append(f"{cache.disk_entries:,} on disk ({format_bytes(cache.disk_bytes)} of "
-                     f"{format_bytes(cache.disk_limit)})")
-    return " · ".join(words)
-
-
-class SlotTableModel(QAbstractTableModel):
-    """One row per slot: state, request, tokens (prompt + generated), memory cells (KV), decode rate, and
-    how many drafted tokens the model accepted of those it checked (speculative decoding). When the
-    server holds several models, each model's slots follow a heading row: its name, its state, its
-    memory and its requests (`is_heading`; the view spans it across the columns)."""
-
-    def __init__(self, parent: QObject | None = None):
-        super().__init__(parent)
-        self._rows: tuple[ModelSlots | SlotSnapshot, ...] = ()
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):  # type: ignore[no-untyped-def]
-        horizontal = orientation == Qt.Orientation.Horizontal
-        if role == Qt.ItemDataRole.DisplayRole and horizontal and 0 <= section < len(COLUMNS):
-            return COLUMNS[section]
-        return None
-
-    def is_heading(self, row: int) -> bool:
-        """Whether `row` names a model (its slots follow) rather than showing a slot."""
-        return 0 <= row < len(self._rows) and isinstance(self._rows[row], ModelSlots)
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):  # type: ignore[no-untyped-def]
-        if not index.isValid():
-            return None
-        row = self._rows[index.row()]
-        if isinstance(row, ModelSlots):
-            if role == Qt.ItemDataRole.FontRole:
-                bold = QFont()
-                bold.setBold(True)
-                return bold
-            if role == Qt.ItemDataRole.DisplayRole:
-                return row.heading() if index.column() == 0 else ""
-            return None
-        if role != Qt.ItemDataRole.DisplayRole:
-            return None
-        s = row
-        busy = s.state != "idle"
-        values = (
-            str(s.index), s.state, s.label if busy else "",
-            f"{s.prompt_tokens} + {s.generated}" if busy else "", str(s.kv_cells),
-            f"{s.tps:.0f}" if busy else "",
-            f"{s.accepted} / {s.drafted}" if busy and s.drafted else "",
-        )
-        return values[index.column()]
-
-    def set_slots(self, slots: tuple[SlotSnapshot, ...]) -> None:
-        """One model's slots, without a heading."""
-        self._set_rows(slots)
-
-    def set_server(self, server: ServerSlots) -> None:
-        """The server's slots: under each model's heading when it holds several, else as they are."""
-        if len(server.models) > 1:
-            rows: list[ModelSlots | SlotSnapshot] = []
-            for m in server.models:
-                rows.append(m)
-                rows.extend(m.batch.slots if m.batch is not None else ())
-            self._set_rows(tuple(rows))
-        else:
-            self._set_rows(server.slots)
-
-    def _set_rows(self, rows: tuple[ModelSlots | SlotSnapshot, ...]) -> None:
-        """Rows that changed emit dataChanged; another count or order of headings resets the model."""
-        def shape(rs: tuple[ModelSlots | SlotSnapshot, ...]) -> list[str]:
-            return [r.id if isinstance(r, ModelSlots) else "" for r in rs]
-
-        if len(rows) != len(self._rows) or shape(rows) != shape(self._rows):
-            self.beginResetModel()
-            self._rows = rows
-            self.endResetModel()
-            return
-        old, self._rows = self._rows, rows
-        for row, (a, b) in enumerate(zip(old, rows, strict=True)):
-            if a != b:
-                self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
-
-
 class ServerPanel(QWidget):
-    """The switch, the address with a copy button, requests in flight, the slots table.
+    """The switch, the address with a copy button and the port and slot boxes on top; below them the
+    figures (requests, each model's prompt cache) as cards of label/value rows beside the slots' list.
 
     `options` gives the ServeOptions for the model loaded in the window, or None when
     there is none (the switch then says so and stays off); the panel's port and slot boxes
@@ -205,47 +108,84 @@ class ServerPanel(QWidget):
     def __init__(self, controller: ServerController, options: Callable[[], ServeOptions | None],
                  parent: QWidget | None = None):
         super().__init__(parent)
+        self.setObjectName("server-panel")
         self.controller = controller
         self._options = options
         self.url = ""
-        self.switch = QCheckBox("Serve this model over HTTP (OpenAI API)")
+        self.switch = QCheckBox("Serve over HTTP (OpenAI API)")
+        self.switch.setToolTip("Serve the model loaded here to other programs on this computer")
         self.port = QSpinBox()
         self.port.setRange(0, 65535)
         self.port.setValue(DEFAULT_PORT)
         self.port.setSpecialValueText("any free")
         self.port.setToolTip("The port on 127.0.0.1 (8080 is where OpenAI clients look first)")
+        self.port.setAccessibleName("Port")
         self.parallel = QSpinBox()
         self.parallel.setRange(1, MAX_SEQUENCES)
         self.parallel.setValue(DEFAULT_PARALLEL)
         self.parallel.setToolTip("Requests decoded together, this chat's included; more wait in a queue")
+        self.parallel.setAccessibleName("Slots")
+        for box, widest in ((self.port, "any free"), (self.parallel, str(MAX_SEQUENCES))):
+            box.setMaximumWidth(box.fontMetrics().horizontalAdvance(widest) + SPACE.xl + 3 * SPACE.sm)
         self.address = plain_label("Off")
+        self.address.setObjectName("server-address")
         self.address.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.copy = QPushButton("Copy")
+        self.address.setWordWrap(True)  # a failure's sentence wraps rather than widening the window (not a URL)
+        self.copy = QToolButton()
+        self.copy.setObjectName("server-copy")
+        self.copy.setIcon(icon("copy"))
+        self.copy.setIconSize(QSize(ICON.inline, ICON.inline))
+        self.copy.setAutoRaise(True)
+        self.copy.setToolTip(COPY_TIP)
+        self.copy.setAccessibleName(COPY_TIP)
         self.copy.setEnabled(False)
-        self.status = plain_label()
-        self.cache = plain_label()  # each model's prompt cache, a line each
+        self._copied = QTimer(self)
+        self._copied.setSingleShot(True)
+        self._copied.setInterval(COPIED_MS)
+        self._copied.timeout.connect(self._on_copied_timeout)
+        self.requests = FiguresCard("Requests")
+        self.requests.hide()  # until the server reports
+        self.caches: list[FiguresCard] = []  # a prompt cache card per model with slots
         self.slots = SlotTableModel(self)
-        self.table = QTableView()
-        self.table.setModel(self.slots)
-        self.table.verticalHeader().hide()
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.slots.modelReset.connect(self._on_slots_reset)
+        self.slot_list = SlotList(self.slots)
 
-        row = QHBoxLayout()
-        row.addWidget(self.address, 1)
-        row.addWidget(self.copy)
         top = QHBoxLayout()
-        top.addWidget(self.switch, 1)
-        top.addWidget(plain_label("Port"))
-        top.addWidget(self.port)
-        top.addWidget(plain_label("Slots"))
-        top.addWidget(self.parallel)
+        top.setSpacing(SPACE.sm)
+        top.addWidget(self.switch)
+        top.addSpacing(SPACE.md)
+        top.addWidget(self.address)
+        top.addWidget(self.copy)
+        top.addStretch(1)
+        top.addSpacing(SPACE.md)
+        for label, box in (("Port", self.port), ("Slots", self.parallel)):
+            name = plain_label(label)
+            name.setObjectName("server-box-label")
+            name.setBuddy(box)
+            top.addWidget(name)
+            top.addWidget(box)
+        figures = self.figures_inside = QWidget()
+        figures.setObjectName("server-figures")
+        self._cards = QVBoxLayout(figures)
+        self._cards.setContentsMargins(0, 0, 0, 0)
+        self._cards.setSpacing(SPACE.sm)
+        self._cards.addWidget(self.requests)
+        self._cards.addStretch(1)
+        self.figures = QScrollArea()
+        self.figures.setObjectName("server-figures-scroll")
+        self.figures.setWidget(figures)
+        self.figures.setWidgetResizable(True)
+        self.figures.setFrameShape(QFrame.Shape.NoFrame)
+        self.figures.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.figures.hide()  # until the server reports
+        body = QHBoxLayout()
+        body.setSpacing(SPACE.md)
+        body.addWidget(self.figures)
+        body.addWidget(self.slot_list, 1)
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(SPACE.md, SPACE.sm, SPACE.md, SPACE.sm)
+        layout.setSpacing(SPACE.sm)
         layout.addLayout(top)
-        layout.addLayout(row)
-        layout.addWidget(self.status)
-        layout.addWidget(self.cache)
-        layout.addWidget(self.table)
+        layout.addLayout(body, 1)
 
         self.switch.toggled.connect(self._on_switch_toggled)
         self.copy.clicked.connect(self._on_copy_clicked)
@@ -253,6 +193,14 @@ class ServerPanel(QWidget):
         controller.stopped.connect(self._on_controller_stopped)
         controller.failed.connect(self._on_controller_failed)
         controller.snapshot.connect(self._on_controller_snapshot)
+
+    def figure(self, label: str) -> str:
+        """The value the Requests card shows beside `label` ("In flight", "Queued"…; "" when not shown)."""
+        return dict(self.requests.rows()).get(label, "")
+
+    def cache_cards(self) -> list[tuple[str, Rows]]:
+        """Each prompt cache card shown: its title and its label/value rows."""
+        return [(card.title.text(), card.rows()) for card in self.caches]
 
     @Slot(bool)
     def _on_switch_toggled(self, on: bool) -> None:
@@ -273,10 +221,19 @@ class ServerPanel(QWidget):
     @Slot()
     def _on_copy_clicked(self) -> None:
         QGuiApplication.clipboard().setText(self.url + "/v1")
+        self.copy.setIcon(icon("check"))  # says it was copied, for a moment
+        self.copy.setToolTip("Copied")
+        self._copied.start()
+
+    @Slot()
+    def _on_copied_timeout(self) -> None:
+        self.copy.setIcon(icon("copy"))
+        self.copy.setToolTip(COPY_TIP)
 
     @Slot(str)
     def _on_controller_started(self, url: str) -> None:
         self.url = url
+        self.address.setWordWrap(False)
         self.address.setText(f"{url}/v1")
         self.copy.setEnabled(True)
         self.switch.setEnabled(True)  # the port and slots stay as they are while it serves
@@ -293,30 +250,51 @@ class ServerPanel(QWidget):
     @Slot(object)
     def _on_controller_snapshot(self, snap: ServerSlots | BatchSnapshot) -> None:
         server = ServerSlots.of_one(snap) if isinstance(snap, BatchSnapshot) else snap
-        models = f"{len(server.models)} models · " if len(server.models) > 1 else ""
-        self.status.setText(
-            f"{models}{server.in_flight} in flight · {server.queued} queued · {server.aggregate_tps:.0f} tok/s in "
-            f"all · {server.served} served")
         several = len(server.models) > 1
-        self.cache.setText("\n".join(
-            f"{m.id}: {cache_line(m.batch.prompt_cache)}" if several else cache_line(m.batch.prompt_cache)
-            for m in server.models if m.batch is not None))
+        rows = [("Models", str(len(server.models)))] if several else []
+        rows += [("In flight", f"{server.in_flight:,}"), ("Queued", f"{server.queued:,}"),
+                 ("Writing speed", f"{server.aggregate_tps:.0f} tok/s in all"), ("Served", f"{server.served:,}")]
+        self.requests.set_rows(tuple(rows))
+        self.requests.show()
+        caches = [(f"Prompt cache · {m.id}" if several else "Prompt cache", cache_rows(m.batch.prompt_cache))
+                  for m in server.models if m.batch is not None]
+        self._show_caches(caches)
+        self.figures.show()
+        self._fit_figures()
         self.slots.set_server(server)
 
-    @Slot()
-    def _on_slots_reset(self) -> None:
-        """A model's heading spans the table's width (its name and state are longer than a column)."""
-        self.table.clearSpans()
-        for row in range(self.slots.rowCount()):
-            if self.slots.is_heading(row):
-                self.table.setSpan(row, 0, 1, len(COLUMNS))
+    def _show_caches(self, caches: list[tuple[str, Rows]]) -> None:
+        """A card per model's prompt cache, made or dropped only when the number of models changes."""
+        while len(self.caches) > len(caches):
+            card = self.caches.pop()
+            self._cards.removeWidget(card)
+            card.hide()
+            card.deleteLater()
+        while len(self.caches) < len(caches):
+            self.caches.append(FiguresCard())
+            self._cards.insertWidget(len(self.caches), self.caches[-1])  # after Requests, before the stretch
+        for card, (title, rows) in zip(self.caches, caches, strict=True):
+            card.title.setText(title)
+            card.set_rows(rows)
+
+    def _fit_figures(self) -> None:
+        """The figures' column as wide as its widest card (the slots take the rest), grown, never shrunk
+        while the server runs, so the list does not jump from one snapshot to the next."""
+        inside = self.figures_inside
+        inside.adjustSize()
+        width = inside.sizeHint().width() + self.figures.verticalScrollBar().sizeHint().width()
+        if width > self.figures.width() or not self.figures.isVisible():
+            self.figures.setFixedWidth(width)
 
     def _set_off(self, text: str) -> None:
         self.url = ""
+        self.address.setWordWrap(True)
         self.address.setText(text)
         self.copy.setEnabled(False)
-        self.status.setText("")
-        self.cache.setText("")
+        self.requests.set_rows(())
+        self.requests.hide()
+        self._show_caches([])
+        self.figures.hide()
         self.switch.blockSignals(True)
         self.switch.setChecked(False)
         self.switch.blockSignals(False)

@@ -10,6 +10,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
+from prefill.ui.widgets.dock_title import titled_dock
 from prefill.ui.workers.engine_worker import EngineWorker
 
 if TYPE_CHECKING:
@@ -40,8 +41,7 @@ class ServerRoom(QObject):
         if self.dock is None:
             from prefill.ui.server.panel import ServerController, ServerPanel
 
-            self.dock = QDockWidget("Server", self._window)
-            self.dock.setObjectName("server-dock")
+            self.dock = titled_dock("Server", self._window, "server-dock")
             self.dock.setWidget(ServerPanel(ServerController(self._worker, self._window), self._options))
             self._window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock)
             self.dock.visibilityChanged.connect(self._serve.setChecked)

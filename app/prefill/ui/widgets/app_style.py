@@ -1,6 +1,7 @@
 """The application's style under the style sheet: Fusion, with no icons on dialog buttons and the
 few icons Qt draws by itself (message boxes, a line edit's clear button, a dock's close button)
-taken from the line-icon set; and the body font at the type scale's size.
+taken from the line-icon set; a spin box's number off its left border; and the body font at the type
+scale's size.
 
 Qt puts stock icons on dialog buttons (a folder on Save, a red cross on Cancel) wherever the platform
 theme asks for them (KDE, most X11 desktops); answering ``SH_DialogButtonBox_ButtonsHaveIcons`` with 0
@@ -10,10 +11,19 @@ leaves every QDialogButtonBox in the application with words alone.
 from __future__ import annotations
 
 from PySide6.QtGui import QFont, QIcon
-from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory, QStyleOption, QWidget
+from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QApplication,
+    QLineEdit,
+    QProxyStyle,
+    QStyle,
+    QStyleFactory,
+    QStyleOption,
+    QWidget,
+)
 
 from prefill.ui.widgets.icons import icon
-from prefill.ui.widgets.tokens import TYPE
+from prefill.ui.widgets.tokens import SPACE, TYPE
 
 # Qt's own pictures that the application shows anyway, and the line icon drawn in their place.
 _OWN_ICONS: dict[QStyle.StandardPixmap, str] = {
@@ -24,6 +34,7 @@ _OWN_ICONS: dict[QStyle.StandardPixmap, str] = {
     QStyle.StandardPixmap.SP_LineEditClearButton: "close",
     QStyle.StandardPixmap.SP_TitleBarCloseButton: "close",
     QStyle.StandardPixmap.SP_DockWidgetCloseButton: "close",
+    QStyle.StandardPixmap.SP_TitleBarNormalButton: "pop-out",  # a dock's float button
 }
 
 
@@ -38,6 +49,16 @@ class PrefillStyle(QProxyStyle):
         if hint == QStyle.StyleHint.SH_DialogButtonBox_ButtonsHaveIcons:
             return 0
         return super().styleHint(hint, option, widget, returnData)  # type: ignore[arg-type]
+
+    def polish(self, target):  # type: ignore[no-untyped-def]  # Qt's three overloads in one
+        """Qt's polish, and a spin box's number kept off its left border (a style sheet's padding moves
+        a spin box's arrows, never its editor, which Qt lays flush against the border)."""
+        result = super().polish(target)
+        if isinstance(target, QAbstractSpinBox):
+            editor = target.findChild(QLineEdit)
+            if editor is not None:
+                editor.setTextMargins(SPACE.sm, 0, 0, 0)
+        return result
 
     def standardIcon(self, standardIcon: QStyle.StandardPixmap, option: QStyleOption | None = None,
                      widget: QWidget | None = None) -> QIcon:

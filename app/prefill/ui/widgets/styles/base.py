@@ -26,6 +26,7 @@ def _arrow(selector: str, image: str, size: str) -> str:
 def sheet(c: ThemeColours) -> str:
     """Rules for the standard controls, in both themes."""
     up, down = icon_file("chevron-up", c.muted), icon_file("chevron-down", c.muted)
+    up_off, down_off = icon_file("chevron-up", c.border), icon_file("chevron-down", c.border)  # at a limit
     arrow = f"width: {ICON.inline - SPACE.xs}px; height: {ICON.inline - SPACE.xs}px;"
     return f"""
 QPushButton {{ background: {c.button}; color: {c.text}; border: 1px solid {c.border};
@@ -62,6 +63,8 @@ QAbstractSpinBox::down-button {{ subcontrol-position: bottom right; }}
 QAbstractSpinBox::up-button:hover, QAbstractSpinBox::down-button:hover {{ background: {c.hover}; }}
 {_arrow('QAbstractSpinBox::up-arrow', up, arrow)}
 {_arrow('QAbstractSpinBox::down-arrow', down, arrow)}
+{_arrow('QAbstractSpinBox::up-arrow:off, QAbstractSpinBox::up-arrow:disabled', up_off, arrow)}
+{_arrow('QAbstractSpinBox::down-arrow:off, QAbstractSpinBox::down-arrow:disabled', down_off, arrow)}
 QAbstractSpinBox {{ padding-right: {SPACE.xl}px; }}
 QComboBox QAbstractItemView {{ background: {c.card}; border: 1px solid {c.border}; border-radius: 0;
     padding: {SPACE.xs}px; outline: 0; }}
