@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from prefill.ui.widgets.colours import ThemeColours, colours_for
-from prefill.ui.widgets.styles import base, chat, composer, focus, models, notices, sidebar, window
+from prefill.ui.widgets.styles import base, chat, composer, documents, focus, models, notices, sidebar, window
 
 # base first (every control), focus last (the ring overrides a border); rooms' pieces between them.
 _PIECES: tuple[Callable[[ThemeColours], str], ...] = (base.sheet, chat.sheet, sidebar.sheet, models.sheet,
-                                                     notices.sheet, composer.sheet, window.sheet, focus.sheet)
+                                                     notices.sheet, composer.sheet, documents.sheet, window.sheet,
+                                                     focus.sheet)
 
 
 def style_sheet(effective: str) -> str:
