@@ -179,7 +179,7 @@ class FileRows(QStyledItemDelegate):
         small_m = QFontMetrics(small)
         right = rect.right()
         if not failed:  # what it gave, at the end of the line
-            room = min(small_m.horizontalAdvance(what), (rect.right() - x) // 2)
+            room = min(small_m.horizontalAdvance(what) + SPACE.xs, (rect.right() - x) // 2)  # (room to round)
             shown = small_m.elidedText(what, Qt.TextElideMode.ElideRight, room)
             painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText))
             painter.drawText(QRect(right - room, rect.top(), room, line),

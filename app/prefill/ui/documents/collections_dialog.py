@@ -105,15 +105,22 @@ class CollectionsDialog(QDialog):
         hint = plain_label(EMPTY_HINT)
         hint.setObjectName("collections-empty-hint")
         hint.setWordWrap(True)
-        hint.setMaximumWidth(COLUMN.min_width)
+        hint.setFixedWidth(COLUMN.min_width)
         self.empty_add = primary(QPushButton("Add a folder…"))
         self.empty_add.setObjectName("collections-empty-add")
         self.empty_add.clicked.connect(self._on_new_clicked)
-        col = QVBoxLayout(page)
-        col.addStretch(1)
-        for w in (IconMark("folder", 2 * ICON.toolbar), title, hint, self.empty_add):
-            col.addWidget(w, 0, Qt.AlignmentFlag.AlignHCenter)
         hint.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        col = QVBoxLayout(page)
+        col.setSpacing(SPACE.sm)
+        col.addStretch(1)
+        for w, after in ((IconMark("folder", 2 * ICON.toolbar), SPACE.xs), (title, 0), (hint, SPACE.md),
+                         (self.empty_add, 0)):
+            centred = QHBoxLayout()  # (a wrapped label aligned in a column loses the height its lines need)
+            centred.addStretch(1)
+            centred.addWidget(w)
+            centred.addStretch(1)
+            col.addLayout(centred)
+            col.addSpacing(after)
         col.addStretch(2)
         return page
 

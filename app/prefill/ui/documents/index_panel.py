@@ -114,10 +114,10 @@ class IndexPanel(QWidget):
         self._problem_labels: list[QLabel] = []
         top = QHBoxLayout()
         top.setSpacing(SPACE.sm)
-        top.addWidget(self.mark, 0, Qt.AlignmentFlag.AlignTop)
+        top.addWidget(self.mark, 0, Qt.AlignmentFlag.AlignVCenter)
         top.addWidget(self.line, 1)
-        top.addWidget(self.stop, 0, Qt.AlignmentFlag.AlignTop)
-        top.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignTop)
+        top.addWidget(self.stop, 0, Qt.AlignmentFlag.AlignVCenter)
+        top.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignVCenter)
         inner = QVBoxLayout(self.card)
         inner.setContentsMargins(SPACE.md, SPACE.sm, SPACE.sm, SPACE.md)
         inner.setSpacing(SPACE.sm)
@@ -135,6 +135,7 @@ class IndexPanel(QWidget):
     def resizeEvent(self, e: QResizeEvent) -> None:
         super().resizeEvent(e)
         self.card.setMaximumWidth(column_width(max(1, e.size().width() - 2 * PAD)))  # as wide as the composer
+        self._fit_problems()
 
     # --- what the room calls ----------------------------------------------------------------------
     def begin(self, job: int, what: str) -> None:
@@ -258,6 +259,17 @@ class IndexPanel(QWidget):
             col.addLayout(marked("warning", label))
         col.addStretch(1)
         self.problems.setWidget(body)  # the one before goes with its rows
-        line = self.fontMetrics().lineSpacing() + SPACE.xs
-        self.problems.setMaximumHeight(PROBLEM_ROWS * line + SPACE.xs)
         self.problems.setVisible(bool(shown))
+        self._fit_problems()
+
+    def _fit_problems(self) -> None:
+        """The rows of files not read take the height they need, up to PROBLEM_ROWS lines; past that they
+        scroll."""
+        body = self.problems.widget()
+        if body is None or not self._problem_labels:
+            return
+        most = PROBLEM_ROWS * (self.fontMetrics().lineSpacing() + SPACE.xs)
+        width = self.problems.viewport().width() if self.problems.isVisible() else self.card.width() - PAD
+        lay = body.layout()
+        need = lay.totalHeightForWidth(width) if lay is not None and lay.hasHeightForWidth() else -1
+        self.problems.setFixedHeight(min(most, need if need > 0 else body.sizeHint().height()))

@@ -13,8 +13,8 @@ def sheet(c: ThemeColours) -> str:
     """Rules for the widgets the documents room names."""
     return f"""
 QLabel#collections-title {{ font-size: {TYPE.headline}px; font-weight: 600; }}
-QLabel#collections-empty-title {{ font-size: {TYPE.title}px; font-weight: 600; padding-top: {SPACE.sm}px; }}
-QLabel#collections-empty-hint {{ color: {c.muted}; padding-bottom: {SPACE.md}px; }}
+QLabel#collections-empty-title {{ font-size: {TYPE.title}px; font-weight: 600; }}
+QLabel#collections-empty-hint {{ color: {c.muted}; }}
 QListWidget#collections-list {{ background: transparent; border: none; }}
 QListWidget#collections-list::item, QListWidget#collections-list::item:hover,
 QListWidget#collections-list::item:selected {{ background: transparent; padding: 0; }}
