@@ -6,9 +6,10 @@ message box, an answer from the passages found and the sidebar's Documents figur
 The documents are written here (a small island guide: Markdown, text, CSV, a PDF, and a file of binary
 junk); the embedding model is the bundled all-MiniLM-L6-v2, the chat model the bundled SmolLM2-135M,
 greedy, so the pictures are the same on every run. Indexing is held once, half way, for the first
-picture. Needs Xvfb.
+picture. `--small` takes the same three in the dark theme with the window at 900x600 (the names end in
+-dark-900.png). Needs Xvfb.
 
-    python scripts/screenshot_documents.py [--out packaging/screenshots]
+    python scripts/screenshot_documents.py [--out packaging/screenshots] [--small]
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ FILLER = ("Varnholm has rocky shores, small fishing boats, wooden houses painted
 
 
 def main() -> int:
-    return main_for(__file__, prepare)
+    small = "--small" in sys.argv
+    if small:
+        sys.argv.remove("--small")
+    return main_for(__file__, lambda home: [*prepare(home), "small" if small else "large"])
 
 
 def prepare(home: Path) -> list[str]:
@@ -54,7 +58,7 @@ def prepare(home: Path) -> list[str]:
     return [str(folder)]
 
 
-def inside(out: Path, folder: str) -> int:
+def inside(out: Path, folder: str, look: str = "large") -> int:
     from dataclasses import replace
 
     from PySide6.QtCore import QTimer
@@ -92,8 +96,14 @@ def inside(out: Path, folder: str) -> int:
         return replace(s, sampling=replace(s.sampling, temperature=0.0, max_tokens=60),  # type: ignore
                        model=replace(s.model, n_ctx=2048))  # type: ignore
 
-    shots = Shots(out, adjust, None, load_embedder=HeldOnce)
-    w, shoot = shots.window, shots.shoot
+    small = look == "small"
+    shots = Shots(out, adjust, None, theme="dark" if small else "light", load_embedder=HeldOnce)
+    w = shots.window
+    if small:
+        w.resize(900, 600)
+
+    def shoot(name: str) -> None:
+        shots.shoot(name.replace(".png", "-dark-900.png") if small else name, window_only=small)
     room = w.documents  # its signals come on the GUI thread (the worker's own come from its thread)
 
     def loaded(_m: object) -> None:
@@ -120,8 +130,9 @@ def inside(out: Path, folder: str) -> int:
 
     def collection() -> None:
         dialog = w.documents.open_collections()
-        dialog.move(220, 160)
+        dialog.move(*((48, 40) if small else (220, 160)))
         room.indexed.connect(lambda _d: QTimer.singleShot(800, lambda: (
+            dialog.files.scrollToBottom(),  # the file not read, and why, in view
             shoot("documents-collection.png"), shots.app.quit())))
         dialog.make("Varnholm guide", folder)
 
@@ -133,5 +144,5 @@ def inside(out: Path, folder: str) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--inside":
-        raise SystemExit(inside(Path(sys.argv[2]), sys.argv[3]))
+        raise SystemExit(inside(Path(sys.argv[2]), sys.argv[3], *sys.argv[4:5]))
     raise SystemExit(main())

@@ -25,7 +25,9 @@ from prefill.session.document_chats import ChatDocs, EmbedderLike
 from prefill.store import HistoryStore, SettingsFile
 from prefill.store.app_settings import Settings
 from prefill.ui.chat.composer.document_sources import offered
+from prefill.ui.documents import collections_dialog
 from prefill.ui.main_window import MainWindow
+from prefill.ui.widgets.plain_text import Button
 from prefill.ui.workers.documents_worker import DocumentsThread, IndexDone
 from prefill.ui.workers.engine_worker import EngineThread
 from prefill.ui.workers.store_worker import StoreProxy, Stores
@@ -115,12 +117,12 @@ def test_a_folder_indexes_with_its_progress_to_the_end_and_bad_files_are_said(wi
     stored = {Path(f.path).name: f.problem for f in lib.files(done.collection) if f.state == "failed"}
     lib.close()
     assert set(stored) == {"junk.txt", "cut.pdf", HOSTILE} and "binary" in stored["junk.txt"]
-    # each file not read is listed in the reader's own sentence
-    assert sorted(panel.problems.text().splitlines()) == sorted(f"Not read: {p}" for p in stored.values())
+    # each file not read is listed in the reader's own sentence, a row each
+    assert sorted(panel.problem_texts()) == sorted(stored.values())
     assert panel.problems.isVisible()
     assert w.documents.chips.names() == ["docs"] and w.documents.chips.isVisible()
     assert w.controller.choices.documents == ChatDocs(done.collection, (str(folder),))
-    assert HOSTILE in panel.problems.text() and text_problems(w) == []
+    assert any(HOSTILE in t for t in panel.problem_texts()) and text_problems(w) == []
 
 
 def test_stop_mid_way_then_attach_again_goes_on_without_duplicates(windows, qtbot, tmp_path: Path) -> None:
@@ -241,7 +243,8 @@ def test_a_drop_is_split_into_images_and_documents(qtbot, tmp_path: Path) -> Non
     assert documents == [str(folder / "note0.md"), str(folder)]
 
 
-def test_a_collections_view_shows_its_size_files_and_model_and_removes_it(windows, qtbot, tmp_path: Path) -> None:
+def test_a_collections_view_shows_its_size_files_and_model_and_removes_it(windows, qtbot, tmp_path: Path,
+                                                                          monkeypatch) -> None:
     folder = _notes(tmp_path / "papers", 3)
     _bad_files(folder)
     extra = tmp_path / "extra.md"
@@ -267,10 +270,14 @@ def test_a_collections_view_shows_its_size_files_and_model_and_removes_it(window
     assert w.controller.choices.documents == ChatDocs.named("papers")
     assert not dialog.make("chat-mine", str(folder)) and "kept for a chat's own" in w.notice.text()
     assert not dialog.make("papers", str(folder)) and "already" in w.notice.text()
+    card = dialog.card("papers")
+    assert card is not None
+    monkeypatch.setattr(collections_dialog, "ask", lambda *_a, **_k: Button.Yes)  # Remove asks first
     with qtbot.waitSignal(w.documents.removed, timeout=INDEX_TIMEOUT):
-        qtbot.mouseClick(dialog.remove, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(card.remove, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: dialog.list.count() == 0, timeout=INDEX_TIMEOUT)
     assert dialog.view is None and w.controller.choices.documents is None
+    assert dialog.stack.currentWidget() is dialog.empty  # and says what to do now: add a folder
     lib = DocumentLibrary(_index(w))
     assert "papers" not in {c.name for c in lib.collections()}
     lib.close()

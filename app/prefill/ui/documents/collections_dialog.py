@@ -1,80 +1,67 @@
 """The collections: named sets of documents that several chats read, as LocalDocs keeps them.
 
-A list of the collections on the left; on the right the one chosen: its size (files, passages, bytes), its
-embedding model, the folders it was made from (watched: a change in them is indexed while Prefill runs),
-and its files, each with its pages and passages or, for one that could not be read, the
-reason in words. Buttons: read it in this chat, make one from a folder, add a folder to it, remove it from
-the index (the files stay where they are). Everything shown comes from the documents worker's signals;
-names, paths and problems are outside text, shown plain.
+The collections as cards on the left, each with its size (files, passages, bytes), the folder it watches
+(a change in it is indexed while Prefill runs) and its embedding model, and its actions as icons: add a
+folder, re-index, remove from the index (asked first; the files stay where they are). On the right the one
+chosen: the same facts in full, its files, each with what it gave or, not read, the reason in words, and
+Read in this chat. With none yet, the dialog says what to do: add a folder. Everything shown comes from the
+documents worker's signals; names, paths and problems are outside text, shown plain.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QDialog,
     QFileDialog,
+    QFrame,
     QHBoxLayout,
-    QInputDialog,
+    QListView,
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
 
-from prefill.documents.index import CollectionSummary, FileRecord
-from prefill.engine.units import format_bytes
 from prefill.session.document_chats import OWN_PREFIX
-from prefill.ui.widgets.plain_text import plain_label, tooltip
-from prefill.ui.workers.documents_worker import CollectionView, DocumentsWorker
+from prefill.ui.documents.collection_cards import CollectionCard, FileRows, fill_files
+from prefill.ui.documents.collection_words import (
+    check_name,
+    free_name,
+    model_line,
+    plural,
+    size_line,
+    watched_line,
+)
+from prefill.ui.documents.marks import IconMark, marked
+from prefill.ui.widgets.plain_text import Button, ask, plain_label, tooltip
+from prefill.ui.widgets.text_sheet import TextSheet, primary
+from prefill.ui.widgets.tokens import COLUMN, ICON, SPACE
+from prefill.ui.workers.documents_worker import CollectionEntry, CollectionView, DocumentsWorker
 
-
-def size_line(c: CollectionSummary) -> str:
-    unread = f" ({c.failed} not readable)" if c.failed else ""
-    return f"{c.files} files{unread} · {c.chunks} passages · {format_bytes(c.bytes)}"
-
-
-def file_line(f: FileRecord) -> str:
-    name = Path(f.path).name
-    if f.state == "failed":  # the reader's sentence names the file first: not twice
-        problem = f.problem[len(name) + 1:].strip() if f.problem.startswith(f"{name}:") else f.problem
-        return f"{name} — not read: {problem}"
-    pages = f"{f.pages} pages, " if f.pages else ""
-    note = f" ({f.problem})" if f.problem else ""
-    return f"{name} — {pages}{f.chunks} passage{'s' if f.chunks != 1 else ''}{note}"
-
-
-def watched_line(roots: tuple[str, ...]) -> str:
-    """The files and folders a collection was made from, as watched."""
-    if not roots:
-        return "Not watched: made before Prefill kept its folders (add a folder to it to watch it)."
-    names = ", ".join(roots[:3]) + (f" and {len(roots) - 3} more" if len(roots) > 3 else "")
-    return f"Watched: {names} (changes are indexed while Prefill runs)"
-
-
-def check_name(name: str, taken: set[str]) -> str:
-    """Why `name` cannot name a new collection ("" when it can)."""
-    if not name.strip():
-        return "A collection needs a name."
-    if name.startswith(OWN_PREFIX):
-        return f"Names starting with {OWN_PREFIX} are kept for a chat's own documents: pick another."
-    if name in taken:
-        return f"There is a collection named {name} already: pick it in the list, or another name."
-    return ""
+EMPTY_TITLE = "No collections yet — add a folder"
+EMPTY_HINT = ("A collection is a folder of documents that any chat can read. Prefill indexes it here, on this "
+              "machine, and watches it for changes while it runs.")
+CARDS_WIDTH = COLUMN.side_min_width + 3 * SPACE.xxl  # the list of cards; the chosen one's files take the rest
+CARD_WIDTH = CARDS_WIDTH - 2 * SPACE.xs - SPACE.md  # inside the list's spacing, room kept for its scroll bar
 
 
 class CollectionsDialog(QDialog):
     """Signals:
         use_requested(str): read this collection in the open chat.
         index_requested(str, str): index this folder into this collection (a new one, or more for it).
+        reindex_requested(str): look at this collection's folders again and index what changed.
         notice(str): something to say in the window (a refused name).
     """
 
     use_requested = Signal(str)
     index_requested = Signal(str, str)
+    reindex_requested = Signal(str)
     notice = Signal(str)
 
     def __init__(self, worker: DocumentsWorker, parent: QWidget | None = None):
@@ -82,90 +69,170 @@ class CollectionsDialog(QDialog):
         self.setObjectName("collections-dialog")
         self.setWindowTitle("Document collections")
         self.worker = worker
-        self.names: list[str] = []
+        self.entries: list[CollectionEntry] = []
+        self.cards: dict[str, CollectionCard] = {}
         self.view: CollectionView | None = None
+        self.name_sheet: TextSheet | None = None  # the last New collection sheet (kept until the next)
+        heading = plain_label("Collections")
+        heading.setObjectName("collections-title")
+        self.new = QPushButton("New collection…")
+        self.new.setObjectName("collection-new")
+        self.new.setToolTip("Make a collection from a folder")
+        head = QHBoxLayout()
+        head.addWidget(heading, 1)
+        head.addWidget(self.new)
+        self.stack = QStackedWidget()
+        self.empty = self._empty_page()
+        self.stack.addWidget(self.empty)
+        self.stack.addWidget(self._main_page())
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(SPACE.xl, SPACE.lg, SPACE.xl, SPACE.xl)
+        lay.setSpacing(SPACE.md)
+        lay.addLayout(head)
+        lay.addWidget(self.stack, 1)
+        self.new.clicked.connect(self._on_new_clicked)
+        worker.collections.connect(self._on_worker_collections)
+        worker.collection.connect(self._on_worker_collection)
+        self._show(None)
+        self.setMinimumSize(COLUMN.min_width + COLUMN.side_min_width, COLUMN.min_width)
+        self.resize(COLUMN.width + 2 * SPACE.xxl, COLUMN.min_width + 2 * SPACE.xxl)
+
+    def _empty_page(self) -> QWidget:
+        page = QWidget()
+        page.setObjectName("collections-empty")
+        title = plain_label(EMPTY_TITLE)
+        title.setObjectName("collections-empty-title")
+        hint = plain_label(EMPTY_HINT)
+        hint.setObjectName("collections-empty-hint")
+        hint.setWordWrap(True)
+        hint.setFixedWidth(COLUMN.min_width)
+        self.empty_add = primary(QPushButton("Add a folder…"))
+        self.empty_add.setObjectName("collections-empty-add")
+        self.empty_add.clicked.connect(self._on_new_clicked)
+        hint.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        col = QVBoxLayout(page)
+        col.setSpacing(SPACE.sm)
+        col.addStretch(1)
+        for w, after in ((IconMark("folder", 2 * ICON.toolbar), SPACE.xs), (title, 0), (hint, SPACE.md),
+                         (self.empty_add, 0)):
+            centred = QHBoxLayout()  # (a wrapped label aligned in a column loses the height its lines need)
+            centred.addStretch(1)
+            centred.addWidget(w)
+            centred.addStretch(1)
+            col.addLayout(centred)
+            col.addSpacing(after)
+        col.addStretch(2)
+        return page
+
+    def _main_page(self) -> QWidget:
         self.list = QListWidget()
         self.list.setObjectName("collections-list")
-        self.list.currentTextChanged.connect(self._on_list_current)
-        self.title = plain_label("No collection chosen")
+        self.list.setAccessibleName("Collections")
+        self.list.setFixedWidth(CARDS_WIDTH)
+        self.list.setSpacing(SPACE.xs)
+        self.list.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.currentRowChanged.connect(self._on_list_current)
+        self.title = plain_label("")
         self.title.setObjectName("collection-name")
-        self.title.setStyleSheet("font-weight: 600;")
+        self.title.setWordWrap(True)
         self.size_label = plain_label("")
         self.size_label.setObjectName("collection-size")
+        self.size_label.setWordWrap(True)
         self.model = plain_label("")
         self.model.setObjectName("collection-model")
         self.model.setWordWrap(True)
         self.watched = plain_label("")
         self.watched.setObjectName("collection-watched")
         self.watched.setWordWrap(True)
+        files_caption = plain_label("Files")
+        files_caption.setObjectName("collection-files-caption")
         self.files = QListWidget()
         self.files.setObjectName("collection-files")
-        self.files.setWordWrap(True)
-        self.use = QPushButton("Read in this chat")
+        self.files.setAccessibleName("Its files")
+        self.files.setItemDelegate(FileRows(self.files))
+        self.files.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.files.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.files.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.files.setResizeMode(QListView.ResizeMode.Adjust)  # rows wrap again at a new width
+        self.files.setMouseTracking(True)
+        self.use = primary(QPushButton("Read in this chat"))
         self.use.setObjectName("collection-use")
-        self.add = QPushButton("Add a folder…")
-        self.add.setObjectName("collection-add")
-        self.remove = QPushButton("Remove from the index")
-        self.remove.setObjectName("collection-remove")
-        self.remove.setToolTip("The collection's passages go; its files stay where they are")
-        self.new = QPushButton("New from a folder…")
-        self.new.setObjectName("collection-new")
+        self.use.setToolTip("The open chat reads this collection (in place of documents of its own)")
         self.use.clicked.connect(lambda: self.use_requested.emit(self.current))
-        self.add.clicked.connect(self._on_add_clicked)
-        self.remove.clicked.connect(lambda: self.worker.remove_collection(self.current))
-        self.new.clicked.connect(self._on_new_clicked)
-        left = QVBoxLayout()
-        left.addWidget(plain_label("Collections"))
-        left.addWidget(self.list, 1)
-        left.addWidget(self.new)
-        right = QVBoxLayout()
-        right.addWidget(self.title)
-        right.addWidget(self.size_label)
-        right.addWidget(self.model)
-        right.addWidget(self.watched)
-        right.addWidget(plain_label("Files"))
-        right.addWidget(self.files, 1)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.use)
-        buttons.addWidget(self.add)
-        buttons.addStretch(1)
-        buttons.addWidget(self.remove)
-        right.addLayout(buttons)
-        lay = QHBoxLayout(self)
-        lay.addLayout(left, 1)
-        lay.addLayout(right, 2)
-        worker.collections.connect(self._on_worker_collections)
-        worker.collection.connect(self._on_worker_collection)
-        self._show(None)
-        self.resize(760, 440)
+        detail = QFrame()
+        detail.setObjectName("collection-detail")
+        d = QVBoxLayout(detail)
+        d.setContentsMargins(SPACE.lg, SPACE.md, SPACE.lg, SPACE.md)
+        d.setSpacing(SPACE.xs)
+        d.addWidget(self.title)
+        d.addWidget(self.size_label)
+        d.addLayout(marked("models", self.model))
+        d.addLayout(marked("folder", self.watched))
+        d.addSpacing(SPACE.sm)
+        d.addWidget(files_caption)
+        d.addWidget(self.files, 1)
+        foot = QHBoxLayout()
+        foot.addStretch(1)
+        foot.addWidget(self.use)
+        d.addLayout(foot)
+        page = QWidget()
+        row = QHBoxLayout(page)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(SPACE.md)
+        row.addWidget(self.list)
+        row.addWidget(detail, 1)
+        return page
+
+    @property
+    def names(self) -> list[str]:
+        return [e.summary.name for e in self.entries]
 
     @property
     def current(self) -> str:
-        item = self.list.currentItem()
-        return item.text() if item is not None else ""
+        row = self.list.currentRow()
+        return self.entries[row].summary.name if 0 <= row < len(self.entries) else ""
+
+    def card(self, name: str) -> CollectionCard | None:
+        """The card of collection `name` (None: not listed)."""
+        return self.cards.get(name)
 
     def refresh(self) -> None:
         """Ask for the collections again (after a job, a removal)."""
         self.worker.list_collections()
 
-    def _on_worker_collections(self, found: list[CollectionSummary]) -> None:
+    def _on_worker_collections(self, found: list[CollectionEntry]) -> None:
         keep = self.current
-        self.names = [c.name for c in found if not c.name.startswith(OWN_PREFIX)]
+        self.entries = [e for e in found if not e.summary.name.startswith(OWN_PREFIX)]
         self.list.blockSignals(True)
         self.list.clear()
-        for name in self.names:
-            self.list.addItem(QListWidgetItem(name))
+        self.cards = {}
+        for entry in self.entries:
+            card = CollectionCard(entry)
+            card.add_requested.connect(self.add_folder)
+            card.reindex_requested.connect(self.reindex_requested)
+            card.remove_requested.connect(self.remove)
+            item = QListWidgetItem()
+            item.setData(Qt.ItemDataRole.AccessibleTextRole, card.words())
+            item.setSizeHint(QSize(CARD_WIDTH, card.sizeHint().height()))  # as wide as the list, not its words
+            self.list.addItem(item)
+            self.list.setItemWidget(item, card)
+            self.cards[entry.summary.name] = card
         self.list.blockSignals(False)
-        at = self.names.index(keep) if keep in self.names else 0 if self.names else -1
+        names = self.names
+        at = names.index(keep) if keep in names else 0 if names else -1
+        self.stack.setCurrentIndex(1 if names else 0)
+        self.new.setVisible(bool(names))  # with none, the empty page's own button says it
+        self.list.blockSignals(True)
         self.list.setCurrentRow(at)
-        if at >= 0:
-            self.worker.read_collection(self.names[at])
-        else:
-            self._show(None)
+        self.list.blockSignals(False)
+        self._on_list_current(at)
 
-    def _on_list_current(self, name: str) -> None:
-        if name:
-            self.worker.read_collection(name)
+    def _on_list_current(self, row: int) -> None:
+        for i, entry in enumerate(self.entries):
+            self.cards[entry.summary.name].set_chosen(i == row)
+        if 0 <= row < len(self.entries):
+            self.worker.read_collection(self.entries[row].summary.name)
         else:
             self._show(None)
 
@@ -175,31 +242,23 @@ class CollectionsDialog(QDialog):
 
     def _show(self, view: CollectionView | None) -> None:
         self.view = view
-        for b in (self.use, self.add, self.remove):
-            b.setEnabled(view is not None)
+        self.use.setEnabled(view is not None)
         self.files.clear()
         if view is None:
-            self.title.setText("No collection chosen" if self.names else "No collections yet: make one from a folder")
-            self.size_label.setText("")
-            self.model.setText("")
-            self.watched.setText("")
+            self.title.setText("No collection chosen" if self.entries else EMPTY_TITLE)
+            for label in (self.size_label, self.model, self.watched):
+                label.setText("")
             return
         c = view.summary
         self.title.setText(c.name)
         self.size_label.setText(size_line(c))
-        self.model.setText(f"Embedding model: {c.model_id or 'none yet'}" + (f" · {c.n_embd} numbers a passage"
-                                                                             if c.n_embd else ""))
+        self.model.setText(model_line(c))
+        self.model.setToolTip(tooltip(c.model_id))
         self.watched.setText(watched_line(view.roots))
         self.watched.setToolTip(tooltip("\n".join(view.roots)))
-        for f in view.files:
-            item = QListWidgetItem(file_line(f))
-            item.setToolTip(tooltip(f.path))
-            if f.state == "failed":
-                item.setForeground(self.palette().placeholderText())
-            item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
-            self.files.addItem(item)
+        fill_files(self.files, view.files)
 
-    # --- new collections and more folders ---------------------------------------------------------
+    # --- new collections, more folders, a look again, removal ---------------------------------------
     def make(self, name: str, folder: str) -> bool:
         """Make collection `name` from `folder` (the worker indexes it); False and a notice when refused."""
         why = check_name(name, set(self.names))
@@ -209,15 +268,36 @@ class CollectionsDialog(QDialog):
         self.index_requested.emit(name, folder)
         return True
 
-    def _on_new_clicked(self) -> None:
-        name, ok = QInputDialog.getText(self, "New collection", "Its name:")
-        if not ok:
-            return
-        folder = QFileDialog.getExistingDirectory(self, "The folder to read", str(Path.home()))
-        if folder:
-            self.make(name.strip(), folder)
+    def ask_name(self, folder: str) -> TextSheet:
+        """The sheet that names a new collection made from `folder` (its folder's name offered)."""
+        if self.name_sheet is not None:
+            self.name_sheet.deleteLater()  # the one before, done with
+        self.name_sheet = TextSheet(self, "New collection", f"Its name, as chats and this list show it. Its "
+                                    f"documents come from {Path(folder).name or folder}.",
+                                    free_name(Path(folder).name, set(self.names)), save_text="Index it")
+        self.name_sheet.saved.connect(lambda name: self.make(name, folder))
+        self.name_sheet.open()
+        return self.name_sheet
 
-    def _on_add_clicked(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, f"A folder to add to {self.current}", str(Path.home()))
-        if folder and self.current:
-            self.index_requested.emit(self.current, folder)
+    def _on_new_clicked(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "A folder for a new collection", str(Path.home()))
+        if folder:
+            self.ask_name(folder)
+
+    def add_folder(self, name: str) -> None:
+        folder = QFileDialog.getExistingDirectory(self, f"A folder to add to {name}", str(Path.home()))
+        if folder and name:
+            self.index_requested.emit(name, folder)
+
+    def remove(self, name: str) -> bool:
+        """Remove collection `name` from the index once the person says so (its files stay); True if asked to."""
+        entry = next((e for e in self.entries if e.summary.name == name), None)
+        if entry is None:
+            return False
+        what = plural(entry.summary.chunks, "passage")
+        if ask(self, "Remove collection", f"Remove {name} from the index? Its {what} go; its files stay where "
+               "they are, and a chat reading it reads nothing more.", default=Button.No) != Button.Yes:
+            return False
+        self.worker.remove_collection(name)
+        return True
+

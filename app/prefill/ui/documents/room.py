@@ -73,6 +73,7 @@ class DocumentsRoom(QObject):
         self.jobs: dict[int, str] = {}  # jobs running: their collection
         self.labels: dict[int, str] = {}  # what the bar calls each job running
         self.quiet: set[int] = set()  # of those, the ones nobody clicked for: the bar shows them once they work
+        self.looks: set[int] = set()  # of those, the looks at a collection clicked for (Re-index): shown at once
         self.refreshing: set[str] = set()  # collections a refresh was asked for and has not answered
         self.last_done: IndexDone | None = None
         self._last_quiet_failure = ""
@@ -183,6 +184,21 @@ class DocumentsRoom(QObject):
         self.quiet.add(job)
         return job
 
+    def reindex(self, collection: str) -> int | None:
+        """Re-index, clicked in the collections: look at the collection's folders again now, with the bar from
+        the start (changed and new files indexed, files gone deleted; the bar says when nothing changed). It
+        goes on with a collection whose indexing was stopped. None when a look at it is already on its way."""
+        self.stopped.discard(collection)
+        if collection in self.refreshing:
+            return None
+        self.refreshing.add(collection)
+        job = self.documents.worker.refresh(collection)
+        self.jobs[job] = collection
+        self.labels[job] = f"changes in {shown_name(collection)}"
+        self.looks.add(job)
+        self.panel.begin(job, self.labels[job])
+        return job
+
     def _on_worker_watched(self, paths: dict[str, tuple[str, ...]]) -> None:
         self.watch.follow(paths)
         if not self._looked_at_start:  # what changed while the app was closed
@@ -235,8 +251,9 @@ class DocumentsRoom(QObject):
     def _end_job(self, job: int) -> None:
         collection = self.jobs.pop(job, None)
         self.labels.pop(job, None)
-        if job in self.quiet:
+        if job in self.quiet or job in self.looks:
             self.quiet.discard(job)
+            self.looks.discard(job)
             if collection:
                 self.refreshing.discard(collection)
 
@@ -253,6 +270,8 @@ class DocumentsRoom(QObject):
         self.indexed.emit(done)
 
     def _on_worker_unchanged(self, job: int, collection: str) -> None:
+        if job in self.looks:  # clicked for: the bar says so
+            self.panel.on_unchanged(job, f"Nothing changed in {shown_name(collection)} since it was indexed.")
         self._end_job(job)
         self.unchanged.emit(collection)
 
@@ -282,11 +301,13 @@ class DocumentsRoom(QObject):
 
     # --- collections -------------------------------------------------------------------------------------
     def open_collections(self) -> CollectionsDialog:
-        """The collections dialog (one, kept): their sizes, files and embedding model."""
+        """The collections dialog (one, kept): their sizes, folders, files and embedding model; add a folder,
+        re-index, remove."""
         if self.dialog is None:
             self.dialog = CollectionsDialog(self.documents.worker, self.window)
             self.dialog.use_requested.connect(self.use_collection)
             self.dialog.index_requested.connect(self.index_collection)
+            self.dialog.reindex_requested.connect(self.reindex)
             self.dialog.notice.connect(self.notice)
         self.dialog.refresh()
         self.dialog.show()

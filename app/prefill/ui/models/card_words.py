@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from prefill.engine.llama.hardware import MachineMemory
 from prefill.engine.llama.memory_fit import FitEstimate
 from prefill.engine.units import format_bytes, format_params
+from prefill.engine.units import short_count as short_count  # its home is units: read here by the page too
 from prefill.hub.abandoned import AbandonedDownload
 from prefill.hub.client import RepoSummary
 from prefill.hub.library import LocalModel
@@ -16,16 +17,6 @@ from prefill.hub.suggested import Q4_K_M_BYTES_PER_PARAM, Suggestion, size_fit
 from prefill.ui.models.fit_badge import fit_figures
 from prefill.ui.models.fit_chip import verdict_of
 from prefill.ui.models.list_cards import Card
-
-
-def short_count(n: int) -> str:
-    """A count as people read it on a card: 950, 48.2K, 900K, 1.2M, 3.4B."""
-    for size, unit in ((1_000_000_000, "B"), (1_000_000, "M"), (1_000, "K")):
-        if n >= size:
-            value = n / size
-            text = f"{value:.1f}" if value < 100 else f"{value:.0f}"
-            return text.removesuffix(".0") + unit
-    return str(n)
 
 
 def updated_words(when: datetime | None, now: datetime | None = None) -> str:

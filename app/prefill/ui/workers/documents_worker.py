@@ -88,6 +88,15 @@ class CollectionView:
     roots: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class CollectionEntry:
+    """A collection as the list of collections shows it: what it holds, and the files and folders it was
+    made from (its files are read only for the one chosen, `read_collection`)."""
+
+    summary: CollectionSummary
+    roots: tuple[str, ...] = ()
+
+
 def shown_name(collection: str) -> str:
     """A collection as a person reads it: a chat's own is "this chat's documents"."""
     from prefill.session.document_chats import OWN_PREFIX
@@ -102,7 +111,7 @@ class DocumentsWorker(QObject):
         progress(int, object): job id, IndexProgress (a few times a second, and after each file).
         indexed(int, object): job id, IndexDone.
         index_failed(int, str): job id, why the job could not run, in words (the index, the embedding model).
-        collections(object): every collection, a list of CollectionSummary (`list_collections`).
+        collections(object): every collection, a list of CollectionEntry (`list_collections`).
         collection(str, object): a collection's CollectionView, or None when there is none of that name.
         removed(str): the collection was removed from the index.
         failed(str): a listing or a removal failed, in words.
@@ -352,7 +361,9 @@ class DocumentsWorker(QObject):
     @Slot()
     def _on_request_list(self) -> None:
         try:
-            self.collections.emit(self._lib().collections())
+            library = self._lib()
+            self.collections.emit([CollectionEntry(c, tuple(str(r) for r in library.roots(c.name)))
+                                   for c in library.collections()])
         except (IndexUnavailable, sqlite3.Error) as e:
             self.failed.emit(f"The documents index could not be read: {e}")
 

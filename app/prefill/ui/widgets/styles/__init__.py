@@ -14,6 +14,7 @@ from prefill.ui.widgets.styles import (
     chat,
     composer,
     dialogs,
+    documents,
     focus,
     models,
     notices,
@@ -24,7 +25,7 @@ from prefill.ui.widgets.styles import (
 
 # base first (every control), focus last (the ring overrides a border); rooms' pieces between them.
 _PIECES: tuple[Callable[[ThemeColours], str], ...] = (base.sheet, chat.sheet, sidebar.sheet, models.sheet,
-                                                     notices.sheet, composer.sheet, window.sheet,
+                                                     notices.sheet, composer.sheet, documents.sheet, window.sheet,
                                                      server.sheet, dialogs.sheet, focus.sheet)
 
 
