@@ -50,7 +50,7 @@ def test_a_spin_box_s_arrows_and_a_tree_s_branches_are_line_icons_in_the_theme(a
                            ("QTreeView::branch:has-children:open", "chevron-down")):
         drawn = _rule_image(sheet, selector).read_text()
         assert SHAPES[name] in drawn and f'stroke="{colours.muted}"' in drawn, selector
-    for selector, name in (("QAbstractSpinBox::up-arrow:off", "chevron-up"),
+    for selector, name in (("QAbstractSpinBox::up-arrow:off, QAbstractSpinBox::up-arrow:disabled", "chevron-up"),
                            ("QAbstractSpinBox::down-arrow:off, QAbstractSpinBox::down-arrow:disabled", "chevron-down")):
         drawn = _rule_image(sheet, selector).read_text()  # at its limit or disabled: fainter, in the border's ink
         assert SHAPES[name] in drawn and f'stroke="{colours.border}"' in drawn, selector
