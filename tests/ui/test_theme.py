@@ -85,7 +85,7 @@ def test_code_palette_matches_the_theme() -> None:
 
 def test_style_sheet_styles_bubbles_and_cards() -> None:
     sheet = style_sheet("dark")
-    for selector in ("QFrame#message-bubble", "QFrame#message-assistant", "QGroupBox"):
+    for selector in ("QFrame#message-bubble", "QFrame#message-assistant", "QFrame#sidebar-card"):
         assert selector in sheet
     assert f"QFrame#message-bubble {{ background: {DARK.user_bubble}" in sheet  # a question's soft bubble
     assert DARK.user_bubble != DARK.window

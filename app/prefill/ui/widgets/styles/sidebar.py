@@ -1,5 +1,4 @@
-"""The sidebar: its headline, its cards of figures and the Details switch (and the group boxes'
-cards, which dialogs share)."""
+"""The sidebar: its headline, its cards of figures and the Details switch."""
 
 from __future__ import annotations
 
@@ -8,13 +7,9 @@ from prefill.ui.widgets.tokens import RADIUS, SPACE, TYPE
 
 
 def sheet(c: ThemeColours) -> str:
-    """Rules for the group boxes, the sidebar's headline, cards, labels and notes."""
+    """Rules for the sidebar's headline, cards, labels and notes."""
     cards = "QFrame#sidebar-headline, QFrame#sidebar-card, QFrame#documents-box, QFrame#speculation-box"
     return f"""
-QGroupBox {{ background: {c.card}; border: 1px solid {c.border}; border-radius: {RADIUS.sm + 2}px;
-    margin-top: 14px; padding: 8px 6px 6px 6px; }}
-QGroupBox::title {{ subcontrol-origin: margin; left: 10px; padding: 0 4px;
-    color: {c.muted}; font-weight: 600; }}
 QWidget#sidebar-content {{ background: transparent; }}
 {cards} {{ background: {c.card}; border: 1px solid {c.border}; border-radius: {RADIUS.md}px; }}
 #sidebar-content QLabel {{ font-size: {TYPE.small}px; background: transparent; border: none; }}
