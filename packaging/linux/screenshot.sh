@@ -3,7 +3,7 @@
 #
 #   packaging/linux/screenshot.sh path/to/prefill OUT.png
 #
-# Needs: xvfb, x11-utils (xwininfo), imagemagick (import) and Qt's xcb libraries
+# Needs: xvfb, x11-utils (xwininfo), imagemagick (import; or scrot) and Qt's xcb libraries
 # (apt-get install xvfb x11-utils imagemagick libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4
 #  libxcb-keysyms1 libxcb-image0 libxcb-render-util0 libxcb-shape0 libxcb-randr0).
 # Prints how long the window took to be mapped, as seen from outside the app.
@@ -44,5 +44,9 @@ for _ in $(seq 600); do
 done
 [ -n "$shown" ] || { cat "$home/app.log" >&2; echo "no window within 60 s" >&2; exit 1; }
 sleep "${SCREENSHOT_SETTLE_S:-2}"  # let the first paint finish
-import -display "$display" -window root "$out"
+if command -v import > /dev/null; then
+  import -display "$display" -window root "$out"
+else  # no ImageMagick: scrot grabs the same root window
+  scrot --display "$display" --overwrite "$out"
+fi
 echo "window mapped after $shown ms; screenshot: $out"

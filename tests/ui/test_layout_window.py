@@ -7,7 +7,7 @@ its messages, and the Server panel opening inside the window, which fits 900×60
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QToolBar, QToolButton
+from PySide6.QtWidgets import QApplication, QLabel, QToolBar, QToolButton
 
 from prefill.ui.main_window import MainWindow
 from prefill.ui.panels import ACTION_ICONS
@@ -222,3 +222,23 @@ def test_serve_opens_inside_the_window_and_the_window_fits_900x600_with_it(qtbot
     qtbot.waitUntil(lambda: _inside(w, w.server_dock) and _inside(w, w.input), timeout=2000)  # nothing cut off
     w.tabs.show_models()
     qtbot.waitUntil(lambda: _inside(w, w.server_dock) and w.size() == QSize(900, 600), timeout=2000)
+
+
+def _words_whole(w: MainWindow) -> bool:
+    """The welcome's wrapped paragraphs each as tall as their lines at the width they were given."""
+    labels = [w.welcome.findChild(QLabel, name) for name in ("welcome-text", "welcome-more")]
+    return all(label is not None and label.isVisible() and label.height() >= label.heightForWidth(label.width())
+               for label in labels)
+
+
+def test_the_welcome_shows_its_paragraphs_whole_at_every_size(qtbot, app) -> None:
+    # Before: the column was centred by alignment, which gives a widget its size hint and ignores the height
+    # its wrapped words need at that width: at 1280x800 both paragraphs were cut to two and a half lines.
+    with restored_look(QApplication.instance()) as qapp:
+        apply_theme(qapp, "light")  # the type scale's sizes, as the app starts with
+        w = app.open(small_settings())
+        assert w.stack.currentWidget() is w.welcome
+        for width, height in ((1280, 800), (1400, 900), (900, 600)):
+            w.resize(width, height)
+            qtbot.waitUntil(lambda width=width: w.width() == width)
+            qtbot.waitUntil(lambda: _words_whole(w), timeout=2000)

@@ -179,11 +179,16 @@ class ModelLibrary:
     def _hf_cache_models(self) -> list[LocalModel]:
         if self.hf_cache_dir is False:
             return []
+        from huggingface_hub import constants
+
+        folder = self.hf_cache_dir or Path(constants.HF_HUB_CACHE)
+        if not folder.is_dir():  # no cache: the client and its HTTP stack stay unimported (start-up's scan)
+            return []
         from huggingface_hub import scan_cache_dir
         from huggingface_hub.errors import CacheNotFound
 
         try:
-            info = scan_cache_dir(self.hf_cache_dir)
+            info = scan_cache_dir(folder)
         except (CacheNotFound, OSError):
             return []
         out = []

@@ -14,17 +14,18 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from prefill.engine.batch.scheduler import BatchScheduler
-from prefill.engine.batch.slot_chat import SlotChat
 from prefill.engine.errors import EngineError, InvalidSetting
-from prefill.engine.gguf.header import GGUFHeader
-from prefill.engine.local.chat_engine import ChatEngine
 from prefill.engine.settings import LoadSettings
 from prefill.engine.speculation import Speculation
-from prefill.remote.engine import RemoteEngine
 from prefill.session.capabilities import ChatBackend, RunsLocally, SeesImages, Speculates
 from prefill.session.loaded import LoadedModel, local_model, remote_model
+
+if TYPE_CHECKING:  # llama.cpp and the HTTP client are imported when a backend is opened, not with the targets
+    from prefill.engine.batch.scheduler import BatchScheduler
+    from prefill.engine.gguf.header import GGUFHeader
+    from prefill.engine.local.chat_engine import ChatEngine
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,11 @@ def open_backend(target: Target, progress: Callable[[float], bool] | None = None
     if isinstance(target, LocalModel):
         return open_local(target, progress)
     if isinstance(target, ServerSlot):
+        from prefill.engine.batch.slot_chat import SlotChat
+
         return SlotChat(target.scheduler)
+    from prefill.remote.engine import RemoteEngine
+
     engine = RemoteEngine(target.url, target.model, target.api_key)
     try:
         engine.resolve_model()
@@ -96,6 +101,8 @@ def open_local(target: LocalModel, progress: Callable[[float], bool] | None = No
     Raises:
         ModelLoadError: the file is missing, not a GGUF llama.cpp takes, or the load was stopped.
     """
+    from prefill.engine.local.chat_engine import ChatEngine
+
     local = ChatEngine.load(target.path, target.settings, progress=progress, mmproj=target.mmproj or None)
     if target.mmproj is BESIDE:
         _projector_beside(local)

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from prefill.engine.batch.snapshot import BatchSnapshot
 from prefill.engine.chat_backend import Event
 from prefill.engine.errors import EngineError
 from prefill.engine.events import MetricsSnapshot
@@ -28,8 +27,6 @@ from prefill.engine.local.kv_disk import KvDiskCache, Usage
 from prefill.engine.message import Message
 from prefill.engine.request import ChatRequest
 from prefill.engine.speculation import Speculation
-from prefill.server.lifecycle import ExposureError, RunningServer, ServeOptions, check_exposure
-from prefill.server.served_slots import ServerSlots, served_slots
 from prefill.session.backends import (
     LocalModel,
     ServerSlot,
@@ -44,8 +41,11 @@ from prefill.session.capabilities import ChatBackend, KeepsCacheOnDisk
 from prefill.session.loaded import LoadedModel
 from prefill.session.residents import ResidentModels, Residents
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the server and llama.cpp are imported when a model is loaded or served, not with the session
+    from prefill.engine.batch.snapshot import BatchSnapshot
     from prefill.engine.local.chat_engine import ChatEngine
+    from prefill.server.lifecycle import RunningServer, ServeOptions
+    from prefill.server.served_slots import ServerSlots
 
 
 def _ignore(*_args: object) -> None:
@@ -255,6 +255,8 @@ class ChatSession:
             ServeRefused: no local model, an exposure without a key, or the server failed to start
                 (the chat then has its own copy back).
         """
+        from prefill.server.lifecycle import ExposureError, RunningServer, check_exposure
+
         if self.server is not None:
             return self.server.url
         if self._local is None or self.backend is None:
@@ -291,6 +293,8 @@ class ChatSession:
 
     def _on_server_snapshot(self, batch: BatchSnapshot) -> None:
         """A scheduler of the server published its slots (on its decode thread): every model's, grouped."""
+        from prefill.server.served_slots import ServerSlots, served_slots
+
         report, server = self.events.server_snapshot, self.server
         if report is not None:
             report(served_slots(server.pool) if server is not None else ServerSlots.of_one(batch))

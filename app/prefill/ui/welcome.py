@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from prefill.ui.widgets.icons import icon
 from prefill.ui.widgets.plain_text import plain_label
@@ -59,8 +59,14 @@ class Welcome(QWidget):
         more.setWordWrap(True)
         more.setAlignment(Qt.AlignmentFlag.AlignCenter)
         lay.addWidget(more)
+        # Centred by stretches either side, not by alignment: an aligned widget gets its size hint, whose
+        # height is not what its wrapped words need at the width it gets (they were cut to two lines).
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(column, 100)
+        row.addStretch(1)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(SPACE.lg, 0, SPACE.lg, 0)  # the stretches above and below give it air
         outer.addStretch(1)
-        outer.addWidget(column, 0, Qt.AlignmentFlag.AlignHCenter)
+        outer.addLayout(row)
         outer.addStretch(2)

@@ -215,7 +215,7 @@ class EngineWorker(QObject):
 
     @property
     def session(self) -> ChatSession:
-        """The session; made on first use (on the engine thread: it imports llama.cpp)."""
+        """The session; made on first use, on the engine thread (llama.cpp comes with the first load)."""
         if self._session is None:
             from prefill.session.chat_session import ChatSession, SessionEvents
 
