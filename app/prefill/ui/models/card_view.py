@@ -16,7 +16,7 @@ resizes or lays out again.
 from __future__ import annotations
 
 from PySide6.QtCore import QSizeF, Qt, QUrl
-from PySide6.QtGui import QGuiApplication, QResizeEvent, QTextBlock, QTextBlockFormat, QTextCursor
+from PySide6.QtGui import QFontMetricsF, QGuiApplication, QResizeEvent, QTextBlock, QTextBlockFormat, QTextCursor
 from PySide6.QtWidgets import QTextBrowser, QToolButton, QWidget
 
 from prefill.hub.model_card import MAX_CARD_BYTES, ModelCard
@@ -121,8 +121,11 @@ class CardView(QTextBrowser):
                 b.setCursor(Qt.CursorShape.PointingHandCursor)
                 CopyConfirm(b, COPY_CODE_TIP)
                 b.clicked.connect(lambda _c=False, i=n: self.copy_code(i))
+                # The label's line gets room above and below its words for the button, centred on them.
+                room = max(0.0, (b.sizeHint().height() - _words_height(block)) / 2)
                 fmt = QTextBlockFormat(block.blockFormat())
-                fmt.setLineHeight(b.sizeHint().height(), QTextBlockFormat.LineHeightTypes.MinimumHeight.value)
+                fmt.setTopMargin(fmt.topMargin() + room)
+                fmt.setBottomMargin(fmt.bottomMargin() + room)
                 QTextCursor(block).setBlockFormat(fmt)
                 self.copy_buttons.append(b)
                 self._labels.append(block)
@@ -135,9 +138,12 @@ class CardView(QTextBrowser):
         right = self.viewport().width() - SPACE.xs
         for block, b in zip(self._labels, self.copy_buttons, strict=True):
             size = b.sizeHint()
-            rect = layout.blockBoundingRect(block)
-            b.setGeometry(right - size.width(), int(rect.top() + (rect.height() - size.height()) / 2) - top,
-                          size.width(), size.height())
+            line = block.layout().lineAt(0)
+            if line.isValid():  # where its words are drawn
+                middle = block.layout().position().y() + line.y() + line.height() / 2
+            else:
+                middle = layout.blockBoundingRect(block).center().y()
+            b.setGeometry(right - size.width(), round(middle - size.height() / 2) - top, size.width(), size.height())
             b.show()
 
     def _on_document_size_changed(self, _size: QSizeF) -> None:
@@ -150,6 +156,13 @@ class CardView(QTextBrowser):
     def _on_anchor_clicked(self, url: QUrl) -> None:
         if is_safe_url(url.toString()):
             open_link(self, self.document(), url)
+
+
+def _words_height(block: QTextBlock) -> float:
+    """The height of a label line's words (its first fragment's font)."""
+    it = block.begin()
+    font = it.fragment().charFormat().font() if not it.atEnd() else block.charFormat().font()
+    return QFontMetricsF(font).height()
 
 
 def _code_number(block: QTextBlock) -> int | None:

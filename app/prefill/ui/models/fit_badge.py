@@ -4,8 +4,8 @@ The verdict reads as words on a chip of its colour (green: on the GPU, blue: par
 only, red: too big; the theme's `fit_*` roles, set by `styles/models.py` from the badge's `verdict`
 property), and the figures the verdict rests on follow it in plain text, so nothing a person needs
 is hidden in a tooltip (the tooltip keeps the full breakdown). In a narrow cell (900×600, Serve open)
-the figures give way, never the chip: first to their short form ("needs 0.0 / 22.4 GiB"), then cut with "…";
-their tooltip has them whole.
+the figures give way, never the chip: first to their short forms ("needs 0.0 / 22.4 GiB", then
+"0.0 / 22.4 GiB"), then cut with "…"; their tooltip has them whole.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ class FitBadge(QWidget):
 
     def set_estimate(self, e: FitEstimate) -> None:
         breakdown = fit_breakdown(e)
-        shorter = () if self.compact else (f"needs {fit_figures(e, compact=True)}",)
+        compact = fit_figures(e, compact=True)
+        shorter = (compact,) if self.compact else (f"needs {compact}", compact)
         self._paint(badge_words(e), fit_figures(e, self.compact), VERDICTS[e.fit], shorter, breakdown)
         self.setToolTip(tooltip(breakdown))
 

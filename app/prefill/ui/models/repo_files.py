@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -37,6 +37,8 @@ MODEL_ROLE = Qt.ItemDataRole.UserRole
 NAME, SIZE, HERE, FIT = range(4)
 DOWNLOADED = "✓ Downloaded"
 DOWNLOADING = "Downloading…"
+NARROW = 640  # pixels of list below which the "Here" column is hidden (Download still says Downloaded)
+NAME_SHARE = 0.45  # of the width left by the size (and "Here"): the most the names take; the fit gets the rest
 
 
 class FileRows(QStyledItemDelegate):
@@ -54,6 +56,13 @@ class FileRows(QStyledItemDelegate):
         elif index.column() == HERE and index.data() == DOWNLOADED:
             option.palette.setColor(QPalette.ColorRole.Text, QColor(c.fit_good))
 
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:  # noqa: N802
+        """Rows with air between them. (Not a style sheet's item padding: that would squeeze the fit badge, an
+        item widget, to the row less its padding, and its chip would lose its round ends.)"""
+        size = super().sizeHint(option, index)
+        size.setHeight(size.height() + 2 * SPACE.xs)
+        return size
+
 
 def make_tree() -> QTreeWidget:
     tree = QTreeWidget()
@@ -66,7 +75,7 @@ def make_tree() -> QTreeWidget:
     tree.header().setHighlightSections(False)
     tree.setColumnWidth(NAME, SPACE.xxl * 7)
     tree.header().setSectionResizeMode(SIZE, QHeaderView.ResizeMode.ResizeToContents)  # "113.2 KiB" whole
-    tree.setColumnWidth(HERE, SPACE.xxl * 3 + SPACE.xs)
+    tree.header().setSectionResizeMode(HERE, QHeaderView.ResizeMode.ResizeToContents)  # "✓ Downloaded" whole
     tree.setUniformRowHeights(False)
     tree.setRootIsDecorated(False)  # a list with headings: no arrows, every group open
     tree.setItemsExpandable(False)
@@ -118,7 +127,21 @@ def fill_tree(tree: QTreeWidget, models: list[ModelFiles]) -> list[tuple[ModelFi
                 tree.setItemWidget(item, FIT, FitBadge())
                 rows.append((m, item))
         group.setExpanded(True)
+    fit_columns(tree)
     return rows
+
+
+def fit_columns(tree: QTreeWidget) -> None:
+    """The names as wide as the longest needs, up to NAME_SHARE of the width (cut in the middle past it, so
+    the quantisation stays), and the fit the rest; a narrow list hides "Here", so the fit chip stays."""
+    width = tree.viewport().width()
+    narrow = width < NARROW
+    tree.setColumnHidden(HERE, narrow)
+    fixed = tree.columnWidth(SIZE) + (0 if narrow else tree.columnWidth(HERE))
+    metrics = tree.fontMetrics()
+    need = max((metrics.horizontalAdvance(i.text(NAME)) for i in model_items(tree)), default=0)
+    need += tree.indentation() + 2 * SPACE.sm
+    tree.setColumnWidth(NAME, max(SPACE.xxl * 4, min(need, int((width - fixed) * NAME_SHARE))))
 
 
 def _row(texts: list[str]) -> QTreeWidgetItem:

@@ -36,7 +36,7 @@ QProgressBar#download-bar {{ background: {c.kv_track}; border: none; border-radi
     max-height: {SPACE.xs + 2}px; min-height: {SPACE.xs + 2}px; }}
 QProgressBar#download-bar::chunk {{ background: {c.highlight}; border-radius: {SPACE.xs // 2 + 1}px; }}
 QTreeWidget#repo-files {{ background: transparent; border: 2px solid transparent; border-radius: {RADIUS.sm}px; }}
-QTreeWidget#repo-files::item {{ padding: {SPACE.xxs}px 0; border: none; }}
+QTreeWidget#repo-files::item {{ border: none; }}
 QTreeWidget#repo-files::item:hover {{ background: {c.hover}; }}
 QTreeWidget#repo-files::item:selected, QTreeWidget#repo-files::branch:selected {{ background: {c.user_bubble};
     color: {c.text}; }}
