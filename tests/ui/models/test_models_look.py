@@ -117,6 +117,7 @@ def test_the_files_list_reads_as_rows_under_caption_headings_without_arrows_or_f
     tree.addTopLevelItem(group)
     row = QTreeWidgetItem(["tiny-Q4_K_M.gguf", "113.2 KiB", repo_files.DOWNLOADED, ""])
     group.addChild(row)
+    group.setExpanded(True)  # as fill_tree leaves every group
     assert not tree.rootIsDecorated() and not tree.itemsExpandable() and not tree.expandsOnDoubleClick()
     heading = _painted(tree, group, repo_files.NAME)
     c = theme_colours()
@@ -125,6 +126,19 @@ def test_the_files_list_reads_as_rows_under_caption_headings_without_arrows_or_f
     assert _painted(tree, row, repo_files.NAME).font.pixelSize() != TYPE.caption
     here = _painted(tree, row, repo_files.HERE)
     assert here.palette.color(QPalette.ColorRole.Text) == QColor(c.fit_good)  # the theme's, at paint time
+    tree.resize(1000, 300)
+    tree.show()
+    qtbot.waitExposed(tree)
+    metrics = tree.fontMetrics()
+    assert tree.columnWidth(repo_files.NAME) >= metrics.horizontalAdvance(row.text(0)) + tree.indentation()  # whole
+    assert tree.columnWidth(repo_files.HERE) >= metrics.horizontalAdvance(repo_files.DOWNLOADED)
+    row.setText(repo_files.NAME, "a-very-long-model-file-name-" * 4 + "Q4_K_M.gguf")
+    tree.resize(560, 300)  # a narrow pane: "Here" gives way, the names take at most their share
+    QApplication.processEvents()
+    repo_files.fit_columns(tree)
+    assert tree.isColumnHidden(repo_files.HERE)
+    room = tree.viewport().width() - tree.columnWidth(repo_files.SIZE)
+    assert tree.columnWidth(repo_files.NAME) <= room * repo_files.NAME_SHARE
     for theme in ("light", "dark"):
         sheet = style_sheet(theme)
         assert "QTreeWidget#repo-files { background: transparent; border: 2px solid transparent;" in sheet  # no frame
