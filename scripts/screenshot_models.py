@@ -9,6 +9,9 @@ for the model card and every fit badge:
 
 - models-{light,dark}-{1400,900}.png: Discover, the cards beside the details pane
   (models-card.png is the light one at 1400×900, the name the docs use);
+- models-serve-{light,dark}-900.png: Discover at 900×600 with the Serve panel open below the page;
+- models-card-code-{light,dark}.png (1400): the details pane with the card scrolled to its code block,
+  whose Copy was just pressed (a check and "Copied");
 - models-downloads-{theme}-{size}.png: a download whose hub went silent mid-file (its bytes, how long);
 - models-library-{theme}-{size}.png: On this machine, Load and Import in view;
 - picker.png (light, 1400): the model finder (Ctrl+K) with the bundled model loaded (resident).
@@ -158,11 +161,38 @@ def inside(out: Path, theme: str, width: int) -> int:
 
     def discovered() -> None:
         shoot(f"models-{size}.png")
+        if width == 1400:
+            code_copied()
+        else:
+            w.serve_action.trigger()  # the Server panel opens below the page; the window keeps its size
+            w.resize(900, 600)
+            later(600, served)
+            return
+        download_stalled()
+
+    def served() -> None:
+        shoot(f"models-serve-{size}.png")
+        w.serve_action.trigger()
+        later(300, lambda: (w.resize(900, 600), later(300, download_stalled)))  # back to 900×600 once it is shut
+
+    def download_stalled() -> None:
         page = w.models_page
         hub.stall(BIG, len(big.data or b"") // 2)
         page.open_repository(BIG_REPO, select=BIG)
         wait(lambda: page.selected_model() is not None and page.download_button.isEnabled(),
              lambda: (page.download_button.click(), wait(stalled, downloading)))
+
+    def code_copied() -> None:
+        card = w.models_page.card
+        layout = card.document().documentLayout()
+        card.verticalScrollBar().setValue(int(layout.blockBoundingRect(card._labels[0]).top()) - 120)
+        card.copy_buttons[0].click()
+        app.processEvents()
+        name = f"models-card-code-{theme}.png"
+        w.models_page.details.grab().save(str(out / name))
+        shots.saved.append(name)
+        print(f"saved {out / name}", flush=True)
+        card.verticalScrollBar().setValue(0)
 
     def stalled() -> bool:
         rows = list(w.models_page.queue.rows.values())

@@ -508,6 +508,8 @@ class MainWindow(QMainWindow):
         self.theme = effective
         self.sidebar.theme = effective
         self.chat_view.set_code_palette(code_palette(effective))
+        if self.models_page is not None:
+            self.models_page.set_code_palette(code_palette(effective))
 
     # --- window state ---------------------------------------------------------------------------
     def focusNextPrevChild(self, next: bool) -> bool:

@@ -12,12 +12,12 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QGuiApplication, QImage
 from PySide6.QtWidgets import QApplication, QToolButton
 
-from prefill.ui.chat.transcript.copy_button import COPIED
 from prefill.ui.chat.transcript.message_widget import BUBBLE_SHARE, figures_line
 from prefill.ui.chat.transcript.transcript_model import Row, TranscriptModel
 from prefill.ui.chat.transcript.view import GUTTER, PAD, ChatView, column_width
 from prefill.ui.widgets.code_palette import DARK_CODE, LIGHT_CODE
 from prefill.ui.widgets.colours import DARK, LIGHT
+from prefill.ui.widgets.copy_button import COPIED
 from prefill.ui.widgets.styles import style_sheet
 from prefill.ui.widgets.tokens import COLUMN
 

@@ -145,6 +145,21 @@ def test_table(qapp) -> None:
     assert doc.toPlainText().lstrip("\n").split("\n")[:6] == ["name", "n", "a", "1", "b", ""]
 
 
+def test_a_table_is_rows_under_caption_names_without_a_grid(qapp) -> None:
+    from PySide6.QtGui import QTextTable
+
+    from prefill.ui.widgets.tokens import TYPE
+
+    doc = _doc(render_markdown("| name | n |\n|---|--:|\n| a | 1 |\n| b | 2 |", DARK_CODE))
+    (table,) = [f for f in doc.rootFrame().childFrames() if isinstance(f, QTextTable)]
+    assert table.format().border() == 0  # no frame and no grid: each row has a hairline under it
+    cells = [table.cellAt(r, c).format().toTableCellFormat() for r in range(3) for c in range(2)]
+    assert all(f.bottomBorder() == 1 and f.leftBorder() == f.rightBorder() == f.topBorder() == 0 for f in cells)
+    assert {f.bottomBorderBrush().color().name() for f in cells} == {DARK_CODE.rule}
+    name = table.cellAt(0, 0).firstCursorPosition().charFormat()
+    assert name.font().pixelSize() == TYPE.caption and name.foreground().color().name() == DARK_CODE.muted
+
+
 def test_dark_palette_changes_the_colours(qapp) -> None:
     text = "```python\nx = 'a'\n```"
     light, dark = render_markdown(text, LIGHT_CODE), render_markdown(text, DARK_CODE)

@@ -8,7 +8,9 @@ for the sources it was given: ``inline.py``); images become links to their addre
 (no ``<img>`` is ever produced, so nothing is fetched). Fenced code blocks are
 coloured by Pygments with inline styles and get a ``copy:N`` link above them,
 N being the index of the block in the message, the same index as in
-:func:`code_blocks`.
+:func:`code_blocks` (or, for a view that lays a Copy button over each block, a label line
+carrying the anchor ``code-N``: ``copy_buttons``). Tables are rows, not a grid: the column
+names in caption type over a hairline, a hairline between rows, no frame.
 
 The source is cut into blocks by :class:`BlockSplitter` and each block is rendered
 on its own, so a streaming view can render the completed blocks once and never
@@ -39,15 +41,18 @@ from pygments.util import ClassNotFound
 from prefill.ui.markdown.fold import SHOWN_COST, Fold, folded_words
 from prefill.ui.markdown.inline import SAFE_SCHEMES, InlineRenderer, is_safe_url
 from prefill.ui.widgets.code_palette import DARK_CODE, LIGHT_CODE, CodePalette
+from prefill.ui.widgets.tokens import SPACE, TYPE
 
 __all__ = [
     "DARK_CODE", "LIGHT_CODE", "MAX_DEPTH", "SAFE_SCHEMES", "BlockRenderer", "BlockSplitter",
-    "CodePalette", "closes_fence", "code_blocks", "fence_language", "folded_note", "highlight_code", "is_safe_url",
-    "opening_fence", "plain_html", "render_markdown", "split_blocks", "warm_up",
+    "CODE_ANCHOR", "CodePalette", "closes_fence", "code_blocks", "fence_language", "folded_note", "highlight_code",
+    "is_safe_url",
+    "opening_fence", "plain_html", "render_facts", "render_markdown", "split_blocks", "warm_up",
 ]
 
 MAX_DEPTH = 8  # levels of quotes, and of lists, shown nested; deeper ones render at the last level
 MAX_TABLE_COLUMNS = 64  # a wider "table" is a paragraph (rows x columns must stay linear)
+CODE_ANCHOR = "code-"  # with ``copy_buttons``: the anchor of code block N's label line is "code-N"
 
 _log = logging.getLogger(__name__)
 
@@ -246,12 +251,15 @@ class BlockRenderer:
         cites: The source numbers an answer's citation marks may point at (``inline.py``).
         copy_links: Write the "Copy" link and the language above each code block; False where the
             block is shown with a header of its own (a message's code segment).
+        copy_buttons: Instead of the link, a label line (the language, or "code") anchored
+            ``code-N``, for a view that lays its own Copy button over it (the model card).
     """
 
     def __init__(self, palette: CodePalette | None = None, colour_code: bool = True,
-                 cites: frozenset[int] = frozenset(), copy_links: bool = True) -> None:
+                 cites: frozenset[int] = frozenset(), copy_links: bool = True, copy_buttons: bool = False) -> None:
         self._cites = cites
         self._copy_links = copy_links
+        self._copy_buttons = copy_buttons
         self.palette = palette or LIGHT_CODE
         self.codes: list[str] = []
         self._colour_code = colour_code
@@ -300,6 +308,11 @@ class BlockRenderer:
         coloured = highlight_code(code, lang if self._colour_code else "", p)
         pre = (f'<pre style="background-color:{p.background}; color:{p.foreground}; '
                f'font-family:{p.mono_css}; margin-top:2px">{coloured}</pre>')
+        if self._copy_buttons:
+            anchor = f"{CODE_ANCHOR}{len(self.codes) - 1}"
+            return (f'<p style="margin-top:{SPACE.sm}px; margin-bottom:0px"><a name="{anchor}"></a>'
+                    f'<span style="color:{p.muted}; font-size:{TYPE.caption}px">'
+                    f'{html.escape(lang[:40] or "code", quote=False)}</span></p>{pre}')
         if not self._copy_links:
             return pre
         return (
@@ -343,16 +356,16 @@ class BlockRenderer:
         for cell in _cells(rows[1]):
             right, left = cell.endswith(":"), cell.startswith(":")
             aligns.append("center" if left and right else "right" if right else "left")
+        p = self.palette
+        rule = f"border-bottom:1px solid {p.rule}"
+        styles = {"th": f"{rule}; color:{p.muted}; font-size:{TYPE.caption}px; font-weight:600", "td": rule}
         html_rows = []
         for tag, row in [("th", rows[0])] + [("td", row) for row in rows[2:]]:
             cells = [*_cells(row), *[""] * len(aligns)]
-            row_html = "".join(f'<{tag} align="{a}">{self.inline(c)}</{tag}>'
+            row_html = "".join(f'<{tag} align="{a}" style="{styles[tag]}">{self.inline(c)}</{tag}>'
                                for c, a in zip(cells, aligns, strict=False))
             html_rows.append(f"<tr>{row_html}</tr>")
-        return (
-            f'<table border="1" cellspacing="0" cellpadding="4" '
-            f'style="border-color:{self.palette.muted}">{"".join(html_rows)}</table>'
-        )
+        return _rows_table("".join(html_rows))
 
     def _list(self, lines: list[str]) -> str:
         """Nested lists, by indentation; lines without a marker continue the item above.
@@ -391,6 +404,26 @@ class BlockRenderer:
         return "".join(out)
 
 
+def _rows_table(rows: str) -> str:
+    """Rows in a table with no frame and no grid (the cells draw their own hairlines)."""
+    return (f'<table border="0" cellspacing="0" cellpadding="{SPACE.sm - SPACE.xxs}" '
+            f'style="border-collapse:collapse; margin-top:{SPACE.xs}px; margin-bottom:{SPACE.sm}px">{rows}</table>')
+
+
+def render_facts(facts: tuple[tuple[str, str], ...] | list[tuple[str, str]], palette: CodePalette | None = None) -> str:
+    """A card's facts (name, value), plain text from outside, as rows: the name muted in caption type.
+
+    Every character is escaped: nothing in a value is read as markup or markdown.
+    """
+    p = palette or LIGHT_CODE
+    rule = f"border-bottom:1px solid {p.rule}"
+    rows = "".join(
+        f'<tr><td style="{rule}; color:{p.muted}; font-size:{TYPE.caption}px; font-weight:600">'
+        f'{html.escape(name[:1].upper() + name[1:], quote=False)}</td>'
+        f'<td style="{rule}">{html.escape(value, quote=False)}</td></tr>' for name, value in facts)
+    return _rows_table(rows) if rows else ""
+
+
 def _cells(row: str) -> list[str]:
     row = row.strip().removeprefix("|")
     row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
@@ -421,15 +454,17 @@ def folded_note(fold: Fold) -> str:
     return f"<p><i>… {folded_words(fold.hidden, fold.hidden_lines)}.</i></p>"
 
 
-def render_markdown(text: str, palette: CodePalette | None = None, budget: int | None = SHOWN_COST) -> str:
+def render_markdown(text: str, palette: CodePalette | None = None, budget: int | None = SHOWN_COST,
+                    copy_buttons: bool = False) -> str:
     """Markdown source as HTML for ``QTextDocument.setHtml``; see the module docstring.
 
     Past ``budget`` (see ``fold.py``; None: no limit) the source is left out and a last paragraph
     says how much. A source the renderer fails on is shown as plain text (and the failure logged).
+    ``copy_buttons``: code blocks get an anchored label line, not a Copy link (``BlockRenderer``).
     """
     fold = Fold(budget)
     shown = fold.feed(text)
-    renderer = BlockRenderer(palette)
+    renderer = BlockRenderer(palette, copy_buttons=copy_buttons)
     try:
         return "".join(map(renderer.render, split_blocks(shown))) + folded_note(fold)
     except Exception:  # noqa: BLE001 - a renderer bug must not hide the answer; logged

@@ -4,8 +4,7 @@ by quantisation (size, "Downloaded", fit badge: `repo_files.py`) and, under them
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 from prefill.ui.markdown.rich_text import CodePalette
@@ -14,7 +13,6 @@ from prefill.ui.models.card_view import CardView
 from prefill.ui.widgets.plain_text import plain_label
 from prefill.ui.widgets.tokens import SPACE
 
-NARROW = 640  # pixels of file list below which the "Here" column is hidden
 CHOOSE = "Choose a model on the left to see its files, what fits this machine, and its model card."
 
 
@@ -40,6 +38,7 @@ class DetailsPane(QWidget):
         words.addWidget(self.facts)
         head.addLayout(words, 1)
         head.addWidget(self.download_button, 0, Qt.AlignmentFlag.AlignTop)
+        self.files.viewport().installEventFilter(self)  # its columns follow its width
         split = QSplitter(Qt.Orientation.Vertical)
         split.setChildrenCollapsible(False)
         split.addWidget(self.files)
@@ -51,16 +50,11 @@ class DetailsPane(QWidget):
         layout.addLayout(head)
         layout.addWidget(split, 1)
 
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
-        """The file names take a share of the width, the fit the rest; in a narrow pane the "Here" column
-        gives way (the Download button still says Downloaded), so the fit chip stays in view."""
-        super().resizeEvent(event)
-        tree = self.files
-        width = tree.viewport().width()
-        narrow = width < NARROW
-        tree.setColumnHidden(repo_files.HERE, narrow)
-        fixed = tree.columnWidth(repo_files.SIZE) + (0 if narrow else tree.columnWidth(repo_files.HERE))
-        tree.setColumnWidth(repo_files.NAME, max(SPACE.xxl * 4, int((width - fixed) * 0.42)))
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        """The files' columns follow the list's width (`repo_files.fit_columns`)."""
+        if watched is self.files.viewport() and event.type() == QEvent.Type.Resize:
+            repo_files.fit_columns(self.files)
+        return super().eventFilter(watched, event)
 
     def show_repository(self, repo_id: str, facts: str) -> None:
         self.title.setText(repo_id)

@@ -3,7 +3,9 @@
 The verdict reads as words on a chip of its colour (green: on the GPU, blue: partly, amber: CPU
 only, red: too big; the theme's `fit_*` roles, set by `styles/models.py` from the badge's `verdict`
 property), and the figures the verdict rests on follow it in plain text, so nothing a person needs
-is hidden in a tooltip (the tooltip keeps the full breakdown).
+is hidden in a tooltip (the tooltip keeps the full breakdown). In a narrow cell (900×600, Serve open)
+the figures give way, never the chip: first to their short forms ("needs 0.0 / 22.4 GiB", then
+"0.0 / 22.4 GiB"), then cut with "…"; their tooltip has them whole.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 from prefill.engine.llama.memory_fit import Fit, FitEstimate, fit_breakdown
 from prefill.ui.models.fit_chip import UNKNOWN, VERDICTS
-from prefill.ui.widgets.plain_text import plain_label, tooltip
+from prefill.ui.widgets.elided_label import ElidedLabel
+from prefill.ui.widgets.plain_text import tooltip
 from prefill.ui.widgets.tokens import SPACE
 
 _GIB = 1 << 30
@@ -54,10 +57,8 @@ class FitBadge(QWidget):
         self.badge.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # the words never cut
         self.badge.setObjectName("fit-badge")
         self.badge.setTextFormat(Qt.TextFormat.PlainText)
-        self.figures = plain_label()
+        self.figures = ElidedLabel()  # in a narrow cell the figures give way, never the badge
         self.figures.setObjectName("fit-figures")
-        # In a narrow cell the figures give way (cut at the right, whole in the tooltip), never the badge.
-        self.figures.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(SPACE.xxs, SPACE.xxs // 2, SPACE.xxs, SPACE.xxs // 2)
         layout.setSpacing(SPACE.sm)
@@ -66,8 +67,11 @@ class FitBadge(QWidget):
         self._paint(text, "", "")
 
     def set_estimate(self, e: FitEstimate) -> None:
-        self._paint(badge_words(e), fit_figures(e, self.compact), VERDICTS[e.fit])
-        self.setToolTip(tooltip(fit_breakdown(e)))
+        breakdown = fit_breakdown(e)
+        compact = fit_figures(e, compact=True)
+        shorter = (compact,) if self.compact else (f"needs {compact}", compact)
+        self._paint(badge_words(e), fit_figures(e, self.compact), VERDICTS[e.fit], shorter, breakdown)
+        self.setToolTip(tooltip(breakdown))
 
     def set_unknown(self, why: str) -> None:
         self._paint("Fit unknown", why, UNKNOWN)
@@ -80,10 +84,11 @@ class FitBadge(QWidget):
         """The verdict's name ("good", "partial", "cpu", "no", "unknown"; "" while estimating)."""
         return self._verdict
 
-    def _paint(self, words: str, figures: str, verdict: str) -> None:
+    def _paint(self, words: str, figures: str, verdict: str, shorter: tuple[str, ...] = (),
+               hover: str = "") -> None:
         self._verdict = verdict
         self.badge.setText(words)
-        self.figures.setText(figures)
+        self.figures.set_text(figures, *shorter, hover=hover)
         self.figures.setVisible(bool(figures))
         self.badge.setProperty("verdict", verdict)  # the style sheet colours the chip by it
         self.badge.style().unpolish(self.badge)

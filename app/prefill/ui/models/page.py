@@ -288,6 +288,10 @@ class ModelsPage(QWidget):
         self.jobs.run(compare, then=self.fit_compared.emit,
                       error=lambda e: self.fit_compared.emit(f"No fit estimate for this model: {e}."))
 
+    def set_code_palette(self, palette: CodePalette) -> None:
+        """The model card in a theme's colours (the window's theme changed)."""
+        self.card.set_code_palette(palette)
+
     def close_jobs(self, timeout_ms: int = -1) -> bool:
         """Wait for running lookups (on quit); the download queue is closed by its owner."""
         return self.jobs.close(timeout_ms)

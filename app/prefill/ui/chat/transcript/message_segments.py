@@ -33,12 +33,12 @@ from PySide6.QtCore import QObject, QRect, QSizeF, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QFocusEvent, QGuiApplication, QResizeEvent, QTextCursor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QSizePolicy, QTextBrowser, QTextEdit, QToolButton, QWidget
 
-from prefill.ui.chat.transcript.copy_button import CopyConfirm, icon_button
 from prefill.ui.markdown.fold import Fold, fit, folded_words
 from prefill.ui.markdown.rich_text import code_blocks, fence_language
 from prefill.ui.markdown.segments import Piece, SegmentRouter
 from prefill.ui.markdown.stream import MarkdownStream
 from prefill.ui.markdown.text_buffer import MarkdownBuffer
+from prefill.ui.widgets.copy_button import CopyConfirm, icon_button
 from prefill.ui.widgets.plain_text import plain_label
 from prefill.ui.widgets.tokens import SPACE, TYPE
 

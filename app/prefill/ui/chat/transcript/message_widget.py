@@ -12,7 +12,7 @@ Regenerate, Branch, Delete); an answer's figures stand at its right ("42 tokens 
 · 70.4 tok/s · finished"). The actions show while the pointer is over the message or the keyboard is
 in it; otherwise they are transparent, not hidden, so Tab still stops on them (and shows them). What
 a reader must act on stays in view: Retry, and the pager. Copy says "Copied" with a check for a
-moment (``copy_button``).
+moment (``ui/widgets/copy_button``).
 
 The text is a stack of segments (``message_segments``): prose wraps to the column, and each fenced code
 block is a rounded block with its language and its own Copy, scrolling sideways on its own, so a long
@@ -49,7 +49,6 @@ from prefill.ui.chat.sources.cited import CitedSource
 from prefill.ui.chat.sources.passage_view import OpenPassage, PassageView
 from prefill.ui.chat.sources.source_list import SourceList
 from prefill.ui.chat.tools.tool_call_section import ToolCallSection
-from prefill.ui.chat.transcript.copy_button import CopyConfirm, icon_button
 from prefill.ui.chat.transcript.finish_words import finish_words
 from prefill.ui.chat.transcript.full_text import FullTextViewer, OpenViewer
 from prefill.ui.chat.transcript.inline_editor import InlineEditor
@@ -57,6 +56,7 @@ from prefill.ui.chat.transcript.message_segments import MessageBody, SafeBrowser
 from prefill.ui.chat.transcript.thinking_section import ThinkingSection
 from prefill.ui.markdown.inline import CITE_SCHEME, SAFE_SCHEMES
 from prefill.ui.markdown.link_guard import open_link
+from prefill.ui.widgets.copy_button import CopyConfirm, icon_button
 from prefill.ui.widgets.plain_text import plain_label
 from prefill.ui.widgets.tokens import SPACE, TYPE
 
