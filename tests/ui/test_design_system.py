@@ -86,23 +86,29 @@ def test_an_icon_is_drawn_once_per_size_and_theme_and_kept(app: QApplication, mo
 
     from prefill.ui.widgets import icons
 
-    drawn: list[str] = []
-    svg = icons._svg
+    # Counted by the pixmaps kept for this test's size, 47 px: widgets an earlier test left open repaint
+    # their own icons on a theme switch, at their sizes.
     monkeypatch.setattr(icons, "_kept", {}, raising=False)
-    monkeypatch.setattr(icons, "_svg", lambda shape, colour: drawn.append(colour) or svg(shape, colour))
+    svg, draws = icons._svg, []
+    monkeypatch.setattr(icons, "_svg", lambda shape, colour: draws.append(colour) or svg(shape, colour))
+
+    def drawn() -> list[str]:
+        return [k[4] for k in icons._kept if k[0] == "copy" and k[1] == 47]
+
     apply_theme(app, "light")
     copy = icon("copy")
     for _ in range(3):  # a streaming answer repaints the same Copy icons again and again
         image = QImage(64, 64, QImage.Format.Format_ARGB32_Premultiplied)
         painter = QPainter(image)
-        copy.paint(painter, QRect(0, 0, 48, 48))
+        copy.paint(painter, QRect(0, 0, 47, 47))
         painter.end()
-        icon("copy").pixmap(48, 48)  # another QIcon of the same name shares the kept pixmap
-    assert len(drawn) == 1
+        icon("copy").pixmap(47, 47)  # another QIcon of the same name shares the kept pixmap
+    assert len(drawn()) == 1
     apply_theme(app, "dark")
-    assert _close(_ink(copy), DARK.text) and len(drawn) == 2  # a new colour: drawn again
+    assert _close(_ink(copy, 47), DARK.text) and len(drawn()) == 2  # a new colour: drawn again
     apply_theme(app, "light")
-    assert _close(_ink(copy), LIGHT.text) and len(drawn) == 2  # the light one was kept
+    assert _close(_ink(copy, 47), LIGHT.text) and len(drawn()) == 2  # the light one was kept
+    assert len(draws) == len(icons._kept)  # no pixmap of any size was drawn twice
 
 
 class _IconsOnButtons(QProxyStyle):
