@@ -109,6 +109,23 @@ def test_tool_bar_words_stay_beside_their_icons_at_900_after_a_model_loads(qtbot
         assert w.load_state.width() > 160
 
 
+def test_the_tool_bar_fits_again_after_a_theme_switch_at_900(qtbot, app) -> None:
+    # Before: the bar was fitted on a resize only; the dark theme's sheet laid its buttons out wider and the
+    # last one (Figures) fell into the overflow until the window was resized.
+    with restored_look(QApplication.instance()) as qapp:
+        apply_theme(qapp, "light")
+        w = app.open(small_settings())
+        w.resize(900, 600)
+        qtbot.waitUntil(lambda: w.width() == 900 and _words_beside_icons(w), timeout=2000)
+        bar = w.findChild(QToolBar)
+        for theme in ("dark", "light", "dark"):
+            apply_theme(qapp, theme)
+            w.set_theme(theme)
+            buttons = [bar.widgetForAction(a) for a in bar.actions() if a.isVisible() and bar.widgetForAction(a)]
+            qtbot.waitUntil(lambda buttons=buttons: _words_beside_icons(w) and all(b.isVisible() for b in buttons),
+                            timeout=2000)
+
+
 def test_nothing_falls_into_the_tool_bar_overflow_at_900(qtbot, app) -> None:
     w = app.open(small_settings())
     bar = w.findChild(QToolBar)

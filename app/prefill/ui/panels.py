@@ -278,8 +278,11 @@ class ToolbarFit(QObject):
         return over
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.window and event.type() in (QEvent.Type.Resize, QEvent.Type.Show):
-            self.fit()
+        if watched is self.window:
+            if event.type() in (QEvent.Type.Resize, QEvent.Type.Show):
+                self.fit()
+            elif event.type() in (QEvent.Type.StyleChange, QEvent.Type.FontChange):
+                self._fit_soon()  # a theme's sheet lays the buttons out anew: fitted once that is done
         return super().eventFilter(watched, event)
 
 
