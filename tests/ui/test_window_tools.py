@@ -371,3 +371,11 @@ def test_a_round_trip_ends_with_the_models_answer(open_window, qtbot, tmp_path: 
     assert w.transcript.row(1).content == "Sunny in Oslo, 21 °C." and not w.notice.isVisible()
     assert w.sidebar.text("tools").startswith("1 tool round · model ")
     assert [m.role for m in w.controller.messages()] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_with_no_tool_server_the_button_says_tools_and_how_to_add_one(qtbot) -> None:
+    from prefill.ui.chat.tools.chat_tools import ChatToolsButton
+
+    button = ChatToolsButton()
+    qtbot.addWidget(button)
+    assert button.text() == "Tools" and "add an MCP server" in button.toolTip()  # it said "Tools: 0"

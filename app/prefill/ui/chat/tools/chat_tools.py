@@ -93,7 +93,11 @@ class ChatToolsButton(QToolButton):
 
     def _update_text(self) -> None:
         n = len(self.offered_names())
-        if not self.chat.enabled:
+        if not self._tools:  # no server set up, or none answering: a count of 0 would say nothing
+            self.setText("Tools")
+            self.setToolTip("No tool servers yet. Click to add an MCP server: the model may then ask to call its "
+                            "tools, and you approve each call.")
+        elif not self.chat.enabled:
             self.setText("Tools: off")
             self.setToolTip("This chat offers the model no tools. Click to switch them on or manage servers.")
         else:
