@@ -128,12 +128,17 @@ def _ok_icon(app: QApplication, style: QStyle) -> QIcon:
 
 def test_dialog_buttons_carry_no_icons_even_where_the_platform_asks_for_them(app: QApplication) -> None:
     assert not _ok_icon(app, _IconsOnButtons(QStyleFactory.create("Fusion"))).isNull()  # what Qt would do
-    assert _ok_icon(app, PrefillStyle(_IconsOnButtons(QStyleFactory.create("Fusion")))).isNull()
-    apply_theme(app, "light")  # the application's own style is the one that leaves them out
+    try:
+        app.setStyleSheet(style_sheet("light"))  # the sheet leaves them out, over a platform asking for them
+        assert _ok_icon(app, PrefillStyle(_IconsOnButtons(QStyleFactory.create("Fusion")))).isNull()
+    finally:
+        app.setStyleSheet("")
+    apply_theme(app, "light")  # the application's own style and sheet
     box = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok)
     assert box.button(QDialogButtonBox.StandardButton.Ok).icon().isNull()
     app.setStyleSheet("")  # the style sheet wraps the style; under it is ours, over Fusion
     assert isinstance(app.style(), PrefillStyle) and app.style().baseStyle().name().lower() == "fusion"
+    assert "styleHint" not in vars(PrefillStyle)  # answered by the sheet: Qt asks thousands of times at start
 
 
 def test_qt_s_own_pictures_are_line_icons(app: QApplication) -> None:

@@ -1,11 +1,12 @@
-"""The application's style under the style sheet: Fusion, with no icons on dialog buttons and the
-few icons Qt draws by itself (message boxes, a line edit's clear button, a dock's close button)
-taken from the line-icon set; a spin box's number off its left border; and the body font at the type
-scale's size.
+"""The application's style under the style sheet: Fusion, with the few icons Qt draws by itself
+(message boxes, a line edit's clear button, a dock's close button) taken from the line-icon set; a spin
+box's number off its left border; and the body font at the type scale's size.
 
 Qt puts stock icons on dialog buttons (a folder on Save, a red cross on Cancel) wherever the platform
-theme asks for them (KDE, most X11 desktops); answering ``SH_DialogButtonBox_ButtonsHaveIcons`` with 0
-leaves every QDialogButtonBox in the application with words alone.
+theme asks for them (KDE, most X11 desktops); the style sheet's ``dialogbuttonbox-buttons-have-icons: 0``
+(styles/base.py) leaves every QDialogButtonBox with words alone. (An override of ``styleHint`` here did the
+same, but Qt asks a style for its hints thousands of times while the window opens, and each answer from a
+Python override crossed into Python.)
 """
 
 from __future__ import annotations
@@ -39,16 +40,10 @@ _OWN_ICONS: dict[QStyle.StandardPixmap, str] = {
 
 
 class PrefillStyle(QProxyStyle):
-    """Fusion (or ``base``) with words alone on dialog buttons and line icons where Qt drew its own."""
+    """Fusion (or ``base``) with line icons where Qt drew its own."""
 
     def __init__(self, base: QStyle | None = None) -> None:
         super().__init__(base if base is not None else QStyleFactory.create("Fusion"))
-
-    def styleHint(self, hint: QStyle.StyleHint, option: QStyleOption | None = None,
-                  widget: QWidget | None = None, returnData: object = None) -> int:
-        if hint == QStyle.StyleHint.SH_DialogButtonBox_ButtonsHaveIcons:
-            return 0
-        return super().styleHint(hint, option, widget, returnData)  # type: ignore[arg-type]
 
     def polish(self, target):  # type: ignore[no-untyped-def]  # Qt's three overloads in one
         """Qt's polish, and a spin box's number kept off its left border (a style sheet's padding moves

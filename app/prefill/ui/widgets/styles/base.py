@@ -36,6 +36,7 @@ QPushButton:pressed, QPushButton:checked {{ background: {c.border}; }}
 QPushButton:disabled {{ color: {c.muted}; background: {c.window}; }}
 QPushButton[primary="true"] {{ background: {c.highlight}; color: {c.highlighted_text}; border-color: {c.highlight}; }}
 QPushButton[primary="true"]:disabled {{ background: {c.button}; color: {c.muted}; border-color: {c.border}; }}
+QDialogButtonBox {{ dialogbuttonbox-buttons-have-icons: 0; }}
 QDialogButtonBox QPushButton {{ min-width: {SPACE.xxl * 2}px; }}
 QToolButton {{ background: transparent; color: {c.text}; border: 2px solid transparent;
     border-radius: {RADIUS.sm}px; padding: {TOOL_PAD_V}px {TOOL_PAD_H}px; }}
