@@ -77,6 +77,22 @@ def test_a_spin_box_draws_its_arrows_in_the_muted_ink_and_its_number_off_the_bor
     assert spin.lineEdit().textMargins().left() == SPACE.sm  # the number off the left border, as in a line edit
 
 
+@pytest.mark.parametrize(("theme", "colours"), THEMES)
+def test_a_check_box_is_outlined_in_the_muted_ink_and_ticked_on_the_accent(app, qtbot, theme: str, colours) -> None:
+    # Before: Fusion's own box, which the dark palette drew nearly black on black.
+    from PySide6.QtWidgets import QCheckBox
+
+    apply_theme(app, theme)
+    box = QCheckBox("Serve over HTTP")
+    qtbot.addWidget(box)
+    box.show()
+    qtbot.waitExposed(box)
+    assert _has_ink(box.grab().toImage(), 0, colours.muted)  # the box's outline
+    box.setChecked(True)
+    ticked = box.grab().toImage()
+    assert _has_ink(ticked, 0, colours.highlight) and _has_ink(ticked, 0, colours.highlighted_text)
+
+
 @pytest.fixture
 def docked(app, qtbot) -> Iterator[tuple[QMainWindow, DockTitle]]:
     apply_theme(app, "light")

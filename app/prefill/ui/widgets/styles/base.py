@@ -28,6 +28,9 @@ def sheet(c: ThemeColours) -> str:
     up, down = icon_file("chevron-up", c.muted), icon_file("chevron-down", c.muted)
     up_off, down_off = icon_file("chevron-up", c.border), icon_file("chevron-down", c.border)  # at a limit
     arrow = f"width: {ICON.inline - SPACE.xs}px; height: {ICON.inline - SPACE.xs}px;"
+    tick = icon_file("check", c.highlighted_text)  # a ticked box: the line icon's check on the accent
+    boxes = "QCheckBox::indicator, QAbstractItemView::indicator"
+    ticked = "QCheckBox::indicator:checked, QAbstractItemView::indicator:checked"
     return f"""
 QPushButton {{ background: {c.button}; color: {c.text}; border: 1px solid {c.border};
     border-radius: {RADIUS.sm}px; padding: {BUTTON_PAD_V}px {BUTTON_PAD_H}px; }}
@@ -104,4 +107,11 @@ QProgressBar {{ background: {c.kv_track}; color: {c.text}; border: none; border-
     text-align: center; }}
 QProgressBar::chunk {{ background: {c.highlight}; border-radius: {SPACE.xs}px; }}
 QCheckBox, QRadioButton {{ spacing: {SPACE.sm}px; }}
+{boxes} {{ width: {ICON.inline}px; height: {ICON.inline}px; border: 1px solid {c.muted};
+    border-radius: {SPACE.xs}px; background: {c.base}; }}
+QCheckBox::indicator:hover, QAbstractItemView::indicator:hover {{ border-color: {c.text}; }}
+{ticked} {{ background: {c.highlight}; border-color: {c.highlight}; }}
+{_arrow(ticked, tick, "")}
+QCheckBox::indicator:disabled, QAbstractItemView::indicator:disabled {{ background: {c.window};
+    border-color: {c.border}; }}
 QSplitter::handle {{ background: transparent; }}"""
