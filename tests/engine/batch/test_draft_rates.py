@@ -97,5 +97,9 @@ def test_at_four_slots_drafts_are_taken_on_a_copy_task(plain: BatchScheduler, sm
     got, rates = drafted_run(smollm2, asks)
     for a, b in zip(expected, got, strict=True):
         check_same(a, b)
-        assert b.finished.metrics.draft_n_accepted > 0
+    # SmolLM2 answers the code passage with its last line alone (16 tokens): a slot's first steps at each
+    # new count of rows are plain probes, so so short an answer may end before its first draft (as it did
+    # on a busy machine). Every answer as long as a copy has drafts taken.
+    copies = [b.finished.metrics for b in got if b.finished.metrics.completion_tokens >= 32]
+    assert len(copies) >= 3 and all(m.draft_n_accepted > 0 for m in copies)
     assert rates.drafted_totals.steps > 0 and rates.plain_totals.steps > 0  # probes kept the plain rate known
