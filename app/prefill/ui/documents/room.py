@@ -177,10 +177,7 @@ class DocumentsRoom(QObject):
         indexing was stopped (Stop holds until it is indexed again, or the next start)."""
         if collection in self.refreshing or collection in self.stopped:
             return None
-        self.refreshing.add(collection)
-        job = self.documents.worker.refresh(collection)
-        self.jobs[job] = collection
-        self.labels[job] = f"changes in {shown_name(collection)}"
+        job = self._look(collection)
         self.quiet.add(job)
         return job
 
@@ -191,12 +188,17 @@ class DocumentsRoom(QObject):
         self.stopped.discard(collection)
         if collection in self.refreshing:
             return None
+        job = self._look(collection)
+        self.looks.add(job)
+        self.panel.begin(job, self.labels[job])
+        return job
+
+    def _look(self, collection: str) -> int:
+        """Ask the worker to look at `collection`'s folders again; the job, labelled for the bar."""
         self.refreshing.add(collection)
         job = self.documents.worker.refresh(collection)
         self.jobs[job] = collection
         self.labels[job] = f"changes in {shown_name(collection)}"
-        self.looks.add(job)
-        self.panel.begin(job, self.labels[job])
         return job
 
     def _on_worker_watched(self, paths: dict[str, tuple[str, ...]]) -> None:

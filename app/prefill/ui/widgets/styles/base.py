@@ -18,8 +18,9 @@ BUTTON_PAD_V, BUTTON_PAD_H = SPACE.xs + 1, SPACE.md
 TOOL_PAD_V, TOOL_PAD_H = SPACE.xxs + 1, SPACE.xs
 
 
-def _arrow(selector: str, image: str, size: str) -> str:
-    """An arrow drawn from a line icon's file; none (Fusion's own) where the file could not be written."""
+def _icon_rule(selector: str, image: str, size: str) -> str:
+    """A sub-control (an arrow, a check box's tick) drawn from a line icon's file; none (Fusion's own)
+    where the file could not be written."""
     return f"{selector} {{ image: url({image}); {size} }}" if image else ""
 
 
@@ -59,16 +60,16 @@ QComboBox {{ background: {c.button}; padding: {SPACE.xs}px {SPACE.sm}px; }}
 QComboBox:hover {{ background: {c.hover}; }}
 QComboBox:editable {{ background: {c.base}; }}
 QComboBox::drop-down {{ border: none; width: {SPACE.xl}px; }}
-{_arrow('QComboBox::down-arrow', down, arrow)}
+{_icon_rule('QComboBox::down-arrow', down, arrow)}
 QAbstractSpinBox::up-button, QAbstractSpinBox::down-button {{ subcontrol-origin: border; width: {SPACE.xl}px;
     border: none; background: transparent; }}
 QAbstractSpinBox::up-button {{ subcontrol-position: top right; }}
 QAbstractSpinBox::down-button {{ subcontrol-position: bottom right; }}
 QAbstractSpinBox::up-button:hover, QAbstractSpinBox::down-button:hover {{ background: {c.hover}; }}
-{_arrow('QAbstractSpinBox::up-arrow', up, arrow)}
-{_arrow('QAbstractSpinBox::down-arrow', down, arrow)}
-{_arrow('QAbstractSpinBox::up-arrow:off, QAbstractSpinBox::up-arrow:disabled', up_off, arrow)}
-{_arrow('QAbstractSpinBox::down-arrow:off, QAbstractSpinBox::down-arrow:disabled', down_off, arrow)}
+{_icon_rule('QAbstractSpinBox::up-arrow', up, arrow)}
+{_icon_rule('QAbstractSpinBox::down-arrow', down, arrow)}
+{_icon_rule('QAbstractSpinBox::up-arrow:off, QAbstractSpinBox::up-arrow:disabled', up_off, arrow)}
+{_icon_rule('QAbstractSpinBox::down-arrow:off, QAbstractSpinBox::down-arrow:disabled', down_off, arrow)}
 QAbstractSpinBox {{ padding-right: {SPACE.xl}px; }}
 QComboBox QAbstractItemView {{ background: {c.card}; border: 1px solid {c.border}; border-radius: 0;
     padding: {SPACE.xs}px; outline: 0; }}
@@ -111,7 +112,7 @@ QCheckBox, QRadioButton {{ spacing: {SPACE.sm}px; }}
     border-radius: {SPACE.xs}px; background: {c.base}; }}
 QCheckBox::indicator:hover, QAbstractItemView::indicator:hover {{ border-color: {c.text}; }}
 {ticked} {{ background: {c.highlight}; border-color: {c.highlight}; }}
-{_arrow(ticked, tick, "")}
+{_icon_rule(ticked, tick, "")}
 QCheckBox::indicator:disabled, QAbstractItemView::indicator:disabled {{ background: {c.window};
     border-color: {c.border}; }}
 QSplitter::handle {{ background: transparent; }}"""
