@@ -447,7 +447,9 @@ class BatchScheduler:
         t_drafted = time.perf_counter()
         self._events_out(idle=False)
         t_events = time.perf_counter()
-        rt.threads_for(len(decoding) + len(chunks) == 1 or any(j.draft for j in decoding))
+        rows = len(decoding)
+        n_rows = rows + len(chunks)
+        rt.threads_for(n_rows == 1 or any(j.draft for j in decoding))
         rc = rt.decode_batch(batch)
         if rc != 0:
             for j in decoding + [c[0] for c in chunks]:
@@ -455,8 +457,6 @@ class BatchScheduler:
             return
         now = time.perf_counter()
         self._steps += 1
-        rows = len(decoding)
-        n_rows = rows + len(chunks)
         if n_rows > self._peak_seqs:
             self._peak_seqs = n_rows
         ready = decoding
