@@ -155,6 +155,22 @@ def serve(timeout: float) -> dict[str, Any]:
     return {"exit": done.returncode, "models": lines, "stderr_tail": done.stderr[-400:] if done.returncode else ""}
 
 
+def vs_llama_server(exe: Path, model: Path, timeout: float) -> dict[str, Any]:
+    """benchmarks/vs_llama_server.py with every layer on the GPU (issue 36): 1, 4 and 8 clients, raw and
+    `openai` clients, five pairs each, and the window's chat engine at one client."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "vs_llama_server.py"), "--llama-server", str(exe),
+           "--model", str(model), "--gpu-layers", "all", "--clients", "1,4,8", "--kinds", "raw,openai",
+           "--pairs", "5", "--chat", "--json"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        return {"error": f"vs_llama_server.py ran past {timeout:.0f} s", "stderr_tail": str(e.stderr)[-1500:]}
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode or not lines:
+        return {"exit": done.returncode, "stderr_tail": done.stderr[-1500:]}
+    return dict(lines[-1])
+
+
 def measure(model: Path, bandwidth: float) -> dict[str, Any]:
     section: dict[str, Any] = {"file": model.name, "bytes": model.stat().st_size}
     timed(section, "offload", lambda: offload(model, 4096))
@@ -166,6 +182,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bandwidth-tbs", type=float, default=4.8, help="the GPU's memory bandwidth (H200: 4.8 TB/s)")
     ap.add_argument("--skip-serve", action="store_true")
+    ap.add_argument("--llama-server", type=Path, help="a CUDA llama-server: vs_llama_server.py runs against it")
+    ap.add_argument("--vs-timeout", type=float, default=300)
+    ap.add_argument("--only-vs", action="store_true", help="only the llama-server comparison (and the build)")
     ap.add_argument("--serve-timeout", type=float, default=240)
     ap.add_argument("--work", type=Path, help="folder for the written models (default: a temporary one)")
     args = ap.parse_args()
@@ -185,7 +204,12 @@ def main() -> int:
         smol = bundled_model_path()
         if smol is None:
             smol = timed(out, "write_smollm2_shapes", lambda: write_tiny_llama(
-                work / "smollm2-shapes.gguf", name="smollm2-shapes-random", **SMOL_SHAPES))
+                work / "smollm2-shapes.gguf", name="smollm2-shapes-random", weight_scale=0.02, **SMOL_SHAPES))
+        if args.llama_server is not None and isinstance(smol, Path):
+            timed(out, "vs_llama_server", lambda: vs_llama_server(args.llama_server, smol, args.vs_timeout))
+        if args.only_vs:
+            print(json.dumps(out))
+            return 0
         big = timed(out, "write_1gb", lambda: write_tiny_llama(work / "big.gguf", name="random-1gb",
                                                                weight_scale=0.02, **BIG))
         bandwidth = args.bandwidth_tbs * 1e12

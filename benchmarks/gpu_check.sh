@@ -6,7 +6,12 @@
 #   benchmarks/gpu_check.sh --pack   here, beforehand: put what a bare, offline GPU machine lacks into
 #                                    .whl/ (ignored by git; carry it): the CUDA llama_cpp package built
 #                                    here, its symlinks restored, xz-packed, and the Python wheels the
-#                                    check imports that the machine's image does not have
+#                                    check imports that the machine's image does not have (for Python
+#                                    $PACK_PYTHON_VERSION, default 3.12, the image's). With
+#                                    PREFILL_CUDA_BUILD=<a CMake build folder of the vendored llama.cpp with
+#                                    CUDA, shared libraries, and the llama-server and mtmd targets>, its
+#                                    libraries and llama-server are packed instead of a wheel: the check then
+#                                    also runs benchmarks/vs_llama_server.py on the GPU, both servers on one ggml
 #
 # Where the CUDA llama_cpp comes from, first found wins:
 #   1. .whl/llama_cpp_cuda.tar.xz (from --pack);
@@ -53,12 +58,27 @@ PY
 
 if [ "${1:-}" = --pack ]; then
   mkdir -p .whl
-  wheel=$(cuda_wheel)
-  [ -n "$wheel" ] && [ -f "$wheel" ] || { say "no CUDA wheel built here (make run CUDA=1, or scripts/llama_build.py wheel --cuda 1 --arch 90)"; exit 1; }
   tmp=$(mktemp -d)
-  unpack_wheel "$wheel" "$tmp"
-  tar -C "$tmp" -cf - llama_cpp | xz -9 -T0 > .whl/llama_cpp_cuda.tar.xz
-  rm -rf "$tmp"
+  if [ -n "${PACK_KEEP_LLAMA:-}" ] && [ -f .whl/llama_cpp_cuda.tar.xz ]; then
+    say "keeping .whl/llama_cpp_cuda.tar.xz"
+  elif [ -n "${PREFILL_CUDA_BUILD:-}" ]; then
+    # A CMake build of the vendored llama.cpp (BUILD_SHARED_LIBS, CUDA, the llama-server and mtmd targets,
+    # RPATH $ORIGIN): its libraries under the venv's llama_cpp Python package, and llama-server beside them,
+    # so that both servers of vs_llama_server.py run the same ggml.
+    [ -f "$PREFILL_CUDA_BUILD/bin/libggml-cuda.so" ] && [ -x "$PREFILL_CUDA_BUILD/bin/llama-server" ] ||
+      { say "$PREFILL_CUDA_BUILD/bin has no libggml-cuda.so or llama-server"; exit 1; }
+    pkg=$("${VENV_PYTHON:-.venv/bin/python}" -c 'import importlib.util as u; print(u.find_spec("llama_cpp").submodule_search_locations[0])')
+    cp -r "$pkg" "$tmp/llama_cpp"
+    rm -rf "$tmp/llama_cpp/lib"/* && find "$tmp/llama_cpp" -name __pycache__ -prune -exec rm -rf {} +
+    cp -P "$PREFILL_CUDA_BUILD"/bin/lib*.so* "$PREFILL_CUDA_BUILD/bin/llama-server" "$tmp/llama_cpp/lib/"
+    find "$tmp/llama_cpp/lib" -type f -exec strip --strip-unneeded {} + 2>/dev/null || true
+  else
+    wheel=$(cuda_wheel)
+    [ -n "$wheel" ] && [ -f "$wheel" ] || { say "no CUDA wheel built here (make run CUDA=1, or scripts/llama_build.py wheel --cuda 1 --arch 90)"; exit 1; }
+    unpack_wheel "$wheel" "$tmp"
+  fi
+  [ -d "$tmp/llama_cpp" ] && tar -C "$tmp" -cf - llama_cpp | xz -9 -T0 > .whl/llama_cpp_cuda.tar.xz
+  rm -rf "$tmp/llama_cpp"
   # The distributions the check imports (the CLI's parser, the engine, the server), at the venv's
   # versions, less those the image has (KINDS.md); its Python is 3.12, hence wheels for 3.12.
   venv_py=${VENV_PYTHON:-.venv/bin/python}
@@ -67,6 +87,15 @@ import importlib.metadata as md, sys
 from prefill.cli import build_parser
 build_parser()
 import prefill.bench.side_by_side, prefill.bench.tiny_model, prefill.bench.serve_load  # noqa: E401,F401
+import importlib, pkgutil, prefill.server, prefill.commands, openai  # noqa: E401,F401  (prefill serve, the clients)
+for pkg in (prefill.server, prefill.commands):
+    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+        importlib.import_module(m.name)
+try:  # what the openai client imports only when it streams (jiter, distro): a request to a closed port
+    openai.OpenAI(api_key="x", base_url="http://127.0.0.1:9/v1", max_retries=0).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "x"}], stream=True)
+except openai.APIConnectionError:
+    pass
 image = {"setuptools", "numpy", "pillow", "jinja2", "markupsafe", "pyyaml", "anyio", "click", "h11", "idna", "certifi",
          "typing-extensions", "typing_extensions", "sniffio", "tqdm", "requests", "filelock", "fsspec", "packaging",
          "pygments", "urllib3", "charset-normalizer", "attrs", "rich", "markdown-it-py", "mdurl", "regex"}
@@ -79,10 +108,22 @@ for mod in list(sys.modules):
 print("\n".join(sorted(found)))
 PY
 )
-  "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-    -d .whl "${wanted[@]}" || { say "pip download failed for: ${wanted[*]}"; exit 1; }
-  say "packed: $(du -sh .whl | cut -f1) in .whl/ ($(ls .whl | tr '\n' ' '))"
+  # py-spy: vs_llama_server.py --profile samples Prefill's stacks with it.
+  wanted+=("py-spy==${PY_SPY_VERSION:-0.4.3}")
+  # Installed here for the machine's Python and xz-packed (half the size of the wheels: a device call
+  # carries 64 MiB with the repository).
+  target=(--python-version "${PACK_PYTHON_VERSION:-3.12}" --implementation cp --only-binary=:all:
+          --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
+          --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64)
+  rm -f .whl/*.whl .whl/python_site.tar.xz
+  mkdir -p "$tmp/wheels" "$tmp/site"
+  "$py" -m pip download -q --no-deps "${target[@]}" -d "$tmp/wheels" "${wanted[@]}" &&
+    "$py" -m pip install -q --no-deps --no-index --no-compile "${target[@]}" --target "$tmp/site" "$tmp"/wheels/*.whl ||
+    { say "pip download or install failed for: ${wanted[*]}"; exit 1; }
+  find "$tmp/site" -name '*.so' -exec strip --strip-unneeded {} + 2>/dev/null
+  tar -C "$tmp/site" --exclude=__pycache__ -cf - . | xz -9 -T0 > .whl/python_site.tar.xz
+  rm -rf "$tmp"
+  say "packed: $(du -sh .whl | cut -f1) in .whl/ ($(ls .whl | tr '\n' ' '); ${wanted[*]})"
   exit 0
 fi
 
@@ -90,6 +131,9 @@ start=$(date +%s)
 mkdir -p "$site"
 export PYTHONUNBUFFERED=1
 # 1. The Python packages the image lacks.
+if [ -f .whl/python_site.tar.xz ]; then
+  tar -C "$site" -xJf .whl/python_site.tar.xz || say "carried packages did not unpack"
+fi
 if compgen -G ".whl/*.whl" >/dev/null; then
   "$py" -m pip install -q --no-index --no-deps --no-compile --target "$site" .whl/*.whl >&2 || say "carried wheels did not install"
 fi
@@ -125,14 +169,21 @@ if [ -z "$how" ] && command -v nvidia-smi >/dev/null && nvidia-smi >/dev/null 2>
 fi
 [ -n "$how" ] || how="none found: the venv's own llama_cpp"
 say "llama_cpp: $how ($(( $(date +%s) - start )) s)"
-export PYTHONPATH="$site:$root/app${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$site:$root/app${PYTHONPATH:+:$PYTHONPATH}" PATH="$site/bin:$PATH"  # bin: py-spy, if carried
 # 3. The CUDA runtime wheels, where no nvidia/cu13/lib is on the path yet (a venv made without them).
 if [ -f "$site/llama_cpp/lib/libggml-cuda.so" ] && [ -z "$("$py" -c 'from prefill.engine.cuda_libs import runtime_folder as f; print(f() or "")')" ]; then
   "$py" -m pip install -q --no-deps --target "$site" $("$py" scripts/llama_build.py runtime) >&2 \
     || say "no CUDA runtime on the path, and pip could not install it"
 fi
-# 4. The check, with that llama_cpp first on the path.
-json=$("$py" benchmarks/gpu_check.py "$@")
+# 4. The check, with that llama_cpp first on the path; a llama-server carried beside it finds the CUDA
+# runtime where prefill finds it.
+extra=()
+if [ -x "$site/llama_cpp/lib/llama-server" ]; then
+  extra=(--llama-server "$site/llama_cpp/lib/llama-server")
+  rt=$("$py" -c 'from prefill.engine.cuda_libs import runtime_folder as f; print(f() or "")')
+  [ -n "$rt" ] && export LD_LIBRARY_PATH="$rt${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+json=$("$py" benchmarks/gpu_check.py "${extra[@]}" "$@")
 rc=$?
 "$py" - "$how" "$(( $(date +%s) - start ))" "$json" <<'PY'
 import json, sys

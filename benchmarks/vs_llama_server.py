@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from llama_server_build import build  # noqa: E402
 from serve_bench import paired, ratios  # noqa: E402
+from server_profile import Profile  # noqa: E402
 
 from prefill.bench.serve_load import LoadReport, Outcome, process_cpu_s, prompt_text, run_load  # noqa: E402
 from prefill.engine.events import Finished, Token  # noqa: E402
@@ -80,12 +81,17 @@ class Server:
                 lines.put(line)
 
         threading.Thread(target=read, daemon=True).start()
+        deadline = time.monotonic() + 600
         while True:
-            line = lines.get(timeout=600)
+            try:
+                line = lines.get(timeout=1)
+            except queue.Empty:
+                line = ""
             if ready in line:
                 break
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{name} ended before it served:\n" + "".join(self.log[-20:]))
+            if self.proc.poll() is not None and lines.empty() or time.monotonic() > deadline:
+                self.proc.kill()
+                raise RuntimeError(f"{name} did not start serving:\n" + "".join(self.log[-30:]))
         if name == "prefill":
             self.url = line.split(" at ")[1].split()[0].removesuffix("/v1")
 
@@ -108,11 +114,12 @@ def start_both(args: argparse.Namespace, model: Path) -> tuple[Server, Server]:
     port = free_port()
     llama = Server("llama-server", [str(exe), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
                                     "-t", str(args.threads), "-tb", str(args.threads), "-np", str(args.parallel),
-                                    "-c", str(args.ctx * args.parallel), "-ngl", "0", "--no-webui"],
+                                    "-c", str(args.ctx * args.parallel), "--no-webui",
+                                    "-ngl", "999" if args.gpu_layers == "all" else "0"],
                    f"http://127.0.0.1:{port}", "model", "listening on http")
     prefill = Server("prefill", [sys.executable, "-m", "prefill", "serve", "--model", str(model), "--port", "0",
                                  "--threads", str(args.threads), "--parallel", str(args.parallel),
-                                 "--ctx", str(args.ctx), "--gpu-layers", "none"],
+                                 "--ctx", str(args.ctx), "--gpu-layers", args.gpu_layers],
                      "", model.name.removesuffix(".gguf"), " at http")
     return llama, prefill
 
@@ -136,7 +143,7 @@ class ChatSide:
     llama-server's slot does."""
 
     def __init__(self, model: Path, args: argparse.Namespace):
-        self.engine = ChatEngine.load(model, LoadSettings(n_ctx=args.ctx, n_gpu_layers="none",
+        self.engine = ChatEngine.load(model, LoadSettings(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers,
                                                           n_threads=args.threads))
         self.runs = 0
 
@@ -176,7 +183,7 @@ def compare_chat(args: argparse.Namespace, llama: Server, chat: ChatSide) -> dic
                    functools.partial(chat.run, args, seen["chat"]), args.pairs)
     keys = ("total_tps", "ttft_p50_ms", "chunk_gap_p50_ms", "chunk_gap_p95_ms")
     out = {"clients": 1, **ratios(pairs),
-           "range": [round(min(b / a for a, b in pairs), 3), round(max(b / a for a, b in pairs), 3)],
+           "range": spread(pairs),
            "ttft_p50_ratio": round(med(seen, "chat", "ttft_p50_ms") / max(0.01, med(seen, "llama-server",
                                                                                       "ttft_p50_ms")), 3),
            **{side: {k: med(seen, side, k) for k in keys} for side in seen},
@@ -196,8 +203,22 @@ def props(url: str) -> dict[str, object]:
             "total_slots": p.get("total_slots"), "build_info": p.get("build_info")}
 
 
+def spread(pairs: list[tuple[float, float]]) -> list[float]:
+    """The lowest and highest pair ratio (0 for a pair whose llama-server run served nothing)."""
+    r = [b / a if a else 0.0 for a, b in pairs]
+    return [round(min(r), 3), round(max(r), 3)]
+
+
 def med(seen: dict[str, list[dict[str, object]]], side: str, key: str) -> float:
     return round(statistics.median(float(f[key]) for f in seen[side]), 2)  # type: ignore[arg-type]
+
+
+def profiled(server: Server, clients: int, args: argparse.Namespace, raw: bool) -> dict[str, object]:
+    """One more run on `server`, its threads' CPU per token taken, and Prefill's stacks sampled (py-spy)."""
+    watch = Profile(server.proc.pid, stacks=server.name == "prefill")
+    figures: list[dict[str, object]] = []
+    tps = run(server, clients, args, raw, figures)
+    return {"total_tps": tps, **watch.stop(int(figures[0]["tokens"]))}  # type: ignore[call-overload]
 
 
 def compare(args: argparse.Namespace, llama: Server, prefill: Server) -> dict[str, object]:
@@ -211,15 +232,18 @@ def compare(args: argparse.Namespace, llama: Server, prefill: Server) -> dict[st
 
             keys = ("total_tps", "ttft_p50_ms", "ttft_p95_ms", "chunk_gap_p50_ms", "chunk_gap_p95_ms",
                     "server_cpu_ms_per_token", "tokens_per_chunk")
-            out[f"{kind}_{c}"] = {
+            result: dict[str, object] = {
                 "clients": c, "client": kind, **ratios(pairs),
-                "range": [round(min(b / a for a, b in pairs), 3), round(max(b / a for a, b in pairs), 3)],
+                "range": spread(pairs),
                 "ttft_p50_ratio": round(med(seen, "prefill", "ttft_p50_ms")
                                         / max(0.01, med(seen, "llama-server", "ttft_p50_ms")), 3),
                 **{side: {k: med(seen, side, k) for k in keys} for side in seen},
                 "errors": sum(int(f["errors"]) for side in seen for f in seen[side]),  # type: ignore[call-overload]
             }
-            print(json.dumps({f"{kind}_{c}": out[f"{kind}_{c}"]}), file=sys.stderr, flush=True)
+            if args.profile:  # one more run of each, watched: where each server's CPU went
+                result["profile"] = {s.name: profiled(s, c, args, raw) for s in (llama, prefill)}
+            out[f"{kind}_{c}"] = result
+            print(json.dumps({f"{kind}_{c}": result}), file=sys.stderr, flush=True)
     return out
 
 
@@ -239,8 +263,13 @@ def main() -> int:
     ap.add_argument("--chat", action="store_true",
                     help="also the window's chat engine against llama-server at one client (chat_1)")
     ap.add_argument("--kinds", default="raw,openai", help="client kinds: raw, openai")
+    ap.add_argument("--gpu-layers", choices=("none", "all"), default="none",
+                    help="every layer on the GPU on both sides (a CUDA build of each), or none")
     ap.add_argument("--llama-server", default="", help="a llama-server to use instead of the cached build")
     ap.add_argument("--cmake-args", default="", help="for the build (e.g. -DGGML_CUDA=ON)")
+    ap.add_argument("--profile", action="store_true",
+                    help="after each comparison, one more run of each server with its threads' CPU per token "
+                         "(and Prefill's Python stacks, where py-spy is installed)")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout (progress goes to stderr)")
     args = ap.parse_args()
     args.clients = [int(c) for c in args.clients.split(",") if c]
@@ -253,7 +282,8 @@ def main() -> int:
     try:
         for s in (llama, prefill):  # warm-up: the first request pays for lazy set-up on either side
             run_load(s.url + "/v1", s.model_id, 1, 600, 8, requests_per_client=1, raw=True, sampling=SAMPLING)
-        result = {"model": model.name, "threads": args.threads, "parallel": args.parallel, "ctx_per_slot": args.ctx,
+        result = {"model": model.name, "gpu_layers": args.gpu_layers, "threads": args.threads,
+                  "parallel": args.parallel, "ctx_per_slot": args.ctx,
                   "tokens": args.tokens, "repeat_prompts": args.repeat_prompts,
                   "requests_per_client": args.requests, "pairs": args.pairs,
                   "sampling": SAMPLING, "llama_server": props(llama.url),

@@ -118,10 +118,6 @@ def sse_event(name: str, obj: object) -> str:
     return f"event: {name}\ndata: {json.dumps(obj, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
-class _Stalled(Exception):
-    """A write waited past its deadline: the client stopped reading."""
-
-
 class Cancels(Protocol):
     """What a response cancels when its client stops reading: a request's handle, or a `Generation`
     (the answer it has in hand)."""
@@ -143,24 +139,54 @@ class EventSourceResponse(StreamingResponse):
         self.on_close = on_close  # called once the response has ended, however it ended
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async def timed_send(message: Message) -> None:
-            try:
-                with anyio.fail_after(self.write_deadline_s):
-                    await send(message)
-            except TimeoutError:
-                raise _Stalled from None
+        with anyio.CancelScope() as cancel:
+            watch = _WriteWatch(self.write_deadline_s, cancel)
 
+            async def stamped_send(message: Message) -> None:
+                watch.began = watch.loop.time()
+                await send(message)
+                watch.began = None
+
+            try:
+                await super().__call__(scope, receive, stamped_send)
+            finally:
+                watch.stop()
         try:
-            await super().__call__(scope, receive, timed_send)
-        except _Stalled:
-            self.handle.cancel()
-            log.info("closed a stream whose client stopped reading for %.0f s", self.write_deadline_s)
-            close = closer(scope)
-            if close is not None:
-                await close()
+            if watch.stalled:
+                self.handle.cancel()
+                log.info("closed a stream whose client stopped reading for %.0f s", self.write_deadline_s)
+                close = closer(scope)
+                if close is not None:
+                    await close()
         finally:
             if self.on_close is not None:
                 self.on_close()
+
+
+class _WriteWatch:
+    """A stream's stalled-write check: one timer per stream, not a deadline per write. A write is stamped
+    when it starts and cleared when it returns; every quarter of the deadline the timer looks for one
+    started longer ago (a stall is caught between 1 and 1.25 deadlines) and cancels the response. A cancel
+    scope per write cost ~18 µs, a hundred times the stamp, on the loop whose every microsecond a decoding
+    step on the same cores waits for."""
+
+    def __init__(self, deadline_s: float, cancel: anyio.CancelScope):
+        self.loop = asyncio.get_running_loop()
+        self.deadline_s = deadline_s
+        self.cancel = cancel
+        self.began: float | None = None  # when the write under way started
+        self.stalled = False
+        self._timer = self.loop.call_later(deadline_s / 4, self._look)
+
+    def _look(self) -> None:
+        if self.began is not None and self.loop.time() - self.began >= self.deadline_s:
+            self.stalled = True
+            self.cancel.cancel()
+        else:
+            self._timer = self.loop.call_later(self.deadline_s / 4, self._look)
+
+    def stop(self) -> None:
+        self._timer.cancel()
 
 
 async def disconnected(request: Request) -> None:
