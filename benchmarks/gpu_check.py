@@ -160,7 +160,7 @@ def vs_llama_server(exe: Path, model: Path, timeout: float) -> dict[str, Any]:
     `openai` clients, five pairs each, and the window's chat engine at one client."""
     cmd = [sys.executable, str(ROOT / "benchmarks" / "vs_llama_server.py"), "--llama-server", str(exe),
            "--model", str(model), "--gpu-layers", "all", "--clients", "1,4,8", "--kinds", "raw,openai",
-           "--pairs", "5", "--chat", "--json"]
+           "--pairs", "5", "--chat", "--profile", "--json"]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
@@ -183,7 +183,7 @@ def main() -> int:
     ap.add_argument("--bandwidth-tbs", type=float, default=4.8, help="the GPU's memory bandwidth (H200: 4.8 TB/s)")
     ap.add_argument("--skip-serve", action="store_true")
     ap.add_argument("--llama-server", type=Path, help="a CUDA llama-server: vs_llama_server.py runs against it")
-    ap.add_argument("--vs-timeout", type=float, default=300)
+    ap.add_argument("--vs-timeout", type=float, default=420)
     ap.add_argument("--only-vs", action="store_true", help="only the llama-server comparison (and the build)")
     ap.add_argument("--serve-timeout", type=float, default=240)
     ap.add_argument("--work", type=Path, help="folder for the written models (default: a temporary one)")
