@@ -9,7 +9,8 @@
 #                                    check imports that the machine's image does not have (for Python
 #                                    $PACK_PYTHON_VERSION, default 3.12, the image's). With
 #                                    PREFILL_CUDA_BUILD=<a CMake build folder of the vendored llama.cpp with
-#                                    CUDA, shared libraries, and the llama-server and mtmd targets>, its
+#                                    CUDA, shared libraries, and the llama-server and mtmd targets:
+#                                    benchmarks/llama_cuda_tree.sh makes it>, its
 #                                    libraries and llama-server are packed instead of a wheel: the check then
 #                                    also runs benchmarks/vs_llama_server.py on the GPU, both servers on one ggml
 #
