@@ -53,6 +53,7 @@ from server_profile import Profile  # noqa: E402
 
 from prefill.bench.serve_load import LoadReport, Outcome, process_cpu_s, prompt_text, run_load  # noqa: E402
 from prefill.engine.events import Finished, Token  # noqa: E402
+from prefill.engine.llama.runtime import extra_buffer_types_safe  # noqa: E402
 from prefill.engine.local.chat_engine import ChatEngine  # noqa: E402
 from prefill.engine.message import Message  # noqa: E402
 from prefill.engine.request import ChatRequest  # noqa: E402
@@ -115,7 +116,10 @@ def start_both(args: argparse.Namespace, model: Path) -> tuple[Server, Server]:
     llama = Server("llama-server", [str(exe), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
                                     "-t", str(args.threads), "-tb", str(args.threads), "-np", str(args.parallel),
                                     "-c", str(args.ctx * args.parallel), "--no-webui",
-                                    "-ngl", "999" if args.gpu_layers == "all" else "0"],
+                                    "-ngl", "999" if args.gpu_layers == "all" else "0",
+                                    # where Prefill keeps weights out of llama.cpp's repacked (AMX) buffers, whose
+                                    # kernels die with SIGILL on AMX VMs, llama-server does too: one layout
+                                    *(() if extra_buffer_types_safe() else ("--no-repack",))],
                    f"http://127.0.0.1:{port}", "model", "listening on http")
     prefill = Server("prefill", [sys.executable, "-m", "prefill", "serve", "--model", str(model), "--port", "0",
                                  "--threads", str(args.threads), "--parallel", str(args.parallel),
@@ -282,7 +286,8 @@ def main() -> int:
     try:
         for s in (llama, prefill):  # warm-up: the first request pays for lazy set-up on either side
             run_load(s.url + "/v1", s.model_id, 1, 600, 8, requests_per_client=1, raw=True, sampling=SAMPLING)
-        result = {"model": model.name, "gpu_layers": args.gpu_layers, "threads": args.threads,
+        result = {"model": model.name, "gpu_layers": args.gpu_layers, "repack": extra_buffer_types_safe(),
+                  "threads": args.threads,
                   "parallel": args.parallel, "ctx_per_slot": args.ctx,
                   "tokens": args.tokens, "repeat_prompts": args.repeat_prompts,
                   "requests_per_client": args.requests, "pairs": args.pairs,

@@ -350,10 +350,14 @@ async def _submit(served: ServedModel, request: Request, req: GenerationRequest,
     if chat is not None and req.compaction == "auto":  # a conversation past the threshold goes on from a summary
         chat, compacted = await compact(served.scheduler, served.chat, served.waker(), chat, req.sampling,
                                         client_of(request))
-    try:  # a schema that makes no grammar is the client's to fix; pricing it may take ~0.1 s: off the loop
-        constraint = await anyio.to_thread.run_sync(served.chat.constraint, chat) if chat is not None else None
-    except GrammarError as e:
-        raise bad_request(str(e), "response_format" if req.tools.response_format else "tools") from None
+    # Only tools or a response format make a grammar (constraint_for: None without either): a request
+    # without them is spared the trip to a worker thread and back, time it waits for its first token.
+    constraint = None
+    if chat is not None and (chat.offered_tools or chat.response_format is not None):
+        try:  # a schema that makes no grammar is the client's to fix; pricing it may take ~0.1 s: off the loop
+            constraint = await anyio.to_thread.run_sync(served.chat.constraint, chat)
+        except GrammarError as e:
+            raise bad_request(str(e), "response_format" if req.tools.response_format else "tools") from None
     text, prompt = await build_prompt(served, req, chat)
     stream = EventStream(served.waker(), tokens=req.stream)
     stream.on_end = lambda m: note_tokens(request.scope, m.prompt_tokens, m.completion_tokens)

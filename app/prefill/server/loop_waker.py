@@ -114,10 +114,9 @@ class LoopWaker:
 
     def _on_pipe(self) -> None:  # on the loop
         assert self._pipe is not None
-        try:
-            while os.read(self._pipe[0], 4096):
-                pass
-        except BlockingIOError:
+        try:  # one read: a wake-up is one byte, and none is written again before this pass (level-triggered:
+            os.read(self._pipe[0], 4096)  # a byte left would call this again); a second read cost a syscall
+        except BlockingIOError:  # and an exception per wake-up, a token's at one client
             pass
         self._pass()
 
