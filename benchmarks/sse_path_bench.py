@@ -4,7 +4,7 @@ A producer thread hands one token per wake-up, as the scheduler does at one clie
 path a streamed Chat Completions answer takes in `prefill serve`: `EventStream` and `LoopWaker`,
 `Generation`, `stream_reply`, `EventSourceResponse`, the server's own middleware (AccessLog,
 BrowserGuard), uvicorn with the guarded h11 protocol, to a raw HTTP client in this process. Prints
-the loop thread's CPU time per chunk (`time.thread_time` on the loop), the figure to set beside the
+one JSON object: the loop thread's CPU time per chunk (`time.thread_time` on the loop), the figure to set beside the
 loop's CPU per token in `vs_llama_server.py --profile` (what the rest of a real server's loop costs:
 the requests, and caches cooled by the decoding beside it).
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import http.client
+import json
 import socket
 import sys
 import threading
@@ -97,8 +98,8 @@ def main() -> int:
             break
         got += line.startswith(b"data: {")
     server.should_exit = True
-    per_chunk_us = (cpu["end"] - cpu["start"]) * 1e6 / args.chunks
-    print(f"{got} chunks, one every {args.gap_ms:g} ms: the loop's CPU {per_chunk_us:.1f} µs per chunk")
+    print(json.dumps({"chunks": got, "gap_ms": args.gap_ms,
+                      "loop_cpu_us_per_chunk": round((cpu["end"] - cpu["start"]) * 1e6 / args.chunks, 1)}))
     return 0
 
 
