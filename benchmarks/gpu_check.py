@@ -141,34 +141,38 @@ def prefill_8k(model: Path) -> dict[str, Any]:
             "prefill_s": round(8000 / float(e["prefill_tps"]), 3) if e["prefill_tps"] else None}
 
 
+def script(name: str, args: list[str], timeout: float) -> dict[str, Any]:
+    """benchmarks/`name` run with `args`: its exit, the JSON lines it printed, its stderr's tail where
+    it failed; or, past `timeout`, an error."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / name), *args]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        return {"error": f"{name} ran past {timeout:.0f} s", "stderr_tail": str(e.stderr or "")[-1500:]}
+    return {"exit": done.returncode, "lines": [json.loads(line) for line in done.stdout.splitlines()
+                                              if line.startswith("{")],
+            "stderr_tail": done.stderr[-1500:] if done.returncode else ""}
+
+
 def serve(timeout: float) -> dict[str, Any]:
     """benchmarks/serve_bench.py at 1, 4 and 16 clients (16 slots), short runs."""
     models = "smollm2,tiny" if bundled_model_path() is not None else "tiny"
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "serve_bench.py"), "--models", models, "--clients", "1,4,16",
-           "--parallel", "16", "--requests", "2", "--reps", "2", "--pairs", "4", "--load-seconds", "10",
-           "--load-on", ""]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"serve_bench.py ran past {timeout:.0f} s"}
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    return {"exit": done.returncode, "models": lines, "stderr_tail": done.stderr[-400:] if done.returncode else ""}
+    r = script("serve_bench.py", ["--models", models, "--clients", "1,4,16", "--parallel", "16", "--requests", "2",
+                                  "--reps", "2", "--pairs", "4", "--load-seconds", "10", "--load-on", ""], timeout)
+    if "error" in r:
+        return r
+    return {"exit": r["exit"], "models": r["lines"], "stderr_tail": r["stderr_tail"]}
 
 
 def vs_llama_server(exe: Path, model: Path, timeout: float) -> dict[str, Any]:
     """benchmarks/vs_llama_server.py with every layer on the GPU (issue 36): 1, 4 and 8 clients, raw and
     `openai` clients, five pairs each, and the window's chat engine at one client."""
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "vs_llama_server.py"), "--llama-server", str(exe),
-           "--model", str(model), "--gpu-layers", "all", "--clients", "1,4,8", "--kinds", "raw,openai",
-           "--pairs", "5", "--chat", "--profile", "--json"]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        return {"error": f"vs_llama_server.py ran past {timeout:.0f} s", "stderr_tail": str(e.stderr)[-1500:]}
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode or not lines:
-        return {"exit": done.returncode, "stderr_tail": done.stderr[-1500:]}
-    return dict(lines[-1])
+    r = script("vs_llama_server.py", ["--llama-server", str(exe), "--model", str(model), "--gpu-layers", "all",
+                                      "--clients", "1,4,8", "--kinds", "raw,openai", "--pairs", "5", "--chat",
+                                      "--profile", "--json"], timeout)
+    if "error" in r or r["exit"] or not r["lines"]:
+        return {k: r[k] for k in ("error", "exit", "stderr_tail") if k in r}
+    return dict(r["lines"][-1])
 
 
 def measure(model: Path, bandwidth: float) -> dict[str, Any]:

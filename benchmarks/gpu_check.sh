@@ -171,8 +171,9 @@ fi
 [ -n "$how" ] || how="none found: the venv's own llama_cpp"
 say "llama_cpp: $how ($(( $(date +%s) - start )) s)"
 export PYTHONPATH="$site:$root/app${PYTHONPATH:+:$PYTHONPATH}" PATH="$site/bin:$PATH"  # bin: py-spy, if carried
+runtime() { "$py" -c 'from prefill.engine.cuda_libs import runtime_folder as f; print(f() or "")'; }
 # 3. The CUDA runtime wheels, where no nvidia/cu13/lib is on the path yet (a venv made without them).
-if [ -f "$site/llama_cpp/lib/libggml-cuda.so" ] && [ -z "$("$py" -c 'from prefill.engine.cuda_libs import runtime_folder as f; print(f() or "")')" ]; then
+if [ -f "$site/llama_cpp/lib/libggml-cuda.so" ] && [ -z "$(runtime)" ]; then
   "$py" -m pip install -q --no-deps --target "$site" $("$py" scripts/llama_build.py runtime) >&2 \
     || say "no CUDA runtime on the path, and pip could not install it"
 fi
@@ -181,7 +182,7 @@ fi
 extra=()
 if [ -x "$site/llama_cpp/lib/llama-server" ]; then
   extra=(--llama-server "$site/llama_cpp/lib/llama-server")
-  rt=$("$py" -c 'from prefill.engine.cuda_libs import runtime_folder as f; print(f() or "")')
+  rt=$(runtime)
   [ -n "$rt" ] && export LD_LIBRARY_PATH="$rt${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 json=$("$py" benchmarks/gpu_check.py "${extra[@]}" "$@")

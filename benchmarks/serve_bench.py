@@ -133,10 +133,15 @@ def paired(first: Callable[[], float], second: Callable[[], float], n: int) -> l
     return pairs
 
 
+def pair_ratios(pairs: list[tuple[float, float]]) -> list[float]:
+    """Each pair's second / first (0 for a pair whose first run served nothing)."""
+    return [b / a if a else 0.0 for a, b in pairs]
+
+
 def ratios(pairs: list[tuple[float, float]]) -> dict[str, object]:
     """The median of the pairs' ratios (second / first), the headline figure, with the medians of each side."""
     return {
-        "median_pair_ratio": round(statistics.median(b / a if a else 0.0 for a, b in pairs), 3),
+        "median_pair_ratio": round(statistics.median(pair_ratios(pairs)), 3),
         "medians": [round(statistics.median(a for a, _ in pairs), 1), round(statistics.median(b for _, b in pairs), 1)],
         "ratio_of_medians": round(statistics.median(b for _, b in pairs) / statistics.median(a for a, _ in pairs), 3),
     }

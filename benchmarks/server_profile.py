@@ -18,24 +18,25 @@ import tempfile
 import time
 from pathlib import Path
 
+from prefill.bench.serve_load import stat_cpu_s
+
 TOP = 8  # functions listed per thread
 
 
 def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
     """Thread id -> (its kernel name, user + system CPU seconds so far)."""
     out: dict[int, tuple[str, float]] = {}
-    tick = os.sysconf("SC_CLK_TCK")
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return out
     for tid in tids:
+        task = Path(f"/proc/{pid}/task/{tid}")
         try:
-            comm = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
-            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
+            comm = (task / "comm").read_text().strip()
+        except OSError:  # the thread has ended
             continue
-        out[int(tid)] = (comm, (int(fields[11]) + int(fields[12])) / tick)
+        out[int(tid)] = (comm, stat_cpu_s(task / "stat"))
     return out
 
 
@@ -90,8 +91,10 @@ class Profile:
             spent = cpu - self.before.get(tid, (comm, 0.0))[1]
             if spent < 0.005:
                 continue
-            name = names.get(tid, "main" if tid == self.pid else f"{comm}-{tid}")
-            name = "loop" if tid == self.pid and names else name  # a Python server's main thread runs its loop
+            if tid == self.pid:  # a Python server's main thread runs its event loop
+                name = "loop" if names else "main"
+            else:
+                name = names.get(tid, f"{comm}-{tid}")
             per_token[name] = round(per_token.get(name, 0.0) + spent * 1000 / max(1, tokens), 3)
         out: dict[str, object] = {"cpu_ms_per_token": dict(sorted(per_token.items(), key=lambda kv: -kv[1]))}
         if shares:

@@ -48,7 +48,7 @@ sys.path.insert(0, str(APP))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from llama_server_build import build  # noqa: E402
-from serve_bench import paired, ratios  # noqa: E402
+from serve_bench import pair_ratios, paired, ratios  # noqa: E402
 from server_profile import Profile  # noqa: E402
 
 from prefill.bench.serve_load import LoadReport, Outcome, process_cpu_s, prompt_text, run_load  # noqa: E402
@@ -90,7 +90,7 @@ class Server:
                 line = ""
             if ready in line:
                 break
-            if self.proc.poll() is not None and lines.empty() or time.monotonic() > deadline:
+            if (self.proc.poll() is not None and lines.empty()) or time.monotonic() > deadline:
                 self.proc.kill()
                 raise RuntimeError(f"{name} did not start serving:\n" + "".join(self.log[-30:]))
         if name == "prefill":
@@ -209,7 +209,7 @@ def props(url: str) -> dict[str, object]:
 
 def spread(pairs: list[tuple[float, float]]) -> list[float]:
     """The lowest and highest pair ratio (0 for a pair whose llama-server run served nothing)."""
-    r = [b / a if a else 0.0 for a, b in pairs]
+    r = pair_ratios(pairs)
     return [round(min(r), 3), round(max(r), 3)]
 
 
@@ -287,8 +287,7 @@ def main() -> int:
         for s in (llama, prefill):  # warm-up: the first request pays for lazy set-up on either side
             run_load(s.url + "/v1", s.model_id, 1, 600, 8, requests_per_client=1, raw=True, sampling=SAMPLING)
         result = {"model": model.name, "gpu_layers": args.gpu_layers, "repack": extra_buffer_types_safe(),
-                  "threads": args.threads,
-                  "parallel": args.parallel, "ctx_per_slot": args.ctx,
+                  "threads": args.threads, "parallel": args.parallel, "ctx_per_slot": args.ctx,
                   "tokens": args.tokens, "repeat_prompts": args.repeat_prompts,
                   "requests_per_client": args.requests, "pairs": args.pairs,
                   "sampling": SAMPLING, "llama_server": props(llama.url),

@@ -181,8 +181,14 @@ class RawClient:
 
 def process_cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process so far (Linux's /proc; 0 elsewhere)."""
+    return stat_cpu_s(Path(f"/proc/{pid}/stat"))
+
+
+def stat_cpu_s(stat: Path) -> float:
+    """User + system CPU seconds in a /proc `stat` file (a process's, or a thread's under task/); 0 when
+    it cannot be read."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = stat.read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
