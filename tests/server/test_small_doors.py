@@ -5,6 +5,7 @@ path, and one access-log line per request on stderr, without bodies or keys."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,8 +72,22 @@ def test_a_model_by_id_the_root_and_a_named_404(smol: Served) -> None:
     assert "POST /api/chat" in message
 
 
+def _settled(smol: Served) -> int:
+    """Where the next test's access lines start: after the line of a request of its own, so a line an
+    earlier test's request wrote late (after its client had the response) is not counted as this one's."""
+    mark = "/v1/settle-" + uuid.uuid4().hex
+    httpx.get(smol.url + mark, headers={"Authorization": f"Bearer {KEY}"}, timeout=10)
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        at = next((i for i, ln in enumerate(smol.stderr) if mark in ln), None)
+        if at is not None:
+            return at + 1
+        time.sleep(0.02)
+    raise AssertionError("the settling request's access line never came")
+
+
 def test_each_request_has_one_access_line_without_body_or_key(smol: Served) -> None:
-    before = len(smol.stderr)
+    before = _settled(smol)
     secret = "the body says pineapple"
     smol.client().chat.completions.create(model=smol.model_id, messages=[{"role": "user", "content": secret}],
                                           max_tokens=3, temperature=0)

@@ -16,7 +16,9 @@ its headers or its body, and accepts connections until the process runs out of f
   request (its headers, or the rest of its body) is closed to make room for the new one; when every
   connection is serving a request, the new one gets a 503 with `Retry-After` instead;
 - the ASGI scope carries `prefill.close_connection`, which a response calls to drop a client
-  that stopped reading (generate.EventSourceResponse); the call returns once it is closed.
+  that stopped reading (generate.EventSourceResponse); the call returns once it is closed;
+- and `prefill.chunk_writer`, which writes a streamed response's middle chunks straight to the
+  connection (chunk_writer.py).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
+from prefill.server.chunk_writer import WRITER_KEY, chunk_writer
 from prefill.server.cost_bounds import BODY_GRACE_S, BODY_MIN_BYTES_S
 
 log = logging.getLogger(__name__)
@@ -119,7 +122,10 @@ class GuardedH11Protocol(H11Protocol):
         inner, close = self.app, self._close_and_wait
 
         async def app(scope: Any, receive: Any, send: Any) -> None:
-            scope.setdefault("extensions", {})[CLOSE_KEY] = close
+            extensions = scope.setdefault("extensions", {})
+            extensions[CLOSE_KEY] = close
+            if isinstance(getattr(send, "__self__", None), RequestResponseCycle):  # uvicorn's send, bound
+                extensions[WRITER_KEY] = chunk_writer(send.__self__)
             await inner(scope, receive, send)
 
         self.app = app

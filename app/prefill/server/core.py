@@ -18,7 +18,7 @@ model's search calls answered by the server between them), read by the dialect a
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 import anyio.to_thread
@@ -153,9 +153,13 @@ class Generation:
             end = self._summed(end)
         return Step(reasoning, content, calls, end if isinstance(end, Finished | Failed) else None)
 
-    async def batches(self) -> AsyncGenerator[list[BatchEvent], None]:
+    def batches(self) -> AsyncIterator[list[BatchEvent]]:
         """The events of every answer in turn, all that piled up at once (`read` each batch); a next answer
-        that cannot start ends them with a `Failed`."""
+        that cannot start ends them with a `Failed`. An answer no other follows (no `then`) is its stream's
+        own batches: no generator of this one between, for every token."""
+        return self.stream.batches() if self.then is None else self._answers()
+
+    async def _answers(self) -> AsyncGenerator[list[BatchEvent], None]:
         while True:
             events = self.stream.batches()
             try:

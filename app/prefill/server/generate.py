@@ -19,7 +19,7 @@ from typing import Protocol
 import anyio
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
@@ -27,6 +27,7 @@ from prefill.engine.events import Finished, MetricsSnapshot, Token
 from prefill.engine.llama.grammar_sampler import Constraint
 from prefill.engine.prompt.thinking_budget import ThinkingLimit
 from prefill.engine.settings import ServeSampling
+from prefill.server.chunk_writer import writer_of
 from prefill.server.connections import closer
 from prefill.server.errors import ApiError, busy, context_exceeded, server_error, unavailable
 from prefill.server.loop_waker import LoopWaker
@@ -53,7 +54,7 @@ class EventStream:
         self._pending: deque[BatchEvent] = deque()
         self._queued = False  # with the waker, not yet woken
         self._first_token = True  # none handed over yet: the first one is the client's TTFT
-        self._ready = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None  # `batches` waiting for the next wake-up
 
     def sink(self, event: BatchEvent) -> None:  # on the scheduler thread
         if type(event) is Finished and self.on_end is not None:
@@ -74,16 +75,23 @@ class EventStream:
 
     def wake(self) -> None:  # on the loop; cleared first, so a later event queues the stream again
         self._queued = False
-        self._ready.set()
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def batches(self) -> AsyncGenerator[list[BatchEvent], None]:
-        """Events as they come, all that piled up at once."""
+        """Events as they come, all that piled up at once. It waits only when none is there: a wake-up
+        always follows the event it is for, so none is missed (a future, not an `asyncio.Event`: fewer
+        calls on the loop for every token)."""
+        pending, loop = self._pending, asyncio.get_running_loop()
         while True:
-            await self._ready.wait()
-            self._ready.clear()
+            if not pending:
+                self._waiter = loop.create_future()
+                await self._waiter
+                self._waiter = None
             events = []
-            while self._pending:
-                events.append(self._pending.popleft())
+            while pending:
+                events.append(pending.popleft())
             if events:
                 yield events
 
@@ -139,18 +147,28 @@ class EventSourceResponse(StreamingResponse):
         self.on_close = on_close  # called once the response has ended, however it ended
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Starlette's StreamingResponse, its per-chunk layers left out: the start and the end go through
+        the middleware (`send`), the chunks between to the connection's writer (chunk_writer.py); the body
+        is read in this task, a client's disconnect is heard by a second one."""
+        write = writer_of(scope, send)
+        loop = asyncio.get_running_loop()
         with anyio.CancelScope() as cancel:
             watch = _WriteWatch(self.write_deadline_s, cancel)
-
-            async def stamped_send(message: Message) -> None:
-                watch.began = watch.loop.time()
-                await send(message)
-                watch.began = None
-
+            gone = asyncio.ensure_future(_hang_up(receive, cancel))
             try:
-                await super().__call__(scope, receive, stamped_send)
+                watch.began = loop.time()
+                await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+                watch.began = None  # a prompt's prefill, or a long think, is no stalled write
+                async for chunk in self.body_iterator:
+                    watch.began = loop.time()
+                    await write({"type": "http.response.body", "body": chunk.encode() if isinstance(chunk, str)
+                                 else chunk, "more_body": True})
+                    watch.began = None
+                watch.began = loop.time()
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
             finally:
                 watch.stop()
+                gone.cancel()
         try:
             if watch.stalled:
                 self.handle.cancel()
@@ -161,6 +179,13 @@ class EventSourceResponse(StreamingResponse):
         finally:
             if self.on_close is not None:
                 self.on_close()
+
+
+async def _hang_up(receive: Receive, cancel: anyio.CancelScope) -> None:
+    """Cancels a streamed response when its client disconnects."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    cancel.cancel()
 
 
 class _WriteWatch:
