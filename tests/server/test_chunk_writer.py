@@ -63,9 +63,9 @@ def _read_chunked(f: BinaryIO) -> tuple[bytes, list[bytes]]:
         chunks.append(data[:-2])
 
 
-def _events(chunks: list[bytes]) -> list[str]:
-    """The SSE `data:` payloads the chunks carry, whole."""
-    text = b"".join(chunks).decode()
+def _events(body: bytes) -> list[str]:
+    """The SSE `data:` payloads a body carries, whole."""
+    text = body.decode()
     assert text.endswith("\n\n")
     return [block.removeprefix("data: ") for block in text.strip().split("\n\n")]
 
@@ -80,7 +80,7 @@ def test_a_stream_s_chunks_skip_h11_and_still_read_as_chunked_encoding(served: R
             head, chunks = _read_chunked(f)
             assert head.startswith(b"HTTP/1.1 200 ")
             assert b"transfer-encoding: chunked" in head.lower()
-            events = _events(chunks)
+            events = _events(b"".join(chunks))
             assert events[-1] == "[DONE]"
             answer = [json.loads(e) for e in events[:-1]]
             assert answer[0]["choices"][0]["delta"]["role"] == "assistant"
@@ -101,7 +101,7 @@ def test_an_http_1_0_client_is_answered_through_uvicorn_s_send(served: RunningSe
     head, _, body = got.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200 ")
     assert b"transfer-encoding" not in head.lower()
-    events = [block.removeprefix("data: ") for block in body.decode().strip().split("\n\n")]
+    events = _events(body)
     assert events[-1] == "[DONE]"
     assert json.loads(events[-2])["choices"][0]["finish_reason"] == "length"
     assert h11_sends.count("Data") >= 3  # every chunk went through h11, which frames HTTP/1.0 itself

@@ -109,6 +109,12 @@ class ChatRequest:
         """The tools the template is shown: none when tool_choice is "none"."""
         return () if self.tool_choice == "none" else self.tools
 
+    @property
+    def may_constrain(self) -> bool:
+        """Whether a grammar may keep the answer in: tools offered or a response format asked for
+        (`prompt.grammar.constraint_for` gives None without either)."""
+        return bool(self.offered_tools) or self.response_format is not None
+
     @classmethod
     def of(
         cls, messages: Sequence[Message], sampling: SamplingSettings | None = None,

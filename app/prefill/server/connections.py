@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import h11
+from starlette.types import Receive
 from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 from prefill.server.chunk_writer import WRITER_KEY, chunk_writer
@@ -230,6 +231,12 @@ class GuardedH11Protocol(H11Protocol):
     async def _close_and_wait(self) -> None:
         self.transport.abort()  # what is buffered for a client that stopped reading is dropped
         await self._lost.wait()
+
+
+async def disconnected(receive: Receive) -> None:
+    """Returns when the client disconnects (its request's body has been read, so nothing else arrives)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def closer(scope: MutableMapping[str, Any]) -> Callable[[], Awaitable[None]] | None:

@@ -354,10 +354,10 @@ async def _submit(served: ServedModel, request: Request, req: GenerationRequest,
     if chat is not None and req.compaction == "auto":  # a conversation past the threshold goes on from a summary
         chat, compacted = await compact(served.scheduler, served.chat, served.waker(), chat, req.sampling,
                                         client_of(request))
-    # Only tools or a response format make a grammar (constraint_for: None without either): a request
-    # without them is spared the trip to a worker thread and back, time it waits for its first token.
+    # A request no grammar can apply to is spared the trip to a worker thread and back, time it waits
+    # for its first token.
     constraint = None
-    if chat is not None and (chat.offered_tools or chat.response_format is not None):
+    if chat is not None and chat.may_constrain:
         try:  # a schema that makes no grammar is the client's to fix; pricing it may take ~0.1 s: off the loop
             constraint = await anyio.to_thread.run_sync(served.chat.constraint, chat)
         except GrammarError as e:

@@ -28,7 +28,7 @@ from prefill.engine.llama.grammar_sampler import Constraint
 from prefill.engine.prompt.thinking_budget import ThinkingLimit
 from prefill.engine.settings import ServeSampling
 from prefill.server.chunk_writer import writer_of
-from prefill.server.connections import closer
+from prefill.server.connections import closer, disconnected
 from prefill.server.errors import ApiError, busy, context_exceeded, server_error, unavailable
 from prefill.server.loop_waker import LoopWaker
 
@@ -183,8 +183,7 @@ class EventSourceResponse(StreamingResponse):
 
 async def _hang_up(receive: Receive, cancel: anyio.CancelScope) -> None:
     """Cancels a streamed response when its client disconnects."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
+    await disconnected(receive)
     cancel.cancel()
 
 
@@ -214,17 +213,11 @@ class _WriteWatch:
         self._timer.cancel()
 
 
-async def disconnected(request: Request) -> None:
-    """Returns when the client disconnects (the body has been read, so nothing else arrives)."""
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
-
-
 async def finished(handle: RequestHandle, stream: EventStream, request: Request) -> Finished:
     """The request's `Finished`, for a whole (non-streamed) reply in any dialect. A client that disconnects
     while waiting cancels the request (499); a `Failed` is a server error.
     """
-    gone = asyncio.ensure_future(disconnected(request))
+    gone = asyncio.ensure_future(disconnected(request.receive))
     events = stream.batches()
     try:
         while True:

@@ -38,6 +38,7 @@ from starlette.types import Receive
 from prefill.engine.message import ImagePart, Message
 from prefill.engine.vision.errors import ImageRejected
 from prefill.engine.vision.image_door import DECODE_DEADLINE_S, MAX_BYTES, check_image
+from prefill.server.connections import disconnected
 from prefill.server.errors import ApiError, bad_request, busy
 from prefill.wire.openai_chat import ImageRef as ImageRef
 
@@ -175,7 +176,7 @@ async def _until_gone(work: Coroutine[Any, Any, _T], receive: Receive | None) ->
     if receive is None:
         return await work
     task = asyncio.ensure_future(work)
-    gone = asyncio.ensure_future(_disconnected(receive))
+    gone = asyncio.ensure_future(disconnected(receive))
     either: set[asyncio.Future[Any]] = {task, gone}
     try:
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
@@ -187,11 +188,6 @@ async def _until_gone(work: Coroutine[Any, Any, _T], receive: Receive | None) ->
         if not task.done():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-
-
-async def _disconnected(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
 
 
 def _is_http(url: str) -> bool:
