@@ -2,13 +2,15 @@
 
 A producer thread hands one token per wake-up, as the scheduler does at one client, through the
 path a streamed Chat Completions answer takes in `prefill serve`: `EventStream` and `LoopWaker`,
-`Generation`, `stream_reply`, `EventSourceResponse`, the server's own middleware (AccessLog,
-BrowserGuard), uvicorn with the guarded h11 protocol, to a raw HTTP client in this process. Prints
-one JSON object: the loop thread's CPU time per chunk (`time.thread_time` on the loop), the figure to set beside the
-loop's CPU per token in `vs_llama_server.py --profile` (what the rest of a real server's loop costs:
-the requests, and caches cooled by the decoding beside it).
+`Generation`, `ChatChunks` and `stream_response` (the producer writes the chunks itself, as the
+scheduler's thread does: direct_writes.py; with `--loop-only` the loop writes them),
+`EventSourceResponse`, the server's own middleware (AccessLog, BrowserGuard), uvicorn with the guarded
+h11 protocol, to a raw HTTP client in this process. Prints one JSON object: the loop thread's CPU time
+per chunk (`time.thread_time` on the loop) and the producer's, the figures to set beside the loop's CPU
+per token in `vs_llama_server.py --profile` (what the rest of a real server's loop costs: the requests,
+and caches cooled by the decoding beside it).
 
-    python benchmarks/sse_path_bench.py [--chunks 2000] [--gap-ms 2]
+    python benchmarks/sse_path_bench.py [--chunks 2000] [--gap-ms 2] [--loop-only]
 """
 
 from __future__ import annotations
@@ -41,11 +43,12 @@ from prefill.server.connections import guarded_protocol  # noqa: E402
 from prefill.server.core import Generation  # noqa: E402
 from prefill.server.generate import EventSourceResponse, EventStream  # noqa: E402
 from prefill.server.loop_waker import LoopWaker  # noqa: E402
-from prefill.server.openai.replies import stream_reply  # noqa: E402
+from prefill.server.openai.replies import ChatChunks  # noqa: E402
 from prefill.server.openai.shapes import Reply  # noqa: E402
+from prefill.server.stream_body import stream_body, stream_response  # noqa: E402
 
 
-def app(chunks: int, gap_s: float, cpu: dict[str, float]) -> Starlette:
+def app(chunks: int, gap_s: float, cpu: dict[str, float], loop_only: bool) -> Starlette:
     async def endpoint(request: Request) -> EventSourceResponse:
         loop = asyncio.get_running_loop()
         waker = LoopWaker(loop, interval_s=0.0)  # every token its own wake-up, as at a CPU model's speed
@@ -59,16 +62,23 @@ def app(chunks: int, gap_s: float, cpu: dict[str, float]) -> Starlette:
         def produce() -> None:
             time.sleep(0.05)
             mark("start")
+            spent = 0.0
             for i in range(chunks):
+                began = time.thread_time()
                 stream.sink(Token("tok ", i + 1))
                 waker.step_done()
+                spent += time.thread_time() - began
                 time.sleep(gap_s)
+            cpu["producer"] = spent
             mark("end")
             stream.sink(Finished("length", "", MetricsSnapshot()))
             waker.step_done(idle=True)
 
         threading.Thread(target=produce, daemon=True).start()
-        return EventSourceResponse(stream_reply(Reply("chat", "m"), gen, False), gen, 15.0)
+        chunks_of = ChatChunks(Reply("chat", "m"), gen, False)
+        if loop_only:
+            return EventSourceResponse(stream_body(chunks_of), gen, 15.0)
+        return stream_response(chunks_of, 15.0)
 
     return Starlette(routes=[Route("/v1/chat/completions", endpoint, methods=["POST"])],
                      middleware=[Middleware(AccessLog), Middleware(BrowserGuard, hosts=None, origins=(), shape=None)])
@@ -78,13 +88,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chunks", type=int, default=2000)
     ap.add_argument("--gap-ms", type=float, default=2.0, help="between tokens (a decoding step)")
+    ap.add_argument("--loop-only", action="store_true",
+                    help="every chunk written by the loop (no writes from the scheduler's thread)")
     args = ap.parse_args()
     cpu: dict[str, float] = {}
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app(args.chunks, args.gap_ms / 1000, cpu), port=port, log_level="warning",
-                                           access_log=False, lifespan="off", http=guarded_protocol()))
+    served = app(args.chunks, args.gap_ms / 1000, cpu, args.loop_only)
+    server = uvicorn.Server(uvicorn.Config(served, port=port, log_level="warning", access_log=False, lifespan="off",
+                                           http=guarded_protocol()))
     threading.Thread(target=server.run, daemon=True).start()
     while not server.started:
         time.sleep(0.05)
@@ -99,7 +112,9 @@ def main() -> int:
         got += line.startswith(b"data: {")
     server.should_exit = True
     print(json.dumps({"chunks": got, "gap_ms": args.gap_ms,
-                      "loop_cpu_us_per_chunk": round((cpu["end"] - cpu["start"]) * 1e6 / args.chunks, 1)}))
+                      "direct": not args.loop_only,
+                      "loop_cpu_us_per_chunk": round((cpu["end"] - cpu["start"]) * 1e6 / args.chunks, 1),
+                      "producer_cpu_us_per_chunk": round(cpu["producer"] * 1e6 / args.chunks, 1)}))
     return 0
 
 

@@ -10,7 +10,8 @@ import json
 from prefill.engine.batch.request import Failed, RequestHandle
 from prefill.engine.events import Finished, MetricsSnapshot, Token
 from prefill.engine.message import ToolCall
-from prefill.server.anthropic.replies import MessageReply, stop_reason, stream_reply, usage
+from prefill.server.anthropic.replies import MessageEvents, MessageReply, stop_reason, usage
+from prefill.server.stream_body import stream_body
 from tests.server.scripted_events import scripted_generation
 
 
@@ -18,7 +19,7 @@ def _collect(events: list[object], stops: tuple[str, ...] = (),
              calls: list[ToolCall] | None = None) -> tuple[list[tuple[str, dict]], RequestHandle]:  # type: ignore[type-arg]
     async def main() -> tuple[str, RequestHandle]:
         gen = scripted_generation(events, calls or ())
-        return "".join([b async for b in stream_reply(MessageReply("m", stops), gen)]), gen.handle
+        return "".join([b async for b in stream_body(MessageEvents(MessageReply("m", stops), gen))]), gen.handle
 
     text, handle = asyncio.run(main())
     out = []

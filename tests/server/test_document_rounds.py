@@ -25,10 +25,10 @@ from prefill.server.documents.field import DocumentsAsked, documents_field
 from prefill.server.documents.search import CollectionSearch, Figures
 from prefill.server.documents.turn import NO_PASSAGE, TOOL_NAME, DocumentsTurn
 from prefill.server.errors import ApiError
-from prefill.server.ollama.replies import OllamaReply
-from prefill.server.ollama.replies import stream_reply as ollama_stream
-from prefill.server.openai.replies import stream_reply as openai_stream
+from prefill.server.ollama.replies import OllamaLines, OllamaReply
+from prefill.server.openai.replies import ChatChunks
 from prefill.server.openai.shapes import Reply
+from prefill.server.stream_body import stream_body
 from tests.server.scripted_events import scripted_generation
 
 PUMP = Passage(11, "/docs/pumps.pdf", 3, 0, 40, "Pumps", "The pump house is painted blue.", 0.9)
@@ -89,7 +89,7 @@ class Rounds:
 
 def _openai(rounds: Rounds) -> list[Any]:
     async def main() -> str:
-        return "".join([b async for b in openai_stream(Reply("chat", "m"), rounds.start(), True)])
+        return "".join([b async for b in stream_body(ChatChunks(Reply("chat", "m"), rounds.start(), True))])
     body = asyncio.run(main())
     return [json.loads(e[6:]) for e in body.split("\n\n") if e and e != "data: [DONE]"]
 
@@ -166,7 +166,7 @@ def test_the_whole_reply_waits_for_the_last_answer_and_says_both() -> None:
 def test_ollamas_last_line_carries_the_sources_and_a_next_answer_that_fails_is_an_error_line() -> None:
     def lines(rounds: Rounds) -> list[dict[str, Any]]:
         async def main() -> str:
-            return "".join([b async for b in ollama_stream(OllamaReply(True, "m"), rounds.start())])
+            return "".join([b async for b in stream_body(OllamaLines(OllamaReply(True, "m"), rounds.start()))])
         return [json.loads(line) for line in asyncio.run(main()).splitlines()]
 
     good = lines(Rounds([(_said("", 1), [SEARCH]), (_said("Blue [2].", 3), [])]))

@@ -13,7 +13,8 @@ from prefill.engine.events import Finished, MetricsSnapshot, Token
 from prefill.engine.message import ToolCall
 from prefill.engine.prompt.answer_split import AnswerSplit
 from prefill.engine.prompt.reasoning import ReasoningParser, ReasoningSyntax
-from prefill.server.ollama.replies import OllamaReply, stream_reply
+from prefill.server.ollama.replies import OllamaLines, OllamaReply
+from prefill.server.stream_body import stream_body
 from tests.server.scripted_events import scripted_generation
 
 M = MetricsSnapshot(prompt_tokens=12, cached_tokens=8, completion_tokens=3, prefill_ms=4.0, decode_tps=100.0,
@@ -26,7 +27,7 @@ def _collect(events: list[object], chat: bool = True, calls: list[ToolCall] | No
         splitter = AnswerSplit(ReasoningParser(ReasoningSyntax((("<think>", "</think>"),)))) if thinking else None
         gen = scripted_generation(events, calls or (), splitter)
         reply = OllamaReply(chat, "smollm2:latest", load_ms=1.5)
-        return "".join([b async for b in stream_reply(reply, gen)]), gen.handle
+        return "".join([b async for b in stream_body(OllamaLines(reply, gen))]), gen.handle
 
     text, handle = asyncio.run(main())
     assert text.endswith("\n")

@@ -20,7 +20,8 @@ from prefill.engine.settings import ServeSampling
 from prefill.server.core import Generation
 from prefill.server.generate import EventStream
 from prefill.server.loop_waker import LoopWaker
-from prefill.server.responses.replies import ResponseReply, full_reply, stream_reply
+from prefill.server.responses.replies import ResponseEvents, ResponseReply, full_reply
+from prefill.server.stream_body import stream_body
 
 THINK = ReasoningSyntax((("<think>", "</think>"),))
 
@@ -51,7 +52,7 @@ def _collect(events: list[object], calls: list[ToolCall] | None = None, thinks: 
 
     async def main() -> tuple[str, RequestHandle]:
         gen = _generation(events, calls, thinks)
-        return "".join([b async for b in stream_reply(_reply(), gen, keep)]), gen.handle
+        return "".join([b async for b in stream_body(ResponseEvents(_reply(), gen, keep))]), gen.handle
 
     text, handle = asyncio.run(main())
     out = []

@@ -15,8 +15,9 @@ from prefill.server import loop_waker
 from prefill.server.core import Generation
 from prefill.server.generate import EventStream
 from prefill.server.loop_waker import LoopWaker
-from prefill.server.openai.replies import stream_reply
+from prefill.server.openai.replies import ChatChunks
 from prefill.server.openai.shapes import Reply, sse
+from prefill.server.stream_body import stream_body
 
 
 def test_text_chunk_is_the_chunk_encoded_whole() -> None:
@@ -146,7 +147,7 @@ def _collect(events: list[object]) -> tuple[list[str], RequestHandle]:
             stream.sink(ev)  # type: ignore[arg-type]
         stream.waker.step_done(idle=True)
         gen = Generation(handle, stream, plain_reader())
-        return [b async for b in stream_reply(Reply("chat", "m"), gen, True)], handle
+        return [b async for b in stream_body(ChatChunks(Reply("chat", "m"), gen, True))], handle
 
     return asyncio.run(main())
 

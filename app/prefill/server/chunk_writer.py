@@ -26,18 +26,22 @@ from starlette.types import Message, Send
 from uvicorn.protocols.http.h11_impl import RequestResponseCycle
 
 WRITER_KEY = "prefill.chunk_writer"
+CYCLE_KEY = "prefill.cycle"  # the connection's uvicorn cycle, for the scheduler thread's writes (direct_writes.py)
+
+
+def writes_chunks(cycle: RequestResponseCycle) -> bool:
+    """Whether a middle chunk of `cycle`'s response may go straight to its transport."""
+    return (cycle.response_started and not cycle.response_complete and not cycle.disconnected
+            and not cycle.flow.write_paused and type(getattr(cycle.conn, "_writer", None)) is ChunkedWriter
+            and cycle.scope.get("method") != "HEAD")
 
 
 def chunk_writer(cycle: RequestResponseCycle) -> Callable[[Message], Awaitable[None]]:
     """The writer of `cycle`'s middle body chunks (see the module's docstring)."""
-    conn, transport, flow = cycle.conn, cycle.transport, cycle.flow
-    head = cycle.scope.get("method") == "HEAD"
+    transport = cycle.transport
 
     async def write(message: Message) -> None:
-        if (message.get("more_body") and cycle.response_started and not cycle.response_complete
-                and not cycle.disconnected and not flow.write_paused and not head
-                and type(getattr(conn, "_writer", None)) is ChunkedWriter
-                and message["type"] == "http.response.body"):
+        if message.get("more_body") and message["type"] == "http.response.body" and writes_chunks(cycle):
             body = message.get("body", b"")
             if body:  # h11 writes nothing for an empty chunk: its framing would read as the end
                 transport.write(b"%x\r\n%b\r\n" % (len(body), body))

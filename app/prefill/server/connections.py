@@ -35,7 +35,7 @@ import h11
 from starlette.types import Receive
 from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
-from prefill.server.chunk_writer import WRITER_KEY, chunk_writer
+from prefill.server.chunk_writer import CYCLE_KEY, WRITER_KEY, chunk_writer
 from prefill.server.cost_bounds import BODY_GRACE_S, BODY_MIN_BYTES_S
 
 log = logging.getLogger(__name__)
@@ -127,6 +127,7 @@ class GuardedH11Protocol(H11Protocol):
             extensions[CLOSE_KEY] = close
             if isinstance(getattr(send, "__self__", None), RequestResponseCycle):  # uvicorn's send, bound
                 extensions[WRITER_KEY] = chunk_writer(send.__self__)
+                extensions[CYCLE_KEY] = send.__self__
             await inner(scope, receive, send)
 
         self.app = app

@@ -40,7 +40,7 @@ from prefill.server.documents.field import DocumentsAsked
 from prefill.server.documents.search import CollectionSearch
 from prefill.server.documents.turn import MAX_SEARCH_ROUNDS, TOOL_NAME, DocumentsTurn
 from prefill.server.errors import ApiError, bad_request
-from prefill.server.generate import EventStream, finished, submit
+from prefill.server.generate import EventStream, TokenWrites, finished, submit
 from prefill.server.images import ImageRef, attach_images
 from prefill.server.state import ServedModel, ServeState
 from prefill.wire.openai_chat import ToolsAsked as ToolsAsked  # what every dialect's parser builds
@@ -198,6 +198,11 @@ class Generation:
         self._tokens_before += self.ended.metrics.completion_tokens
         self.handle, self.stream, self.splitter = nxt.handle, nxt.stream, nxt.splitter
         self.prompt_tokens, self.then = nxt.prompt_tokens, nxt.then
+
+    def token_writes(self, render: Callable[[list[BatchEvent]], str]) -> TokenWrites | None:
+        """What the scheduler thread needs to write this stream's tokens itself (`render`: a dialect's text
+        for a batch of them), or None for a stream of several answers, whose ends the loop reads between."""
+        return TokenWrites(self.stream, render) if self.then is None and self.stream.tokens else None
 
     def extension(self) -> dict[str, object]:
         """Prefill's fields for the reply's end: `sources` and `retrieval` with documents, else none."""

@@ -14,6 +14,7 @@ import json
 import logging
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import anyio
@@ -27,8 +28,9 @@ from prefill.engine.events import Finished, MetricsSnapshot, Token
 from prefill.engine.llama.grammar_sampler import Constraint
 from prefill.engine.prompt.thinking_budget import ThinkingLimit
 from prefill.engine.settings import ServeSampling
-from prefill.server.chunk_writer import writer_of
+from prefill.server.chunk_writer import CYCLE_KEY, writer_of
 from prefill.server.connections import closer, disconnected
+from prefill.server.direct_writes import DirectWrites
 from prefill.server.errors import ApiError, busy, context_exceeded, server_error, unavailable
 from prefill.server.loop_waker import LoopWaker
 
@@ -55,6 +57,8 @@ class EventStream:
         self._queued = False  # with the waker, not yet woken
         self._first_token = True  # none handed over yet: the first one is the client's TTFT
         self._waiter: asyncio.Future[None] | None = None  # `batches` waiting for the next wake-up
+        self.direct: DirectWrites | None = None  # set by a response whose tokens the scheduler thread may write
+        self._flush_queued = False  # with the waker, for the scheduler thread to write
 
     def sink(self, event: BatchEvent) -> None:  # on the scheduler thread
         if type(event) is Finished and self.on_end is not None:
@@ -64,7 +68,14 @@ class EventStream:
         is_token = type(event) is Token
         urgent = not is_token or self._first_token
         self._first_token = self._first_token and not is_token
-        self._pending.append(event)
+        direct = self.direct
+        if direct is None:
+            self._pending.append(event)
+        elif direct.take(event, is_token):
+            if not self._flush_queued:
+                self._flush_queued = True
+                self.waker.notify_direct(self, urgent)
+            return
         if len(self._pending) == MAX_PENDING_EVENTS and self.overflow is not None:
             self.overflow()  # the response is stuck writing: stop decoding for it
         if not self._queued:
@@ -72,6 +83,13 @@ class EventStream:
             self.waker.notify(self, urgent)
         elif urgent:
             self.waker.mark_urgent()
+
+    def flush(self) -> None:  # on the scheduler thread, at its step's end: a stream the scheduler thread writes
+        self._flush_queued = False
+        assert self.direct is not None
+        if not self.direct.flush() and not self._queued:  # handed back: the loop takes it from here
+            self._queued = True
+            self.waker.notify(self, True)
 
     def wake(self) -> None:  # on the loop; cleared first, so a later event queues the stream again
         self._queued = False
@@ -83,8 +101,18 @@ class EventStream:
         """Events as they come, all that piled up at once. It waits only when none is there: a wake-up
         always follows the event it is for, so none is missed (a future, not an `asyncio.Event`: fewer
         calls on the loop for every token)."""
-        pending, loop = self._pending, asyncio.get_running_loop()
+        pending, loop, direct = self._pending, asyncio.get_running_loop(), self.direct
         while True:
+            if direct is not None:  # the scheduler thread writes tokens while the loop waits (direct_writes.py)
+                got = direct.collect()
+                if got:
+                    yield got
+                    continue
+                direct.arm()
+                self._waiter = loop.create_future()
+                await self._waiter
+                self._waiter = None
+                continue
             if not pending:
                 self._waiter = loop.create_future()
                 await self._waiter
@@ -133,18 +161,29 @@ class Cancels(Protocol):
     def cancel(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class TokenWrites:
+    """What the scheduler thread needs to write a stream's tokens itself: the stream, and its dialect's
+    text for a batch of token events (direct_writes.py)."""
+
+    stream: EventStream
+    render: Callable[[list[BatchEvent]], str]
+
+
 class EventSourceResponse(StreamingResponse):
     """The streamed response of one request: SSE, or another `media_type` (Ollama's NDJSON). A client
     that takes no data for `write_deadline_s` has stopped reading: its request is cancelled (its slot
     is free at the scheduler's next step) and its connection dropped, with whatever was buffered for it."""
 
     def __init__(self, body: AsyncIterator[str], handle: Cancels, write_deadline_s: float,
-                 media_type: str = "text/event-stream", on_close: Callable[[], None] | None = None):
+                 media_type: str = "text/event-stream", on_close: Callable[[], None] | None = None,
+                 tokens: TokenWrites | None = None):
         super().__init__(body, media_type=media_type,
                          headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         self.handle = handle
         self.write_deadline_s = write_deadline_s
         self.on_close = on_close  # called once the response has ended, however it ended
+        self.tokens = tokens
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Starlette's StreamingResponse, its per-chunk layers left out: the start and the end go through
@@ -152,6 +191,7 @@ class EventSourceResponse(StreamingResponse):
         is read in this task, a client's disconnect is heard by a second one."""
         write = writer_of(scope, send)
         loop = asyncio.get_running_loop()
+        direct = self._direct(scope)
         with anyio.CancelScope() as cancel:
             watch = _WriteWatch(self.write_deadline_s, cancel)
             gone = asyncio.ensure_future(_hang_up(receive, cancel))
@@ -169,6 +209,8 @@ class EventSourceResponse(StreamingResponse):
             finally:
                 watch.stop()
                 gone.cancel()
+                if direct is not None:
+                    direct.close()
         try:
             if watch.stalled:
                 self.handle.cancel()
@@ -179,6 +221,16 @@ class EventSourceResponse(StreamingResponse):
         finally:
             if self.on_close is not None:
                 self.on_close()
+
+
+    def _direct(self, scope: Scope) -> DirectWrites | None:
+        """The scheduler thread's writer of the tokens, where the connection and the dialect allow it."""
+        cycle = scope.get("extensions", {}).get(CYCLE_KEY)
+        if self.tokens is None or cycle is None or not DirectWrites.possible():
+            return None
+        stream = self.tokens.stream
+        stream.direct = DirectWrites(cycle, stream._pending, self.tokens.render)
+        return stream.direct
 
 
 async def _hang_up(receive: Receive, cancel: anyio.CancelScope) -> None:

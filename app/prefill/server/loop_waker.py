@@ -32,6 +32,10 @@ class Wakeable(Protocol):
     def wake(self) -> None: ...
 
 
+class Flushable(Protocol):
+    def flush(self) -> None: ...
+
+
 def _gil_holding_write() -> Callable[[int, bytes, int], int] | None:
     if os.name != "posix":
         return None
@@ -67,6 +71,9 @@ class LoopWaker:
         self._urgent = False  # an event that should not wait out the interval
         self._wake_pending = False  # written, not yet passed
         self._last_wake = 0.0  # perf_counter() of the last write
+        self._direct: list[Flushable] = []  # streams the scheduler thread writes itself (direct_writes.py)
+        self._direct_urgent = False
+        self._last_flush = 0.0
         self._pipe = self._open_pipe()
 
     def _open_pipe(self) -> tuple[int, int] | None:
@@ -89,13 +96,27 @@ class LoopWaker:
         self._ready.append(stream)
         self._urgent = self._urgent or urgent
 
+    def notify_direct(self, stream: Flushable, urgent: bool = False) -> None:  # on the scheduler thread
+        """`stream` has tokens the scheduler thread writes: at the end of this step (or a later one)."""
+        self._direct.append(stream)
+        self._direct_urgent = self._direct_urgent or urgent
+
     def mark_urgent(self) -> None:  # on the scheduler thread
         """A stream already waiting has an urgent event too."""
         self._urgent = True
 
     def step_done(self, idle: bool = False) -> None:  # on the scheduler thread
         """The end of a scheduler step (or the scheduler falls idle): one wake-up for what is ready,
-        unless one is still on its way, or the interval has not passed and nothing is urgent."""
+        unless one is still on its way, or the interval has not passed and nothing is urgent. Streams the
+        scheduler thread writes itself are written first, on the same terms."""
+        if self._direct:
+            now = time.perf_counter()
+            if idle or self._direct_urgent or now - self._last_flush >= self.interval_s:
+                self._direct_urgent = False
+                self._last_flush = now
+                streams, self._direct = self._direct, []
+                for s in streams:
+                    s.flush()
         if self._wake_pending or not self._ready:
             return
         now = time.perf_counter()

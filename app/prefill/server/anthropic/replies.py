@@ -5,7 +5,6 @@ message_delta with the stop reason and usage, message_stop; an error event when 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +14,7 @@ from prefill.engine.batch.request import Failed
 from prefill.engine.events import Finished, MetricsSnapshot
 from prefill.engine.message import ToolCall
 from prefill.server.anthropic.errors import anthropic_error
-from prefill.server.core import Generation
+from prefill.server.core import Generation, Step
 from prefill.server.errors import server_error
 from prefill.server.generate import sse_event as event
 
@@ -120,33 +119,35 @@ class _Blocks:
             self.write("text", {"type": "text_delta", "text": content}, out)
 
 
-async def stream_reply(reply: MessageReply, gen: Generation) -> AsyncIterator[str]:
-    """The SSE body of a streamed message (with documents, `message_delta` carries the `sources`)."""
-    try:
-        start = {**reply.head(), "content": [], "stop_reason": None, "stop_sequence": None,
-                 "usage": {"input_tokens": gen.prompt_tokens, "output_tokens": 0}}
-        yield event("message_start", {"type": "message_start", "message": start}) + event("ping", {"type": "ping"})
-        blocks = _Blocks()
-        async for events in gen.batches():
-            out: list[str] = []
-            step = gen.read(events)
-            blocks.text(step.reasoning, step.content, out)
-            for c in step.calls:
-                blocks.call(c, out)
-            end = step.end
-            if isinstance(end, Finished):
-                if blocks.index < 0:  # an empty answer is still one (empty) text block
-                    blocks.write("text", {"type": "text_delta", "text": ""}, out)
-                blocks.close(out)
-                delta = reply.stop(end, gen.final_reason(end.reason))
-                out.append(event("message_delta", {"type": "message_delta", "delta": delta,
-                                                   "usage": usage(end.metrics), **gen.extension()}))
-                out.append(event("message_stop", {"type": "message_stop"}))
-            elif isinstance(end, Failed):
-                out.append(event("error", anthropic_error(server_error(end.message))))
-            if out:
-                yield "".join(out)
-            if end is not None:
-                return
-    finally:
-        gen.cancel()  # a no-op once finished; frees the slot when the client went away
+class MessageEvents:
+    """Anthropic's streamed message (a `StepWriter`); with documents, `message_delta` carries the `sources`."""
+
+    def __init__(self, reply: MessageReply, gen: Generation):
+        self.reply, self.gen = reply, gen
+        self.blocks = _Blocks()
+
+    def head(self) -> str:
+        start = {**self.reply.head(), "content": [], "stop_reason": None, "stop_sequence": None,
+                 "usage": {"input_tokens": self.gen.prompt_tokens, "output_tokens": 0}}
+        return event("message_start", {"type": "message_start", "message": start}) + event("ping", {"type": "ping"})
+
+    def step(self, step: Step) -> str:
+        out: list[str] = []
+        self.blocks.text(step.reasoning, step.content, out)
+        for c in step.calls:
+            self.blocks.call(c, out)
+        return "".join(out)
+
+    async def last(self, end: Finished | Failed) -> str:
+        if isinstance(end, Failed):
+            return event("error", anthropic_error(server_error(end.message)))
+        out: list[str] = []
+        blocks = self.blocks
+        if blocks.index < 0:  # an empty answer is still one (empty) text block
+            blocks.write("text", {"type": "text_delta", "text": ""}, out)
+        blocks.close(out)
+        delta = self.reply.stop(end, self.gen.final_reason(end.reason))
+        out.append(event("message_delta", {"type": "message_delta", "delta": delta,
+                                           "usage": usage(end.metrics), **self.gen.extension()}))
+        out.append(event("message_stop", {"type": "message_stop"}))
+        return "".join(out)

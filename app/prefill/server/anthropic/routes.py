@@ -12,13 +12,13 @@ from starlette.responses import JSONResponse, Response
 
 from prefill.server.anthropic.errors import anthropic_error
 from prefill.server.anthropic.parse import parse_messages
-from prefill.server.anthropic.replies import MessageReply, full_reply, stream_reply
+from prefill.server.anthropic.replies import MessageEvents, MessageReply, full_reply
 from prefill.server.core import build_prompt, start, with_documents, with_images
 from prefill.server.cost_bounds import read_body
 from prefill.server.dialect import Dialect, DialectRoute
 from prefill.server.fields import parse_json, requested_model
-from prefill.server.generate import EventSourceResponse
 from prefill.server.state import ServeState
+from prefill.server.stream_body import stream_response
 
 
 async def messages(state: ServeState, request: Request) -> Response:
@@ -31,7 +31,7 @@ async def messages(state: ServeState, request: Request) -> Response:
         reply = MessageReply(lease.resident.id, req.sampling.stop)
         gen = await start(served, lease, request, req, reply.id, state)
     if req.stream:
-        return EventSourceResponse(stream_reply(reply, gen), gen, state.write_deadline_s)
+        return stream_response(MessageEvents(reply, gen), state.write_deadline_s)
     return JSONResponse(await full_reply(reply, gen, request))
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -116,28 +116,24 @@ async def full_reply(reply: OllamaReply, gen: Generation, request: Request) -> d
     return body
 
 
-async def stream_reply(reply: OllamaReply, gen: Generation) -> AsyncIterator[str]:
-    """The NDJSON body: a line per batch of text that came together, a line per batch of calls, the last."""
-    try:
-        async for events in gen.batches():
-            step = gen.read(events)
-            body = _lines(reply, gen, step)
-            if body:
-                yield body
-            if step.end is not None:
-                break
-    finally:
-        gen.cancel()  # a no-op once finished; frees the slot when the client went away
+class OllamaLines:
+    """Ollama's NDJSON stream (a `StepWriter`): a line per batch of text that came together, a line per batch
+    of calls, the last line (with documents, it carries the `sources`)."""
 
+    def __init__(self, reply: OllamaReply, gen: Generation):
+        self.reply, self.gen = reply, gen
 
-def _lines(reply: OllamaReply, gen: Generation, step: Step) -> str:
-    """The lines of events that arrived together: their text, the calls it finished, and the end if it came
-    (with documents, the last line carries the `sources`)."""
-    out = [line(reply.piece(step.content, step.reasoning))] if step.reasoning or step.content else []
-    if step.calls:
-        out.append(line(reply.piece(calls=step.calls)))
-    if isinstance(step.end, Finished):
-        out.append(line({**reply.last(gen.final_reason(step.end.reason), step.end.metrics), **gen.extension()}))
-    elif isinstance(step.end, Failed):
-        out.append(line({"error": step.end.message}))
-    return "".join(out)
+    def head(self) -> str:
+        return ""
+
+    def step(self, step: Step) -> str:
+        reply = self.reply
+        out = [line(reply.piece(step.content, step.reasoning))] if step.reasoning or step.content else []
+        if step.calls:
+            out.append(line(reply.piece(calls=step.calls)))
+        return "".join(out)
+
+    async def last(self, end: Finished | Failed) -> str:
+        if isinstance(end, Failed):
+            return line({"error": end.message})
+        return line({**self.reply.last(self.gen.final_reason(end.reason), end.metrics), **self.gen.extension()})

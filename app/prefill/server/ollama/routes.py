@@ -22,12 +22,12 @@ from prefill.server.cost_bounds import read_body
 from prefill.server.dialect import Dialect, DialectRoute
 from prefill.server.errors import ApiError, bad_request
 from prefill.server.fields import get_bool, parse_json, requested_model
-from prefill.server.generate import EventSourceResponse
 from prefill.server.ollama import embed, models
 from prefill.server.ollama.errors import ollama_error
 from prefill.server.ollama.parse import load_only, parse_chat, parse_generate
-from prefill.server.ollama.replies import NDJSON, OllamaReply, full_reply, stream_reply
+from prefill.server.ollama.replies import NDJSON, OllamaLines, OllamaReply, full_reply
 from prefill.server.state import ServeState, pool_error
+from prefill.server.stream_body import stream_response
 
 SHOW_BODY = 16 * 1024  # a name and a flag
 
@@ -62,7 +62,7 @@ async def _answer(state: ServeState, request: Request, req: GenerationRequest, r
         reply.load_ms = lease.load_ms
         gen = await start(served, lease, request, req, f"ollama-{uuid.uuid4().hex[:12]}", state)
     if req.stream:
-        return EventSourceResponse(stream_reply(reply, gen), gen, state.write_deadline_s, NDJSON)
+        return stream_response(OllamaLines(reply, gen), state.write_deadline_s, NDJSON)
     return JSONResponse(await full_reply(reply, gen, request))
 
 

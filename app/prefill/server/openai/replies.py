@@ -2,52 +2,43 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 from starlette.requests import Request
 
 from prefill.engine.batch.request import Failed
 from prefill.engine.events import Finished
-from prefill.server.core import Generation
+from prefill.server.core import Generation, Step
 from prefill.server.errors import server_error
 from prefill.server.openai.shapes import SSE_DONE, Reply, sse
 
 
-async def stream_reply(reply: Reply, gen: Generation, include_usage: bool) -> AsyncIterator[str]:
-    """The SSE body: a first chunk, then the text, the last chunk with the finish reason (and, with
-    documents, the `sources`), the usage chunk when asked, then [DONE]. A failure is sent as an error event.
+class ChatChunks:
+    """OpenAI's streamed chunks of a chat or text completion (a `StepWriter`): a first chunk, the text of
+    each batch of tokens in one chunk, the calls they finished, then the last chunk with the finish reason
+    (and, with documents, the `sources`), the usage chunk when asked, and [DONE]; a failure is an error event."""
 
-    The text of all the tokens that arrived together goes in one chunk: nothing is held back,
-    but a loop (or a client) that fell behind catches up with one write instead of one per token.
-    """
-    try:
-        if reply.kind == "chat":
-            yield sse(reply.chunk(first=True))
-        n_calls = 0
-        async for events in gen.batches():
-            step = gen.read(events)
-            out = [reply.text_chunk(step.reasoning, step.content)]
-            if step.calls:
-                out.append(reply.tool_call_chunks(step.calls, n_calls))
-                n_calls += len(step.calls)
-            end = step.end
-            if isinstance(end, Finished):
-                last = reply.chunk(reason=gen.final_reason(end.reason), m=end.metrics)
-                last.update(gen.extension())
-                out.append(sse(last))
-                if include_usage:
-                    out.append(sse(reply.usage_chunk(end.metrics)))
-                out.append(SSE_DONE)
-            elif isinstance(end, Failed):
-                out.append(sse(server_error(end.message).body()))
-                out.append(SSE_DONE)
-            body = "".join(out)
-            if body:
-                yield body
-            if end is not None:
-                return
-    finally:
-        gen.cancel()  # a no-op once finished; frees the slot when the client went away
+    def __init__(self, reply: Reply, gen: Generation, include_usage: bool):
+        self.reply, self.gen, self.include_usage = reply, gen, include_usage
+        self.n_calls = 0
+
+    def head(self) -> str:
+        return sse(self.reply.chunk(first=True)) if self.reply.kind == "chat" else ""
+
+    def step(self, step: Step) -> str:
+        out = self.reply.text_chunk(step.reasoning, step.content)
+        if step.calls:
+            out += self.reply.tool_call_chunks(step.calls, self.n_calls)
+            self.n_calls += len(step.calls)
+        return out
+
+    async def last(self, end: Finished | Failed) -> str:
+        if isinstance(end, Failed):
+            return sse(server_error(end.message).body()) + SSE_DONE
+        last = self.reply.chunk(reason=self.gen.final_reason(end.reason), m=end.metrics)
+        last.update(self.gen.extension())
+        out = sse(last)
+        if self.include_usage:
+            out += sse(self.reply.usage_chunk(end.metrics))
+        return out + SSE_DONE
 
 
 async def full_reply(reply: Reply, gen: Generation, request: Request) -> dict[str, object]:

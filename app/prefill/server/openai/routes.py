@@ -9,11 +9,11 @@ from prefill.pool.pool import Lease
 from prefill.server.core import GenerationRequest, start, with_images
 from prefill.server.cost_bounds import read_body
 from prefill.server.dialect import Dialect, DialectRoute
-from prefill.server.generate import EventSourceResponse
 from prefill.server.openai.parse import parse_chat, parse_completion, parse_json, requested_model
-from prefill.server.openai.replies import full_reply, stream_reply
+from prefill.server.openai.replies import ChatChunks, full_reply
 from prefill.server.openai.shapes import Reply
 from prefill.server.state import ServedModel, ServeState
+from prefill.server.stream_body import stream_response
 
 
 async def chat(state: ServeState, request: Request) -> Response:
@@ -41,7 +41,7 @@ async def _answer(served: ServedModel, lease: Lease, state: ServeState, request:
     if gen.compacted:
         reply.extra["compaction"] = gen.compacted
     if req.stream:
-        return EventSourceResponse(stream_reply(reply, gen, req.include_usage), gen, state.write_deadline_s)
+        return stream_response(ChatChunks(reply, gen, req.include_usage), state.write_deadline_s)
     return JSONResponse(await full_reply(reply, gen, request))
 
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio.to_thread
 from starlette.requests import Request
 
+from prefill.engine.batch.request import Failed
 from prefill.engine.events import Finished, MetricsSnapshot
 from prefill.engine.message import ToolCall
 from prefill.server.core import Generation, Step
@@ -194,35 +195,36 @@ class _Items:
         self.close(out, "incomplete" if status == "incomplete" and self.open == "message" else "completed")
 
 
-async def stream_reply(reply: ResponseReply, gen: Generation, keep: Keep | None = None) -> AsyncIterator[str]:
-    """The SSE body of a streamed response (with documents, `response.completed` carries the `sources`);
-    `keep` keeps the finished response (store: true)."""
-    try:
-        items = _Items()
+class ResponseEvents:
+    """A streamed response's events (a `StepWriter`); with documents, `response.completed` carries the
+    `sources`. `keep` keeps the finished response (store: true)."""
+
+    def __init__(self, reply: ResponseReply, gen: Generation, keep: Keep | None = None):
+        self.reply, self.gen, self.keep = reply, gen, keep
+        self.items = _Items()
+
+    def head(self) -> str:
         head: list[str] = []
-        items.event("response.created", head, response=reply.body("in_progress", []))
-        items.event("response.in_progress", head, response=reply.body("in_progress", []))
-        yield "".join(head)
-        async for events in gen.batches():
-            step = gen.read(events)
-            out = items.step(step)
-            if step.end is None:
-                if out:
-                    yield "".join(out)
-                continue
-            if isinstance(step.end, Finished):
-                status = reply.status(step.end.reason)
-                items.end(status, out)
-                body = reply.body(status, items.output, step.end.reason,
-                                  await reply.usage(step.end.metrics, "".join(items.thinking).strip()))
-                body.update(gen.extension())
-                if keep is not None:
-                    await keep(body)
-            else:  # Failed: nothing is kept
-                status, body = "failed", reply.body("failed", items.output)
-                body["error"] = {"code": "server_error", "message": step.end.message}
-            items.event(f"response.{status}", out, response=body)
-            yield "".join(out)
-            return
-    finally:
-        gen.cancel()  # a no-op once finished; frees the slot when the client went away
+        self.items.event("response.created", head, response=self.reply.body("in_progress", []))
+        self.items.event("response.in_progress", head, response=self.reply.body("in_progress", []))
+        return "".join(head)
+
+    def step(self, step: Step) -> str:
+        return "".join(self.items.step(step))
+
+    async def last(self, end: Finished | Failed) -> str:
+        items, reply = self.items, self.reply
+        out: list[str] = []
+        if isinstance(end, Finished):
+            status = reply.status(end.reason)
+            items.end(status, out)
+            body = reply.body(status, items.output, end.reason,
+                              await reply.usage(end.metrics, "".join(items.thinking).strip()))
+            body.update(self.gen.extension())
+            if self.keep is not None:
+                await self.keep(body)
+        else:  # Failed: nothing is kept
+            status, body = "failed", reply.body("failed", items.output)
+            body["error"] = {"code": "server_error", "message": end.message}
+        items.event(f"response.{status}", out, response=body)
+        return "".join(out)

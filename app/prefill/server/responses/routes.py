@@ -13,10 +13,10 @@ from prefill.server.cost_bounds import read_body
 from prefill.server.dialect import Dialect, DialectRoute
 from prefill.server.errors import ApiError
 from prefill.server.fields import parse_json, requested_model
-from prefill.server.generate import EventSourceResponse
 from prefill.server.responses.parse import parse_responses
-from prefill.server.responses.replies import Keep, ResponseReply, full_reply, stream_reply
+from prefill.server.responses.replies import Keep, ResponseEvents, ResponseReply, full_reply
 from prefill.server.state import ServeState
+from prefill.server.stream_body import stream_response
 
 MAX_KEPT_BYTES = 16 * 2**20  # a kept conversation's JSON that a request may go on from and keep again
 
@@ -54,8 +54,7 @@ async def create(state: ServeState, request: Request) -> Response:
         await state.responses.save(reply.id, owner, kept_input, body)
     keep: Keep | None = kept if ask.store else None
     if req.stream:
-        return EventSourceResponse(stream_reply(reply, gen, keep), gen, state.write_deadline_s,
-                                   on_close=lease.release)
+        return stream_response(ResponseEvents(reply, gen, keep), state.write_deadline_s, on_close=lease.release)
     try:
         body = await full_reply(reply, gen, request)
     finally:
