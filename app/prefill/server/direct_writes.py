@@ -133,8 +133,10 @@ class DirectWrites:
             self.on = True
 
     def _quiet(self) -> bool:
+        """Everything given to the transport is in the socket, and it is a plain one (not TLS's)."""
         transport = self.cycle.transport
-        return writes_chunks(self.cycle) and not transport.is_closing() and transport.get_write_buffer_size() == 0
+        return (writes_chunks(self.cycle) and not transport.is_closing() and transport.get_write_buffer_size() == 0
+                and transport.get_extra_info("sslcontext") is None)
 
     def collect(self) -> list[BatchEvent]:  # on the loop
         """The events the loop is to write (none while the scheduler thread has the stream), after what

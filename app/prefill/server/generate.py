@@ -103,25 +103,20 @@ class EventStream:
         calls on the loop for every token)."""
         pending, loop, direct = self._pending, asyncio.get_running_loop(), self.direct
         while True:
-            if direct is not None:  # the scheduler thread writes tokens while the loop waits (direct_writes.py)
-                got = direct.collect()
-                if got:
-                    yield got
-                    continue
-                direct.arm()
-                self._waiter = loop.create_future()
-                await self._waiter
-                self._waiter = None
-                continue
-            if not pending:
-                self._waiter = loop.create_future()
-                await self._waiter
-                self._waiter = None
-            events = []
-            while pending:
-                events.append(pending.popleft())
+            if direct is not None:  # none while the scheduler thread writes this stream (direct_writes.py)
+                events = direct.collect()
+            else:
+                events = []
+                while pending:
+                    events.append(pending.popleft())
             if events:
                 yield events
+                continue
+            if direct is not None:
+                direct.arm()  # the scheduler thread may write the tokens while the loop waits
+            self._waiter = loop.create_future()
+            await self._waiter
+            self._waiter = None
 
 
 class Submits(Protocol):
