@@ -90,6 +90,10 @@ class AnswerSplit:
 
     def split(self, text: str) -> tuple[str, str]:
         """(reasoning, content) of streamed text that may hold several tokens (the server's chunks)."""
+        if self.parser is None and self.calls_parser is None:  # all answer: nothing to look for (every token
+            if text:  # of a plain stream comes here, on the thread between two decodes)
+                self.answer.append(text)
+            return "", text
         return _joined(self._events(self._parse(text), 0) if text else [])
 
     def finish(self, tail: str = "", reason: FinishReason = "stop") -> tuple[str, str]:
