@@ -26,6 +26,7 @@ import ctypes
 import errno
 import logging
 import os
+import socket
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
     from prefill.engine.batch.request import BatchEvent
 
 log = logging.getLogger(__name__)
-MSG_NOSIGNAL = 0x4000  # Linux: a closed peer is EPIPE, not a signal
+NO_SIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)  # a closed peer is EPIPE, not a signal (Python ignores it anyway)
+_GONE = {errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN, errno.ESHUTDOWN}
 
 
 def _gil_holding_send() -> Callable[[int, bytes, int, int], int] | None:
@@ -108,14 +110,13 @@ class DirectWrites:
             body = text.encode()
             data = b"%x\r\n%b\r\n" % (len(body), body)
             assert _send is not None
-            n = _send(self._fd, data, len(data), MSG_NOSIGNAL)
+            n = _send(self._fd, data, len(data), NO_SIGNAL)
             if n == len(data):
                 return True
             if n < 0:
-                err = ctypes.get_errno()
                 n = 0
-                if err not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR):  # the client has gone: the loop
-                    data = b""  # hears of it from the connection
+                if ctypes.get_errno() in _GONE:  # the loop hears of it from the connection
+                    data = b""  # anything else (a full socket) leaves the chunk to the loop's transport
             self.left = data[n:]
             self.on = False
             return False
