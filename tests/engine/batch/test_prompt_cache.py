@@ -83,8 +83,9 @@ def test_of_two_entries_the_longest_shared_prefix_wins() -> None:
     cache.store("x", b, len(b), state(10))
     found, n = cache.best("x", b + (5,))
     assert found is not None and found.tokens == b and n == len(b)
-    found, n = cache.best("x", system + (7,))
-    assert found is not None and n == len(system)
+    found, n = cache.best("x", a[:MIN_TOKENS] + (7,))
+    assert found is not None and n == MIN_TOKENS
+    assert cache.best("x", system + (7,)) == (None, 0)  # fewer than MIN_TOKENS shared: never worth a copy
 
 
 def test_prompts_let_go_are_written_to_disk_and_found_again(tmp_path: Path) -> None:

@@ -69,10 +69,12 @@ class CacheEntry:
     prompt_len: int  # of the request that held the slot last (the rest of `tokens` is its answer)
     state: bytearray
     ids: np.ndarray = field(init=False, repr=False)  # `tokens`, compared in one pass
+    head: tuple[int, ...] = field(init=False, repr=False)  # the first MIN_TOKENS, looked at before `ids`
     used: int = 0  # the cache's clock at the last store or use
 
     def __post_init__(self) -> None:
         self.ids = np.asarray(self.tokens, dtype=np.int64)
+        self.head = self.tokens[:MIN_TOKENS]
 
     @property
     def size(self) -> int:
@@ -86,6 +88,12 @@ def shared_prefix(a: np.ndarray, b: np.ndarray) -> int:
         return 0
     differ = np.flatnonzero(a[:n] != b[:n])
     return int(differ[0]) if len(differ) else n
+
+
+def _may_nest(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether one of two prompts whose first tokens are `a` and `b` may start the other."""
+    m = min(len(a), len(b))
+    return a[:m] == b[:m]
 
 
 class Spilled(Protocol):
@@ -227,10 +235,14 @@ class PromptCache:
     def best(self, owner: str, prompt: Sequence[int]) -> tuple[Found | None, int]:
         """The entry of `owner` that shares the longest prefix with `prompt`, and how long that is (ties:
         the smaller state, less to copy; one in memory before one on disk); (None, 0) when none shares
-        a token."""
+        a token. An entry in memory counts only where its first MIN_TOKENS tokens are the prompt's (fewer
+        are read again faster than a state is copied): the others are passed over on a tuple's comparison,
+        since the cache of a busy server holds hundreds of prompts, and a prefix counted in full for each
+        cost a request ~0.5 ms before its prefill at 270 of them (the tiny model, one client)."""
         in_memory: CacheEntry | None = None
         most = 0
-        mine = [e for e in self._entries + self._in_flight() if e.owner == owner]
+        head = tuple(prompt[:MIN_TOKENS])
+        mine = [e for e in self._entries + self._in_flight() if e.head == head and e.owner == owner]
         if mine:
             ids = np.asarray(prompt, dtype=np.int64)
             for e in mine:
@@ -269,7 +281,10 @@ class PromptCache:
             return False
         key = tuple(tokens)
         ids = np.asarray(key, dtype=np.int64)
-        for e in [e for e in self._entries if e.owner == owner]:
+        key_head = key[:MIN_TOKENS]
+        short = len(key_head) < MIN_TOKENS
+        for e in [e for e in self._entries if e.owner == owner and (  # of two full heads, only equal ones nest
+                e.head == key_head or ((short or len(e.head) < MIN_TOKENS) and _may_nest(e.head, key_head)))]:
             n = shared_prefix(e.ids, ids)
             if n == len(key) and len(e.tokens) >= len(key):  # an entry holds this prompt already
                 e.used = next(self._clock)
