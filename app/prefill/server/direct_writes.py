@@ -128,9 +128,12 @@ class DirectWrites:
                 return
             if self._fd < 0:
                 sock = self.cycle.transport.get_extra_info("socket")
-                if sock is None:
+                try:
+                    self._fd = os.dup(sock.fileno()) if sock is not None else -1
+                except OSError:  # closed under it: the loop keeps the stream
                     return
-                self._fd = os.dup(sock.fileno())
+                if self._fd < 0:
+                    return
             self.on = True
 
     def _quiet(self) -> bool:
