@@ -36,6 +36,11 @@ def writes_chunks(cycle: RequestResponseCycle) -> bool:
             and cycle.scope.get("method") != "HEAD")
 
 
+def frame(body: bytes) -> bytes:
+    """One chunk of HTTP/1.1 chunked encoding, as h11 frames it (an empty one would read as the end)."""
+    return b"%x\r\n%b\r\n" % (len(body), body)
+
+
 def chunk_writer(cycle: RequestResponseCycle) -> Callable[[Message], Awaitable[None]]:
     """The writer of `cycle`'s middle body chunks (see the module's docstring)."""
     transport = cycle.transport
@@ -44,7 +49,7 @@ def chunk_writer(cycle: RequestResponseCycle) -> Callable[[Message], Awaitable[N
         if message.get("more_body") and message["type"] == "http.response.body" and writes_chunks(cycle):
             body = message.get("body", b"")
             if body:  # h11 writes nothing for an empty chunk: its framing would read as the end
-                transport.write(b"%x\r\n%b\r\n" % (len(body), body))
+                transport.write(frame(body))
             return
         await cycle.send(message)  # type: ignore[arg-type]  # a Starlette Message: uvicorn types its events
 

@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from prefill.server.chunk_writer import writes_chunks
+from prefill.server.chunk_writer import frame, writes_chunks
 
 if TYPE_CHECKING:
     from uvicorn.protocols.http.h11_impl import RequestResponseCycle
@@ -77,8 +77,10 @@ class DirectWrites:
         self._fd = -1
 
     @staticmethod
-    def possible() -> bool:
-        return _send is not None
+    def possible(cycle: RequestResponseCycle | None = None) -> bool:
+        """Whether the scheduler thread can write (libc's `send` is there), to `cycle`'s connection where one
+        is named (a plain socket: TLS's bytes are the transport's to write)."""
+        return _send is not None and (cycle is None or cycle.transport.get_extra_info("sslcontext") is None)
 
     def take(self, event: BatchEvent, is_token: bool) -> bool:  # on the scheduler thread
         """Queue `event`: True when the scheduler thread writes it (a token while `on`); else the loop
@@ -107,8 +109,7 @@ class DirectWrites:
                 return False
             if not text:
                 return True
-            body = text.encode()
-            data = b"%x\r\n%b\r\n" % (len(body), body)
+            data = frame(text.encode())
             assert _send is not None
             n = _send(self._fd, data, len(data), NO_SIGNAL)
             if n == len(data):
@@ -137,10 +138,9 @@ class DirectWrites:
             self.on = True
 
     def _quiet(self) -> bool:
-        """Everything given to the transport is in the socket, and it is a plain one (not TLS's)."""
+        """Everything given to the transport is in the socket."""
         transport = self.cycle.transport
-        return (writes_chunks(self.cycle) and not transport.is_closing() and transport.get_write_buffer_size() == 0
-                and transport.get_extra_info("sslcontext") is None)
+        return writes_chunks(self.cycle) and not transport.is_closing() and transport.get_write_buffer_size() == 0
 
     def collect(self) -> list[BatchEvent]:  # on the loop
         """The events the loop is to write (none while the scheduler thread has the stream), after what

@@ -21,6 +21,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import RequestResponseCycle
 
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
@@ -83,6 +84,12 @@ class EventStream:
             self.waker.notify(self, urgent)
         elif urgent:
             self.waker.mark_urgent()
+
+    def write_directly(self, cycle: RequestResponseCycle, render: Callable[[list[BatchEvent]], str]) -> DirectWrites:
+        """Let the scheduler thread write this stream's tokens to `cycle`'s connection while the loop is
+        not writing (direct_writes.py); `render`: the dialect's text for a batch of token events."""
+        self.direct = DirectWrites(cycle, self._pending, render)
+        return self.direct
 
     def flush(self) -> None:  # on the scheduler thread, at its step's end: a stream the scheduler thread writes
         self._flush_queued = False
@@ -221,11 +228,9 @@ class EventSourceResponse(StreamingResponse):
     def _direct(self, scope: Scope) -> DirectWrites | None:
         """The scheduler thread's writer of the tokens, where the connection and the dialect allow it."""
         cycle = scope.get("extensions", {}).get(CYCLE_KEY)
-        if self.tokens is None or cycle is None or not DirectWrites.possible():
+        if self.tokens is None or cycle is None or not DirectWrites.possible(cycle):
             return None
-        stream = self.tokens.stream
-        stream.direct = DirectWrites(cycle, stream._pending, self.tokens.render)
-        return stream.direct
+        return self.tokens.stream.write_directly(cycle, self.tokens.render)
 
 
 async def _hang_up(receive: Receive, cancel: anyio.CancelScope) -> None:

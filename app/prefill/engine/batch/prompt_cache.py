@@ -91,9 +91,9 @@ def shared_prefix(a: np.ndarray, b: np.ndarray) -> int:
 
 
 def _may_nest(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-    """Whether one of two prompts whose first tokens are `a` and `b` may start the other."""
-    m = min(len(a), len(b))
-    return a[:m] == b[:m]
+    """Whether one of two prompts whose first tokens are `a` and `b` may start the other (of two heads as
+    long, only equal ones: the usual case, one comparison)."""
+    return a == b or (len(a) != len(b) and a[:len(b)] == b[:len(a)])
 
 
 class Spilled(Protocol):
@@ -282,9 +282,7 @@ class PromptCache:
         key = tuple(tokens)
         ids = np.asarray(key, dtype=np.int64)
         key_head = key[:MIN_TOKENS]
-        short = len(key_head) < MIN_TOKENS
-        for e in [e for e in self._entries if e.owner == owner and (  # of two full heads, only equal ones nest
-                e.head == key_head or ((short or len(e.head) < MIN_TOKENS) and _may_nest(e.head, key_head)))]:
+        for e in [e for e in self._entries if e.owner == owner and _may_nest(e.head, key_head)]:
             n = shared_prefix(e.ids, ids)
             if n == len(key) and len(e.tokens) >= len(key):  # an entry holds this prompt already
                 e.used = next(self._clock)
