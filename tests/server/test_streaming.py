@@ -13,6 +13,7 @@ from prefill.engine.prompt.model_chat import plain_reader
 from prefill.engine.settings import ServeSampling
 from prefill.server import loop_waker
 from prefill.server.core import Generation
+from prefill.server.direct_writes import DirectWrites
 from prefill.server.generate import EventStream
 from prefill.server.loop_waker import LoopWaker
 from prefill.server.openai.replies import ChatChunks
@@ -171,3 +172,18 @@ def test_a_failure_after_tokens_sends_the_text_then_the_error() -> None:
     assert events[1]["choices"][0]["delta"] == {"content": "a"}  # type: ignore[index]
     assert "boom" in events[2]["error"]["message"]  # type: ignore[index]
     assert events[3] == "[DONE]"
+
+
+def test_the_prefills_event_leaves_a_stream_with_the_scheduler_thread() -> None:
+    """No reply says when the prompt was read: its event must not take the stream back to the loop just
+    before the first token, which the scheduler thread then writes itself (direct_writes.py)."""
+    async def main() -> None:
+        stream = EventStream(LoopWaker(asyncio.get_running_loop()))
+        direct = stream.direct = DirectWrites(None, stream._pending, lambda events: "")  # type: ignore[arg-type]
+        direct.on = True  # armed: the loop had nothing left to write
+        stream.sink(PrefillDone(5, 0, 5, 1.0))
+        assert direct.on and not stream._pending
+        stream.sink(Token("a", 1))
+        assert direct.on and list(stream._pending) == [Token("a", 1)]  # the scheduler thread's to write
+
+    asyncio.run(main())

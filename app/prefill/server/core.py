@@ -384,7 +384,8 @@ async def _submit(served: ServedModel, request: Request, req: GenerationRequest,
 async def build_prompt(served: ServedModel, req: GenerationRequest,
                        chat_request: ChatRequest | None) -> tuple[str, list[int]]:
     """The prompt's text and tokens (a chat's, or a completion's prompt), refused as soon as it cannot
-    fit; a few are built at once (across every model)."""
+    fit. A small one is built on the loop (`PromptBounds.inline`); the rest on worker threads, a few at
+    once (across every model)."""
     bounds, chat = served.bounds, served.chat
 
     def build() -> tuple[str, list[int]]:
@@ -396,14 +397,20 @@ async def build_prompt(served: ServedModel, req: GenerationRequest,
         return text, tokenize_with_images(text, True, chat.tokenize, images, served.scheduler.projector)
 
     if chat_request is not None:
-        bounds.check_messages(chat_request.messages)
-    async with bounds.builds():
-        try:
+        size = bounds.check_messages(chat_request.messages)
+        small = not req.images and not chat_request.offered_tools and bounds.inline(size)
+    else:
+        small = bounds.inline(len(req.prompt.encode("utf-8", "surrogatepass")))
+    try:
+        if small:
+            with bounds.inline_build():
+                return build()
+        async with bounds.builds():
             return await anyio.to_thread.run_sync(build)
-        except TemplateError as e:
-            raise bad_request(str(e), "messages") from None
-        except EngineError as e:  # the projector refused an image
-            raise bad_request(f"An image could not be read: {e}.", "messages") from None
+    except TemplateError as e:
+        raise bad_request(str(e), "messages") from None
+    except EngineError as e:  # the projector refused an image
+        raise bad_request(f"An image could not be read: {e}.", "messages") from None
 
 
 def client_of(request: Request) -> str:

@@ -25,7 +25,7 @@ from uvicorn.protocols.http.h11_impl import RequestResponseCycle
 
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.errors import ContextOverflow, EngineError, QueueFull
-from prefill.engine.events import Finished, MetricsSnapshot, Token
+from prefill.engine.events import Finished, MetricsSnapshot, PrefillDone, Token
 from prefill.engine.llama.grammar_sampler import Constraint
 from prefill.engine.prompt.thinking_budget import ThinkingLimit
 from prefill.engine.settings import ServeSampling
@@ -46,7 +46,8 @@ class EventStream:
 
     The scheduler thread appends to a deque and asks `waker` for a wake-up only when none
     is pending for this stream, so a loop that falls behind takes several events in one go.
-    The first token and the end are urgent: they do not wait out the waker's interval.
+    The first token and the end are urgent: they do not wait out the waker's interval. The prefill's
+    event is dropped: no reply says it.
     """
 
     def __init__(self, waker: LoopWaker, tokens: bool = True):
@@ -64,9 +65,10 @@ class EventStream:
     def sink(self, event: BatchEvent) -> None:  # on the scheduler thread
         if type(event) is Finished and self.on_end is not None:
             self.on_end(event.metrics)
-        if not self.tokens and type(event) is Token:
-            return
-        is_token = type(event) is Token
+        kind = type(event)
+        if kind is PrefillDone or (kind is Token and not self.tokens):
+            return  # no reply says when its prompt was read (the end's figures count it), and it would take
+        is_token = kind is Token  # the stream back from the scheduler thread just before the first token
         urgent = not is_token or self._first_token
         self._first_token = self._first_token and not is_token
         direct = self.direct
