@@ -4,6 +4,7 @@ a prompt that left its slot is found again on any slot, within its byte bound, b
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -46,6 +47,7 @@ def cached(c: Collector) -> int:
 @pytest.fixture
 def two(tiny_model: Path) -> Iterator[BatchScheduler]:
     s = make_scheduler(tiny_model, 2, n_ctx=1024)
+    s.keep_ahead = False  # these count what admissions keep; what the idle thread stores ahead is tested below
     yield s
     s.close()
 
@@ -270,3 +272,31 @@ def test_a_new_conversation_in_an_empty_slot_takes_the_shared_start_from_the_oth
 
 def common(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def test_an_idle_scheduler_keeps_the_next_slot_to_go_ahead_so_its_admission_copies_nothing(
+        tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While idle, the scheduler stores what the least recently used slot holds (the slot a new
+    conversation takes next), not the slot used last: the copy is off the next request's first token's
+    path, and the conversation is found again as if its admission had kept it."""
+    sched = make_scheduler(tiny_model, 2, n_ctx=1024)
+    try:
+        a, b, c = conversation(sched, 0), conversation(sched, 1), conversation(sched, 2)
+        ask(sched, a)  # slot 0
+        ask(sched, b)  # slot 1, the empty one; a is kept ahead, b (the slot used last) is not
+        deadline = time.monotonic() + WAIT_S
+        while sched.snapshot().prompt_cache.entries < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)
+        kept = sched.prompt_cache.entries()
+        assert [e.tokens[:len(a)] for e in kept] == [a]
+        assert sched.snapshot().slots[0].kv_cells >= len(a)  # still in its slot too
+        copies: list[int] = []
+        real = type(sched.runtime).seq_state
+        monkeypatch.setattr(type(sched.runtime), "seq_state", lambda rt, seq: copies.append(seq) or real(rt, seq))
+        ask(sched, c)  # into slot 0, the least recently used: a leaves it, already kept
+        assert copies in ([], [1])  # its admission copied nothing (b, now the least recently used, may be kept)
+        more = a + tokens(sched, " and then some more words", first=False)
+        assert cached(ask(sched, more)) == len(a)  # a found again, from the cache
+    finally:
+        sched.close()

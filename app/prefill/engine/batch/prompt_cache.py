@@ -273,12 +273,13 @@ class PromptCache:
     def worth_keeping(self, tokens: Sequence[int]) -> bool:
         return self.on and len(tokens) >= MIN_TOKENS
 
-    def store(self, owner: str, tokens: Sequence[int], prompt_len: int, state: bytearray) -> bool:
-        """Keep a prompt's state, the least recently used ones out first to make room; False when it is
-        larger than the whole bound. An entry of the same owner whose tokens start the new ones is
-        replaced (the new one holds all it held); one that holds all the new one does is kept instead."""
+    def store(self, owner: str, tokens: Sequence[int], prompt_len: int, state: bytearray) -> CacheEntry | None:
+        """Keep a prompt's state, the least recently used ones out first to make room; returns the entry that
+        holds it, None when it is larger than the whole bound. An entry of the same owner whose tokens start
+        the new ones is replaced (the new one holds all it held); one that holds all the new one does is
+        kept instead."""
         if not self.on or len(state) > self.limit:
-            return False
+            return None
         key = tuple(tokens)
         ids = np.asarray(key, dtype=np.int64)
         key_head = key[:MIN_TOKENS]
@@ -286,7 +287,7 @@ class PromptCache:
             n = shared_prefix(e.ids, ids)
             if n == len(key) and len(e.tokens) >= len(key):  # an entry holds this prompt already
                 e.used = next(self._clock)
-                return True
+                return e
             if n == len(e.tokens):
                 self._drop(e)
         while self._bytes + len(state) > self.limit:
@@ -299,7 +300,11 @@ class PromptCache:
         self._entries.append(entry)
         self._bytes += entry.size
         self._stored += 1
-        return True
+        return entry
+
+    def holds(self, entry: CacheEntry) -> bool:
+        """Whether `entry` is still in memory (not evicted, replaced, used whole or discarded)."""
+        return any(e is entry for e in self._entries)
 
     def used(self, entry: Found, reused: int) -> None:
         """`entry` was copied into a slot and `reused` of its tokens serve a prompt there. An entry whose

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from prefill.engine.batch.prompt_cache import MIN_TOKENS, Found, PromptCache, Spill
+from prefill.engine.batch.prompt_cache import MIN_TOKENS, CacheEntry, Found, PromptCache, Spill
 from prefill.engine.batch.request import BatchEvent, BatchRequest, Failed, RequestHandle
 from prefill.engine.batch.runtime import LoadedBatchModel, TokenBatch
 from prefill.engine.batch.slot_draft_model import SlotDraftModel
@@ -86,6 +86,7 @@ class _Slot:
     owner: str = ""  # of the conversation `tokens` hold: another owner's request starts it afresh
     job: _Job | None = None
     last_used: float = 0.0
+    kept: CacheEntry | None = None  # the prompt cache's entry for what `tokens` hold, stored ahead (`_keep_ahead`)
 
 
 @dataclass(eq=False)
@@ -147,6 +148,7 @@ class BatchScheduler:
             log.info("speculative decoding (%s) is off: %s", speculative, self.speculation_note)
         self._speculate = speculative != "off" and not self.speculation_note
         self.draft_max = draft_max
+        self.keep_ahead = True  # store an idle slot's conversation before a request displaces it (`_keep_ahead`)
         self.draft_model = draft_model if self._speculate else None
         if draft_model is not None and self.draft_model is None:
             draft_model.close()  # it could never draft here: its memory goes back at once
@@ -244,6 +246,7 @@ class BatchScheduler:
             while True:
                 if not self._active:
                     self._events_out(idle=True)
+                    self._keep_ahead()
                     self._publish(time.perf_counter(), force=True)
                 # The lock is taken only when there is something to look at: a queue, a cancel, no work.
                 if self._queue or self._check_cancels or self._stopping or not self._active:
@@ -344,7 +347,7 @@ class BatchScheduler:
         del slot.tokens[keep:]
         if entry is not None and keep:  # (a cache that cannot drop a tail keeps nothing: no hit)
             cache.used(entry, keep)
-        slot.prompt_len, slot.owner = len(prompt), owner
+        slot.prompt_len, slot.owner, slot.kept = len(prompt), owner, None
         s = handle.request.sampling
         answer = AnswerDecoder(self.runtime, s, s.stop, handle.request.constraint, handle.request.thinking)
         job = _Job(slot, handle, list(prompt[keep:]), keep, answer)
@@ -385,11 +388,33 @@ class BatchScheduler:
         """Keep what `slot` holds in the prompt cache when the next request keeps only `keep` of its tokens
         and not its last prompt (another conversation takes the slot: its own next turn finds it there)."""
         cache = self.prompt_cache
-        if keep + 1 >= slot.prompt_len or not self._worth_keeping(slot):
+        if keep + 1 >= slot.prompt_len or not self._worth_keeping(slot) or self._kept(slot):
             return
         state = self.runtime.seq_state(slot.index)
         if state is not None:
             cache.store(slot.owner, slot.tokens, slot.prompt_len, state)
+
+    def _keep_ahead(self) -> None:
+        """While the scheduler is idle, keep in the prompt cache what the slot a new conversation would take
+        next holds (`_admit`: an empty one, else the least recently used), so that its admission copies
+        nothing: the copy of a conversation's cells was on the new request's first token's path (SmolLM2,
+        280 cells on this 2-core host: ~9 ms). Not the slot used last, where a conversation going on (an
+        agent's next turn) is found, nor when a request waits: a request that comes during the copy waits
+        for it, as it would have at its admission."""
+        if not self.keep_ahead or self._queue or not self.prompt_cache.on or len(self._slots) < 2:
+            return
+        slot = max(self._slots, key=lambda s: (not s.tokens, -s.last_used))
+        if not slot.tokens or slot.job is not None or self._kept(slot) or not self._worth_keeping(slot):
+            return
+        if slot is max(self._slots, key=lambda s: s.last_used):
+            return
+        state = self.runtime.seq_state(slot.index)
+        if state is not None:
+            slot.kept = self.prompt_cache.store(slot.owner, slot.tokens, slot.prompt_len, state)
+
+    def _kept(self, slot: _Slot) -> bool:
+        """What `slot` holds is in the prompt cache's memory as it is (stored ahead by `_keep_ahead`)."""
+        return slot.kept is not None and self.prompt_cache.holds(slot.kept)
 
     def _worth_keeping(self, slot: _Slot) -> bool:
         """Whether what `slot` holds is long enough to keep, and its state (about its cells' bytes) fits."""
@@ -401,7 +426,7 @@ class BatchScheduler:
         entry is in the slot); False, the slot empty and the entry dropped, when llama.cpp refused it."""
         cache, rt = self.prompt_cache, self.runtime
         leaving = None
-        if self._worth_keeping(slot) and slot.tokens != list(entry.tokens[:len(slot.tokens)]):
+        if self._worth_keeping(slot) and not self._kept(slot) and slot.tokens != list(entry.tokens[:len(slot.tokens)]):
             leaving = (slot.owner, tuple(slot.tokens), slot.prompt_len, rt.seq_state(slot.index))
         ok = self._put_state(slot, state, len(entry.tokens))
         if ok:
