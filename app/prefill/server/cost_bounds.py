@@ -29,9 +29,9 @@ BODY_SLACK_BYTES = 64 * 1024  # the request's other fields
 PROMPT_BUILDS = 2  # prompts rendered and tokenized at once; the rest wait their turn
 # A prompt of at most INLINE_BUILD_BYTES of text, with no image and no tool, is built on the loop: its
 # render and tokenize take ~0.2 ms, less than the trip to a worker thread and back, which its first
-# token waited for (~0.5 ms on this 2-core host). A model whose template makes such builds take longer
-# than INLINE_BUILD_S, INLINE_SLOW_BUILDS times in a row, builds every later prompt on a worker thread, as
-# larger prompts are (one slow build alone is the first, or a cold cache).
+# token waited for (~0.5 ms on this 2-core host). A model whose template makes such builds take more
+# than INLINE_BUILD_S of the loop's CPU, INLINE_SLOW_BUILDS times in a row, builds every later prompt on
+# a worker thread, as larger prompts are (one slow build alone is the first, or a cold cache).
 INLINE_BUILD_BYTES = 4096
 INLINE_BUILD_S = 0.002
 INLINE_SLOW_BUILDS = 3
@@ -105,11 +105,11 @@ class PromptBounds:
     def inline_build(self) -> Iterator[None]:
         """Times a build on the loop: INLINE_SLOW_BUILDS in a row past INLINE_BUILD_S send this model's
         builds to worker threads for good."""
-        started = time.perf_counter()
+        started = time.thread_time()  # the build's own work: not the GIL's waits for the decoding thread
         try:
             yield
         finally:
-            self._slow = self._slow + 1 if time.perf_counter() - started > INLINE_BUILD_S else 0
+            self._slow = self._slow + 1 if time.thread_time() - started > INLINE_BUILD_S else 0
 
     def _min_tokens(self, size: int) -> int:
         return -(-size // self.longest)
