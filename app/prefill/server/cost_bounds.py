@@ -5,7 +5,8 @@ expensive steps, not after them. The body is read up to a size that follows the 
 must arrive at a minimum rate;
 the messages are counted against the context before the template renders them; the prompt
 text is measured before it is tokenized; and only a few prompts are built at once, so a
-flood of large requests cannot take the GIL from the decoding thread.
+flood of large requests cannot take the GIL from the decoding thread (a small one is built on the
+loop, where it costs less than the trip to a worker thread).
 
 The bounds are sound: a prompt refused here could never have fit. No token stands for more
 text than the vocabulary's longest piece, so a text of B bytes is at least B / longest tokens,
