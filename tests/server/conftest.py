@@ -19,6 +19,9 @@ import httpx2 as httpx
 import pytest
 from openai import OpenAI
 
+from prefill.engine.settings import LoadSettings
+from prefill.server.lifecycle import RunningServer, ServeOptions
+
 START_S = 120
 
 
@@ -98,6 +101,17 @@ def sse_events(text: str) -> list[tuple[str, dict[str, Any]]]:
         lines = dict(line.split(": ", 1) for line in block.split("\n"))
         out.append((lines["event"], json.loads(lines["data"])))
     return out
+
+
+@pytest.fixture(scope="module")
+def tiny_served(tiny_model: Path) -> Iterator[RunningServer]:
+    """The tiny model served in this process: one slot of 2,048 tokens, one thread."""
+    options = ServeOptions(tiny_model, LoadSettings(n_ctx=2048, n_gpu_layers="none", n_threads=1), port=0,
+                           parallel=1)
+    server = RunningServer.open(options)
+    server.start_thread()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="module")

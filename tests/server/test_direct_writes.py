@@ -10,28 +10,16 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from prefill.engine.settings import LoadSettings
 from prefill.server import connections
 from prefill.server.direct_writes import DirectWrites
-from prefill.server.lifecycle import RunningServer, ServeOptions
+from prefill.server.lifecycle import RunningServer
 from tests.server.test_chunk_writer import _events, _read_chunked
 
 pytestmark = pytest.mark.skipif(not DirectWrites.possible(), reason="no libc send to write with")
-
-
-@pytest.fixture(scope="module")
-def served(tiny_model: Path) -> Iterator[RunningServer]:
-    options = ServeOptions(tiny_model, LoadSettings(n_ctx=2048, n_gpu_layers="none", n_threads=1), port=0,
-                           parallel=1)
-    server = RunningServer.open(options)
-    server.start_thread()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
@@ -58,8 +46,8 @@ def _request(tokens: int, stream: bool = True) -> bytes:
             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
 
 
-def _address(served: RunningServer) -> tuple[str, int]:
-    host, port = served.url.removeprefix("http://").split(":")
+def _address(tiny_served: RunningServer) -> tuple[str, int]:
+    host, port = tiny_served.url.removeprefix("http://").split(":")
     return host, int(port)
 
 
@@ -71,8 +59,8 @@ def _streamed_text(chunks: list[bytes]) -> str:
     return "".join(a["choices"][0]["delta"].get("content", "") for a in answer)
 
 
-def _whole_text(served: RunningServer, tokens: int) -> str:
-    with socket.create_connection(_address(served), timeout=30) as s, s.makefile("rb") as f:
+def _whole_text(tiny_served: RunningServer, tokens: int) -> str:
+    with socket.create_connection(_address(tiny_served), timeout=30) as s, s.makefile("rb") as f:
         s.sendall(_request(tokens, stream=False))
         head = b""
         while not head.endswith(b"\r\n\r\n"):
@@ -107,10 +95,10 @@ def _settles(count: int, deadline_s: float = 10.0) -> bool:
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="no /proc to count open files")
 def test_the_scheduler_thread_writes_the_tokens_and_the_wire_reads_as_the_whole_answer(
-        served: RunningServer, flushes: list[tuple[bool, int]]) -> None:
-    whole = _whole_text(served, 40)
+        tiny_served: RunningServer, flushes: list[tuple[bool, int]]) -> None:
+    whole = _whole_text(tiny_served, 40)
     files = _steady_files()
-    with socket.create_connection(_address(served), timeout=30) as s, s.makefile("rb") as f:
+    with socket.create_connection(_address(tiny_served), timeout=30) as s, s.makefile("rb") as f:
         for _ in range(2):  # kept alive: the loop ends each response through h11, ready for the next request
             flushes.clear()
             s.sendall(_request(40))
@@ -123,13 +111,13 @@ def test_the_scheduler_thread_writes_the_tokens_and_the_wire_reads_as_the_whole_
 
 
 def test_a_client_that_stops_reading_gets_the_rest_in_order_once_it_reads(
-        served: RunningServer, flushes: list[tuple[bool, int]], monkeypatch: pytest.MonkeyPatch) -> None:
-    whole = _whole_text(served, 1500)
+        tiny_served: RunningServer, flushes: list[tuple[bool, int]], monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = _whole_text(tiny_served, 1500)
     monkeypatch.setattr(connections, "SEND_BUFFER_BYTES", 4096)  # the server's socket and transport fill sooner
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         s.settimeout(30)
-        s.connect(_address(served))
+        s.connect(_address(tiny_served))
         s.sendall(_request(1500))
         deadline = time.monotonic() + 20
         while not any(not kept for kept, _ in flushes) and time.monotonic() < deadline:
@@ -143,10 +131,10 @@ def test_a_client_that_stops_reading_gets_the_rest_in_order_once_it_reads(
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="no /proc to count open files")
 def test_a_client_that_hangs_up_mid_stream_frees_its_slot_and_its_socket(
-        served: RunningServer, flushes: list[tuple[bool, int]]) -> None:
-    _whole_text(served, 8)
+        tiny_served: RunningServer, flushes: list[tuple[bool, int]]) -> None:
+    _whole_text(tiny_served, 8)
     files = _steady_files()
-    with socket.create_connection(_address(served), timeout=30) as s, s.makefile("rb") as f:
+    with socket.create_connection(_address(tiny_served), timeout=30) as s, s.makefile("rb") as f:
         s.sendall(_request(1500))
         while not f.readline().startswith(b"data: {"):
             pass  # the head, then the first chunk
@@ -155,4 +143,4 @@ def test_a_client_that_hangs_up_mid_stream_frees_its_slot_and_its_socket(
             time.sleep(0.005)
         assert flushes  # the scheduler thread has written some
     assert _settles(files)  # the duplicate the scheduler thread wrote to is closed with the response
-    assert _whole_text(served, 8)  # the one slot is free again
+    assert _whole_text(tiny_served, 8)  # the one slot is free again

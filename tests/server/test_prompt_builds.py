@@ -6,38 +6,25 @@ streams never waits on it; and none on the loop any more once a model's template
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 from prefill.engine.prompt.model_chat import ModelChat
 from prefill.engine.request import ChatRequest
-from prefill.engine.settings import LoadSettings
 from prefill.server import cost_bounds
 from prefill.server.cost_bounds import INLINE_BUILD_BYTES, PromptBounds
-from prefill.server.lifecycle import RunningServer, ServeOptions
+from prefill.server.lifecycle import RunningServer
 
 
-@pytest.fixture(scope="module")
-def served(tiny_model: Path) -> Iterator[RunningServer]:
-    options = ServeOptions(tiny_model, LoadSettings(n_ctx=4096, n_gpu_layers="none", n_threads=1), port=0,
-                           parallel=1)
-    server = RunningServer.open(options)
-    server.start_thread()
-    yield server
-    server.stop()
-
-
-def _ask(served: RunningServer, content: str) -> None:
+def _ask(tiny_served: RunningServer, content: str) -> None:
     body = {"model": "tiny", "max_tokens": 1, "messages": [{"role": "user", "content": content}]}
-    r = httpx.post(served.url + "/v1/chat/completions", json=body, timeout=60)
+    r = httpx.post(tiny_served.url + "/v1/chat/completions", json=body, timeout=60)
     assert r.status_code == 200, r.text
 
 
 def test_a_small_prompt_is_built_on_the_loop_and_a_large_one_on_a_worker_thread(
-        served: RunningServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        tiny_served: RunningServer, monkeypatch: pytest.MonkeyPatch) -> None:
     where: list[str] = []
     real = ModelChat.text_of
 
@@ -46,8 +33,8 @@ def test_a_small_prompt_is_built_on_the_loop_and_a_large_one_on_a_worker_thread(
         return real(self, request)
 
     monkeypatch.setattr(ModelChat, "text_of", text_of)
-    _ask(served, "count to three")
-    _ask(served, "word " * (INLINE_BUILD_BYTES // 5 + 1))  # past INLINE_BUILD_BYTES
+    _ask(tiny_served, "count to three")
+    _ask(tiny_served, "word " * (INLINE_BUILD_BYTES // 5 + 1))  # past INLINE_BUILD_BYTES
     assert where[0] == "prefill-serve"  # the serving loop's thread (RunningServer.start_thread)
     assert where[1] != "prefill-serve"
 
