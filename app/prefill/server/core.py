@@ -400,7 +400,7 @@ async def build_prompt(served: ServedModel, req: GenerationRequest,
         size = bounds.check_messages(chat_request.messages)
         small = not req.images and not chat_request.offered_tools and bounds.inline(size)
     else:
-        small = bounds.inline(len(req.prompt.encode("utf-8", "surrogatepass")))
+        small = bounds.inline_text(req.prompt)
     try:
         if small:
             with bounds.inline_build():

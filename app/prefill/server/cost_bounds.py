@@ -102,6 +102,11 @@ class PromptBounds:
         """Whether a prompt of `size` bytes of text (no image, no tool) is built on the loop."""
         return self._slow < INLINE_SLOW_BUILDS and size <= INLINE_BUILD_BYTES
 
+    def inline_text(self, text: str) -> bool:
+        """Whether a completion's prompt `text` is built on the loop (a long one is not encoded there to be
+        measured: its bytes are at least its characters)."""
+        return len(text) <= INLINE_BUILD_BYTES and self.inline(len(text.encode("utf-8", "surrogatepass")))
+
     @contextmanager
     def inline_build(self) -> Iterator[None]:
         """Times a build on the loop: INLINE_SLOW_BUILDS in a row past INLINE_BUILD_S send this model's

@@ -66,9 +66,11 @@ class EventStream:
         if type(event) is Finished and self.on_end is not None:
             self.on_end(event.metrics)
         kind = type(event)
+        # No reply says when its prompt was read (the end's figures count it); kept, the prefill's event would
+        # take the stream back from the scheduler thread just before the first token.
         if kind is PrefillDone or (kind is Token and not self.tokens):
-            return  # no reply says when its prompt was read (the end's figures count it), and it would take
-        is_token = kind is Token  # the stream back from the scheduler thread just before the first token
+            return
+        is_token = kind is Token
         urgent = not is_token or self._first_token
         self._first_token = self._first_token and not is_token
         direct = self.direct

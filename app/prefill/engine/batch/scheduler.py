@@ -89,6 +89,12 @@ class _Slot:
     kept: CacheEntry | None = None  # the prompt cache's entry for what `tokens` hold, stored ahead (`_keep_ahead`)
 
 
+def _taken_first(s: _Slot) -> tuple[bool, float]:
+    """Which idle slot a conversation that continues none takes (the largest): an empty one, else the least
+    recently used."""
+    return not s.tokens, -s.last_used
+
+
 @dataclass(eq=False)
 class _Job:
     slot: _Slot
@@ -324,7 +330,7 @@ class BatchScheduler:
         def score(s: _Slot) -> tuple[int, bool, float]:
             n = shared[s.index]
             continued = 2 * n >= len(prompt) and 2 * n >= s.prompt_len
-            return (n if continued else 0, not s.tokens, -s.last_used)
+            return (n if continued else 0, *_taken_first(s))
 
         slot = max(idle, key=score)
         n = shared[slot.index]
@@ -387,12 +393,9 @@ class BatchScheduler:
     def _keep_leaving(self, slot: _Slot, keep: int) -> None:
         """Keep what `slot` holds in the prompt cache when the next request keeps only `keep` of its tokens
         and not its last prompt (another conversation takes the slot: its own next turn finds it there)."""
-        cache = self.prompt_cache
         if keep + 1 >= slot.prompt_len or not self._worth_keeping(slot) or self._kept(slot):
             return
-        state = self.runtime.seq_state(slot.index)
-        if state is not None:
-            cache.store(slot.owner, slot.tokens, slot.prompt_len, state)
+        self._store(slot)
 
     def _keep_ahead(self) -> None:
         """While the scheduler is idle, keep in the prompt cache what the slot a new conversation would take
@@ -401,16 +404,20 @@ class BatchScheduler:
         280 cells on this 2-core host: ~9 ms). Not the slot used last, where a conversation going on (an
         agent's next turn) is found, nor when a request waits: a request that comes during the copy waits
         for it, as it would have at its admission."""
-        if not self.keep_ahead or self._queue or not self.prompt_cache.on or len(self._slots) < 2:
+        if not self.keep_ahead or self._queue or not self.prompt_cache.on:
             return
-        slot = max(self._slots, key=lambda s: (not s.tokens, -s.last_used))
-        if not slot.tokens or slot.job is not None or self._kept(slot) or not self._worth_keeping(slot):
+        slot = max(self._slots, key=_taken_first)
+        if not slot.tokens or self._kept(slot) or not self._worth_keeping(slot):
             return
-        if slot is max(self._slots, key=lambda s: s.last_used):
-            return
+        if slot is not max(self._slots, key=lambda s: s.last_used):
+            slot.kept = self._store(slot)
+
+    def _store(self, slot: _Slot) -> CacheEntry | None:
+        """Copy what `slot` holds into the prompt cache; the entry that holds it (None: nothing kept)."""
         state = self.runtime.seq_state(slot.index)
-        if state is not None:
-            slot.kept = self.prompt_cache.store(slot.owner, slot.tokens, slot.prompt_len, state)
+        if state is None:
+            return None
+        return self.prompt_cache.store(slot.owner, slot.tokens, slot.prompt_len, state)
 
     def _kept(self, slot: _Slot) -> bool:
         """What `slot` holds is in the prompt cache's memory as it is (stored ahead by `_keep_ahead`)."""
